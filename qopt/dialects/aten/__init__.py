@@ -1,0 +1,17 @@
+"""The `aten` dialect: float compute at the import level, one op per ATen node."""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+
+from qopt.dialects.aten import elementwise, layers, nn, reduction, shape
+
+
+def _all_ops() -> list[type]:
+    ops: list[type] = []
+    for module in (elementwise, nn, shape, reduction, layers):
+        ops.extend(module.OPS)
+    return ops
+
+
+Aten = Dialect("aten", _all_ops(), [])

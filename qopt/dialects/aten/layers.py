@@ -1,0 +1,5 @@
+"""aten ops: layers family (filled in by its owner)."""
+
+from __future__ import annotations
+
+OPS: list[type] = []

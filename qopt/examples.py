@@ -1,0 +1,486 @@
+"""Small example models and quantization schemes used to exercise qopt.
+
+Every (model, scheme) pair produces a ``torch.export.ExportedProgram`` whose
+graph contains the quantization idioms emitted by torch / torchao:
+
+* ``float``         -- plain export, no quantization.
+* ``pt2e_static``   -- torchao PT2E with the XNNPACK-style quantizer
+                       (static per-tensor activations, per-channel weights).
+* ``pt2e_dynamic``  -- same, dynamic activation quantization.
+* ``w4g32``         -- ``IntxWeightOnlyConfig`` int4, group size 32.
+* ``w8c``           -- ``IntxWeightOnlyConfig`` int8, per output channel.
+* ``8da4w``         -- ``Int8DynamicActivationIntxWeightConfig`` int4/g32 on
+                       Linear, plus int4/g32 weight-only on Embedding.
+* ``codebook4``/``codebook3`` -- torchao prototype CoreML codebook (LUT)
+                       weight-only quantization, block ``[-1, 16]``.
+
+All builders are deterministic for a given ``seed`` and never disturb the
+global RNG state.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Callable, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = [
+    "MODELS",
+    "SCHEMES",
+    "build_model",
+    "export_model",
+    "quantize_model",
+    "random_inputs",
+    "supported",
+    "NOOP_PAIRS",
+    "LlamaConfig",
+    "TinyLlama",
+    "TinyMLP",
+    "TinyConvNet",
+]
+
+MODELS = ("llama", "mlp", "convnet")
+SCHEMES = (
+    "float",
+    "pt2e_static",
+    "pt2e_dynamic",
+    "w4g32",
+    "w8c",
+    "8da4w",
+    "codebook4",
+    "codebook3",
+)
+
+# Pairs that are *supported* but where the scheme's filter matches no module,
+# so the exported graph equals the float one: the convnet's only Linear is
+# 16->10 (K=16 is not a multiple of 32) and the int4/g32 schemes only target
+# Linear/Embedding weights.
+NOOP_PAIRS = frozenset({("convnet", "w4g32"), ("convnet", "8da4w")})
+
+# Number of calibration batches used for PT2E static quantization.
+_NUM_CALIBRATION_BATCHES = 4
+
+
+# ---------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    x1 = x[..., :half]
+    x2 = x[..., half:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaConfig:
+    def __init__(
+        self,
+        vocab_size: int = 256,
+        dim: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        hidden_dim: int = 128,
+        max_seq_len: int = 64,
+        rope_theta: float = 10000.0,
+        norm_eps: float = 1e-5,
+    ):
+        self.vocab_size = vocab_size
+        self.dim = dim
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.head_dim = dim // n_heads
+        self.hidden_dim = hidden_dim
+        self.max_seq_len = max_seq_len
+        self.rope_theta = rope_theta
+        self.norm_eps = norm_eps
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: LlamaConfig, rope: bool, use_sdpa: bool):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.head_dim = cfg.head_dim
+        self.rope = rope
+        self.use_sdpa = use_sdpa
+        d = cfg.dim
+        self.wq = nn.Linear(d, cfg.n_heads * cfg.head_dim, bias=False)
+        self.wk = nn.Linear(d, cfg.n_heads * cfg.head_dim, bias=False)
+        self.wv = nn.Linear(d, cfg.n_heads * cfg.head_dim, bias=False)
+        self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, d, bias=False)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> torch.Tensor:
+        bsz, seqlen, _ = x.shape
+        q = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        if self.rope:
+            q = q * cos + _rotate_half(q) * sin
+            k = k * cos + _rotate_half(k) * sin
+        if self.use_sdpa:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+            mask = torch.ones(seqlen, seqlen, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~mask, float("-inf"))
+            probs = torch.softmax(scores, dim=-1)
+            out = torch.matmul(probs, v)
+        out = out.transpose(1, 2).reshape(bsz, seqlen, self.n_heads * self.head_dim)
+        return self.wo(out)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.w1 = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
+        self.w3 = nn.Linear(cfg.dim, cfg.hidden_dim, bias=False)
+        self.w2 = nn.Linear(cfg.hidden_dim, cfg.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, cfg: LlamaConfig, rope: bool, use_sdpa: bool):
+        super().__init__()
+        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.attention = Attention(cfg, rope, use_sdpa)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.feed_forward = FeedForward(cfg)
+
+    def forward(self, x, cos, sin):
+        h = x + self.attention(self.attention_norm(x), cos, sin)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class TinyLlama(nn.Module):
+    """Llama-style decoder-only transformer in plain torch.
+
+    ``rope``: apply rotary position embeddings (rotate_half style) to q/k.
+    ``use_sdpa``: causal attention through ``F.scaled_dot_product_attention``
+    (``is_causal=True``); otherwise explicit matmul + boolean causal mask +
+    softmax.
+    """
+
+    def __init__(
+        self,
+        cfg: Optional[LlamaConfig] = None,
+        rope: bool = True,
+        use_sdpa: bool = True,
+    ):
+        super().__init__()
+        cfg = cfg or LlamaConfig()
+        self.cfg = cfg
+        self.rope = rope
+        self.use_sdpa = use_sdpa
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
+        self.layers = nn.ModuleList(
+            [DecoderBlock(cfg, rope, use_sdpa) for _ in range(cfg.n_layers)]
+        )
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        # Precomputed rotary tables (non-persistent buffers -> exported as
+        # constant buffers).
+        inv_freq = 1.0 / (
+            cfg.rope_theta
+            ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim)
+        )
+        t = torch.arange(cfg.max_seq_len, dtype=torch.float32)
+        freqs = torch.outer(t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("rope_cos", emb.cos(), persistent=False)
+        self.register_buffer("rope_sin", emb.sin(), persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        seqlen = tokens.shape[1]
+        h = self.tok_embeddings(tokens)
+        cos = self.rope_cos[:seqlen]
+        sin = self.rope_sin[:seqlen]
+        for layer in self.layers:
+            h = layer(h, cos, sin)
+        return self.output(self.norm(h))
+
+
+class TinyMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 128)
+        self.fc2 = nn.Linear(128, 128)
+        self.fc3 = nn.Linear(128, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.fc1(x))
+        x = F.gelu(self.fc2(x))
+        return self.fc3(x)
+
+
+class TinyConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        # residual branch: 1x1 conv on the same input, added to conv3's output
+        self.conv3 = nn.Conv2d(16, 16, 3, padding=1)
+        self.skip = nn.Conv2d(16, 16, 1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))  # [1, 16, 8, 8]
+        x = F.relu(self.conv3(x)) + self.skip(x)  # residual add of two branches
+        x = self.pool(x)  # [1, 16, 4, 4]
+        x = F.adaptive_avg_pool2d(x, 1)  # [1, 16, 1, 1]
+        x = torch.flatten(x, 1)
+        return self.fc(x)
+
+
+_INPUT_SPECS = {
+    # name -> list of (shape, dtype, high) ; high only used for integer inputs
+    "llama": [((1, 16), torch.int64, 256)],
+    "mlp": [((4, 64), torch.float32, None)],
+    "convnet": [((1, 3, 16, 16), torch.float32, None)],
+}
+
+
+def _check_model(name: str) -> None:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; expected one of {MODELS}")
+
+
+def _check_scheme(scheme: str) -> None:
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
+
+
+def random_inputs(name: str, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Fresh random inputs with the model's input shapes/dtypes."""
+    _check_model(name)
+    g = torch.Generator().manual_seed(int(seed))
+    out = []
+    for shape, dtype, high in _INPUT_SPECS[name]:
+        if dtype.is_floating_point:
+            out.append(torch.randn(shape, generator=g, dtype=dtype))
+        else:
+            out.append(torch.randint(0, high, shape, generator=g, dtype=dtype))
+    return tuple(out)
+
+
+def build_model(
+    name: str, seed: int = 0, **kwargs
+) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Build the eval-mode float model ``name`` and its example inputs.
+
+    Deterministic for a given seed; the global RNG state is left untouched.
+    Extra keyword arguments are forwarded to the model constructor (e.g.
+    ``rope=False`` / ``use_sdpa=False`` for "llama").
+    """
+    _check_model(name)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        if name == "llama":
+            model = TinyLlama(**kwargs)
+            # nn.Embedding inits N(0,1), Linear kaiming-uniform: fine as is.
+        elif name == "mlp":
+            model = TinyMLP(**kwargs)
+        else:
+            model = TinyConvNet(**kwargs)
+    model.eval()
+    return model, random_inputs(name, seed)
+
+
+# ---------------------------------------------------------------------------
+# Quantization schemes
+# ---------------------------------------------------------------------------
+
+
+def _in_features(mod: nn.Module) -> Optional[int]:
+    """Reduction (group) dim of a Linear/Embedding weight, else None."""
+    if isinstance(mod, (nn.Linear, nn.Embedding)):
+        w = mod.weight
+        if isinstance(w, torch.Tensor) and w.dim() == 2:
+            return int(w.shape[-1])
+    return None
+
+
+def _linear_filter(divisor: int = 1) -> Callable[[nn.Module, str], bool]:
+    def fn(mod: nn.Module, fqn: str) -> bool:
+        return isinstance(mod, nn.Linear) and mod.weight.shape[-1] % divisor == 0
+
+    return fn
+
+
+def _embedding_filter(divisor: int = 1) -> Callable[[nn.Module, str], bool]:
+    def fn(mod: nn.Module, fqn: str) -> bool:
+        return isinstance(mod, nn.Embedding) and mod.weight.shape[-1] % divisor == 0
+
+    return fn
+
+
+def _linear_or_embedding_filter(divisor: int = 1) -> Callable[[nn.Module, str], bool]:
+    def fn(mod: nn.Module, fqn: str) -> bool:
+        k = _in_features(mod)
+        return k is not None and k % divisor == 0
+
+    return fn
+
+
+# Reasons for (model, scheme) pairs that torch/torchao cannot produce.  Every
+# pair has been tried with torch 2.13 / torchao 0.18; see supported().
+_UNSUPPORTED: dict[tuple[str, str], str] = {}
+
+
+def supported(name: str, scheme: str) -> Optional[str]:
+    """None if the pair can be produced, else a one-line reason."""
+    _check_model(name)
+    _check_scheme(scheme)
+    return _UNSUPPORTED.get((name, scheme))
+
+
+def _calibration_inputs(name: str, seed: int) -> list[tuple[torch.Tensor, ...]]:
+    return [
+        random_inputs(name, 1000 + 97 * int(seed) + i)
+        for i in range(_NUM_CALIBRATION_BATCHES)
+    ]
+
+
+def _pt2e(model: nn.Module, inputs, name: str, seed: int, dynamic: bool) -> nn.Module:
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.testing.pt2e._xnnpack_quantizer import (
+        XNNPACKQuantizer,
+        get_symmetric_quantization_config,
+    )
+
+    quantizer = XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic)
+    )
+    m = torch.export.export(model, inputs, strict=False).module()
+    m = prepare_pt2e(m, quantizer)
+    with torch.no_grad():
+        for batch in _calibration_inputs(name, seed):
+            m(*batch)
+    return convert_pt2e(m)
+
+
+def quantize_model(
+    name: str,
+    scheme: str,
+    model: nn.Module,
+    example_inputs: tuple[torch.Tensor, ...],
+    seed: int = 0,
+) -> nn.Module:
+    """Return a quantized copy of ``model`` (the eager module that gets exported).
+
+    For the PT2E schemes this is the converted ``GraphModule`` (note: after the
+    second export its original float weights remain as *unused* PARAMETER
+    placeholders; the int8 weights are ``_frozen_param*`` BUFFERs and PT2E leaves
+    ``nn.Embedding`` float).  For the torchao
+    ``quantize_`` schemes it is a deepcopy with tensor-subclass weights.
+    The caller's model is never modified.
+    """
+    _check_model(name)
+    _check_scheme(scheme)
+    reason = supported(name, scheme)
+    if reason is not None:
+        raise ValueError(reason)
+
+    model = copy.deepcopy(model).eval()
+    if scheme == "float":
+        return model
+    if scheme in ("pt2e_static", "pt2e_dynamic"):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            return _pt2e(model, example_inputs, name, seed, scheme == "pt2e_dynamic")
+
+    from torchao.quantization import (
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        PerAxis,
+        PerGroup,
+        quantize_,
+    )
+
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(int(seed))
+        if scheme == "w4g32":
+            quantize_(
+                model,
+                IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+                filter_fn=_linear_or_embedding_filter(32),
+            )
+        elif scheme == "w8c":
+            quantize_(
+                model,
+                IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)),
+                filter_fn=_linear_or_embedding_filter(1),
+            )
+        elif scheme == "8da4w":
+            quantize_(
+                model,
+                IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+                filter_fn=_embedding_filter(32),
+            )
+            quantize_(
+                model,
+                Int8DynamicActivationIntxWeightConfig(
+                    weight_dtype=torch.int4, weight_granularity=PerGroup(32)
+                ),
+                filter_fn=_linear_filter(32),
+            )
+        elif scheme in ("codebook4", "codebook3"):
+            from torchao.prototype.quantization.codebook_coreml import (
+                CodebookWeightOnlyConfig,
+            )
+
+            dtype = torch.uint4 if scheme == "codebook4" else torch.uint3
+            quantize_(
+                model,
+                CodebookWeightOnlyConfig(dtype=dtype, block_size=[-1, 16]),
+                filter_fn=_linear_or_embedding_filter(16),
+            )
+        else:  # pragma: no cover - guarded by _check_scheme
+            raise AssertionError(scheme)
+    return model
+
+
+def export_model(
+    name: str,
+    scheme: str,
+    seed: int = 0,
+    model: Optional[nn.Module] = None,
+    example_inputs: Optional[tuple[torch.Tensor, ...]] = None,
+) -> torch.export.ExportedProgram:
+    """Build (or take) model ``name``, apply ``scheme`` and export it.
+
+    Raises ``ValueError(reason)`` for pairs where ``supported`` returns a
+    reason.
+    """
+    _check_model(name)
+    _check_scheme(scheme)
+    reason = supported(name, scheme)
+    if reason is not None:
+        raise ValueError(reason)
+    if model is None or example_inputs is None:
+        built, built_inputs = build_model(name, seed)
+        model = built if model is None else model
+        example_inputs = built_inputs if example_inputs is None else example_inputs
+    example_inputs = tuple(example_inputs)
+    qmodel = quantize_model(name, scheme, model, example_inputs, seed)
+    with torch.no_grad():
+        return torch.export.export(qmodel, example_inputs, strict=False)

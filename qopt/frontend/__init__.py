@@ -1,0 +1,32 @@
+"""Frontends: `.pt2` / ExportedProgram import (and, later, `.mlpackage`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+
+def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
+    """Import a `torch.export.ExportedProgram` or a `.pt2` path into aten + quant."""
+    from torch.export import ExportedProgram
+
+    from qopt.frontend.converters import get_converters
+    from qopt.frontend.importer import Importer
+    from qopt.resources import store
+
+    store()
+    if isinstance(ep_or_path, ExportedProgram):
+        ep = ep_or_path
+    elif isinstance(ep_or_path, str | os.PathLike):
+        from qopt.frontend.pt2 import load_pt2
+
+        ep = load_pt2(os.fspath(ep_or_path), trust_pickle=trust_pickle)
+    else:
+        from qopt.errors import QoptError
+
+        raise QoptError(
+            f"import_program takes an ExportedProgram or a .pt2 path, got {type(ep_or_path).__name__}"
+        )
+    return Importer(ep, get_converters()).run()

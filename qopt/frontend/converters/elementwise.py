@@ -1,0 +1,263 @@
+"""Converters for elementwise ATen ops (see qopt/dialects/aten/elementwise.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.fx import Node
+from xdsl.dialects.builtin import FloatAttr, StringAttr
+from xdsl.ir import Attribute, Operation
+
+from qopt.dialects.aten import elementwise as ew
+from qopt.frontend.converters.table import ConverterTable
+from qopt.frontend.importer import Importer
+
+CONVERTERS = ConverterTable()
+
+
+def _f64(value: float) -> FloatAttr:
+    return FloatAttr(float(value), 64)
+
+
+def _unary(op_type: type[ew.UnaryOp], *targets: str) -> None:
+    def convert(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+        return op_type.create(operands=[imp.value(args["self"])], result_types=[imp.result_type()])
+
+    CONVERTERS(*targets)(convert)
+
+
+for _op, _names in [
+    (ew.NegOp, ["neg"]),
+    (ew.AbsOp, ["abs"]),
+    (ew.ReluOp, ["relu"]),
+    (ew.SiluOp, ["silu"]),
+    (ew.SigmoidOp, ["sigmoid"]),
+    (ew.TanhOp, ["tanh"]),
+    (ew.ExpOp, ["exp"]),
+    (ew.LogOp, ["log"]),
+    (ew.SqrtOp, ["sqrt"]),
+    (ew.RsqrtOp, ["rsqrt"]),
+    (ew.ReciprocalOp, ["reciprocal"]),
+    (ew.SinOp, ["sin"]),
+    (ew.CosOp, ["cos"]),
+    (ew.ErfOp, ["erf"]),
+    (ew.FloorOp, ["floor"]),
+    (ew.CeilOp, ["ceil"]),
+    (ew.RoundOp, ["round"]),
+    (ew.HardswishOp, ["hardswish"]),
+    (ew.HardsigmoidOp, ["hardsigmoid"]),
+    (ew.LogicalNotOp, ["logical_not"]),
+    (ew.BitwiseNotOp, ["bitwise_not"]),
+    (ew.IsNanOp, ["isnan"]),
+]:
+    _unary(_op, *(f"aten.{n}.default" for n in _names))
+
+_unary(
+    ew.CloneOp,
+    "aten.clone.default",
+    "aten.contiguous.default",
+    "aten.alias.default",
+    "aten.detach.default",
+    "aten.lift_fresh_copy.default",
+)
+_unary(
+    ew.CastOp,
+    "aten.to.dtype",
+    "aten.to.dtype_layout",
+    "aten.to.device",
+    "aten._to_copy.default",
+    "aten.type_as.default",
+)
+
+
+@CONVERTERS("aten.dropout.default")
+def convert_dropout(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    if args.get("train"):
+        raise imp.error("dropout in training mode is random: export the model in eval mode")
+    return ew.CloneOp.create(operands=[imp.value(args["input"])], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.gelu.default")
+def convert_gelu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    approximate = args.get("approximate") or "none"
+    props: dict[str, Attribute] = {}
+    if approximate != "none":
+        props["approximate"] = StringAttr(approximate)
+    return ew.GeluOp.create(
+        operands=[imp.value(args["self"])], result_types=[imp.result_type()], properties=props
+    )
+
+
+@CONVERTERS("aten.leaky_relu.default")
+def convert_leaky_relu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    slope = args.get("negative_slope")
+    return ew.LeakyReluOp.create(
+        operands=[imp.value(args["self"])],
+        result_types=[imp.result_type()],
+        properties={"negative_slope": _f64(0.01 if slope is None else slope)},
+    )
+
+
+def _clamp(imp: Importer, x: Any, lo: Any, hi: Any) -> Operation:
+    props: dict[str, Attribute] = {}
+    for name, bound in (("min", lo), ("max", hi)):
+        if bound is None:
+            continue
+        if not isinstance(bound, int | float):
+            raise imp.error(f"{name} of clamp must be a number, got {bound!r}")
+        props[name] = _f64(bound)
+    return ew.ClampOp.create(
+        operands=[imp.value(x)], result_types=[imp.result_type()], properties=props
+    )
+
+
+@CONVERTERS("aten.clamp.default")
+def convert_clamp(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _clamp(imp, args["self"], args.get("min"), args.get("max"))
+
+
+@CONVERTERS("aten.clamp_min.default")
+def convert_clamp_min(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _clamp(imp, args["self"], args["min"], None)
+
+
+@CONVERTERS("aten.clamp_max.default")
+def convert_clamp_max(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _clamp(imp, args["self"], None, args["max"])
+
+
+@CONVERTERS("aten.hardtanh.default")
+def convert_hardtanh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _clamp(imp, args["self"], args.get("min_val", -1.0), args.get("max_val", 1.0))
+
+
+@CONVERTERS("aten.relu6.default")
+def convert_relu6(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _clamp(imp, args["self"], 0.0, 6.0)
+
+
+def _binary(
+    imp: Importer,
+    op_type: type[ew.BinaryOp],
+    lhs: Any,
+    rhs: Any,
+    props: dict[str, Attribute] | None = None,
+) -> Operation:
+    lhs_v = imp.value(lhs) if not isinstance(lhs, int | float) else None
+    rhs_v = imp.value(rhs) if not isinstance(rhs, int | float) else None
+    if lhs_v is None and rhs_v is None:
+        raise imp.error("at least one operand must be a tensor")
+    lhs_v = lhs_v if lhs_v is not None else imp.operand(lhs, like=rhs_v)
+    rhs_v = rhs_v if rhs_v is not None else imp.operand(rhs, like=lhs_v)
+    return op_type.create(
+        operands=[lhs_v, rhs_v], result_types=[imp.result_type()], properties=props or {}
+    )
+
+
+def _alpha(args: dict[str, Any]) -> dict[str, Attribute]:
+    alpha = args.get("alpha")
+    return {} if alpha is None or alpha == 1 else {"alpha": _f64(alpha)}
+
+
+@CONVERTERS("aten.add.Tensor", "aten.add.Scalar")
+def convert_add(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _binary(imp, ew.AddOp, args["self"], args["other"], _alpha(args))
+
+
+@CONVERTERS("aten.sub.Tensor", "aten.sub.Scalar")
+def convert_sub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _binary(imp, ew.SubOp, args["self"], args["other"], _alpha(args))
+
+
+@CONVERTERS("aten.rsub.Scalar", "aten.rsub.Tensor")
+def convert_rsub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _binary(imp, ew.SubOp, args["other"], args["self"], _alpha(args))
+
+
+@CONVERTERS("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def convert_div(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    mode = args.get("rounding_mode")
+    props: dict[str, Attribute] = {} if mode is None else {"rounding_mode": StringAttr(mode)}
+    return _binary(imp, ew.DivOp, args["self"], args["other"], props)
+
+
+@CONVERTERS("aten.floor_divide.default", "aten.floor_divide.Scalar")
+def convert_floor_divide(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _binary(
+        imp, ew.DivOp, args["self"], args["other"], {"rounding_mode": StringAttr("floor")}
+    )
+
+
+@CONVERTERS("aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar")
+def convert_pow(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _binary(imp, ew.PowOp, args["self"], args["exponent"])
+
+
+def _simple_binary(op_type: type[ew.BinaryOp], *targets: str) -> None:
+    def convert(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+        return _binary(imp, op_type, args["self"], args["other"])
+
+    CONVERTERS(*targets)(convert)
+
+
+for _op, _name in [
+    (ew.MulOp, "mul"),
+    (ew.RemainderOp, "remainder"),
+    (ew.EqOp, "eq"),
+    (ew.NeOp, "ne"),
+    (ew.LtOp, "lt"),
+    (ew.LeOp, "le"),
+    (ew.GtOp, "gt"),
+    (ew.GeOp, "ge"),
+    (ew.BitwiseAndOp, "bitwise_and"),
+    (ew.BitwiseOrOp, "bitwise_or"),
+    (ew.BitwiseXorOp, "bitwise_xor"),
+]:
+    _simple_binary(_op, f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")
+
+_simple_binary(ew.BitwiseAndOp, "aten.__and__.Tensor")
+_simple_binary(ew.BitwiseOrOp, "aten.__or__.Tensor")
+_simple_binary(ew.MaximumOp, "aten.maximum.default")
+_simple_binary(ew.MinimumOp, "aten.minimum.default")
+_simple_binary(ew.LogicalAndOp, "aten.logical_and.default")
+_simple_binary(ew.LogicalOrOp, "aten.logical_or.default")
+_simple_binary(ew.LogicalXorOp, "aten.logical_xor.default")
+
+
+@CONVERTERS("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+def convert_where(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    cond = imp.value(args["condition"])
+    a, b = args["self"], args["other"]
+    a_v = imp.value(a) if not isinstance(a, int | float) else None
+    b_v = imp.value(b) if not isinstance(b, int | float) else None
+    result = imp.result_type()
+    from qopt.dialects.dtypes import numpy_dtype
+
+    like = a_v if a_v is not None else b_v
+    a_v = a_v if a_v is not None else imp.scalar(a, like)
+    b_v = b_v if b_v is not None else imp.scalar(b, like)
+    if like is None:
+        dtype = numpy_dtype(result.get_element_type())
+        import numpy as np
+
+        a_v = imp.constant(np.array(a, dtype=dtype), "scalar")
+        b_v = imp.constant(np.array(b, dtype=dtype), "scalar")
+    return ew.WhereOp.create(operands=[cond, a_v, b_v], result_types=[result])
+
+
+@CONVERTERS("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def convert_masked_fill(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    value = args["value"]
+    if isinstance(value, Node):
+        fill = imp.value(value)
+    else:
+        import numpy as np
+
+        from qopt.dialects.dtypes import numpy_dtype
+
+        dtype = numpy_dtype(imp.result_type().get_element_type())
+        fill = imp.constant(np.array(value, dtype=dtype), "scalar")
+    return ew.MaskedFillOp.create(
+        operands=[x, imp.value(args["mask"]), fill], result_types=[imp.result_type()]
+    )

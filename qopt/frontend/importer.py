@@ -1,0 +1,375 @@
+"""torch.export ExportedProgram -> `builtin.module` of aten + quant ops.
+
+One op per node of the exported graph. User inputs become the arguments of
+`func.func @forward`, user outputs its results. Parameters, buffers, constants
+and the inner tensors of torchao tensor subclasses become `arith.constant`s
+holding numpy-backed `dense_resource` blobs, created on first use (PT2E keeps
+unused float weights as parameters: they are not imported).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx import Node
+from xdsl.builder import Builder
+from xdsl.dialects.arith import ConstantOp
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from qopt.dialects.dtypes import element_type
+from qopt.errors import QoptError
+from qopt.resources import make_resource
+
+#: Constants with at most this many elements are printed inline (`dense<...>`).
+INLINE_CONSTANT_LIMIT = 16
+
+#: Graph nodes that carry no computation and are dropped.
+DROPPED_TARGETS = frozenset(
+    {
+        "aten._assert_tensor_metadata.default",
+        "aten._assert_scalar.default",
+        "aten.sym_constrain_range_for_size.default",
+        "aten._assert_async.msg",
+    }
+)
+
+TORCH_TO_NUMPY: dict[torch.dtype, np.dtype] = {
+    torch.float32: np.dtype(np.float32),
+    torch.float16: np.dtype(np.float16),
+    torch.float64: np.dtype(np.float64),
+    torch.bool: np.dtype(np.bool_),
+    torch.int8: np.dtype(np.int8),
+    torch.int16: np.dtype(np.int16),
+    torch.int32: np.dtype(np.int32),
+    torch.int64: np.dtype(np.int64),
+    torch.uint8: np.dtype(np.uint8),
+    torch.uint16: np.dtype(np.uint16),
+    torch.uint32: np.dtype(np.uint32),
+}
+
+ConverterResult = Operation | SSAValue | Sequence[SSAValue] | None
+Converter = Callable[["Importer", Node, dict[str, Any]], ConverterResult]
+
+
+def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
+    if dtype not in TORCH_TO_NUMPY:
+        raise QoptError(
+            f"unsupported dtype {dtype}{where}: qopt imports float16/32/64, bool and "
+            "integer tensors; convert the model (e.g. model.float()) before exporting"
+        )
+    return TORCH_TO_NUMPY[dtype]
+
+
+def tensor_type_of(t: torch.Tensor, where: str = "") -> TensorType:
+    shape: list[int] = []
+    for d in t.shape:
+        if not isinstance(d, int):
+            raise QoptError(
+                f"dynamic dimension {d}{where}: qopt compiles static shapes; "
+                "export without dynamic_shapes"
+            )
+        shape.append(d)
+    return TensorType(element_type(numpy_dtype_of(t.dtype, where)), shape)
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().contiguous().numpy()
+
+
+def node_location(node: Node) -> FileLineColLoc | None:
+    """The user's file and line from the node's stack trace (its last frame)."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    if not frames:
+        return None
+    file, line = frames[-1]
+    return FileLineColLoc(StringAttr(file), IntAttr(int(line)), IntAttr(0))
+
+
+def describe(node: Node) -> str:
+    loc = node_location(node)
+    at = f" at {loc.filename.data}:{loc.line.data}" if loc is not None else ""
+    return f"'{node.target}' (node {node.name}){at}"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+class Importer:
+    """Walks one ExportedProgram and builds the module."""
+
+    def __init__(self, ep: ExportedProgram, converters: dict[str, Converter]):
+        self.ep = ep
+        self.converters = converters
+        self.values: dict[Node, Any] = {}
+        self.lazy_constants: dict[Node, torch.Tensor] = {}
+        self.subclass_params: dict[Node, Any] = {}
+        self.node: Node | None = None
+        self.builder: Builder
+
+    # ----- public helpers for converters ---------------------------------------
+
+    def error(self, message: str) -> QoptError:
+        where = describe(self.node) if self.node is not None else "the program"
+        return QoptError(f"{where}: {message}")
+
+    def value(self, arg: Any) -> SSAValue:
+        """The SSA value of an FX node argument (tensor)."""
+        if not isinstance(arg, Node):
+            raise self.error(f"expected a tensor argument, got {arg!r}")
+        if arg in self.lazy_constants:
+            tensor = self.lazy_constants.pop(arg)
+            self.values[arg] = self.constant(to_numpy(tensor), arg.name, arg)
+        if arg in self.subclass_params:
+            raise self.error(
+                f"the tensor-subclass parameter {arg.name} is used directly; qopt reads "
+                "torchao subclasses through export.access_subclass_inner_tensor"
+            )
+        value = self.values.get(arg)
+        if not isinstance(value, SSAValue):
+            raise self.error(f"argument {arg.name} is not a tensor value")
+        return value
+
+    def optional_value(self, arg: Any) -> SSAValue | None:
+        return None if arg is None else self.value(arg)
+
+    def values_of(self, args: Sequence[Any]) -> list[SSAValue]:
+        return [self.value(a) for a in args]
+
+    def constant(self, array: np.ndarray, name: str = "cst", node: Node | None = None) -> SSAValue:
+        """An `arith.constant` for a numpy array (inline if tiny, else dense_resource)."""
+        array = np.ascontiguousarray(array)
+        type = TensorType(element_type(array.dtype), list(array.shape))
+        value: Attribute
+        if array.size <= INLINE_CONSTANT_LIMIT:
+            value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
+        else:
+            value = make_resource(_key(name), array, type)
+        op = ConstantOp(value, type)  # pyright: ignore[reportArgumentType]
+        if node is not None and (loc := node_location(node)) is not None:
+            op.location = loc
+        self.builder.insert(op)
+        return op.result
+
+    def scalar(self, value: bool | int | float, like: SSAValue | None = None) -> SSAValue:
+        """A 0-d constant for a Python scalar operand, typed by torch's weak-scalar
+        promotion against the tensor operand `like`."""
+        dtype = self.scalar_dtype(value, like)
+        return self.constant(np.array(value, dtype=dtype), "scalar")
+
+    @staticmethod
+    def scalar_dtype(value: bool | int | float, like: SSAValue | None) -> np.dtype:
+        from qopt.dialects.dtypes import numpy_dtype
+
+        other = None
+        if like is not None and isinstance(like.type, TensorType):
+            other = numpy_dtype(like.type.get_element_type())
+        if isinstance(value, bool):
+            return other if other is not None else np.dtype(np.bool_)
+        if isinstance(value, int):
+            if other is not None and other != np.dtype(np.bool_):
+                return other
+            return np.dtype(np.int64)
+        if other is not None and other.kind == "f":
+            return other
+        return np.dtype(np.float32)
+
+    def operand(self, arg: Any, like: SSAValue | None = None) -> SSAValue:
+        """A tensor node, or a Python scalar materialised as a 0-d constant."""
+        if isinstance(arg, Node):
+            return self.value(arg)
+        if isinstance(arg, bool | int | float):
+            return self.scalar(arg, like)
+        raise self.error(f"expected a tensor or a number, got {arg!r}")
+
+    def result_types(self, node: Node | None = None) -> list[TensorType]:
+        node = node if node is not None else self.node
+        assert node is not None
+        val = node.meta.get("val")
+        items = val if isinstance(val, list | tuple) else [val]
+        types: list[TensorType] = []
+        for item in items:
+            if not isinstance(item, torch.Tensor):
+                raise self.error(f"result {item!r} is not a tensor")
+            types.append(tensor_type_of(item, f" in {describe(node)}"))
+        return types
+
+    def result_type(self, node: Node | None = None) -> TensorType:
+        types = self.result_types(node)
+        if len(types) != 1:
+            raise self.error(f"expected one tensor result, got {len(types)}")
+        return types[0]
+
+    # ----- the walk --------------------------------------------------------------
+
+    def run(self) -> ModuleOp:
+        graph = self.ep.graph
+        self._check_supported(graph.nodes)
+        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+
+        arg_nodes: list[Node] = []
+        arg_types: list[Attribute] = []
+        for node in graph.nodes:
+            if node.op != "placeholder":
+                continue
+            spec = specs.get(node.name)
+            kind = spec.kind if spec is not None else InputKind.USER_INPUT
+            if kind == InputKind.USER_INPUT:
+                val = node.meta.get("val")
+                if isinstance(val, torch.Tensor):
+                    arg_nodes.append(node)
+                    arg_types.append(tensor_type_of(val, f" of input {node.name}"))
+                else:
+                    self.values[node] = val
+            elif kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+                assert spec is not None and spec.target is not None
+                self._register_constant(node, spec.target)
+            else:
+                raise QoptError(
+                    f"input {node.name} of kind {kind.name} is not supported: qopt imports "
+                    "tensor inputs, parameters, buffers and constants"
+                )
+
+        block = Block(arg_types=arg_types)
+        for node, arg in zip(arg_nodes, block.args, strict=True):
+            arg.name_hint = _key(node.name)
+            self.values[node] = arg
+        self.builder = Builder(InsertPoint.at_end(block))
+
+        outputs: list[SSAValue] = []
+        for node in graph.nodes:
+            self.node = node
+            if node.op == "call_function":
+                self._convert(node)
+            elif node.op == "output":
+                outputs = self._outputs(node)
+        self.node = None
+
+        self.builder.insert(ReturnOp(*outputs))
+        func = FuncOp(
+            "forward",
+            (arg_types, [v.type for v in outputs]),
+            Region(block),
+        )
+        return ModuleOp([func])
+
+    def _check_supported(self, nodes: Any) -> None:
+        unknown: list[str] = []
+        seen: set[str] = set()
+        for node in nodes:
+            if node.op != "call_function":
+                continue
+            target = str(node.target)
+            if target in DROPPED_TARGETS or target in self.converters:
+                continue
+            if target not in seen or len(unknown) < 50:
+                unknown.append(describe(node))
+            seen.add(target)
+        if unknown:
+            raise QoptError(
+                f"{len(unknown)} unsupported op(s) in the exported program:\n  "
+                + "\n  ".join(unknown)
+                + "\nqopt imports the aten/quant ops listed in its docs; file an issue "
+                "with these ops, or export a model that avoids them"
+            )
+
+    def _register_constant(self, node: Node, target: str) -> None:
+        value = self.ep.state_dict.get(target)
+        if value is None:
+            value = self.ep.constants.get(target)
+        if value is None:
+            raise QoptError(f"the program has no data for {target} (input {node.name})")
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) and hasattr(
+            value, "__tensor_flatten__"
+        ):
+            self.subclass_params[node] = value
+            return
+        self.lazy_constants[node] = value
+
+    def _convert(self, node: Node) -> None:
+        target = str(node.target)
+        if target in DROPPED_TARGETS:
+            return
+        args = self._normalized_args(node)
+        result = self.converters[target](self, node, args)
+        loc = node_location(node)
+        if isinstance(result, Operation):
+            if result.parent is None:
+                self.builder.insert(result)
+            if loc is not None:
+                result.location = loc
+            results = list(result.results)
+            self.values[node] = results[0] if len(results) == 1 else tuple(results)
+        elif isinstance(result, SSAValue):
+            self.values[node] = result
+        elif result is None:
+            self.values[node] = None
+        else:
+            self.values[node] = tuple(result)
+
+    def _normalized_args(self, node: Node) -> dict[str, Any]:
+        """Arguments by schema name, with defaults filled in."""
+        schema = getattr(node.target, "_schema", None)
+        if schema is None:
+            return {f"arg{i}": a for i, a in enumerate(node.args)} | dict(node.kwargs)
+        out: dict[str, Any] = {}
+        for i, arg in enumerate(schema.arguments):
+            if i < len(node.args) and not arg.kwarg_only:
+                out[arg.name] = node.args[i]
+            elif arg.name in node.kwargs:
+                out[arg.name] = node.kwargs[arg.name]
+            elif arg.has_default_value():
+                out[arg.name] = arg.default_value
+            else:
+                out[arg.name] = None
+        return out
+
+    def _outputs(self, node: Node) -> list[SSAValue]:
+        specs = self.ep.graph_signature.output_specs
+        flat = node.args[0]
+        items = list(flat) if isinstance(flat, list | tuple) else [flat]
+        outputs: list[SSAValue] = []
+        for spec, item in zip(specs, items, strict=True):
+            if spec.kind != OutputKind.USER_OUTPUT:
+                raise QoptError(
+                    f"output {spec.arg} of kind {spec.kind.name} is not supported: qopt "
+                    "compiles programs without buffer or input mutation"
+                )
+            if not isinstance(item, Node):
+                raise QoptError(f"output {item!r} is not a tensor: qopt returns tensors only")
+            self.node = item
+            outputs.append(self.value(item))
+        return outputs
+
+
+def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
+    """`export.access_subclass_inner_tensor(param, 'qdata')` -> a constant of that part."""
+    owner = args.get("src_subclass_tensor", node.args[0])
+    attr = args.get("attr", node.args[1])
+    subclass = imp.subclass_params.get(owner)
+    if subclass is None:
+        raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
+    inner = getattr(subclass, attr, None)
+    if not isinstance(inner, torch.Tensor):
+        raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")
+    return imp.constant(to_numpy(inner), f"{owner.name}_{attr}", node)

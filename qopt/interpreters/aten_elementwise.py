@@ -1,0 +1,216 @@
+"""numpy semantics of elementwise aten ops.
+
+Arithmetic is carried out in the result's element type, as torch computes in
+the common dtype of its operands (0-d scalar constants are already typed by the
+frontend the way torch promotes Python scalars).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.ir import Operation
+
+from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten.base import real, text
+from qopt.interpreters.common import as_result, dtype_of, functions_class
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erf as scipy_erf  # pyright: ignore
+
+        return scipy_erf(x).astype(x.dtype)
+    except ImportError:  # pragma: no cover
+        return _erf(x).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.asarray(1, x.dtype) / (np.asarray(1, x.dtype) + np.exp(-x))
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        c = np.asarray(math.sqrt(2 / math.pi), x.dtype)
+        return np.asarray(0.5, x.dtype) * x * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x**3)))
+    return (x * np.asarray(0.5, x.dtype) * (1 + erf(x / np.asarray(math.sqrt(2), x.dtype)))).astype(x.dtype)
+
+
+UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
+    ew.NegOp: lambda x, op: -x,
+    ew.AbsOp: lambda x, op: np.abs(x),
+    ew.ReluOp: lambda x, op: np.maximum(x, np.zeros((), x.dtype)),
+    ew.SiluOp: lambda x, op: x * _sigmoid(x),
+    ew.SigmoidOp: lambda x, op: _sigmoid(x),
+    ew.TanhOp: lambda x, op: np.tanh(x),
+    ew.ExpOp: lambda x, op: np.exp(x),
+    ew.LogOp: lambda x, op: np.log(x),
+    ew.SqrtOp: lambda x, op: np.sqrt(x),
+    ew.RsqrtOp: lambda x, op: np.asarray(1, x.dtype) / np.sqrt(x),
+    ew.ReciprocalOp: lambda x, op: np.asarray(1, x.dtype) / x,
+    ew.SinOp: lambda x, op: np.sin(x),
+    ew.CosOp: lambda x, op: np.cos(x),
+    ew.ErfOp: lambda x, op: erf(x),
+    ew.FloorOp: lambda x, op: np.floor(x),
+    ew.CeilOp: lambda x, op: np.ceil(x),
+    ew.RoundOp: lambda x, op: np.round(x),
+    ew.GeluOp: lambda x, op: _gelu(x, text(op.approximate, "none")),
+    ew.HardswishOp: lambda x, op: x * np.clip(x + 3, 0, 6) / np.asarray(6, x.dtype),
+    ew.HardsigmoidOp: lambda x, op: np.clip(x + 3, 0, 6) / np.asarray(6, x.dtype),
+    ew.LeakyReluOp: lambda x, op: np.where(
+        x >= 0, x, x * np.asarray(real(op.negative_slope, 0.01), x.dtype)
+    ),
+    ew.LogicalNotOp: lambda x, op: np.logical_not(x),
+    ew.BitwiseNotOp: lambda x, op: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
+    ew.IsNanOp: lambda x, op: np.isnan(x),
+    ew.CloneOp: lambda x, op: x,
+}
+
+
+def _clamp(x: np.ndarray, op: ew.ClampOp) -> np.ndarray:
+    out = x
+    if op.min is not None:
+        out = np.maximum(out, np.asarray(op.min.value.data).astype(x.dtype))
+    if op.max is not None:
+        out = np.minimum(out, np.asarray(op.max.value.data).astype(x.dtype))
+    return out
+
+
+def _cast(x: np.ndarray, op: ew.CastOp) -> np.ndarray:
+    target = dtype_of(op.result)
+    if x.dtype.kind == "f" and target.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x).astype(target)
+    return x.astype(target)
+
+
+def _alpha(op: ew.AddOp | ew.SubOp, y: np.ndarray) -> np.ndarray:
+    if op.alpha is None:
+        return y
+    return y * np.asarray(op.alpha.value.data).astype(y.dtype)
+
+
+def _div(x: np.ndarray, y: np.ndarray, op: ew.DivOp) -> np.ndarray:
+    mode = text(op.rounding_mode, "")
+    out_dtype = dtype_of(op.result)
+    if mode == "":
+        ct = out_dtype if out_dtype.kind == "f" else np.dtype(np.float32)
+        return x.astype(ct) / y.astype(ct)
+    if out_dtype.kind in "iu":
+        if mode == "floor":
+            return np.floor_divide(x, y)
+        q = np.abs(x) // np.abs(y)
+        return np.where((x < 0) != (y < 0), -q, q)
+    q = x / y
+    return np.floor(q) if mode == "floor" else np.trunc(q)
+
+
+def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if y.ndim == 0 and x.dtype.kind == "f":
+        e = float(y)
+        if e == 2.0:
+            return x * x
+        if e == 0.5:
+            return np.sqrt(x)
+    return np.power(x, y)
+
+
+BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray, Any], np.ndarray]] = {
+    ew.AddOp: lambda x, y, op: x + _alpha(op, y),
+    ew.SubOp: lambda x, y, op: x - _alpha(op, y),
+    ew.MulOp: lambda x, y, op: x * y,
+    ew.RemainderOp: lambda x, y, op: np.mod(x, y),
+    ew.PowOp: lambda x, y, op: _pow(x, y),
+    ew.MaximumOp: lambda x, y, op: np.maximum(x, y),
+    ew.MinimumOp: lambda x, y, op: np.minimum(x, y),
+    ew.BitwiseAndOp: lambda x, y, op: np.bitwise_and(x, y),
+    ew.BitwiseOrOp: lambda x, y, op: np.bitwise_or(x, y),
+    ew.BitwiseXorOp: lambda x, y, op: np.bitwise_xor(x, y),
+}
+
+COMPARE: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    ew.EqOp: np.equal,
+    ew.NeOp: np.not_equal,
+    ew.LtOp: np.less,
+    ew.LeOp: np.less_equal,
+    ew.GtOp: np.greater,
+    ew.GeOp: np.greater_equal,
+    ew.LogicalAndOp: lambda x, y: np.logical_and(x, y),
+    ew.LogicalOrOp: lambda x, y: np.logical_or(x, y),
+    ew.LogicalXorOp: lambda x, y: np.logical_xor(x, y),
+}
+
+
+def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
+    """Attach one impl per op type (they share a few generic bodies)."""
+
+    def unary_impl(fn: Callable[[np.ndarray, Any], np.ndarray]):
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+            (x,) = args
+            x = np.asarray(x)
+            out_dtype = dtype_of(op.result)
+            if out_dtype.kind == "f" and x.dtype != out_dtype:
+                x = x.astype(out_dtype)
+            return (as_result(fn(x, op), op.result),)
+
+        return run
+
+    def binary_impl(fn: Callable[[np.ndarray, np.ndarray, Any], np.ndarray]):
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+            out_dtype = dtype_of(op.result)
+            x, y = (np.asarray(a).astype(out_dtype, copy=False) for a in args)
+            return (as_result(fn(x, y, op), op.result),)
+
+        return run
+
+    def compare_impl(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+            x, y = (np.asarray(a) for a in args)
+            ct = np.promote_types(x.dtype, y.dtype)
+            return (as_result(fn(x.astype(ct, copy=False), y.astype(ct, copy=False)), op.result),)
+
+        return run
+
+    table: dict[type[Operation], Callable[..., PythonValues]] = {}
+    table.update({k: unary_impl(v) for k, v in UNARY.items()})
+    table.update({k: binary_impl(v) for k, v in BINARY.items()})
+    table.update({k: compare_impl(v) for k, v in COMPARE.items()})
+    table[ew.ClampOp] = unary_impl(_clamp)  # pyright: ignore[reportArgumentType]
+    table[ew.CastOp] = lambda self, interp, op, args: (as_result(_cast(np.asarray(args[0]), op), op.result),)
+
+    def run_div(self: Any, interpreter: Interpreter, op: ew.DivOp, args: PythonValues) -> PythonValues:
+        x, y = (np.asarray(a) for a in args)
+        out_dtype = dtype_of(op.result)
+        if out_dtype.kind == "f":
+            x, y = x.astype(out_dtype), y.astype(out_dtype)
+        else:
+            ct = np.promote_types(x.dtype, y.dtype)
+            x, y = x.astype(ct), y.astype(ct)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (as_result(_div(x, y, op), op.result),)
+
+    def run_where(self: Any, interpreter: Interpreter, op: ew.WhereOp, args: PythonValues) -> PythonValues:
+        cond, a, b = (np.asarray(v) for v in args)
+        out_dtype = dtype_of(op.result)
+        return (as_result(np.where(cond, a.astype(out_dtype), b.astype(out_dtype)), op.result),)
+
+    def run_masked_fill(
+        self: Any, interpreter: Interpreter, op: ew.MaskedFillOp, args: PythonValues
+    ) -> PythonValues:
+        x, mask, value = (np.asarray(v) for v in args)
+        return (as_result(np.where(mask, value.astype(x.dtype), x), op.result),)
+
+    table[ew.DivOp] = run_div
+    table[ew.WhereOp] = run_where
+    table[ew.MaskedFillOp] = run_masked_fill
+
+    return table
+
+
+AtenElementwiseFunctions = functions_class("AtenElementwiseFunctions", _table())
