@@ -34,6 +34,7 @@ __all__ = [
     "build_model",
     "export_model",
     "quantize_model",
+    "apply_scheme",
     "random_inputs",
     "supported",
     "NOOP_PAIRS",
@@ -56,10 +57,9 @@ SCHEMES = (
 )
 
 # Pairs that are *supported* but where the scheme's filter matches no module,
-# so the exported graph equals the float one: the convnet's only Linear is
-# 16->10 (K=16 is not a multiple of 32) and the int4/g32 schemes only target
-# Linear/Embedding weights.
-NOOP_PAIRS = frozenset({("convnet", "w4g32"), ("convnet", "8da4w")})
+# so the exported graph equals the float one. None today: the convnet's
+# classifier has K = 32 so that every weight-only scheme has a layer to quantize.
+NOOP_PAIRS: frozenset[tuple[str, str]] = frozenset()
 
 # Number of calibration batches used for PT2E static quantization.
 _NUM_CALIBRATION_BATCHES = 4
@@ -236,17 +236,17 @@ class TinyConvNet(nn.Module):
         self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
         self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
         # residual branch: 1x1 conv on the same input, added to conv3's output
-        self.conv3 = nn.Conv2d(16, 16, 3, padding=1)
-        self.skip = nn.Conv2d(16, 16, 1)
+        self.conv3 = nn.Conv2d(16, 32, 3, padding=1)
+        self.skip = nn.Conv2d(16, 32, 1)
         self.pool = nn.MaxPool2d(2)
-        self.fc = nn.Linear(16, 10)
+        self.fc = nn.Linear(32, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.conv1(x))
         x = F.relu(self.conv2(x))  # [1, 16, 8, 8]
         x = F.relu(self.conv3(x)) + self.skip(x)  # residual add of two branches
-        x = self.pool(x)  # [1, 16, 4, 4]
-        x = F.adaptive_avg_pool2d(x, 1)  # [1, 16, 1, 1]
+        x = self.pool(x)  # [1, 32, 4, 4]
+        x = F.adaptive_avg_pool2d(x, 1)  # [1, 32, 1, 1]
         x = torch.flatten(x, 1)
         return self.fc(x)
 
@@ -360,7 +360,12 @@ def _calibration_inputs(name: str, seed: int) -> list[tuple[torch.Tensor, ...]]:
     ]
 
 
-def _pt2e(model: nn.Module, inputs, name: str, seed: int, dynamic: bool) -> nn.Module:
+def _pt2e(
+    model: nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    calibration: list[tuple[torch.Tensor, ...]],
+    dynamic: bool,
+) -> nn.Module:
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     from torchao.testing.pt2e._xnnpack_quantizer import (
         XNNPACKQuantizer,
@@ -373,7 +378,7 @@ def _pt2e(model: nn.Module, inputs, name: str, seed: int, dynamic: bool) -> nn.M
     m = torch.export.export(model, inputs, strict=False).module()
     m = prepare_pt2e(m, quantizer)
     with torch.no_grad():
-        for batch in _calibration_inputs(name, seed):
+        for batch in calibration:
             m(*batch)
     return convert_pt2e(m)
 
@@ -400,13 +405,28 @@ def quantize_model(
     if reason is not None:
         raise ValueError(reason)
 
+    return apply_scheme(model, scheme, example_inputs, _calibration_inputs(name, seed), seed)
+
+
+def apply_scheme(
+    model: nn.Module,
+    scheme: str,
+    example_inputs: tuple[torch.Tensor, ...],
+    calibration_inputs: Optional[list[tuple[torch.Tensor, ...]]] = None,
+    seed: int = 0,
+) -> nn.Module:
+    """Quantize a copy of any model under ``scheme`` (the caller's model is not
+    modified). PT2E schemes calibrate on ``calibration_inputs`` (default: the
+    example inputs). Filters select Linear/Embedding layers whose K fits."""
+    _check_scheme(scheme)
+    calibration = calibration_inputs if calibration_inputs is not None else [example_inputs]
     model = copy.deepcopy(model).eval()
     if scheme == "float":
         return model
     if scheme in ("pt2e_static", "pt2e_dynamic"):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            return _pt2e(model, example_inputs, name, seed, scheme == "pt2e_dynamic")
+            return _pt2e(model, example_inputs, calibration, scheme == "pt2e_dynamic")
 
     from torchao.quantization import (
         Int8DynamicActivationIntxWeightConfig,

@@ -1,0 +1,21 @@
+# qopt: `make demo` runs the main job on the built-in examples, `make test` runs
+# every test. Both set up .venv first (scripts/setup.sh).
+PY := .venv/bin/python
+
+.PHONY: setup demo test lit unit
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	$(PY) -m qopt.demo
+
+lit: setup
+	.venv/bin/lit -v tests/lit
+
+unit: setup
+	$(PY) -m pytest tests/unit
+
+test: setup
+	.venv/bin/lit -sv tests/lit
+	$(PY) -m pytest tests/unit

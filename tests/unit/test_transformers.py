@@ -1,0 +1,113 @@
+"""Real models: tiny `transformers` decoders and encoders (random weights, no
+download), quantized under each scheme that applies, exported, saved with
+torch.export.save, imported from the .pt2 and interpreted against torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import qopt
+from qopt.examples import apply_scheme
+
+transformers = pytest.importorskip("transformers", reason="the transformers package is not installed")
+
+SCHEMES = ["float", "w8c", "w4g32", "8da4w", "codebook4", "pt2e_dynamic"]
+
+
+def _llama(attn: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+        attn_implementation=attn,
+    )
+    return transformers.LlamaForCausalLM(config), (_tokens(8, 128),)
+
+
+def _gpt2(attn: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    config = transformers.GPT2Config(
+        vocab_size=128,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_positions=64,
+        use_cache=False,
+        attn_implementation=attn,
+    )
+    return transformers.GPT2LMHeadModel(config), (_tokens(8, 128),)
+
+
+def _bert(attn: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    config = transformers.BertConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        attn_implementation=attn,
+    )
+    mask = torch.ones(1, 8, dtype=torch.int64)
+    mask[0, 6:] = 0
+    return transformers.BertModel(config, add_pooling_layer=False), (_tokens(8, 128), mask)
+
+
+def _tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+BUILDERS = {"llama": _llama, "gpt2": _gpt2, "bert": _bert}
+
+
+class _Logits(torch.nn.Module):
+    """Return a plain tensor (the first output) so the exported program has one output."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        out = self.model(*args, return_dict=False)
+        return out[0]
+
+
+def _export(name: str, attn: str, scheme: str):
+    torch.manual_seed(0)
+    model, inputs = BUILDERS[name](attn)
+    model = _Logits(model.eval())
+    calibration = [tuple(_tokens(8, 128, s) if i == 0 else t for i, t in enumerate(inputs)) for s in (1, 2)]
+    qmodel = apply_scheme(model, scheme, inputs, calibration)
+    with torch.no_grad():
+        return torch.export.export(qmodel, inputs, strict=False), inputs
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("name,attn", [("llama", "sdpa"), ("gpt2", "eager"), ("bert", "sdpa")])
+def test_transformers_model_from_pt2(tmp_path, name: str, attn: str, scheme: str):
+    ep, inputs = _export(name, attn, scheme)
+    path = tmp_path / f"{name}.pt2"
+    torch.export.save(ep, path)
+    module = qopt.import_program(path)
+    module.verify()
+    fresh = (_tokens(8, 128, seed=99), *inputs[1:])
+    (got,) = qopt.interpret(module, *fresh)
+    want = ep.module()(*fresh).detach().numpy()
+    err = np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want)
+    assert err < 1e-5, f"{name}/{scheme}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("name,attn", [("llama", "eager"), ("gpt2", "sdpa"), ("bert", "eager")])
+def test_transformers_other_attention(name: str, attn: str):
+    ep, inputs = _export(name, attn, "float")
+    module = qopt.import_program(ep)
+    (got,) = qopt.interpret(module, *inputs)
+    want = ep.module()(*inputs).detach().numpy()
+    err = np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want)
+    assert err < 1e-5
