@@ -35,7 +35,9 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
     for name in models:
         for scheme in schemes:
             if (reason := supported(name, scheme)) is not None:
-                print(f"{name:<8} {scheme:<13} {'':>5} {'':>5} {'':>5} skipped: {reason}")
+                print(
+                    f"{name:<8} {scheme:<13} {'':>5} {'':>5} {'':>5} skipped: {reason}"
+                )
                 continue
             t0 = time.perf_counter()
             ep = export_model(name, scheme)
@@ -53,9 +55,13 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
             t3 = time.perf_counter()
             want = ep.module()(*inputs)
             want = want if isinstance(want, tuple) else (want,)
-            err = max(_rel_err(g, w.detach().numpy()) for g, w in zip(got, want, strict=True))
+            err = max(
+                _rel_err(g, w.detach().numpy()) for g, w in zip(got, want, strict=True)
+            )
             counts = collections.Counter(op.name.split(".")[0] for op in module.walk())
-            quant_kinds[scheme] = quant_kinds.get(scheme, collections.Counter()) + collections.Counter(
+            quant_kinds[scheme] = quant_kinds.get(
+                scheme, collections.Counter()
+            ) + collections.Counter(
                 op.name for op in module.walk() if op.name.startswith("quant.")
             )
             ok = err < tolerance

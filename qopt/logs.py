@@ -13,7 +13,13 @@ import warnings
 
 
 def quiet_third_party_logs() -> None:
-    for name in ("torchao", "coremltools", "torch._export", "torch.export", "torch.utils._pytree"):
+    for name in (
+        "torchao",
+        "coremltools",
+        "torch._export",
+        "torch.export",
+        "torch.utils._pytree",
+    ):
         logging.getLogger(name).setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message=".*XNNPACKQuantizer is deprecated.*")
     warnings.filterwarnings("ignore", category=UserWarning, module="torchao")

@@ -99,7 +99,9 @@ def store() -> NumpyResourceInterface:
     return replacement
 
 
-def make_resource(key_hint: str, array: np.ndarray, type: TensorType) -> DenseResourceAttr:
+def make_resource(
+    key_hint: str, array: np.ndarray, type: TensorType
+) -> DenseResourceAttr:
     """A `dense_resource` attribute holding `array` (which must match `type`)."""
     key = store().store(key_hint, array)
     return DenseResourceAttr.from_params(key, type)
@@ -115,7 +117,11 @@ def resource_array(attr: DenseResourceAttr) -> np.ndarray | None:
     dtype = numpy_dtype(type.get_element_type())
     shape = tuple(type.get_shape())
     if isinstance(blob, np.ndarray):
-        return blob.reshape(shape) if blob.dtype == dtype else blob.view(dtype).reshape(shape)
+        return (
+            blob.reshape(shape)
+            if blob.dtype == dtype
+            else blob.view(dtype).reshape(shape)
+        )
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(blob) != expected:
         raise ValueError(

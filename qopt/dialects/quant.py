@@ -99,7 +99,11 @@ class QuantOpBase(IRDLOperation):
                 )
 
     def _check_params(
-        self, block: Sequence[int], shape: Sequence[int], scale: SSAValue, zp: SSAValue | None
+        self,
+        block: Sequence[int],
+        shape: Sequence[int],
+        scale: SSAValue,
+        zp: SSAValue | None,
     ) -> None:
         blocks = numel(reduced_shape(block, shape))
         if not is_float(_elem(scale)):
@@ -170,7 +174,9 @@ class QuantizeOp(QuantOpBase):
         if zero_point_before_rounding:
             props["zero_point_before_rounding"] = UnitAttr()
         super().__init__(
-            operands=[input, scale, zero_point], properties=props, result_types=[result_type]
+            operands=[input, scale, zero_point],
+            properties=props,
+            result_types=[result_type],
         )
 
     def verify_(self) -> None:
@@ -182,9 +188,13 @@ class QuantizeOp(QuantOpBase):
         block = self.block_size.get_values()
         self._check_block(block, shape)
         self._check_params(block, shape, self.scale, self.zero_point)
-        self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.output))
+        self._check_range(
+            self.qmin.value.data, self.qmax.value.data, _elem(self.output)
+        )
         if self.compute_type is not None and not is_float(self.compute_type):
-            raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
+            raise self._fail(
+                f"compute_type must be a float type, got {self.compute_type}"
+            )
 
 
 @irdl_op_definition
@@ -224,7 +234,9 @@ class DequantizeOp(QuantOpBase):
         if compute_type is not None:
             props["compute_type"] = compute_type
         super().__init__(
-            operands=[input, scale, zero_point], properties=props, result_types=[result_type]
+            operands=[input, scale, zero_point],
+            properties=props,
+            result_types=[result_type],
         )
 
     def verify_(self) -> None:
@@ -240,7 +252,9 @@ class DequantizeOp(QuantOpBase):
         self._check_params(block, shape, self.scale, self.zero_point)
         self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.input))
         if self.compute_type is not None and not is_float(self.compute_type):
-            raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
+            raise self._fail(
+                f"compute_type must be a float type, got {self.compute_type}"
+            )
 
 
 @irdl_op_definition
@@ -358,9 +372,13 @@ class DequantizeCodebookOp(QuantOpBase):
                 f"codebook must have rank {len(shape) + 2} (codes rank + 2), got {len(book)}"
             )
         if book[-2] != 2**nbits:
-            raise self._fail(f"codebook dimension -2 must be 2^nbits = {2**nbits}, got {book[-2]}")
+            raise self._fail(
+                f"codebook dimension -2 must be 2^nbits = {2**nbits}, got {book[-2]}"
+            )
         if book[-1] != 1:
-            raise self._fail(f"only scalar LUT entries are supported (vector size 1), got {book[-1]}")
+            raise self._fail(
+                f"only scalar LUT entries are supported (vector size 1), got {book[-1]}"
+            )
         raw_block = self.block_size.get_values()
         if len(raw_block) != len(shape):
             raise self._fail(f"block_size must have {len(shape)} entries")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.frontend import Frontend
 
 
 def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
@@ -30,3 +32,14 @@ def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
             f"import_program takes an ExportedProgram or a .pt2 path, got {type(ep_or_path).__name__}"
         )
     return Importer(ep, get_converters()).run()
+
+
+def get_all_frontends() -> dict[str, Callable[[], type[Frontend]]]:
+    """`{file extension: factory}` of qopt's frontends (xdsl-opt's registry shape)."""
+
+    def get_pt2() -> type[Frontend]:
+        from qopt.frontend.pt2_frontend import PT2Frontend
+
+        return PT2Frontend
+
+    return {"pt2": get_pt2}

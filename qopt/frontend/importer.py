@@ -9,6 +9,7 @@ unused float weights as parameters: they are not imported).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -93,15 +94,21 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().contiguous().numpy()
 
 
+#: Frames inside these packages are torch's or torchao's own code, not the model's.
+_LIBRARY_DIRS = (f"{os.sep}torch{os.sep}", f"{os.sep}torchao{os.sep}")
+
+
 def node_location(node: Node) -> FileLineColLoc | None:
-    """The user's file and line from the node's stack trace (its last frame)."""
+    """The model's file and line from the node's stack trace: its innermost
+    frame outside torch and torchao (`nn.Linear.forward` is not the user's line)."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     if not frames:
         return None
-    file, line = frames[-1]
+    user = [f for f in frames if not any(d in f[0] for d in _LIBRARY_DIRS)]
+    file, line = (user or frames)[-1]
     return FileLineColLoc(StringAttr(file), IntAttr(int(line)), IntAttr(0))
 
 
@@ -156,7 +163,9 @@ class Importer:
     def values_of(self, args: Sequence[Any]) -> list[SSAValue]:
         return [self.value(a) for a in args]
 
-    def constant(self, array: np.ndarray, name: str = "cst", node: Node | None = None) -> SSAValue:
+    def constant(
+        self, array: np.ndarray, name: str = "cst", node: Node | None = None
+    ) -> SSAValue:
         """An `arith.constant` for a numpy array (inline if tiny, else dense_resource)."""
         array = np.ascontiguousarray(array)
         type = TensorType(element_type(array.dtype), list(array.shape))
@@ -171,14 +180,16 @@ class Importer:
         self.builder.insert(op)
         return op.result
 
-    def scalar(self, value: bool | int | float, like: SSAValue | None = None) -> SSAValue:
+    def scalar(
+        self, value: bool | float, like: SSAValue | None = None
+    ) -> SSAValue:
         """A 0-d constant for a Python scalar operand, typed by torch's weak-scalar
         promotion against the tensor operand `like`."""
         dtype = self.scalar_dtype(value, like)
         return self.constant(np.array(value, dtype=dtype), "scalar")
 
     @staticmethod
-    def scalar_dtype(value: bool | int | float, like: SSAValue | None) -> np.dtype:
+    def scalar_dtype(value: bool | float, like: SSAValue | None) -> np.dtype:
         from qopt.dialects.dtypes import numpy_dtype
 
         other = None
@@ -241,8 +252,13 @@ class Importer:
                     arg_types.append(tensor_type_of(val, f" of input {node.name}"))
                 else:
                     self.values[node] = val
-            elif kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
-                assert spec is not None and spec.target is not None
+            elif kind in (
+                InputKind.PARAMETER,
+                InputKind.BUFFER,
+                InputKind.CONSTANT_TENSOR,
+            ):
+                assert spec is not None
+                assert spec.target is not None
                 self._register_constant(node, spec.target)
             else:
                 raise QoptError(
@@ -356,7 +372,9 @@ class Importer:
                     "compiles programs without buffer or input mutation"
                 )
             if not isinstance(item, Node):
-                raise QoptError(f"output {item!r} is not a tensor: qopt returns tensors only")
+                raise QoptError(
+                    f"output {item!r} is not a tensor: qopt returns tensors only"
+                )
             self.node = item
             outputs.append(self.value(item))
         return outputs
@@ -368,7 +386,9 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     attr = args.get("attr", node.args[1])
     subclass = imp.subclass_params.get(owner)
     if subclass is None:
-        raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
+        raise imp.error(
+            "access_subclass_inner_tensor must read a tensor-subclass parameter"
+        )
     inner = getattr(subclass, attr, None)
     if not isinstance(inner, torch.Tensor):
         raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")

@@ -50,7 +50,9 @@ def entry_function(module: ModuleOp, name: str = "forward") -> FuncOp:
     funcs = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
     if len(funcs) == 1:
         return next(op for op in module.ops if isinstance(op, FuncOp))
-    raise QoptError(f"the module has no function @{name} (functions: {funcs or 'none'})")
+    raise QoptError(
+        f"the module has no function @{name} (functions: {funcs or 'none'})"
+    )
 
 
 def _as_numpy(value: Any) -> np.ndarray:
@@ -86,7 +88,9 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     return arrays
 
 
-def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
+def interpret(
+    module: ModuleOp, *inputs: Any, function: str = "forward"
+) -> tuple[np.ndarray, ...]:
     """Run `@forward` (or `function`) of `module` on numpy or torch inputs."""
     func = entry_function(module, function)
     arrays = check_inputs(func, inputs)

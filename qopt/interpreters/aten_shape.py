@@ -1,10 +1,227 @@
-"""numpy semantics of the aten shape family."""
+"""numpy semantics of the aten shape family (views, indexing, joins, creation)."""
 
 from __future__ import annotations
 
-from xdsl.interpreter import InterpreterFunctions, register_impls
+import math
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.base import integer, ints, norm_dim
+from qopt.interpreters.common import as_result, dtype_of, shape_of
+
+
+def _fill(value: float | int, dtype: np.dtype) -> np.ndarray:
+    """A 0-d array of `value` converted the way torch converts a fill scalar."""
+    if dtype == np.bool_:
+        return np.asarray(value != 0)
+    if dtype.kind in "iu" and isinstance(value, float):
+        value = math.trunc(value)
+    return np.asarray(value).astype(dtype)
+
+
+def _pad(x: np.ndarray, pad: tuple[int, ...], value: np.ndarray) -> np.ndarray:
+    """torch.constant_pad_nd: (before, after) pairs from the last dim; negatives crop."""
+    crop: list[slice] = [slice(None)] * x.ndim
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        crop[d] = slice(max(-before, 0), x.shape[d] - max(-after, 0))
+        widths[d] = (max(before, 0), max(after, 0))
+    return np.pad(x[tuple(crop)], widths, constant_values=value)
+
+
+def _arange(op: sh.ArangeOp) -> np.ndarray:
+    dtype = dtype_of(op.result)
+    start, end, step = (sh.scalar_value(a) for a in (op.start, op.end, op.step))
+    n = sh.arange_length(start, end, step, op.is_int64())
+    i = np.arange(n, dtype=np.int64)
+    if dtype.kind in "iu":
+        return (int(start) + i * int(step)).astype(dtype)
+    return (float(start) + i.astype(np.float64) * float(step)).astype(dtype)
 
 
 @register_impls
 class AtenShapeFunctions(InterpreterFunctions):
-    pass
+    @impl(sh.ViewOp)
+    def run_view(self, interpreter: Interpreter, op: sh.ViewOp, args: PythonValues) -> PythonValues:
+        return (as_result(np.reshape(args[0], shape_of(op.result)), op.result),)
+
+    @impl(sh.UnsqueezeOp)
+    def run_unsqueeze(
+        self, interpreter: Interpreter, op: sh.UnsqueezeOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        d = norm_dim(integer(op.dim), x.ndim + 1)
+        return (as_result(np.expand_dims(x, d), op.result),)
+
+    @impl(sh.SqueezeOp)
+    def run_squeeze(
+        self, interpreter: Interpreter, op: sh.SqueezeOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        if x.ndim == 0:
+            return (as_result(x, op.result),)
+        dims = sh.norm_dims(ints(op.dims), x.ndim)
+        return (as_result(np.squeeze(x, axis=dims), op.result),)
+
+    @impl(sh.PermuteOp)
+    def run_permute(
+        self, interpreter: Interpreter, op: sh.PermuteOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        return (as_result(np.transpose(x, sh.norm_dims(ints(op.dims), x.ndim)), op.result),)
+
+    @impl(sh.TransposeOp)
+    def run_transpose(
+        self, interpreter: Interpreter, op: sh.TransposeOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        if x.ndim == 0:
+            return (as_result(x, op.result),)
+        a, b = norm_dim(integer(op.dim0), x.ndim), norm_dim(integer(op.dim1), x.ndim)
+        return (as_result(np.swapaxes(x, a, b), op.result),)
+
+    @impl(sh.ExpandOp)
+    def run_expand(self, interpreter: Interpreter, op: sh.ExpandOp, args: PythonValues) -> PythonValues:
+        return (as_result(np.broadcast_to(args[0], shape_of(op.result)), op.result),)
+
+    @impl(sh.RepeatOp)
+    def run_repeat(self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues) -> PythonValues:
+        return (as_result(np.tile(args[0], ints(op.repeats)), op.result),)
+
+    @impl(sh.FlipOp)
+    def run_flip(self, interpreter: Interpreter, op: sh.FlipOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        dims = sh.norm_dims(ints(op.dims), x.ndim)
+        return (as_result(np.flip(x, axis=dims) if dims and x.ndim else x, op.result),)
+
+    @impl(sh.RollOp)
+    def run_roll(self, interpreter: Interpreter, op: sh.RollOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        shifts, dims = ints(op.shifts), ints(op.dims)
+        if not dims:
+            y = np.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+        else:
+            y = np.roll(x, shifts, axis=tuple(norm_dim(d, x.ndim) for d in dims))
+        return (as_result(y, op.result),)
+
+    @impl(sh.SliceOp)
+    def run_slice(self, interpreter: Interpreter, op: sh.SliceOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        d, start, end, step = op.bounds()
+        index = (slice(None),) * d + (slice(start, end, step),)
+        return (as_result(x[index], op.result),)
+
+    @impl(sh.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: sh.SelectOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        d = norm_dim(integer(op.dim), x.ndim)
+        return (as_result(np.take(x, integer(op.index), axis=d), op.result),)
+
+    @impl(sh.IndexOp)
+    def run_index(self, interpreter: Interpreter, op: sh.IndexOp, args: PythonValues) -> PythonValues:
+        x, *indices = args
+        key: list[slice | np.ndarray] = [slice(None)] * x.ndim
+        for d, index in zip(ints(op.indexed_dims), indices, strict=True):
+            key[d] = np.asarray(index, dtype=np.int64)
+        return (as_result(x[tuple(key)], op.result),)
+
+    @impl(sh.IndexSelectOp)
+    def run_index_select(
+        self, interpreter: Interpreter, op: sh.IndexSelectOp, args: PythonValues
+    ) -> PythonValues:
+        x, index = args
+        if x.ndim == 0:
+            return (as_result(x, op.result),)
+        d = norm_dim(integer(op.dim), x.ndim)
+        y = np.take(x, np.asarray(index, dtype=np.int64).reshape(-1), axis=d)
+        return (as_result(y, op.result),)
+
+    @impl(sh.GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: sh.GatherOp, args: PythonValues) -> PythonValues:
+        x, index = args
+        index = np.asarray(index, dtype=np.int64)
+        if x.ndim == 0 or index.ndim == 0:
+            y = np.take(x.reshape(-1), index)
+            return (as_result(y, op.result),)
+        d = norm_dim(integer(op.dim), x.ndim)
+        # torch lets the index be smaller than the input outside `dim`
+        window = tuple(slice(None) if i == d else slice(0, n) for i, n in enumerate(index.shape))
+        return (as_result(np.take_along_axis(x[window], index, axis=d), op.result),)
+
+    @impl(sh.CatOp)
+    def run_cat(self, interpreter: Interpreter, op: sh.CatOp, args: PythonValues) -> PythonValues:
+        dtype = dtype_of(op.result)
+        parts = [np.asarray(a).astype(dtype, copy=False) for a in args if np.shape(a) != (0,)]
+        if not parts:
+            return (np.zeros(shape_of(op.result), dtype),)
+        d = norm_dim(integer(op.dim), parts[0].ndim)
+        return (as_result(np.concatenate(parts, axis=d), op.result),)
+
+    @impl(sh.StackOp)
+    def run_stack(self, interpreter: Interpreter, op: sh.StackOp, args: PythonValues) -> PythonValues:
+        dtype = dtype_of(op.result)
+        parts = [np.asarray(a).astype(dtype, copy=False) for a in args]
+        d = norm_dim(integer(op.dim), parts[0].ndim + 1)
+        return (as_result(np.stack(parts, axis=d), op.result),)
+
+    @impl(sh.SplitOp)
+    def run_split(self, interpreter: Interpreter, op: sh.SplitOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        d = norm_dim(integer(op.dim), x.ndim)
+        offsets = np.cumsum(np.asarray(ints(op.sizes), dtype=np.int64))[:-1]
+        pieces = np.split(x, offsets, axis=d)
+        return tuple(as_result(p, r) for p, r in zip(pieces, op.outputs, strict=True))
+
+    @impl(sh.TrilOp)
+    def run_tril(self, interpreter: Interpreter, op: sh.TrilOp, args: PythonValues) -> PythonValues:
+        return (as_result(np.tril(args[0], integer(op.diagonal)), op.result),)
+
+    @impl(sh.TriuOp)
+    def run_triu(self, interpreter: Interpreter, op: sh.TriuOp, args: PythonValues) -> PythonValues:
+        return (as_result(np.triu(args[0], integer(op.diagonal)), op.result),)
+
+    @impl(sh.ConstantPadNdOp)
+    def run_constant_pad_nd(
+        self, interpreter: Interpreter, op: sh.ConstantPadNdOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        value = _fill(sh.scalar_value(op.value), x.dtype)
+        return (as_result(_pad(x, ints(op.pad), value), op.result),)
+
+    @impl(sh.DiffOp)
+    def run_diff(self, interpreter: Interpreter, op: sh.DiffOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        d = norm_dim(integer(op.dim), x.ndim)
+        y = np.asarray(x)
+        for _ in range(integer(op.n)):
+            if y.shape[d] == 0:
+                break
+            hi = np.take(y, np.arange(1, y.shape[d]), axis=d)
+            lo = np.take(y, np.arange(0, y.shape[d] - 1), axis=d)
+            y = np.not_equal(hi, lo) if y.dtype == np.bool_ else hi - lo
+        return (as_result(y, op.result),)
+
+    @impl(sh.CumsumOp)
+    def run_cumsum(self, interpreter: Interpreter, op: sh.CumsumOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        dtype = dtype_of(op.result)
+        if x.ndim == 0:
+            return (as_result(x, op.result),)
+        d = norm_dim(integer(op.dim), x.ndim)
+        # torch accumulates floats in double on CPU
+        acc = np.float64 if dtype.kind == "f" else dtype
+        return (as_result(np.cumsum(x.astype(acc), axis=d), op.result),)
+
+    @impl(sh.ArangeOp)
+    def run_arange(self, interpreter: Interpreter, op: sh.ArangeOp, args: PythonValues) -> PythonValues:
+        return (as_result(_arange(op), op.result),)
+
+    @impl(sh.FullOp)
+    def run_full(self, interpreter: Interpreter, op: sh.FullOp, args: PythonValues) -> PythonValues:
+        dtype = dtype_of(op.result)
+        fill = _fill(sh.scalar_value(op.value), dtype)
+        return (np.full(shape_of(op.result), fill, dtype=dtype),)

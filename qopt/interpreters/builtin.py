@@ -6,8 +6,18 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, TensorType
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    TensorType,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
@@ -32,7 +42,11 @@ def constant_array(op: arith.ConstantOp) -> np.ndarray | int | float:
         shape = tuple(type.get_shape())
         raw = value.data.data
         count = int(np.prod(shape, dtype=np.int64))
-        flat = np.frombuffer(raw, dtype=dtype) if dtype != np.bool_ else np.frombuffer(raw, np.uint8).astype(np.bool_)
+        flat = (
+            np.frombuffer(raw, dtype=dtype)
+            if dtype != np.bool_
+            else np.frombuffer(raw, np.uint8).astype(np.bool_)
+        )
         if flat.size == 1 and count != 1:
             return np.broadcast_to(flat, shape).copy()
         return flat.reshape(shape).copy()

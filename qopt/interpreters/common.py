@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.interpreter import InterpreterFunctions, impl, register_impls
 from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import InterpreterFunctions, impl, register_impls
 from xdsl.ir import SSAValue
 
 from qopt.dialects.dtypes import numpy_dtype
@@ -37,5 +37,7 @@ def functions_class(name: str, table: dict[type, Any]) -> type[InterpreterFuncti
     Used where many ops share a generic body (elementwise families): each body
     must be a distinct function object.
     """
-    namespace = {f"run_{op_type.__name__}": impl(op_type)(fn) for op_type, fn in table.items()}
+    namespace = {
+        f"run_{op_type.__name__}": impl(op_type)(fn) for op_type, fn in table.items()
+    }
     return register_impls(type(name, (InterpreterFunctions,), namespace))

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import quant
@@ -72,7 +78,9 @@ def dequantize(
 ) -> np.ndarray:
     v = q.astype(compute_dtype)
     if zero_point is not None:
-        v = v - expand_params(np.asarray(zero_point), block, q.shape).astype(compute_dtype)
+        v = v - expand_params(np.asarray(zero_point), block, q.shape).astype(
+            compute_dtype
+        )
     v = v * expand_params(np.asarray(scale), block, q.shape).astype(compute_dtype)
     return v.astype(out_dtype)
 
@@ -182,11 +190,16 @@ class QuantFunctions(InterpreterFunctions):
 
     @impl(quant.DequantizeCodebookOp)
     def run_dequantize_codebook(
-        self, interpreter: Interpreter, op: quant.DequantizeCodebookOp, args: PythonValues
+        self,
+        interpreter: Interpreter,
+        op: quant.DequantizeCodebookOp,
+        args: PythonValues,
     ) -> PythonValues:
         codes, codebook = args
         return (
-            dequantize_codebook(codes, codebook, op.block_size.get_values(), _dtype(op.output)),
+            dequantize_codebook(
+                codes, codebook, op.block_size.get_values(), _dtype(op.output)
+            ),
         )
 
 

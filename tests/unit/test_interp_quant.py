@@ -44,7 +44,9 @@ def _run(module: torch.nn.Module, *inputs: torch.Tensor) -> None:
         np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize("dtype,qmin,qmax", [(torch.int8, -128, 127), (torch.uint8, 0, 255)])
+@pytest.mark.parametrize(
+    "dtype,qmin,qmax", [(torch.int8, -128, 127), (torch.uint8, 0, 255)]
+)
 @pytest.mark.parametrize("scale", [0.05, 0.0173, 1 / 3])
 def test_quantize_per_tensor_default(dtype, qmin, qmax, scale):
     class M(torch.nn.Module):
@@ -60,7 +62,12 @@ def test_choose_qparams_and_quantize_per_tensor_tensor():
         def forward(self, x):
             s, z = qd.choose_qparams.tensor(x, -128, 127, 2**-12, torch.int8)
             q = qd.quantize_per_tensor.tensor(x, s, z, -128, 127, torch.int8)
-            return s, z, q, qd.dequantize_per_tensor.tensor(q, s, z, -128, 127, torch.int8)
+            return (
+                s,
+                z,
+                q,
+                qd.dequantize_per_tensor.tensor(q, s, z, -128, 127, torch.int8),
+            )
 
     g = torch.Generator().manual_seed(1)
     _run(M(), torch.randn(4, 16, generator=g) + 0.7)
@@ -87,8 +94,12 @@ def test_quantize_per_channel(axis):
             self.register_buffer("z", zps)
 
         def forward(self, x):
-            q = qd.quantize_per_channel.default(x, self.s, self.z, axis, -127, 127, torch.int8)
-            return q, qd.dequantize_per_channel.default(q, self.s, self.z, axis, -127, 127, torch.int8)
+            q = qd.quantize_per_channel.default(
+                x, self.s, self.z, axis, -127, 127, torch.int8
+            )
+            return q, qd.dequantize_per_channel.default(
+                q, self.s, self.z, axis, -127, 127, torch.int8
+            )
 
     shape = (4, 6) if axis == 0 else (3, 4)
     _run(M(), _ties(shape, 0.05, 3))
@@ -121,7 +132,9 @@ def test_torchao_affine(mapping, dtype, qmin, qmax, block):
 
 
 def test_dequantize_codebook():
-    codes = torch.randint(0, 16, (8, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(5))
+    codes = torch.randint(
+        0, 16, (8, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(5)
+    )
     book = torch.randn(1, 2, 16, 1, dtype=torch.float64)
 
     class M(torch.nn.Module):

@@ -41,8 +41,11 @@ def test_import_and_interpret_matches_torch(name: str, scheme: str):
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             w = w.detach().numpy()
-            assert g.shape == w.shape and g.dtype == w.dtype
-            assert rel_err(g, w) < 1e-5, f"{name}/{scheme}: relative error {rel_err(g, w):.3g}"
+            assert g.shape == w.shape
+            assert g.dtype == w.dtype
+            assert rel_err(g, w) < 1e-5, (
+                f"{name}/{scheme}: relative error {rel_err(g, w):.3g}"
+            )
 
 
 @pytest.mark.parametrize("scheme", [s for s in SCHEMES if s != "float"])

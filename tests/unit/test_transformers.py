@@ -11,7 +11,9 @@ import torch
 import qopt
 from qopt.examples import apply_scheme
 
-transformers = pytest.importorskip("transformers", reason="the transformers package is not installed")
+transformers = pytest.importorskip(
+    "transformers", reason="the transformers package is not installed"
+)
 
 SCHEMES = ["float", "w8c", "w4g32", "8da4w", "codebook4", "pt2e_dynamic"]
 
@@ -56,11 +58,16 @@ def _bert(attn: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
     )
     mask = torch.ones(1, 8, dtype=torch.int64)
     mask[0, 6:] = 0
-    return transformers.BertModel(config, add_pooling_layer=False), (_tokens(8, 128), mask)
+    return transformers.BertModel(config, add_pooling_layer=False), (
+        _tokens(8, 128),
+        mask,
+    )
 
 
 def _tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
-    return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(
+        0, vocab, (1, n), generator=torch.Generator().manual_seed(seed)
+    )
 
 
 BUILDERS = {"llama": _llama, "gpt2": _gpt2, "bert": _bert}
@@ -82,14 +89,19 @@ def _export(name: str, attn: str, scheme: str):
     torch.manual_seed(0)
     model, inputs = BUILDERS[name](attn)
     model = _Logits(model.eval())
-    calibration = [tuple(_tokens(8, 128, s) if i == 0 else t for i, t in enumerate(inputs)) for s in (1, 2)]
+    calibration = [
+        tuple(_tokens(8, 128, s) if i == 0 else t for i, t in enumerate(inputs))
+        for s in (1, 2)
+    ]
     qmodel = apply_scheme(model, scheme, inputs, calibration)
     with torch.no_grad():
         return torch.export.export(qmodel, inputs, strict=False), inputs
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("name,attn", [("llama", "sdpa"), ("gpt2", "eager"), ("bert", "sdpa")])
+@pytest.mark.parametrize(
+    "name,attn", [("llama", "sdpa"), ("gpt2", "eager"), ("bert", "sdpa")]
+)
 def test_transformers_model_from_pt2(tmp_path, name: str, attn: str, scheme: str):
     ep, inputs = _export(name, attn, scheme)
     path = tmp_path / f"{name}.pt2"
@@ -103,7 +115,9 @@ def test_transformers_model_from_pt2(tmp_path, name: str, attn: str, scheme: str
     assert err < 1e-5, f"{name}/{scheme}: relative error {err:.3g}"
 
 
-@pytest.mark.parametrize("name,attn", [("llama", "eager"), ("gpt2", "sdpa"), ("bert", "eager")])
+@pytest.mark.parametrize(
+    "name,attn", [("llama", "eager"), ("gpt2", "sdpa"), ("bert", "eager")]
+)
 def test_transformers_other_attention(name: str, attn: str):
     ep, inputs = _export(name, attn, "float")
     module = qopt.import_program(ep)

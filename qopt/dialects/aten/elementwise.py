@@ -156,8 +156,13 @@ class GeluOp(FloatUnaryOp):
 
     def check(self) -> None:
         super().check()
-        if self.approximate is not None and self.approximate.data not in ("none", "tanh"):
-            raise self.fail(f"approximate must be 'none' or 'tanh', got '{self.approximate.data}'")
+        if self.approximate is not None and self.approximate.data not in (
+            "none",
+            "tanh",
+        ):
+            raise self.fail(
+                f"approximate must be 'none' or 'tanh', got '{self.approximate.data}'"
+            )
 
 
 @irdl_op_definition
@@ -257,7 +262,10 @@ class DivOp(BinaryOp):
     rounding_mode = opt_prop_def(StringAttr)
 
     def check(self) -> None:
-        if self.rounding_mode is not None and self.rounding_mode.data not in ("trunc", "floor"):
+        if self.rounding_mode is not None and self.rounding_mode.data not in (
+            "trunc",
+            "floor",
+        ):
             raise self.fail(
                 f"rounding_mode must be 'trunc' or 'floor', got '{self.rounding_mode.data}'"
             )
@@ -362,7 +370,9 @@ class WhereOp(AtenOp):
         self.require_bool(self.condition, "condition")
 
     def expected_shapes(self) -> Sequence[Shape]:
-        shape = broadcast_shapes(shape_of(self.condition), shape_of(self.lhs), shape_of(self.rhs))
+        shape = broadcast_shapes(
+            shape_of(self.condition), shape_of(self.lhs), shape_of(self.rhs)
+        )
         if shape is None:
             raise self.fail("condition and operand shapes do not broadcast")
         return [shape]
@@ -384,7 +394,9 @@ class MaskedFillOp(AtenOp):
             raise self.fail("value must be a 0-d tensor")
 
     def expected_shapes(self) -> Sequence[Shape]:
-        if broadcast_shapes(shape_of(self.input), shape_of(self.mask)) != shape_of(self.input):
+        if broadcast_shapes(shape_of(self.input), shape_of(self.mask)) != shape_of(
+            self.input
+        ):
             raise self.fail("mask must broadcast to the input shape")
         return [shape_of(self.input)]
 

@@ -14,7 +14,14 @@ from xdsl.irdl import (
     result_def,
 )
 
-from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints, shape_of
+from qopt.dialects.aten.base import (
+    AtenOp,
+    Shape,
+    broadcast_shapes,
+    integer,
+    ints,
+    shape_of,
+)
 
 
 @irdl_op_definition
@@ -35,9 +42,13 @@ class LinearOp(AtenOp):
         if len(w) != 2:
             raise self.fail(f"weight must be 2-D [N, K], got {list(w)}")
         if not x or x[-1] != w[1]:
-            raise self.fail(f"input's last dim must equal weight's K = {w[1]}, got {list(x)}")
+            raise self.fail(
+                f"input's last dim must equal weight's K = {w[1]}, got {list(x)}"
+            )
         if self.bias is not None and shape_of(self.bias) not in ((w[0],), ()):
-            raise self.fail(f"bias must have shape [{w[0]}], got {list(shape_of(self.bias))}")
+            raise self.fail(
+                f"bias must have shape [{w[0]}], got {list(shape_of(self.bias))}"
+            )
         return [(*x[:-1], w[0])]
 
 
@@ -164,7 +175,14 @@ class Conv2dOp(AtenOp):
         sh, sw = ints(self.stride)
         ph, pw = ints(self.padding)
         dh, dw = ints(self.dilation)
-        return [(x[0], w[0], conv_out(x[2], w[2], sh, ph, dh), conv_out(x[3], w[3], sw, pw, dw))]
+        return [
+            (
+                x[0],
+                w[0],
+                conv_out(x[2], w[2], sh, ph, dh),
+                conv_out(x[3], w[3], sw, pw, dw),
+            )
+        ]
 
 
 OPS = [LinearOp, MatmulOp, AddmmOp, EmbeddingOp, Conv2dOp]

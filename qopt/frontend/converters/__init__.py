@@ -20,7 +20,14 @@ def getitem(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
 
 
 def get_converters() -> dict[str, Converter]:
-    from qopt.frontend.converters import elementwise, layers, nn, quant, reduction, shape
+    from qopt.frontend.converters import (
+        elementwise,
+        layers,
+        nn,
+        quant,
+        reduction,
+        shape,
+    )
 
     merged: dict[str, Converter] = {
         str(operator.getitem): getitem,

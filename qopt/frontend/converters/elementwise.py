@@ -21,7 +21,9 @@ def _f64(value: float) -> FloatAttr:
 
 def _unary(op_type: type[ew.UnaryOp], *targets: str) -> None:
     def convert(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-        return op_type.create(operands=[imp.value(args["self"])], result_types=[imp.result_type()])
+        return op_type.create(
+            operands=[imp.value(args["self"])], result_types=[imp.result_type()]
+        )
 
     CONVERTERS(*targets)(convert)
 
@@ -73,8 +75,12 @@ _unary(
 @CONVERTERS("aten.dropout.default")
 def convert_dropout(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if args.get("train"):
-        raise imp.error("dropout in training mode is random: export the model in eval mode")
-    return ew.CloneOp.create(operands=[imp.value(args["input"])], result_types=[imp.result_type()])
+        raise imp.error(
+            "dropout in training mode is random: export the model in eval mode"
+        )
+    return ew.CloneOp.create(
+        operands=[imp.value(args["input"])], result_types=[imp.result_type()]
+    )
 
 
 @CONVERTERS("aten.gelu.default")
@@ -84,7 +90,9 @@ def convert_gelu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if approximate != "none":
         props["approximate"] = StringAttr(approximate)
     return ew.GeluOp.create(
-        operands=[imp.value(args["self"])], result_types=[imp.result_type()], properties=props
+        operands=[imp.value(args["self"])],
+        result_types=[imp.result_type()],
+        properties=props,
     )
 
 
@@ -128,7 +136,9 @@ def convert_clamp_max(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 
 @CONVERTERS("aten.hardtanh.default")
 def convert_hardtanh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    return _clamp(imp, args["self"], args.get("min_val", -1.0), args.get("max_val", 1.0))
+    return _clamp(
+        imp, args["self"], args.get("min_val", -1.0), args.get("max_val", 1.0)
+    )
 
 
 @CONVERTERS("aten.relu6.default")
@@ -150,7 +160,9 @@ def _binary(
     lhs_v = lhs_v if lhs_v is not None else imp.operand(lhs, like=rhs_v)
     rhs_v = rhs_v if rhs_v is not None else imp.operand(rhs, like=lhs_v)
     return op_type.create(
-        operands=[lhs_v, rhs_v], result_types=[imp.result_type()], properties=props or {}
+        operands=[lhs_v, rhs_v],
+        result_types=[imp.result_type()],
+        properties=props or {},
     )
 
 
@@ -174,17 +186,25 @@ def convert_rsub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _binary(imp, ew.SubOp, args["other"], args["self"], _alpha(args))
 
 
-@CONVERTERS("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+@CONVERTERS(
+    "aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode"
+)
 def convert_div(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     mode = args.get("rounding_mode")
-    props: dict[str, Attribute] = {} if mode is None else {"rounding_mode": StringAttr(mode)}
+    props: dict[str, Attribute] = (
+        {} if mode is None else {"rounding_mode": StringAttr(mode)}
+    )
     return _binary(imp, ew.DivOp, args["self"], args["other"], props)
 
 
 @CONVERTERS("aten.floor_divide.default", "aten.floor_divide.Scalar")
 def convert_floor_divide(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _binary(
-        imp, ew.DivOp, args["self"], args["other"], {"rounding_mode": StringAttr("floor")}
+        imp,
+        ew.DivOp,
+        args["self"],
+        args["other"],
+        {"rounding_mode": StringAttr("floor")},
     )
 
 
@@ -224,7 +244,12 @@ _simple_binary(ew.LogicalOrOp, "aten.logical_or.default")
 _simple_binary(ew.LogicalXorOp, "aten.logical_xor.default")
 
 
-@CONVERTERS("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+@CONVERTERS(
+    "aten.where.self",
+    "aten.where.ScalarOther",
+    "aten.where.ScalarSelf",
+    "aten.where.Scalar",
+)
 def convert_where(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     cond = imp.value(args["condition"])
     a, b = args["self"], args["other"]

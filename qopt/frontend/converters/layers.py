@@ -1,7 +1,162 @@
-"""Converters for the aten layers family."""
+"""Converters for the aten layers family (see qopt/dialects/aten/layers.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from torch.fx import Node
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, i32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qopt.dialects.aten import layers
 from qopt.frontend.converters.table import ConverterTable
+from qopt.frontend.importer import Importer
 
 CONVERTERS = ConverterTable()
+
+
+def array(values: Any) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def pair(value: Any) -> list[int]:
+    """An `int[2]` argument (an int, or a list of 1 or 2 ints) as 2 ints."""
+    values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
+    return values * 2 if len(values) == 1 else values
+
+
+def f64(value: Any) -> FloatAttr:
+    return FloatAttr(float(value), 64)
+
+
+def true() -> BoolAttr:
+    return BoolAttr.from_bool(True)
+
+
+def segments(*groups: list[SSAValue]) -> tuple[list[SSAValue], DenseArrayBase]:
+    """The flat operand list of operand groups and its `operandSegmentSizes`."""
+    flat = [v for group in groups for v in group]
+    return flat, DenseArrayBase.from_list(i32, [len(g) for g in groups])
+
+
+def _affine(imp: Importer, args: dict[str, Any]) -> tuple[list[SSAValue], list[SSAValue]]:
+    weight, bias = imp.optional_value(args.get("weight")), imp.optional_value(args.get("bias"))
+    return ([] if weight is None else [weight]), ([] if bias is None else [bias])
+
+
+def _norm(
+    imp: Importer,
+    op_type: type[layers.NormOp],
+    args: dict[str, Any],
+    extra: list[list[SSAValue]],
+    props: dict[str, Attribute],
+) -> Operation:
+    weight, bias = _affine(imp, args)
+    operands, sizes = segments([imp.value(args["input"])], weight, bias, *extra)
+    return op_type.create(
+        operands=operands,
+        result_types=imp.result_types(),
+        properties={**props, "operandSegmentSizes": sizes, "eps": f64(args["eps"])},
+    )
+
+
+@CONVERTERS("aten.layer_norm.default", "aten.native_layer_norm.default")
+def convert_layer_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    props: dict[str, Attribute] = {"normalized_shape": array(args["normalized_shape"])}
+    return _norm(imp, layers.LayerNormOp, args, [], props)
+
+
+@CONVERTERS("aten.group_norm.default")
+def convert_group_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    props: dict[str, Attribute] = {"num_groups": IntegerAttr(int(args["num_groups"]), i64)}
+    return _norm(imp, layers.GroupNormOp, args, [], props)
+
+
+@CONVERTERS("aten.native_group_norm.default")
+def convert_native_group_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    props: dict[str, Attribute] = {"num_groups": IntegerAttr(int(args["group"]), i64)}
+    return _norm(imp, layers.GroupNormOp, args, [], props)
+
+
+@CONVERTERS("aten._native_batch_norm_legit_no_training.default", "aten.batch_norm.default")
+def convert_batch_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    if args.get("training"):
+        raise imp.error("batch norm in training mode: export the model in eval mode")
+    if args.get("running_mean") is None or args.get("running_var") is None:
+        raise imp.error("batch norm without running statistics is not supported")
+    stats = [[imp.value(args["running_mean"])], [imp.value(args["running_var"])]]
+    return _norm(imp, layers.BatchNormOp, args, stats, {})
+
+
+def _pool_props(args: dict[str, Any]) -> dict[str, Attribute]:
+    kernel = pair(args["kernel_size"])
+    stride = args.get("stride")
+    props: dict[str, Attribute] = {
+        "kernel_size": array(kernel),
+        "stride": array(pair(stride) if stride else kernel),
+        "padding": array(pair(args.get("padding", 0))),
+    }
+    if args.get("ceil_mode"):
+        props["ceil_mode"] = true()
+    return props
+
+
+@CONVERTERS("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
+def convert_max_pool2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    props = _pool_props(args)
+    props["dilation"] = array(pair(args.get("dilation", 1)))
+    return layers.MaxPool2dOp.create(
+        operands=[imp.value(args["self"])], result_types=imp.result_types(), properties=props
+    )
+
+
+@CONVERTERS("aten.avg_pool2d.default")
+def convert_avg_pool2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    props = _pool_props(args)
+    if not args.get("count_include_pad", True):
+        props["count_include_pad"] = BoolAttr.from_bool(False)
+    if args.get("divisor_override") is not None:
+        props["divisor_override"] = IntegerAttr(int(args["divisor_override"]), i64)
+    return layers.AvgPool2dOp.create(
+        operands=[imp.value(args["self"])], result_types=[imp.result_type()], properties=props
+    )
+
+
+@CONVERTERS("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+def convert_adaptive_avg_pool2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return layers.AdaptiveAvgPool2dOp.create(
+        operands=[imp.value(args["self"])],
+        result_types=[imp.result_type()],
+        properties={"output_size": array(pair(args["output_size"]))},
+    )
+
+
+@CONVERTERS("aten.scaled_dot_product_attention.default")
+def convert_sdpa(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    if args.get("dropout_p"):
+        raise imp.error(
+            f"dropout_p={args['dropout_p']} makes attention random: export with dropout_p=0 "
+            "(the model in eval mode)"
+        )
+    operands = [imp.value(args["query"]), imp.value(args["key"]), imp.value(args["value"])]
+    if args.get("attn_mask") is not None:
+        operands.append(imp.value(args["attn_mask"]))
+    props: dict[str, Attribute] = {}
+    if args.get("is_causal"):
+        props["is_causal"] = true()
+    if args.get("scale") is not None:
+        props["scale"] = f64(args["scale"])
+    if args.get("enable_gqa"):
+        props["enable_gqa"] = true()
+    return layers.ScaledDotProductAttentionOp.create(
+        operands=operands, result_types=[imp.result_type()], properties=props
+    )
+
+
+@CONVERTERS("aten.pixel_shuffle.default")
+def convert_pixel_shuffle(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return layers.PixelShuffleOp.create(
+        operands=[imp.value(args["self"])],
+        result_types=[imp.result_type()],
+        properties={"upscale_factor": IntegerAttr(int(args["upscale_factor"]), i64)},
+    )

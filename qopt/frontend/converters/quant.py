@@ -66,7 +66,9 @@ def _per_channel_block(shape: list[int], axis: int) -> list[int]:
     "quantized_decomposed.quantize_per_tensor.tensor",
     "quantized_decomposed.quantize_per_tensor.tensor2",
 )
-def convert_quantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_quantize_per_tensor(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     qmin, qmax = (int(_scalar(imp, args[k])) for k in ("quant_min", "quant_max"))
     # The scale is read as a Python float (a weak scalar): the product is in f32.
@@ -87,7 +89,9 @@ def convert_quantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any])
     "quantized_decomposed.dequantize_per_tensor.tensor",
     "quantized_decomposed.dequantize_per_tensor.tensor2",
 )
-def convert_dequantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_dequantize_per_tensor(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     qmin, qmax = (int(_scalar(imp, args[k])) for k in ("quant_min", "quant_max"))
     return quant.DequantizeOp(
@@ -111,7 +115,9 @@ def _scalar(imp: Importer, value: Any) -> int | float:
 
 
 @CONVERTERS("quantized_decomposed.quantize_per_channel.default")
-def convert_quantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_quantize_per_channel(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     return quant.QuantizeOp(
         x,
@@ -126,7 +132,9 @@ def convert_quantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]
 
 
 @CONVERTERS("quantized_decomposed.dequantize_per_channel.default")
-def convert_dequantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_dequantize_per_channel(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     scales = imp.value(args["scales"])
     result = imp.result_type()
@@ -202,7 +210,9 @@ def _choose_qparams(
 
 
 @CONVERTERS("quantized_decomposed.choose_qparams.tensor")
-def convert_choose_qparams(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_choose_qparams(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     return _choose_qparams(imp, args, quant.Mapping.ASYMMETRIC)
 
 
@@ -224,11 +234,15 @@ def _promote(a: Any, b: Any) -> TypeAttribute:
 
 
 @CONVERTERS("torchao.quantize_affine.default")
-def convert_quantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_quantize_affine(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     zp = args.get("zero_point")
     if zp is None:
-        raise imp.error("torchao.quantize_affine needs a zero point (torch raises without one)")
+        raise imp.error(
+            "torchao.quantize_affine needs a zero point (torch raises without one)"
+        )
     qmin, qmax = _range(args, args["output_dtype"])
     return quant.QuantizeOp(
         x,
@@ -242,7 +256,9 @@ def convert_quantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -> 
 
 
 @CONVERTERS("torchao.dequantize_affine.default")
-def convert_dequantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_dequantize_affine(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     scale = imp.value(args["scale"])
     result = imp.result_type()
@@ -261,7 +277,9 @@ def convert_dequantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -
 
 
 @CONVERTERS("torchao.choose_qparams_affine.default")
-def convert_choose_qparams_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_choose_qparams_affine(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     x = imp.value(args["input"])
     mapping_name = str(args["mapping_type"]).lower()
     try:
@@ -274,7 +292,14 @@ def convert_choose_qparams_affine(imp: Importer, node: Node, args: dict[str, Any
         eps = float(np.finfo(numpy_dtype(_elem(x))).smallest_normal)
     scale_type, zp_type = imp.result_types()
     return quant.ChooseQParamsOp(
-        x, [int(b) for b in args["block_size"]], qmin, qmax, mapping, float(eps), scale_type, zp_type
+        x,
+        [int(b) for b in args["block_size"]],
+        qmin,
+        qmax,
+        mapping,
+        float(eps),
+        scale_type,
+        zp_type,
     )
 
 
@@ -282,7 +307,9 @@ def convert_choose_qparams_affine(imp: Importer, node: Node, args: dict[str, Any
 
 
 @CONVERTERS("quant.dequantize_codebook.default")
-def convert_dequantize_codebook(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+def convert_dequantize_codebook(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation:
     return quant.DequantizeCodebookOp(
         imp.value(args["codes"]),
         imp.value(args["codebook"]),

@@ -1,7 +1,401 @@
-"""Converters for the aten shape family."""
+"""Converters for the aten shape family (see qopt/dialects/aten/shape.py).
+
+Several ATen overloads map to one qopt op: every reshape-like op becomes
+`aten.view`, every way of making a constant-filled tensor `aten.full`, every
+split `aten.split` (its piece sizes read from the result types).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from torch.fx import Node
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.base import norm_dim
+from qopt.dialects.dtypes import is_bool, is_float
 from qopt.frontend.converters.table import ConverterTable
+from qopt.frontend.importer import Importer, node_location
 
 CONVERTERS = ConverterTable()
+
+
+def _array(values: Sequence[Any]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _int(value: Any) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def _scalar(value: Any, result: TensorType) -> FloatAttr | IntegerAttr:
+    """A fill/bound scalar: IntegerAttr for exact integers into non-float results."""
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int) and not is_float(result.get_element_type()):
+        return IntegerAttr(value, i64)
+    return FloatAttr(float(value), 64)
+
+
+def _dim(imp: Importer, dim: Any, rank: int) -> int:
+    try:
+        return norm_dim(int(dim), rank)
+    except Exception as e:  # VerifyException from norm_dim
+        raise imp.error(str(e)) from None
+
+
+def _unary(
+    imp: Importer, op_type: type[Operation], x: Any, props: dict[str, Attribute] | None = None
+) -> Operation:
+    return op_type.create(
+        operands=[imp.value(x)], result_types=[imp.result_type()], properties=props or {}
+    )
+
+
+# ----- views and layout --------------------------------------------------------
+
+
+@CONVERTERS(
+    "aten.view.default",
+    "aten.reshape.default",
+    "aten._unsafe_view.default",
+    "aten.view_as.default",
+    "aten.flatten.using_ints",
+    "aten.unflatten.int",
+)
+def convert_view(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _unary(imp, sh.ViewOp, args["self"])
+
+
+@CONVERTERS("aten.unsqueeze.default")
+def convert_unsqueeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    return _unary(imp, sh.UnsqueezeOp, args["self"], {"dim": _int(_dim(imp, args["dim"], rank + 1))})
+
+
+@CONVERTERS("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims")
+def convert_squeeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    shape = _shape(imp.value(args["self"]))
+    dim = args.get("dim")
+    if dim is None:
+        listed = range(len(shape))
+    else:
+        listed = [_dim(imp, d, len(shape)) for d in (dim if isinstance(dim, list | tuple) else [dim])]
+    # torch keeps listed dims whose size is not 1; aten.squeeze removes every listed dim
+    dims = sorted({d for d in listed if shape and shape[d] == 1})
+    return _unary(imp, sh.SqueezeOp, args["self"], {"dims": _array(dims)})
+
+
+@CONVERTERS("aten.permute.default")
+def convert_permute(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    dims = [_dim(imp, d, rank) for d in args["dims"]]
+    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(dims)})
+
+
+@CONVERTERS("aten.movedim.int", "aten.movedim.intlist")
+def convert_movedim(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    source, destination = args["source"], args["destination"]
+    if not isinstance(source, list | tuple):
+        source, destination = [source], [destination]
+    src = [_dim(imp, d, rank) for d in source]
+    dst = [_dim(imp, d, rank) for d in destination]
+    perm = [-1] * rank
+    for s, d in zip(src, dst, strict=True):
+        perm[d] = s
+    rest = iter(d for d in range(rank) if d not in src)
+    perm = [p if p >= 0 else next(rest) for p in perm]
+    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(perm)})
+
+
+@CONVERTERS("aten.transpose.int", "aten.swapaxes.default", "aten.swapdims.default")
+def convert_transpose(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    dim0 = args.get("dim0", args.get("axis0"))
+    dim1 = args.get("dim1", args.get("axis1"))
+    props = {"dim0": _int(_dim(imp, dim0, rank)), "dim1": _int(_dim(imp, dim1, rank))}
+    return _unary(imp, sh.TransposeOp, args["self"], props)
+
+
+@CONVERTERS("aten.t.default")
+def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    other = 1 if rank == 2 else 0  # t() is the identity below rank 2
+    return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(other)})
+
+
+@CONVERTERS("aten.expand.default", "aten.expand_as.default")
+def convert_expand(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _unary(imp, sh.ExpandOp, args["self"])
+
+
+@CONVERTERS("aten.repeat.default")
+def convert_repeat(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _unary(imp, sh.RepeatOp, args["self"], {"repeats": _array(args["repeats"])})
+
+
+@CONVERTERS("aten.flip.default")
+def convert_flip(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    dims = [_dim(imp, d, rank) for d in args["dims"]]
+    return _unary(imp, sh.FlipOp, args["self"], {"dims": _array(dims)})
+
+
+@CONVERTERS("aten.roll.default")
+def convert_roll(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    dims = [_dim(imp, d, rank) for d in args.get("dims") or []]
+    props = {"shifts": _array(args["shifts"]), "dims": _array(dims)}
+    return _unary(imp, sh.RollOp, args["self"], props)
+
+
+# ----- slicing and indexing ----------------------------------------------------
+
+
+def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> Operation:
+    shape = _shape(imp.value(x))
+    if not shape:
+        raise imp.error("cannot slice a 0-d tensor")
+    d = _dim(imp, dim, len(shape))
+    step = 1 if step is None else int(step)
+    if step <= 0:
+        raise imp.error(f"slice step must be positive, got {step}")
+    start = 0 if start is None else int(start)
+    end = sh.INT64_MAX if end is None else int(end)
+    start, end, _ = sh.slice_bounds(start, end, step, shape[d])
+    props = {"dim": _int(d), "start": _int(start), "end": _int(end), "step": _int(step)}
+    return _unary(imp, sh.SliceOp, x, props)
+
+
+@CONVERTERS("aten.slice.Tensor")
+def convert_slice(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _slice(imp, args["self"], args["dim"], args["start"], args["end"], args["step"])
+
+
+@CONVERTERS("aten.narrow.default")
+def convert_narrow(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    shape = _shape(imp.value(args["self"]))
+    d = _dim(imp, args["dim"], len(shape))
+    start = int(args["start"])
+    start = start + shape[d] if start < 0 else start
+    return _slice(imp, args["self"], d, start, start + int(args["length"]), 1)
+
+
+@CONVERTERS("aten.select.int")
+def convert_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    shape = _shape(imp.value(args["self"]))
+    d = _dim(imp, args["dim"], len(shape))
+    index = int(args["index"])
+    if shape and -shape[d] <= index < 0:
+        index += shape[d]
+    return _unary(imp, sh.SelectOp, args["self"], {"dim": _int(d), "index": _int(index)})
+
+
+@CONVERTERS("aten.unbind.int")
+def convert_unbind(imp: Importer, node: Node, args: dict[str, Any]) -> list[SSAValue]:
+    """`unbind` -> one `aten.select` per index along `dim`."""
+    x = imp.value(args["self"])
+    d = _dim(imp, args["dim"], len(_shape(x)))
+    loc = node_location(node)
+    values: list[SSAValue] = []
+    for i, type in enumerate(imp.result_types()):
+        op = sh.SelectOp.create(
+            operands=[x], result_types=[type], properties={"dim": _int(d), "index": _int(i)}
+        )
+        if loc is not None:
+            op.location = loc
+        imp.builder.insert(op)
+        values.append(op.result)
+    return values
+
+
+@CONVERTERS("aten.index.Tensor")
+def convert_index(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    indices: list[SSAValue] = []
+    dims: list[int] = []
+    for d, index in enumerate(args["indices"]):
+        if index is None:
+            continue
+        value = imp.value(index)
+        assert isinstance(value.type, TensorType)
+        if is_bool(value.type.get_element_type()):
+            raise imp.error(
+                "indexing with a boolean mask gives a data-dependent shape, which qopt "
+                "does not support: use torch.where or masked_fill instead"
+            )
+        indices.append(value)
+        dims.append(d)
+    if not indices:
+        raise imp.error("index.Tensor needs at least one index tensor")
+    return sh.IndexOp.create(
+        operands=[imp.value(args["self"]), *indices],
+        result_types=[imp.result_type()],
+        properties={"indexed_dims": _array(dims)},
+    )
+
+
+@CONVERTERS("aten.index_select.default")
+def convert_index_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    d = _dim(imp, args["dim"], len(_shape(x)))
+    return sh.IndexSelectOp.create(
+        operands=[x, imp.value(args["index"])],
+        result_types=[imp.result_type()],
+        properties={"dim": _int(d)},
+    )
+
+
+@CONVERTERS("aten.gather.default")
+def convert_gather(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    d = _dim(imp, args["dim"], len(_shape(x)))
+    return sh.GatherOp.create(
+        operands=[x, imp.value(args["index"])],
+        result_types=[imp.result_type()],
+        properties={"dim": _int(d)},
+    )
+
+
+# ----- joining and splitting ---------------------------------------------------
+
+
+@CONVERTERS("aten.cat.default", "aten.concat.default", "aten.concatenate.default")
+def convert_cat(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(imp.result_type().get_shape())
+    return sh.CatOp.create(
+        operands=imp.values_of(args["tensors"]),
+        result_types=[imp.result_type()],
+        properties={"dim": _int(_dim(imp, args["dim"], rank))},
+    )
+
+
+@CONVERTERS("aten.stack.default")
+def convert_stack(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(imp.result_type().get_shape())
+    return sh.StackOp.create(
+        operands=imp.values_of(args["tensors"]),
+        result_types=[imp.result_type()],
+        properties={"dim": _int(_dim(imp, args["dim"], rank))},
+    )
+
+
+@CONVERTERS("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default")
+def convert_split(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    d = _dim(imp, args["dim"], len(_shape(x)))
+    types = imp.result_types()
+    sizes = [t.get_shape()[d] for t in types]
+    return sh.SplitOp.create(
+        operands=[x], result_types=types, properties={"sizes": _array(sizes), "dim": _int(d)}
+    )
+
+
+# ----- triangular, padding, differences, scans ---------------------------------
+
+
+@CONVERTERS("aten.tril.default")
+def convert_tril(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _unary(imp, sh.TrilOp, args["self"], {"diagonal": _int(args["diagonal"])})
+
+
+@CONVERTERS("aten.triu.default")
+def convert_triu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    return _unary(imp, sh.TriuOp, args["self"], {"diagonal": _int(args["diagonal"])})
+
+
+@CONVERTERS("aten.constant_pad_nd.default", "aten.pad.default")
+def convert_pad(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    mode = args.get("mode", "constant")
+    if mode != "constant":
+        raise imp.error(f"pad mode '{mode}' is not supported: only 'constant' padding is")
+    value = args.get("value")
+    props = {
+        "pad": _array(args["pad"]),
+        "value": _scalar(0 if value is None else value, imp.result_type()),
+    }
+    return _unary(imp, sh.ConstantPadNdOp, args["self"], props)
+
+
+@CONVERTERS("aten.diff.default")
+def convert_diff(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`diff(x, n, dim, prepend, append)` -> `diff(cat(prepend, x, append), n, dim)`."""
+    x = imp.value(args["self"])
+    shape = list(_shape(x))
+    d = _dim(imp, args["dim"], len(shape))
+    parts = [
+        p if isinstance(p, SSAValue) else imp.value(p)
+        for p in (args["prepend"], x, args["append"])
+        if p is not None
+    ]
+    if len(parts) > 1:
+        shape[d] = sum(_shape(p)[d] for p in parts)
+        joined = TensorType(imp.result_type().get_element_type(), shape)
+        cat = sh.CatOp.create(operands=parts, result_types=[joined], properties={"dim": _int(d)})
+        if (loc := node_location(node)) is not None:
+            cat.location = loc
+        imp.builder.insert(cat)
+        x = cat.result
+    return sh.DiffOp.create(
+        operands=[x],
+        result_types=[imp.result_type()],
+        properties={"n": _int(args["n"]), "dim": _int(d)},
+    )
+
+
+@CONVERTERS("aten.cumsum.default")
+def convert_cumsum(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    rank = len(_shape(imp.value(args["self"])))
+    return _unary(imp, sh.CumsumOp, args["self"], {"dim": _int(_dim(imp, args["dim"], rank))})
+
+
+# ----- creation ----------------------------------------------------------------
+
+
+@CONVERTERS("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def convert_arange(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    result = imp.result_type()
+    bounds = [args.get("start", 0), args["end"], args.get("step", 1)]
+    if any(isinstance(b, Node) for b in bounds):
+        raise imp.error("arange bounds must be constants (qopt compiles static shapes)")
+    props = {k: _scalar(v, result) for k, v in zip(("start", "end", "step"), bounds, strict=True)}
+    return sh.ArangeOp.create(result_types=[result], properties=props)
+
+
+_FILL = {
+    "aten.zeros.default": 0,
+    "aten.new_zeros.default": 0,
+    "aten.zeros_like.default": 0,
+    "aten.empty.memory_format": 0,
+    "aten.new_empty.default": 0,
+    "aten.empty_like.default": 0,
+    "aten.ones.default": 1,
+    "aten.new_ones.default": 1,
+    "aten.ones_like.default": 1,
+}
+
+
+@CONVERTERS(
+    *_FILL,
+    "aten.full.default",
+    "aten.new_full.default",
+    "aten.full_like.default",
+    "aten.scalar_tensor.default",
+)
+def convert_full(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """Every constant-filled creation op; `empty*` is filled with 0 (its contents
+    are unspecified in torch). The shape and dtype come from the result type."""
+    target = str(node.target)
+    value = _FILL.get(target, args.get("fill_value", args.get("s")))
+    if isinstance(value, Node):
+        raise imp.error("the fill value must be a constant")
+    result = imp.result_type()
+    return sh.FullOp.create(result_types=[result], properties={"value": _scalar(value, result)})
