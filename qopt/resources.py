@@ -53,7 +53,7 @@ class NumpyResourceInterface(OpAsmDialectInterface):
 
     def store(self, key: str, array: np.ndarray) -> str:
         key = self.declare_resource(key)
-        self._arrays[key] = np.ascontiguousarray(array)
+        self._arrays[key] = np.asarray(array, order="C")
         self._blob_storage[key] = "0x"
         return key
 

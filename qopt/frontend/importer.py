@@ -167,7 +167,7 @@ class Importer:
         self, array: np.ndarray, name: str = "cst", node: Node | None = None
     ) -> SSAValue:
         """An `arith.constant` for a numpy array (inline if tiny, else dense_resource)."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         type = TensorType(element_type(array.dtype), list(array.shape))
         value: Attribute
         if array.size <= INLINE_CONSTANT_LIMIT:

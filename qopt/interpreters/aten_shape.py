@@ -5,14 +5,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
 from qopt.interpreters.common import as_result, dtype_of, shape_of
 
 
-def _fill(value: float | int, dtype: np.dtype) -> np.ndarray:
+def _fill(value: float, dtype: np.dtype) -> np.ndarray:
     """A 0-d array of `value` converted the way torch converts a fill scalar."""
     if dtype == np.bool_:
         return np.asarray(value != 0)
@@ -85,11 +91,15 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(np.swapaxes(x, a, b), op.result),)
 
     @impl(sh.ExpandOp)
-    def run_expand(self, interpreter: Interpreter, op: sh.ExpandOp, args: PythonValues) -> PythonValues:
+    def run_expand(
+        self, interpreter: Interpreter, op: sh.ExpandOp, args: PythonValues
+    ) -> PythonValues:
         return (as_result(np.broadcast_to(args[0], shape_of(op.result)), op.result),)
 
     @impl(sh.RepeatOp)
-    def run_repeat(self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues) -> PythonValues:
+    def run_repeat(
+        self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues
+    ) -> PythonValues:
         return (as_result(np.tile(args[0], ints(op.repeats)), op.result),)
 
     @impl(sh.FlipOp)
@@ -109,20 +119,26 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(y, op.result),)
 
     @impl(sh.SliceOp)
-    def run_slice(self, interpreter: Interpreter, op: sh.SliceOp, args: PythonValues) -> PythonValues:
+    def run_slice(
+        self, interpreter: Interpreter, op: sh.SliceOp, args: PythonValues
+    ) -> PythonValues:
         (x,) = args
         d, start, end, step = op.bounds()
         index = (slice(None),) * d + (slice(start, end, step),)
         return (as_result(x[index], op.result),)
 
     @impl(sh.SelectOp)
-    def run_select(self, interpreter: Interpreter, op: sh.SelectOp, args: PythonValues) -> PythonValues:
+    def run_select(
+        self, interpreter: Interpreter, op: sh.SelectOp, args: PythonValues
+    ) -> PythonValues:
         (x,) = args
         d = norm_dim(integer(op.dim), x.ndim)
         return (as_result(np.take(x, integer(op.index), axis=d), op.result),)
 
     @impl(sh.IndexOp)
-    def run_index(self, interpreter: Interpreter, op: sh.IndexOp, args: PythonValues) -> PythonValues:
+    def run_index(
+        self, interpreter: Interpreter, op: sh.IndexOp, args: PythonValues
+    ) -> PythonValues:
         x, *indices = args
         key: list[slice | np.ndarray] = [slice(None)] * x.ndim
         for d, index in zip(ints(op.indexed_dims), indices, strict=True):
@@ -141,7 +157,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(y, op.result),)
 
     @impl(sh.GatherOp)
-    def run_gather(self, interpreter: Interpreter, op: sh.GatherOp, args: PythonValues) -> PythonValues:
+    def run_gather(
+        self, interpreter: Interpreter, op: sh.GatherOp, args: PythonValues
+    ) -> PythonValues:
         x, index = args
         index = np.asarray(index, dtype=np.int64)
         if x.ndim == 0 or index.ndim == 0:
@@ -162,14 +180,18 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(np.concatenate(parts, axis=d), op.result),)
 
     @impl(sh.StackOp)
-    def run_stack(self, interpreter: Interpreter, op: sh.StackOp, args: PythonValues) -> PythonValues:
+    def run_stack(
+        self, interpreter: Interpreter, op: sh.StackOp, args: PythonValues
+    ) -> PythonValues:
         dtype = dtype_of(op.result)
         parts = [np.asarray(a).astype(dtype, copy=False) for a in args]
         d = norm_dim(integer(op.dim), parts[0].ndim + 1)
         return (as_result(np.stack(parts, axis=d), op.result),)
 
     @impl(sh.SplitOp)
-    def run_split(self, interpreter: Interpreter, op: sh.SplitOp, args: PythonValues) -> PythonValues:
+    def run_split(
+        self, interpreter: Interpreter, op: sh.SplitOp, args: PythonValues
+    ) -> PythonValues:
         (x,) = args
         d = norm_dim(integer(op.dim), x.ndim)
         offsets = np.cumsum(np.asarray(ints(op.sizes), dtype=np.int64))[:-1]
@@ -206,7 +228,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(y, op.result),)
 
     @impl(sh.CumsumOp)
-    def run_cumsum(self, interpreter: Interpreter, op: sh.CumsumOp, args: PythonValues) -> PythonValues:
+    def run_cumsum(
+        self, interpreter: Interpreter, op: sh.CumsumOp, args: PythonValues
+    ) -> PythonValues:
         (x,) = args
         dtype = dtype_of(op.result)
         if x.ndim == 0:
@@ -217,7 +241,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         return (as_result(np.cumsum(x.astype(acc), axis=d), op.result),)
 
     @impl(sh.ArangeOp)
-    def run_arange(self, interpreter: Interpreter, op: sh.ArangeOp, args: PythonValues) -> PythonValues:
+    def run_arange(
+        self, interpreter: Interpreter, op: sh.ArangeOp, args: PythonValues
+    ) -> PythonValues:
         return (as_result(_arange(op), op.result),)
 
     @impl(sh.FullOp)

@@ -9,10 +9,17 @@ operands, not properties.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -34,7 +41,7 @@ from qopt.dialects.aten.base import (
     norm_dim,
     shape_of,
 )
-from qopt.dialects.dtypes import is_bool, is_float, numpy_dtype
+from qopt.dialects.dtypes import is_bool, is_float
 
 INT64_MAX = 2**63 - 1
 
@@ -68,9 +75,7 @@ def norm_dims(dims: Sequence[int], rank: int, what: str = "dims") -> tuple[int, 
     return out
 
 
-def index_shape(
-    input: Shape, index_shapes: Sequence[Shape], indexed_dims: Sequence[int]
-) -> Shape:
+def index_shape(input: Shape, index_shapes: Sequence[Shape], indexed_dims: Sequence[int]) -> Shape:
     """Result shape of advanced indexing (torch/numpy rules).
 
     The index tensors broadcast to one shape B. If the indexed dims are
@@ -79,9 +84,7 @@ def index_shape(
     """
     b = broadcast_shapes(*index_shapes)
     if b is None:
-        raise VerifyException(
-            f"index shapes {[list(s) for s in index_shapes]} do not broadcast"
-        )
+        raise VerifyException(f"index shapes {[list(s) for s in index_shapes]} do not broadcast")
     rest = [d for i, d in enumerate(input) if i not in indexed_dims]
     first = indexed_dims[0]
     adjacent = list(indexed_dims) == list(range(first, first + len(indexed_dims)))
@@ -132,8 +135,7 @@ class ViewOp(AtenOp):
         x, y = shape_of(self.input), shape_of(self.result)
         if numel(x) != numel(y):
             raise self.fail(
-                f"cannot view {list(x)} ({numel(x)} elements) as {list(y)} "
-                f"({numel(y)} elements)"
+                f"cannot view {list(x)} ({numel(x)} elements) as {list(y)} ({numel(y)} elements)"
             )
         return [y]
 
@@ -224,7 +226,10 @@ class TransposeOp(AtenOp):
         x = list(shape_of(self.input))
         if not x:
             return [()]
-        a, b = norm_dim(integer(self.dim0), len(x)), norm_dim(integer(self.dim1), len(x))
+        a, b = (
+            norm_dim(integer(self.dim0), len(x)),
+            norm_dim(integer(self.dim1), len(x)),
+        )
         x[a], x[b] = x[b], x[a]
         return [tuple(x)]
 
@@ -421,7 +426,7 @@ class IndexOp(AtenOp):
                 f"indexed_dims {list(dims)} must name one dim per index tensor "
                 f"({len(self.indices)})"
             )
-        if any(b <= a for a, b in zip(dims, dims[1:], strict=False)) or not (
+        if any(b <= a for a, b in itertools.pairwise(dims)) or not (
             0 <= dims[0] and dims[-1] < len(x)
         ):
             raise self.fail(
@@ -707,7 +712,7 @@ class ArangeOp(AtenOp):
     result = result_def(TensorType)
 
     def is_int64(self) -> bool:
-        return numpy_dtype(elem_of(self.result)).name == "int64"
+        return elem_of(self.result) == i64
 
     def expected_shapes(self) -> Sequence[Shape]:
         start, end, step = (scalar_value(a) for a in (self.start, self.end, self.step))

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from torch.fx import Node
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import shape as sh
@@ -53,10 +59,15 @@ def _dim(imp: Importer, dim: Any, rank: int) -> int:
 
 
 def _unary(
-    imp: Importer, op_type: type[Operation], x: Any, props: dict[str, Attribute] | None = None
+    imp: Importer,
+    op_type: type[Operation],
+    x: Any,
+    props: dict[str, Attribute] | None = None,
 ) -> Operation:
     return op_type.create(
-        operands=[imp.value(x)], result_types=[imp.result_type()], properties=props or {}
+        operands=[imp.value(x)],
+        result_types=[imp.result_type()],
+        properties=props or {},
     )
 
 
@@ -78,7 +89,12 @@ def convert_view(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 @CONVERTERS("aten.unsqueeze.default")
 def convert_unsqueeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     rank = len(_shape(imp.value(args["self"])))
-    return _unary(imp, sh.UnsqueezeOp, args["self"], {"dim": _int(_dim(imp, args["dim"], rank + 1))})
+    return _unary(
+        imp,
+        sh.UnsqueezeOp,
+        args["self"],
+        {"dim": _int(_dim(imp, args["dim"], rank + 1))},
+    )
 
 
 @CONVERTERS("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims")
@@ -88,7 +104,9 @@ def convert_squeeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operatio
     if dim is None:
         listed = range(len(shape))
     else:
-        listed = [_dim(imp, d, len(shape)) for d in (dim if isinstance(dim, list | tuple) else [dim])]
+        listed = [
+            _dim(imp, d, len(shape)) for d in (dim if isinstance(dim, list | tuple) else [dim])
+        ]
     # torch keeps listed dims whose size is not 1; aten.squeeze removes every listed dim
     dims = sorted({d for d in listed if shape and shape[d] == 1})
     return _unary(imp, sh.SqueezeOp, args["self"], {"dims": _array(dims)})
@@ -209,7 +227,9 @@ def convert_unbind(imp: Importer, node: Node, args: dict[str, Any]) -> list[SSAV
     values: list[SSAValue] = []
     for i, type in enumerate(imp.result_types()):
         op = sh.SelectOp.create(
-            operands=[x], result_types=[type], properties={"dim": _int(d), "index": _int(i)}
+            operands=[x],
+            result_types=[type],
+            properties={"dim": _int(d), "index": _int(i)},
         )
         if loc is not None:
             op.location = loc
@@ -295,7 +315,9 @@ def convert_split(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     types = imp.result_types()
     sizes = [t.get_shape()[d] for t in types]
     return sh.SplitOp.create(
-        operands=[x], result_types=types, properties={"sizes": _array(sizes), "dim": _int(d)}
+        operands=[x],
+        result_types=types,
+        properties={"sizes": _array(sizes), "dim": _int(d)},
     )
 
 
