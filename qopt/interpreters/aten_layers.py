@@ -52,7 +52,7 @@ def _window_view(
     padding: tuple[int, ...],
     dilation: tuple[int, ...],
     out_hw: tuple[int, ...],
-    fill: float | int,
+    fill: float,
 ) -> np.ndarray:
     """`[..., OH, OW, KH, KW]` windows of the last two dims, padded with `fill`."""
     pads: list[tuple[int, int]] = [(0, 0)] * (x.ndim - 2)

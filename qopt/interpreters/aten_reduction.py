@@ -106,19 +106,27 @@ class AtenReductionFunctions(InterpreterFunctions):
         return (_reduce(op, args[0], "sum"),)
 
     @impl(red.MeanOp)
-    def run_mean(self, interpreter: Interpreter, op: red.MeanOp, args: PythonValues) -> PythonValues:
+    def run_mean(
+        self, interpreter: Interpreter, op: red.MeanOp, args: PythonValues
+    ) -> PythonValues:
         return (_reduce(op, args[0], "mean"),)
 
     @impl(red.ProdOp)
-    def run_prod(self, interpreter: Interpreter, op: red.ProdOp, args: PythonValues) -> PythonValues:
+    def run_prod(
+        self, interpreter: Interpreter, op: red.ProdOp, args: PythonValues
+    ) -> PythonValues:
         return (_reduce(op, args[0], "prod"),)
 
     @impl(red.AmaxOp)
-    def run_amax(self, interpreter: Interpreter, op: red.AmaxOp, args: PythonValues) -> PythonValues:
+    def run_amax(
+        self, interpreter: Interpreter, op: red.AmaxOp, args: PythonValues
+    ) -> PythonValues:
         return (_reduce(op, args[0], "amax"),)
 
     @impl(red.AminOp)
-    def run_amin(self, interpreter: Interpreter, op: red.AminOp, args: PythonValues) -> PythonValues:
+    def run_amin(
+        self, interpreter: Interpreter, op: red.AminOp, args: PythonValues
+    ) -> PythonValues:
         return (_reduce(op, args[0], "amin"),)
 
     @impl(red.AnyOp)

@@ -14,6 +14,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 import qopt
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.testing import check_ops_against_torch
+
+#: Schemes that quantize activations at run time: a last-bit difference in a
+#: float op upstream (numpy and torch sum in different orders) can move a value
+#: across a rounding boundary and change the output by a quantization step.
+DYNAMIC = {"pt2e_dynamic", "8da4w"}
 
 
 @functools.cache
@@ -43,9 +49,20 @@ def test_import_and_interpret_matches_torch(name: str, scheme: str):
             w = w.detach().numpy()
             assert g.shape == w.shape
             assert g.dtype == w.dtype
-            assert rel_err(g, w) < 1e-5, (
-                f"{name}/{scheme}: relative error {rel_err(g, w):.3g}"
-            )
+            err = rel_err(g, w)
+            if err >= 1e-5 and scheme in DYNAMIC:
+                # Every op must still match torch on torch's own inputs.
+                assert check_ops_against_torch(ep, inputs) == []
+                assert err < 1e-2, f"{name}/{scheme}: relative error {err:.3g}"
+            else:
+                assert err < 1e-5, f"{name}/{scheme}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("name", MODELS)
+def test_every_op_matches_torch_on_torch_inputs(name: str, scheme: str):
+    ep, _ = _imported(name, scheme)
+    assert check_ops_against_torch(ep, random_inputs(name, 21)) == []
 
 
 @pytest.mark.parametrize("scheme", [s for s in SCHEMES if s != "float"])
@@ -66,9 +83,7 @@ def test_quantized_ops_are_imported(scheme: str):
 
 def test_unused_pt2e_float_weights_are_not_imported():
     ep, module = _imported("mlp", "pt2e_static")
-    float_weights = [
-        s.target for s in ep.graph_signature.input_specs if s.kind.name == "PARAMETER"
-    ]
+    float_weights = [s.target for s in ep.graph_signature.input_specs if s.kind.name == "PARAMETER"]
     assert float_weights
     text = str(module)
     assert "p_fc1_weight" not in text

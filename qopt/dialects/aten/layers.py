@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -25,7 +26,6 @@ from xdsl.irdl import (
     result_def,
     var_result_def,
 )
-from xdsl.ir import SSAValue
 
 from qopt.dialects.aten.base import (
     AtenOp,
@@ -39,10 +39,7 @@ from qopt.dialects.aten.base import (
 )
 from qopt.dialects.dtypes import is_bool, is_float
 
-_AFFINE = (
-    "(`weight` `(` $weight^ `:` type($weight) `)`)? "
-    "(`bias` `(` $bias^ `:` type($bias) `)`)?"
-)
+_AFFINE = "(`weight` `(` $weight^ `:` type($weight) `)`)? (`bias` `(` $bias^ `:` type($bias) `)`)?"
 
 
 class NormOp(AtenOp):
@@ -208,15 +205,12 @@ class Pool2dOp(AtenOp):
             raise self.fail("kernel_size, stride and dilation must be positive, padding >= 0")
         return kernel, stride, padding, dilation
 
-    def max_padding(self, kernel: Shape, dilation: Shape) -> Shape:
-        return tuple(k // 2 for k in kernel)
-
     def pooled_shape(self) -> Shape:
         x = shape_of(self.input)
         if len(x) not in (3, 4):
             raise self.fail(f"input must be 3-D or 4-D, got {list(x)}")
         kernel, stride, padding, dilation = self.window()
-        limit = self.max_padding(kernel, dilation)
+        limit = tuple(k // 2 for k in kernel)
         if padding[0] > limit[0] or padding[1] > limit[1]:
             raise self.fail(
                 f"padding {list(padding)} must be at most half the kernel ({list(limit)})"
@@ -241,9 +235,6 @@ class MaxPool2dOp(Pool2dOp):
     dilation = opt_prop_def(DenseArrayBase)
     result = result_def(TensorType)
     indices = var_result_def(TensorType)
-
-    def max_padding(self, kernel: Shape, dilation: Shape) -> Shape:
-        return tuple(((k - 1) * d + 1) // 2 for k, d in zip(kernel, dilation, strict=True))
 
     def check(self) -> None:
         if len(self.indices) > 1:
