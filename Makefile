@@ -17,5 +17,6 @@ unit: setup
 	$(PY) -m pytest tests/unit
 
 test: setup
+	.venv/bin/ruff check qopt tests
 	.venv/bin/lit -sv tests/lit
 	$(PY) -m pytest tests/unit

@@ -22,9 +22,7 @@ def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
     return _import(ep_or_path, trust_pickle=trust_pickle)
 
 
-def interpret(
-    module: ModuleOp, *inputs: Any, function: str = "forward"
-) -> tuple[Any, ...]:
+def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[Any, ...]:
     """Run a module through the reference interpreter; numpy outputs in program order."""
     from qopt.interpreters import interpret as _interpret
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
@@ -30,18 +30,18 @@ import torch.nn.functional as F
 
 __all__ = [
     "MODELS",
+    "NOOP_PAIRS",
     "SCHEMES",
+    "LlamaConfig",
+    "TinyConvNet",
+    "TinyLlama",
+    "TinyMLP",
+    "apply_scheme",
     "build_model",
     "export_model",
     "quantize_model",
-    "apply_scheme",
     "random_inputs",
     "supported",
-    "NOOP_PAIRS",
-    "LlamaConfig",
-    "TinyLlama",
-    "TinyMLP",
-    "TinyConvNet",
 ]
 
 MODELS = ("llama", "mlp", "convnet")
@@ -123,9 +123,7 @@ class Attention(nn.Module):
         self.wv = nn.Linear(d, cfg.n_heads * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, d, bias=False)
 
-    def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         bsz, seqlen, _ = x.shape
         q = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
@@ -180,7 +178,7 @@ class TinyLlama(nn.Module):
 
     def __init__(
         self,
-        cfg: Optional[LlamaConfig] = None,
+        cfg: LlamaConfig | None = None,
         rope: bool = True,
         use_sdpa: bool = True,
     ):
@@ -198,8 +196,7 @@ class TinyLlama(nn.Module):
         # Precomputed rotary tables (non-persistent buffers -> exported as
         # constant buffers).
         inv_freq = 1.0 / (
-            cfg.rope_theta
-            ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim)
+            cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim)
         )
         t = torch.arange(cfg.max_seq_len, dtype=torch.float32)
         freqs = torch.outer(t, inv_freq)
@@ -282,9 +279,7 @@ def random_inputs(name: str, seed: int = 0) -> tuple[torch.Tensor, ...]:
     return tuple(out)
 
 
-def build_model(
-    name: str, seed: int = 0, **kwargs
-) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+def build_model(name: str, seed: int = 0, **kwargs) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """Build the eval-mode float model ``name`` and its example inputs.
 
     Deterministic for a given seed; the global RNG state is left untouched.
@@ -310,7 +305,7 @@ def build_model(
 # ---------------------------------------------------------------------------
 
 
-def _in_features(mod: nn.Module) -> Optional[int]:
+def _in_features(mod: nn.Module) -> int | None:
     """Reduction (group) dim of a Linear/Embedding weight, else None."""
     if isinstance(mod, (nn.Linear, nn.Embedding)):
         w = mod.weight
@@ -346,7 +341,7 @@ def _linear_or_embedding_filter(divisor: int = 1) -> Callable[[nn.Module, str], 
 _UNSUPPORTED: dict[tuple[str, str], str] = {}
 
 
-def supported(name: str, scheme: str) -> Optional[str]:
+def supported(name: str, scheme: str) -> str | None:
     """None if the pair can be produced, else a one-line reason."""
     _check_model(name)
     _check_scheme(scheme)
@@ -354,10 +349,7 @@ def supported(name: str, scheme: str) -> Optional[str]:
 
 
 def _calibration_inputs(name: str, seed: int) -> list[tuple[torch.Tensor, ...]]:
-    return [
-        random_inputs(name, 1000 + 97 * int(seed) + i)
-        for i in range(_NUM_CALIBRATION_BATCHES)
-    ]
+    return [random_inputs(name, 1000 + 97 * int(seed) + i) for i in range(_NUM_CALIBRATION_BATCHES)]
 
 
 def _pt2e(
@@ -412,7 +404,7 @@ def apply_scheme(
     model: nn.Module,
     scheme: str,
     example_inputs: tuple[torch.Tensor, ...],
-    calibration_inputs: Optional[list[tuple[torch.Tensor, ...]]] = None,
+    calibration_inputs: list[tuple[torch.Tensor, ...]] | None = None,
     seed: int = 0,
 ) -> nn.Module:
     """Quantize a copy of any model under ``scheme`` (the caller's model is not
@@ -483,8 +475,8 @@ def export_model(
     name: str,
     scheme: str,
     seed: int = 0,
-    model: Optional[nn.Module] = None,
-    example_inputs: Optional[tuple[torch.Tensor, ...]] = None,
+    model: nn.Module | None = None,
+    example_inputs: tuple[torch.Tensor, ...] | None = None,
 ) -> torch.export.ExportedProgram:
     """Build (or take) model ``name``, apply ``scheme`` and export it.
 

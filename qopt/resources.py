@@ -33,10 +33,6 @@ class NumpyResourceInterface(OpAsmDialectInterface):
         self._arrays: dict[str, np.ndarray | bytes] = {}
         self.elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
 
-    def declare_resource(self, key: str) -> str:
-        key = super().declare_resource(key)
-        return key
-
     def parse_resource(self, key: str, val: str) -> None:
         if key not in self._blob_storage:
             raise KeyError(f"Resource with key {key} wasn't declared")
@@ -50,6 +46,11 @@ class NumpyResourceInterface(OpAsmDialectInterface):
             raise ValueError(f"blob '{key}' lacks its 4-byte alignment header")
         self._arrays[key] = raw[4:]
         self._blob_storage[key] = "0x"
+
+    def clear(self) -> None:
+        """Forget every blob (a new, independent parse follows)."""
+        self._blob_storage.clear()
+        self._arrays.clear()
 
     def store(self, key: str, array: np.ndarray) -> str:
         key = self.declare_resource(key)
@@ -99,9 +100,7 @@ def store() -> NumpyResourceInterface:
     return replacement
 
 
-def make_resource(
-    key_hint: str, array: np.ndarray, type: TensorType
-) -> DenseResourceAttr:
+def make_resource(key_hint: str, array: np.ndarray, type: TensorType) -> DenseResourceAttr:
     """A `dense_resource` attribute holding `array` (which must match `type`)."""
     key = store().store(key_hint, array)
     return DenseResourceAttr.from_params(key, type)
@@ -117,11 +116,7 @@ def resource_array(attr: DenseResourceAttr) -> np.ndarray | None:
     dtype = numpy_dtype(type.get_element_type())
     shape = tuple(type.get_shape())
     if isinstance(blob, np.ndarray):
-        return (
-            blob.reshape(shape)
-            if blob.dtype == dtype
-            else blob.view(dtype).reshape(shape)
-        )
+        return blob.reshape(shape) if blob.dtype == dtype else blob.view(dtype).reshape(shape)
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(blob) != expected:
         raise ValueError(

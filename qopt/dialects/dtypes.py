@@ -60,9 +60,7 @@ def numpy_dtype(elem: Attribute) -> np.dtype:
     if isinstance(elem, Float64Type):
         return np.dtype(np.float64)
     if isinstance(elem, BFloat16Type):
-        raise ValueError(
-            "bfloat16 tensors are not supported: convert the model to float32"
-        )
+        raise ValueError("bfloat16 tensors are not supported: convert the model to float32")
     if isinstance(elem, IntegerType):
         width = elem.width.data
         if width == 1:
@@ -90,9 +88,7 @@ def int_range(elem: Attribute) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
-def tensor_type(
-    dtype: np.dtype | type | str, shape: tuple[int, ...] | list[int]
-) -> TensorType:
+def tensor_type(dtype: np.dtype | type | str, shape: tuple[int, ...] | list[int]) -> TensorType:
     return TensorType(element_type(dtype), list(shape))
 
 

@@ -188,13 +188,9 @@ class QuantizeOp(QuantOpBase):
         block = self.block_size.get_values()
         self._check_block(block, shape)
         self._check_params(block, shape, self.scale, self.zero_point)
-        self._check_range(
-            self.qmin.value.data, self.qmax.value.data, _elem(self.output)
-        )
+        self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.output))
         if self.compute_type is not None and not is_float(self.compute_type):
-            raise self._fail(
-                f"compute_type must be a float type, got {self.compute_type}"
-            )
+            raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
 
 
 @irdl_op_definition
@@ -252,9 +248,7 @@ class DequantizeOp(QuantOpBase):
         self._check_params(block, shape, self.scale, self.zero_point)
         self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.input))
         if self.compute_type is not None and not is_float(self.compute_type):
-            raise self._fail(
-                f"compute_type must be a float type, got {self.compute_type}"
-            )
+            raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
 
 
 @irdl_op_definition
@@ -372,9 +366,7 @@ class DequantizeCodebookOp(QuantOpBase):
                 f"codebook must have rank {len(shape) + 2} (codes rank + 2), got {len(book)}"
             )
         if book[-2] != 2**nbits:
-            raise self._fail(
-                f"codebook dimension -2 must be 2^nbits = {2**nbits}, got {book[-2]}"
-            )
+            raise self._fail(f"codebook dimension -2 must be 2^nbits = {2**nbits}, got {book[-2]}")
         if book[-1] != 1:
             raise self._fail(
                 f"only scalar LUT entries are supported (vector size 1), got {book[-1]}"

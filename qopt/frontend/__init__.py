@@ -29,7 +29,8 @@ def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
         from qopt.errors import QoptError
 
         raise QoptError(
-            f"import_program takes an ExportedProgram or a .pt2 path, got {type(ep_or_path).__name__}"
+            "import_program takes an ExportedProgram or a .pt2 path, "
+            f"got {type(ep_or_path).__name__}"
         )
     return Importer(ep, get_converters()).run()
 

@@ -163,9 +163,7 @@ class Importer:
     def values_of(self, args: Sequence[Any]) -> list[SSAValue]:
         return [self.value(a) for a in args]
 
-    def constant(
-        self, array: np.ndarray, name: str = "cst", node: Node | None = None
-    ) -> SSAValue:
+    def constant(self, array: np.ndarray, name: str = "cst", node: Node | None = None) -> SSAValue:
         """An `arith.constant` for a numpy array (inline if tiny, else dense_resource)."""
         array = np.asarray(array, order="C")
         type = TensorType(element_type(array.dtype), list(array.shape))
@@ -180,9 +178,7 @@ class Importer:
         self.builder.insert(op)
         return op.result
 
-    def scalar(
-        self, value: bool | float, like: SSAValue | None = None
-    ) -> SSAValue:
+    def scalar(self, value: bool | float, like: SSAValue | None = None) -> SSAValue:
         """A 0-d constant for a Python scalar operand, typed by torch's weak-scalar
         promotion against the tensor operand `like`."""
         dtype = self.scalar_dtype(value, like)
@@ -372,9 +368,7 @@ class Importer:
                     "compiles programs without buffer or input mutation"
                 )
             if not isinstance(item, Node):
-                raise QoptError(
-                    f"output {item!r} is not a tensor: qopt returns tensors only"
-                )
+                raise QoptError(f"output {item!r} is not a tensor: qopt returns tensors only")
             self.node = item
             outputs.append(self.value(item))
         return outputs
@@ -386,9 +380,7 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     attr = args.get("attr", node.args[1])
     subclass = imp.subclass_params.get(owner)
     if subclass is None:
-        raise imp.error(
-            "access_subclass_inner_tensor must read a tensor-subclass parameter"
-        )
+        raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
     inner = getattr(subclass, attr, None)
     if not isinstance(inner, torch.Tensor):
         raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")

@@ -50,9 +50,7 @@ def entry_function(module: ModuleOp, name: str = "forward") -> FuncOp:
     funcs = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
     if len(funcs) == 1:
         return next(op for op in module.ops if isinstance(op, FuncOp))
-    raise QoptError(
-        f"the module has no function @{name} (functions: {funcs or 'none'})"
-    )
+    raise QoptError(f"the module has no function @{name} (functions: {funcs or 'none'})")
 
 
 def _as_numpy(value: Any) -> np.ndarray:
@@ -64,9 +62,7 @@ def _as_numpy(value: Any) -> np.ndarray:
 def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     types = func.function_type.inputs.data
     if len(inputs) != len(types):
-        raise QoptError(
-            f"@{func.sym_name.data} takes {len(types)} input(s), got {len(inputs)}"
-        )
+        raise QoptError(f"@{func.sym_name.data} takes {len(types)} input(s), got {len(inputs)}")
     arrays: list[np.ndarray] = []
     for i, (value, type) in enumerate(zip(inputs, types, strict=True)):
         array = _as_numpy(value)
@@ -88,9 +84,7 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     return arrays
 
 
-def interpret(
-    module: ModuleOp, *inputs: Any, function: str = "forward"
-) -> tuple[np.ndarray, ...]:
+def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
     """Run `@forward` (or `function`) of `module` on numpy or torch inputs."""
     func = entry_function(module, function)
     arrays = check_inputs(func, inputs)

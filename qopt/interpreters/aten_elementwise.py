@@ -43,9 +43,9 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
             * x
             * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x**3)))
         )
-    return (
-        x * np.asarray(0.5, x.dtype) * (1 + erf(x / np.asarray(math.sqrt(2), x.dtype)))
-    ).astype(x.dtype)
+    return (x * np.asarray(0.5, x.dtype) * (1 + erf(x / np.asarray(math.sqrt(2), x.dtype)))).astype(
+        x.dtype
+    )
 
 
 UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
@@ -73,9 +73,7 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
         x >= 0, x, x * np.asarray(real(op.negative_slope, 0.01), x.dtype)
     ),
     ew.LogicalNotOp: lambda x, op: np.logical_not(x),
-    ew.BitwiseNotOp: lambda x, op: (
-        np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
-    ),
+    ew.BitwiseNotOp: lambda x, op: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
     ew.IsNanOp: lambda x, op: np.isnan(x),
     ew.CloneOp: lambda x, op: x,
 }
@@ -159,9 +157,7 @@ def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
     """Attach one impl per op type (they share a few generic bodies)."""
 
     def unary_impl(fn: Callable[[np.ndarray, Any], np.ndarray]):
-        def run(
-            self: Any, interpreter: Interpreter, op: Any, args: PythonValues
-        ) -> PythonValues:
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
             (x,) = args
             x = np.asarray(x)
             out_dtype = dtype_of(op.result)
@@ -172,9 +168,7 @@ def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
         return run
 
     def binary_impl(fn: Callable[[np.ndarray, np.ndarray, Any], np.ndarray]):
-        def run(
-            self: Any, interpreter: Interpreter, op: Any, args: PythonValues
-        ) -> PythonValues:
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
             out_dtype = dtype_of(op.result)
             x, y = (np.asarray(a).astype(out_dtype, copy=False) for a in args)
             return (as_result(fn(x, y, op), op.result),)
@@ -182,16 +176,10 @@ def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
         return run
 
     def compare_impl(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]):
-        def run(
-            self: Any, interpreter: Interpreter, op: Any, args: PythonValues
-        ) -> PythonValues:
+        def run(self: Any, interpreter: Interpreter, op: Any, args: PythonValues) -> PythonValues:
             x, y = (np.asarray(a) for a in args)
             ct = np.promote_types(x.dtype, y.dtype)
-            return (
-                as_result(
-                    fn(x.astype(ct, copy=False), y.astype(ct, copy=False)), op.result
-                ),
-            )
+            return (as_result(fn(x.astype(ct, copy=False), y.astype(ct, copy=False)), op.result),)
 
         return run
 
@@ -222,11 +210,7 @@ def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
     ) -> PythonValues:
         cond, a, b = (np.asarray(v) for v in args)
         out_dtype = dtype_of(op.result)
-        return (
-            as_result(
-                np.where(cond, a.astype(out_dtype), b.astype(out_dtype)), op.result
-            ),
-        )
+        return (as_result(np.where(cond, a.astype(out_dtype), b.astype(out_dtype)), op.result),)
 
     def run_masked_fill(
         self: Any, interpreter: Interpreter, op: ew.MaskedFillOp, args: PythonValues

@@ -35,18 +35,14 @@ def conv2d(
     ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     # patches[n, c, oh, ow, kh, kw]
     span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    windows = np.lib.stride_tricks.sliding_window_view(
-        xp, (span_h, span_w), axis=(2, 3)
-    )
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (span_h, span_w), axis=(2, 3))
     patches = windows[:, :, : oh * sh : sh, : ow * sw : sw, ::dh, ::dw]
     ocg = oc // groups
     out = np.empty((n, oc, oh, ow), dtype=np.result_type(x.dtype, w.dtype))
     for g in range(groups):
         pg = patches[:, g * icg : (g + 1) * icg]
         wg = w[g * ocg : (g + 1) * ocg]
-        out[:, g * ocg : (g + 1) * ocg] = np.einsum(
-            "nchwij,ocij->nohw", pg, wg, optimize=True
-        )
+        out[:, g * ocg : (g + 1) * ocg] = np.einsum("nchwij,ocij->nohw", pg, wg, optimize=True)
     if bias is not None:
         out += bias.reshape(1, -1, 1, 1)
     return out
@@ -72,9 +68,7 @@ class AtenNNFunctions(InterpreterFunctions):
         a, b = args
         ct = dtype_of(op.result)
         return (
-            as_result(
-                np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False)), op.result
-            ),
+            as_result(np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False)), op.result),
         )
 
     @impl(nn.AddmmOp)
@@ -96,9 +90,7 @@ class AtenNNFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: nn.EmbeddingOp, args: PythonValues
     ) -> PythonValues:
         w, idx = args
-        return (
-            as_result(np.take(w, np.asarray(idx, dtype=np.int64), axis=0), op.result),
-        )
+        return (as_result(np.take(w, np.asarray(idx, dtype=np.int64), axis=0), op.result),)
 
     @impl(nn.Conv2dOp)
     def run_conv2d(

@@ -37,7 +37,5 @@ def functions_class(name: str, table: dict[type, Any]) -> type[InterpreterFuncti
     Used where many ops share a generic body (elementwise families): each body
     must be a distinct function object.
     """
-    namespace = {
-        f"run_{op_type.__name__}": impl(op_type)(fn) for op_type, fn in table.items()
-    }
+    namespace = {f"run_{op_type.__name__}": impl(op_type)(fn) for op_type, fn in table.items()}
     return register_impls(type(name, (InterpreterFunctions,), namespace))

@@ -24,9 +24,7 @@ def _dtype(value: SSAValue) -> np.dtype:
     return numpy_dtype(value.type.get_element_type())
 
 
-def expand_params(
-    params: np.ndarray, block: Sequence[int], shape: Sequence[int]
-) -> np.ndarray:
+def expand_params(params: np.ndarray, block: Sequence[int], shape: Sequence[int]) -> np.ndarray:
     """Per-block parameters broadcast to a view over `shape`: element i uses
     `params.reshape(shape / block)[i // block]`."""
     reduced = tuple(d // b for b, d in zip(block, shape, strict=True))
@@ -78,9 +76,7 @@ def dequantize(
 ) -> np.ndarray:
     v = q.astype(compute_dtype)
     if zero_point is not None:
-        v = v - expand_params(np.asarray(zero_point), block, q.shape).astype(
-            compute_dtype
-        )
+        v = v - expand_params(np.asarray(zero_point), block, q.shape).astype(compute_dtype)
     v = v * expand_params(np.asarray(scale), block, q.shape).astype(compute_dtype)
     return v.astype(out_dtype)
 
@@ -197,9 +193,7 @@ class QuantFunctions(InterpreterFunctions):
     ) -> PythonValues:
         codes, codebook = args
         return (
-            dequantize_codebook(
-                codes, codebook, op.block_size.get_values(), _dtype(op.output)
-            ),
+            dequantize_codebook(codes, codebook, op.block_size.get_values(), _dtype(op.output)),
         )
 
 

@@ -44,9 +44,7 @@ def _run(module: torch.nn.Module, *inputs: torch.Tensor) -> None:
         np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.parametrize(
-    "dtype,qmin,qmax", [(torch.int8, -128, 127), (torch.uint8, 0, 255)]
-)
+@pytest.mark.parametrize("dtype,qmin,qmax", [(torch.int8, -128, 127), (torch.uint8, 0, 255)])
 @pytest.mark.parametrize("scale", [0.05, 0.0173, 1 / 3])
 def test_quantize_per_tensor_default(dtype, qmin, qmax, scale):
     class M(torch.nn.Module):
@@ -94,9 +92,7 @@ def test_quantize_per_channel(axis):
             self.register_buffer("z", zps)
 
         def forward(self, x):
-            q = qd.quantize_per_channel.default(
-                x, self.s, self.z, axis, -127, 127, torch.int8
-            )
+            q = qd.quantize_per_channel.default(x, self.s, self.z, axis, -127, 127, torch.int8)
             return q, qd.dequantize_per_channel.default(
                 q, self.s, self.z, axis, -127, 127, torch.int8
             )

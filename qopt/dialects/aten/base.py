@@ -116,9 +116,7 @@ class AtenOp(IRDLOperation):
     def verify_(self) -> None:
         for value in (*self.operands, *self.results):
             if not isinstance(value.type, TensorType):
-                raise self.fail(
-                    f"operands and results must be ranked tensors, got {value.type}"
-                )
+                raise self.fail(f"operands and results must be ranked tensors, got {value.type}")
         try:
             self.check()
             expected = self.expected_shapes()

@@ -160,9 +160,7 @@ class GeluOp(FloatUnaryOp):
             "none",
             "tanh",
         ):
-            raise self.fail(
-                f"approximate must be 'none' or 'tanh', got '{self.approximate.data}'"
-            )
+            raise self.fail(f"approximate must be 'none' or 'tanh', got '{self.approximate.data}'")
 
 
 @irdl_op_definition
@@ -370,9 +368,7 @@ class WhereOp(AtenOp):
         self.require_bool(self.condition, "condition")
 
     def expected_shapes(self) -> Sequence[Shape]:
-        shape = broadcast_shapes(
-            shape_of(self.condition), shape_of(self.lhs), shape_of(self.rhs)
-        )
+        shape = broadcast_shapes(shape_of(self.condition), shape_of(self.lhs), shape_of(self.rhs))
         if shape is None:
             raise self.fail("condition and operand shapes do not broadcast")
         return [shape]
@@ -394,9 +390,7 @@ class MaskedFillOp(AtenOp):
             raise self.fail("value must be a 0-d tensor")
 
     def expected_shapes(self) -> Sequence[Shape]:
-        if broadcast_shapes(shape_of(self.input), shape_of(self.mask)) != shape_of(
-            self.input
-        ):
+        if broadcast_shapes(shape_of(self.input), shape_of(self.mask)) != shape_of(self.input):
             raise self.fail("mask must broadcast to the input shape")
         return [shape_of(self.input)]
 

@@ -42,13 +42,9 @@ class LinearOp(AtenOp):
         if len(w) != 2:
             raise self.fail(f"weight must be 2-D [N, K], got {list(w)}")
         if not x or x[-1] != w[1]:
-            raise self.fail(
-                f"input's last dim must equal weight's K = {w[1]}, got {list(x)}"
-            )
+            raise self.fail(f"input's last dim must equal weight's K = {w[1]}, got {list(x)}")
         if self.bias is not None and shape_of(self.bias) not in ((w[0],), ()):
-            raise self.fail(
-                f"bias must have shape [{w[0]}], got {list(shape_of(self.bias))}"
-            )
+            raise self.fail(f"bias must have shape [{w[0]}], got {list(shape_of(self.bias))}")
         return [(*x[:-1], w[0])]
 
 

@@ -21,9 +21,7 @@ def _f64(value: float) -> FloatAttr:
 
 def _unary(op_type: type[ew.UnaryOp], *targets: str) -> None:
     def convert(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-        return op_type.create(
-            operands=[imp.value(args["self"])], result_types=[imp.result_type()]
-        )
+        return op_type.create(operands=[imp.value(args["self"])], result_types=[imp.result_type()])
 
     CONVERTERS(*targets)(convert)
 
@@ -75,12 +73,8 @@ _unary(
 @CONVERTERS("aten.dropout.default")
 def convert_dropout(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if args.get("train"):
-        raise imp.error(
-            "dropout in training mode is random: export the model in eval mode"
-        )
-    return ew.CloneOp.create(
-        operands=[imp.value(args["input"])], result_types=[imp.result_type()]
-    )
+        raise imp.error("dropout in training mode is random: export the model in eval mode")
+    return ew.CloneOp.create(operands=[imp.value(args["input"])], result_types=[imp.result_type()])
 
 
 @CONVERTERS("aten.gelu.default")
@@ -136,9 +130,7 @@ def convert_clamp_max(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 
 @CONVERTERS("aten.hardtanh.default")
 def convert_hardtanh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    return _clamp(
-        imp, args["self"], args.get("min_val", -1.0), args.get("max_val", 1.0)
-    )
+    return _clamp(imp, args["self"], args.get("min_val", -1.0), args.get("max_val", 1.0))
 
 
 @CONVERTERS("aten.relu6.default")
@@ -186,14 +178,10 @@ def convert_rsub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _binary(imp, ew.SubOp, args["other"], args["self"], _alpha(args))
 
 
-@CONVERTERS(
-    "aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode"
-)
+@CONVERTERS("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
 def convert_div(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     mode = args.get("rounding_mode")
-    props: dict[str, Attribute] = (
-        {} if mode is None else {"rounding_mode": StringAttr(mode)}
-    )
+    props: dict[str, Attribute] = {} if mode is None else {"rounding_mode": StringAttr(mode)}
     return _binary(imp, ew.DivOp, args["self"], args["other"], props)
 
 

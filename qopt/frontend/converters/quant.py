@@ -66,9 +66,7 @@ def _per_channel_block(shape: list[int], axis: int) -> list[int]:
     "quantized_decomposed.quantize_per_tensor.tensor",
     "quantized_decomposed.quantize_per_tensor.tensor2",
 )
-def convert_quantize_per_tensor(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_quantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     qmin, qmax = (int(_scalar(imp, args[k])) for k in ("quant_min", "quant_max"))
     # The scale is read as a Python float (a weak scalar): the product is in f32.
@@ -89,9 +87,7 @@ def convert_quantize_per_tensor(
     "quantized_decomposed.dequantize_per_tensor.tensor",
     "quantized_decomposed.dequantize_per_tensor.tensor2",
 )
-def convert_dequantize_per_tensor(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_dequantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     qmin, qmax = (int(_scalar(imp, args[k])) for k in ("quant_min", "quant_max"))
     return quant.DequantizeOp(
@@ -115,9 +111,7 @@ def _scalar(imp: Importer, value: Any) -> int | float:
 
 
 @CONVERTERS("quantized_decomposed.quantize_per_channel.default")
-def convert_quantize_per_channel(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_quantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     return quant.QuantizeOp(
         x,
@@ -132,9 +126,7 @@ def convert_quantize_per_channel(
 
 
 @CONVERTERS("quantized_decomposed.dequantize_per_channel.default")
-def convert_dequantize_per_channel(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_dequantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     scales = imp.value(args["scales"])
     result = imp.result_type()
@@ -192,9 +184,7 @@ def convert_dequantize_per_channel_group(
     )
 
 
-def _choose_qparams(
-    imp: Importer, args: dict[str, Any], mapping: quant.Mapping
-) -> Operation:
+def _choose_qparams(imp: Importer, args: dict[str, Any], mapping: quant.Mapping) -> Operation:
     x = imp.value(args["input"])
     scale_type, zp_type = imp.result_types()
     return quant.ChooseQParamsOp(
@@ -210,16 +200,12 @@ def _choose_qparams(
 
 
 @CONVERTERS("quantized_decomposed.choose_qparams.tensor")
-def convert_choose_qparams(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_choose_qparams(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _choose_qparams(imp, args, quant.Mapping.ASYMMETRIC)
 
 
 @CONVERTERS("quantized_decomposed.choose_qparams_symmetric.tensor")
-def convert_choose_qparams_symmetric(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_choose_qparams_symmetric(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _choose_qparams(imp, args, quant.Mapping.SYMMETRIC)
 
 
@@ -234,15 +220,11 @@ def _promote(a: Any, b: Any) -> TypeAttribute:
 
 
 @CONVERTERS("torchao.quantize_affine.default")
-def convert_quantize_affine(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_quantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     zp = args.get("zero_point")
     if zp is None:
-        raise imp.error(
-            "torchao.quantize_affine needs a zero point (torch raises without one)"
-        )
+        raise imp.error("torchao.quantize_affine needs a zero point (torch raises without one)")
     qmin, qmax = _range(args, args["output_dtype"])
     return quant.QuantizeOp(
         x,
@@ -256,9 +238,7 @@ def convert_quantize_affine(
 
 
 @CONVERTERS("torchao.dequantize_affine.default")
-def convert_dequantize_affine(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_dequantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     scale = imp.value(args["scale"])
     result = imp.result_type()
@@ -277,9 +257,7 @@ def convert_dequantize_affine(
 
 
 @CONVERTERS("torchao.choose_qparams_affine.default")
-def convert_choose_qparams_affine(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_choose_qparams_affine(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     mapping_name = str(args["mapping_type"]).lower()
     try:
@@ -307,9 +285,7 @@ def convert_choose_qparams_affine(
 
 
 @CONVERTERS("quant.dequantize_codebook.default")
-def convert_dequantize_codebook(
-    imp: Importer, node: Node, args: dict[str, Any]
-) -> Operation:
+def convert_dequantize_codebook(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return quant.DequantizeCodebookOp(
         imp.value(args["codes"]),
         imp.value(args["codebook"]),

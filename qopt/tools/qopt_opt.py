@@ -1,0 +1,192 @@
+"""`qopt-opt`: xdsl-opt with qopt's dialects, passes, frontends and targets.
+
+INPUT is `.mlir` text or a `.pt2` file (chosen by extension, or by `-f`). A user
+mistake (bad file, unknown op, verifier error, bad pipeline) prints one
+`qopt-opt: error: ...` message on stderr, no traceback, exits 1 and leaves no
+`-o` output file behind. Under `--verify-diagnostics` / `--parsing-diagnostics`
+diagnostics are printed and the run goes on, as in xdsl-opt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from qopt.context import register_qopt_dialects
+from qopt.resources import DEFAULT_ELIDE_BYTES, elision, store
+
+#: Errors a user can cause; reported as one message, exit code 1.
+USER_ERRORS = (DiagnosticException, ParseError, ValueError, OSError, ArgSpecParseError)
+
+
+def format_error(tool: str, error: BaseException) -> str:
+    """`<tool>: error: <message>`, plus the source line and caret of a parse error."""
+    if isinstance(error, ParseError):
+        context = error.span.print_with_context().rstrip("\n").split("\n")[1:]
+        lines = [f"{tool}: error: {error.span.get_location()}: {error.msg}", *context]
+        return "\n".join(lines)
+    message = str(error).strip() or type(error).__name__
+    return f"{tool}: error: {message}"
+
+
+def clear_resources() -> None:
+    """Forget every blob of the process-wide resource store (between input chunks)."""
+    resources = store()
+    resources.clear()
+
+
+def writes_in_place(path: str) -> bool:
+    """True for an existing path that is not a regular file (`/dev/stdout`, a pipe):
+    it is written directly, never replaced by a renamed temporary file."""
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
+class AtomicOutput:
+    """A text file written under a temporary name and renamed into place on commit,
+    so that a failed run leaves no partial file behind."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.tmp_path: str | None = None
+        if writes_in_place(path):
+            self.stream: IO[str] = open(path, "w")
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, self.tmp_path = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+        )
+        self.stream = os.fdopen(fd, "w")
+
+    def commit(self) -> None:
+        self.stream.close()
+        if self.tmp_path is not None:
+            os.replace(self.tmp_path, self.path)
+
+    def discard(self) -> None:
+        self.stream.close()
+        if self.tmp_path is not None and os.path.exists(self.tmp_path):
+            os.unlink(self.tmp_path)
+
+
+class QoptOptMain(xDSLOptMain):
+    version_format = "qopt-opt (xdsl {xdsl_version})"
+
+    _output: AtomicOutput | None = None
+
+    def __init__(
+        self,
+        description: str = "qopt modular optimizer driver",
+        args: Sequence[str] | None = None,
+    ):
+        super().__init__(description, args)
+
+    def register_all_dialects(self) -> None:
+        for dialect in (Builtin, Func, Arith):
+            self.ctx.load_dialect(dialect)
+        register_qopt_dialects(self.ctx)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        from qopt.lowering import get_all_passes
+
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        from qopt.frontend import get_all_frontends
+
+        for extension, factory in get_all_frontends().items():
+            self.available_frontends[extension] = factory
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--trust-pickle",
+            default=False,
+            action="store_true",
+            help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
+        )
+        weights = arg_parser.add_mutually_exclusive_group()
+        weights.add_argument(
+            "--print-weights",
+            default=False,
+            action="store_true",
+            help="print every dense_resource blob (default: elide blobs larger than "
+            f"{DEFAULT_ELIDE_BYTES} bytes)",
+        )
+        weights.add_argument(
+            "--elide-weights-if-larger",
+            type=int,
+            default=None,
+            metavar="N",
+            help="elide dense_resource blobs larger than N bytes from the output",
+        )
+
+    def elide_threshold(self) -> int | None:
+        if self.args.print_weights:
+            return None
+        if self.args.elide_weights_if_larger is not None:
+            return self.args.elide_weights_if_larger
+        return DEFAULT_ELIDE_BYTES
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        # Each chunk is a module of its own: its resource keys must not be renamed
+        # (`w` -> `w_0`) because an earlier chunk declared the same key.
+        clear_resources()
+        spec = parse_spec(self.args.frontend or file_extension)
+        if spec.name != "pt2":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        from qopt.frontend.pt2_frontend import PT2Frontend
+
+        frontend = PT2Frontend.from_spec(spec)
+        if self.args.trust_pickle:
+            frontend = dataclasses.replace(frontend, trust_pickle=True)
+        return frontend.parse(self.ctx, chunk, self.get_input_name())
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self._output = AtomicOutput(self.args.output_file)
+        return self._output.stream
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        with elision(self.elide_threshold()):
+            return super().output_resulting_program(prog)
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except BaseException:
+            if self._output is not None:
+                self._output.discard()
+            raise
+        if self._output is not None:
+            self._output.commit()
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    try:
+        QoptOptMain(args=args).run()
+    except USER_ERRORS as error:
+        sys.stdout.flush()
+        print(format_error("qopt-opt", error), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

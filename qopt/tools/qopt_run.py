@@ -1,0 +1,159 @@
+"""`qopt-run`: run a module on npz inputs through the reference interpreter.
+
+    qopt-run INPUT --inputs in.npz [--outputs out.npz] [--device interp|vulkan]
+
+INPUT is `.mlir` text (any qopt level) or a `.pt2` file (imported first). The
+npz arrays are the program's inputs in order (`arr_0`, `arr_1`, ... as
+`numpy.savez` writes them). Outputs go to `--outputs` as `arr_0`, ... (written
+atomically), or are summarised on stdout. User mistakes print one
+`qopt-run: error: ...` line, exit 1 and leave no output file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from qopt.errors import QoptError
+from qopt.tools.qopt_opt import USER_ERRORS, format_error, writes_in_place
+
+DEVICES = ("interp", "vulkan")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qopt-run", description="Run a qopt module on npz inputs."
+    )
+    parser.add_argument("input_file", help="an .mlir module or a .pt2 file")
+    parser.add_argument(
+        "--inputs", required=True, help="npz file with the inputs arr_0, arr_1, ..."
+    )
+    parser.add_argument("--outputs", help="npz file to write the outputs to (default: summary)")
+    parser.add_argument("--device", choices=DEVICES, default="interp")
+    parser.add_argument("--function", default="forward", help="entry function (default: forward)")
+    parser.add_argument(
+        "--trust-pickle",
+        default=False,
+        action="store_true",
+        help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
+    )
+    return parser
+
+
+def load_module(path: str, trust_pickle: bool = False) -> ModuleOp:
+    extension = os.path.splitext(path)[1]
+    if extension == ".pt2":
+        from qopt import import_program
+        from qopt.frontend.pt2_frontend import precheck_pt2
+
+        precheck_pt2(path)
+        return import_program(path, trust_pickle=trust_pickle)
+    if extension != ".mlir":
+        raise QoptError(f"'{path}': expected an .mlir or .pt2 file")
+    from xdsl.parser import Parser
+
+    from qopt.context import make_context
+
+    with open(path) as f:
+        text = f.read()
+    module = Parser(make_context(), text, path).parse_module()
+    module.verify()
+    return module
+
+
+_ARR = re.compile(r"arr_(\d+)")
+
+
+def load_inputs(path: str) -> list[np.ndarray]:
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise QoptError(f"cannot read inputs '{path}': {e}") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise QoptError(f"inputs '{path}' must be an .npz file (numpy.savez), not a single array")
+    with npz:
+        names = list(npz.files)
+        if all(_ARR.fullmatch(name) for name in names):
+            names.sort(key=lambda name: int(name[4:]))
+            expected = [f"arr_{i}" for i in range(len(names))]
+            if names != expected:
+                raise QoptError(f"inputs '{path}' must be arr_0 ... arr_N, got {names}")
+        try:
+            return [npz[name] for name in names]
+        except ValueError as e:
+            raise QoptError(f"cannot read inputs '{path}': {e}") from None
+
+
+def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
+    """`numpy.savez` to `path`, through a temporary file renamed into place."""
+    buffer = io.BytesIO()
+    np.savez(buffer, *outputs)
+    if writes_in_place(path):
+        with open(path, "wb") as f:
+            f.write(buffer.getvalue())
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp_path = tempfile.mkstemp(
+        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp_path, path)
+    except BaseException:
+        if os.path.exists(tmp_path):
+            os.unlink(tmp_path)
+        raise
+
+
+def summary(name: str, array: np.ndarray) -> str:
+    text = f"{name}: shape {list(array.shape)} {array.dtype}"
+    if array.size == 0:
+        return text
+    if array.dtype == np.bool_:
+        return f"{text} true={int(array.sum())}"
+    values = array.astype(np.float64)
+    return (
+        f"{text} min={values.min():.6g} max={values.max():.6g} "
+        f"mean={values.mean():.6g} std={values.std():.6g}"
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    if args.device == "vulkan":
+        raise QoptError(
+            "the Vulkan runtime is not built yet: run with --device interp "
+            "(the reference interpreter)"
+        )
+    from qopt import interpret
+
+    module = load_module(args.input_file, trust_pickle=args.trust_pickle)
+    inputs = load_inputs(args.inputs)
+    outputs = interpret(module, *inputs, function=args.function)
+    if args.outputs is not None:
+        save_outputs(args.outputs, outputs)
+        return
+    for i, output in enumerate(outputs):
+        print(summary(f"arr_{i}", output))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except USER_ERRORS as error:
+        sys.stdout.flush()
+        print(format_error("qopt-run", error), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
