@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 
-__all__ = ["QoptError", "import_program", "interpret"]
+__all__ = ["QoptError", "fuse", "import_program", "interpret"]
 
 
 def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
@@ -27,3 +27,12 @@ def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tupl
     from qopt.interpreters import interpret as _interpret
 
     return _interpret(module, *inputs, function=function)
+
+
+def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
+    """Run `fuse-quant` on `module` in place and return it."""
+    from qopt.context import make_context
+    from qopt.lowering.fuse_quant import FuseQuantPass
+
+    FuseQuantPass(report=report).apply(make_context(), module)
+    return module

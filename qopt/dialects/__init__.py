@@ -18,4 +18,9 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Quant
 
-    return {"aten": get_aten, "quant": get_quant}
+    def get_qfused() -> Dialect:
+        from qopt.dialects.qfused import QFused
+
+        return QFused
+
+    return {"aten": get_aten, "quant": get_quant, "qfused": get_qfused}

@@ -22,6 +22,7 @@ def all_functions() -> list[InterpreterFunctions]:
     from qopt.interpreters.aten_reduction import AtenReductionFunctions
     from qopt.interpreters.aten_shape import AtenShapeFunctions
     from qopt.interpreters.builtin import BuiltinFunctions
+    from qopt.interpreters.qfused import QFusedFunctions
     from qopt.interpreters.quant import QuantFunctions
 
     return [
@@ -33,6 +34,7 @@ def all_functions() -> list[InterpreterFunctions]:
         AtenReductionFunctions(),
         AtenLayersFunctions(),
         QuantFunctions(),
+        QFusedFunctions(),
     ]
 
 
