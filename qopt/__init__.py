@@ -12,7 +12,14 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 
-__all__ = ["QoptError", "fuse", "import_program", "interpret"]
+__all__ = [
+    "QoptError",
+    "compile",
+    "fuse",
+    "import_program",
+    "interpret",
+    "read_mlpackage",
+]
 
 
 def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
@@ -36,3 +43,30 @@ def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
 
     FuseQuantPass(report=report).apply(make_context(), module)
     return module
+
+
+def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:  # noqa: A001
+    """Import, fuse and lower a program for `target` ("coreml" or "vulkan").
+
+    Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
+    CoreML artifact also has `.mil_program`, a Vulkan artifact is callable.
+    `trust_pickle` is passed to the `.pt2` loader; other options go to the target.
+    """
+    trust_pickle = bool(options.pop("trust_pickle", False))
+    if target not in ("coreml", "vulkan"):
+        raise QoptError(f"unknown target '{target}': use 'coreml' or 'vulkan'")
+    module = fuse(import_program(ep_or_path, trust_pickle=trust_pickle))
+    if target == "coreml":
+        from qopt.backends.coreml import compile_coreml
+
+        return compile_coreml(module, **options)
+    from qopt.backends.vulkan import compile_vulkan
+
+    return compile_vulkan(module, **options)
+
+
+def read_mlpackage(path: Any) -> ModuleOp:
+    """Read any ML Program `.mlpackage` back into the coreml dialect."""
+    from qopt.backends.coreml.reader import read_mlpackage as _read
+
+    return _read(path)

@@ -23,4 +23,20 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return QFused
 
-    return {"aten": get_aten, "quant": get_quant, "qfused": get_qfused}
+    def get_coreml() -> Dialect:
+        from qopt.dialects.coreml import CoreML
+
+        return CoreML
+
+    def get_vkc() -> Dialect:
+        from qopt.dialects.vkc import Vkc
+
+        return Vkc
+
+    return {
+        "aten": get_aten,
+        "quant": get_quant,
+        "qfused": get_qfused,
+        "coreml": get_coreml,
+        "vkc": get_vkc,
+    }

@@ -15,4 +15,30 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FuseQuantPass
 
-    return {"fuse-quant": get_fuse_quant}
+    def get_convert_to_coreml() -> type[ModulePass]:
+        from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
+
+        return ConvertToCoremlPass
+
+    def get_convert_to_vkc() -> type[ModulePass]:
+        from qopt.lowering.convert_to_vkc import ConvertToVkcPass
+
+        return ConvertToVkcPass
+
+    def get_qopt_coreml() -> type[ModulePass]:
+        from qopt.lowering.pipelines import QoptCoremlPipeline
+
+        return QoptCoremlPipeline
+
+    def get_qopt_vulkan() -> type[ModulePass]:
+        from qopt.lowering.pipelines import QoptVulkanPipeline
+
+        return QoptVulkanPipeline
+
+    return {
+        "fuse-quant": get_fuse_quant,
+        "convert-to-coreml": get_convert_to_coreml,
+        "convert-to-vkc": get_convert_to_vkc,
+        "qopt-coreml": get_qopt_coreml,
+        "qopt-vulkan": get_qopt_vulkan,
+    }

@@ -1,0 +1,1 @@
+"""Target backends: CoreML (`.mlpackage`) and Vulkan (SPIR-V kernels + runtime)."""
