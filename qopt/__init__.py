@@ -45,7 +45,7 @@ def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
     return module
 
 
-def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:  # noqa: A001
+def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
     """Import, fuse and lower a program for `target` ("coreml" or "vulkan").
 
     Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
