@@ -8,6 +8,11 @@ amplification: it runs the imported module op by op with *torch's* value of
 every graph node substituted for qopt's ("teacher forcing"), so each op is
 checked on exactly the inputs torch saw. Integer results must then be equal and
 float results within `rtol`.
+
+`fuse_and_validate` does the same for the fuse-quant pass: it runs the fused
+module op by op with the *unfused* module's values substituted, and compares each
+fused op with the value it replaces (see its docstring); `dequantized_anchor_operands`
+lists the dequantized weights still feeding a linear / conv2d / embedding / matmul.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import torch
 from torch.export import ExportedProgram
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import ReturnOp
-from xdsl.ir import SSAValue
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.ir import Operation, SSAValue
 
+from qopt.dialects.dtypes import numpy_dtype
 from qopt.frontend.converters import get_converters
 from qopt.frontend.importer import Importer
 from qopt.interpreters import check_inputs, entry_function, make_interpreter
@@ -117,3 +124,226 @@ def check_ops_against_torch(
                 mismatches.append(OpMismatch(op.name, name, problem))
             env[value] = want[name]
     return mismatches
+
+
+# ----- translation validation of fuse-quant ------------------------------------------
+
+_BOUNDARY_RTOL = 1e-6
+"""How close (relative) to a rounding boundary an output quantizer's input must
+lie for a one-step difference of a fused op's requantized result to be allowed."""
+
+DEQUANTIZE_OPS = ("quant.dequantize", "quant.dequantize_codebook")
+ANCHOR_OPS = ("aten.linear", "aten.conv2d", "aten.embedding", "aten.matmul")
+_LAYOUT_OPS = ("aten.view", "aten.permute", "aten.transpose", "aten.clone", "aten.to")
+
+
+@dataclass
+class Mismatch:
+    """One op of the fused module whose result disagrees with the unfused value
+    it stands for (or an output of the program, `op_name == "return"`)."""
+
+    op_name: str
+    location: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.op_name} at {self.location}: {self.detail}"
+
+
+@dataclass
+class FusionValidation:
+    """What `fuse_and_validate` found."""
+
+    log: Any  # the pass's FusionLog
+    mismatches: list[Mismatch]
+    """Op-by-op differences (teacher forced): must be empty."""
+    end_to_end: list[Mismatch]
+    """Program outputs of the fused module (run on its own) against the unfused ones."""
+    outputs_before: tuple[np.ndarray, ...]
+    outputs_after: tuple[np.ndarray, ...]
+    boundary_steps: int = 0
+    """Requantized elements allowed to differ by one step (their float value lay
+    within 1e-6 relative of a rounding boundary)."""
+    checked: int = 0
+    """Fused ops compared with the value they replace."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.end_to_end
+
+
+class _Recorder(Interpreter.Listener):
+    def __init__(self, values: dict[SSAValue, Any]):
+        self.values = values
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        for value, result in zip(op.results, results, strict=True):
+            self.values[value] = result
+
+
+def record_values(
+    module: ModuleOp, inputs: tuple[Any, ...], function: str = "forward"
+) -> tuple[dict[SSAValue, Any], tuple[np.ndarray, ...]]:
+    """Interpret `module`, returning the value of every SSA value it computed and
+    the program's outputs."""
+    func = entry_function(module, function)
+    arrays = check_inputs(func, inputs)
+    values: dict[SSAValue, Any] = dict(zip(func.body.block.args, arrays, strict=True))
+    interpreter = make_interpreter(module)
+    interpreter.listeners = (_Recorder(values),)
+    outputs = interpreter.call_op(func, tuple(arrays))
+    return values, tuple(np.asarray(o) for o in outputs)
+
+
+def _boundary_steps(
+    got: np.ndarray, want: np.ndarray, quantize: Operation, values: dict[SSAValue, Any]
+) -> tuple[int, str | None]:
+    """Elements of a requantized result that differ from the unfused quantizer's
+    output: allowed (counted) exactly where they differ by one step and the
+    quantizer's float input lay within 1e-6 relative of a rounding boundary."""
+    from qopt.dialects import quant
+    from qopt.interpreters.quant import expand_params
+
+    if not isinstance(quantize, quant.QuantizeOp) or quantize.input not in values:
+        return 0, "the replaced value is not a quantize result"
+    x = np.asarray(values[quantize.input])
+    scale = np.asarray(values[quantize.scale])
+    compute = np.promote_types(x.dtype, scale.dtype)
+    if quantize.compute_type is not None:
+        compute = numpy_dtype(quantize.compute_type)
+    inv = (np.asarray(1.0, scale.dtype) / scale).astype(compute)
+    v = x.astype(compute) * expand_params(inv, quantize.block_size.get_values(), x.shape)
+    diff = got.astype(np.int64) - want.astype(np.int64)
+    bad = diff != 0
+    if np.any(np.abs(diff) > 1):
+        return 0, f"{int(np.count_nonzero(np.abs(diff) > 1))} elements differ by more than one step"
+    v64 = v.astype(np.float64)
+    boundary = np.floor(v64) + 0.5
+    near = np.abs(v64 - boundary) <= _BOUNDARY_RTOL * np.maximum(np.abs(v64), 1.0)
+    # the fused value must be the other neighbour of v: v rounded across the boundary
+    zp = 0
+    if quantize.zero_point is not None and quantize.zero_point in values:
+        zp = expand_params(
+            np.asarray(values[quantize.zero_point]), quantize.block_size.get_values(), x.shape
+        ).astype(np.int64)
+    n = got.astype(np.int64) - zp
+    toward = (n == np.floor(v64)) | (n == np.floor(v64) + 1)
+    allowed = bad & near & toward
+    if np.any(bad & ~allowed):
+        far = int(np.count_nonzero(bad & ~allowed))
+        return 0, f"{far} of {got.size} elements differ away from a rounding boundary"
+    return int(np.count_nonzero(allowed)), None
+
+
+def _compare_fused(
+    op: Operation,
+    got: np.ndarray,
+    want: np.ndarray,
+    old: SSAValue,
+    values: dict[SSAValue, Any],
+    rtol: float,
+) -> tuple[int, str | None]:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return 0, _mismatch(got, want, rtol)
+    if got.dtype.kind == "f" or np.array_equal(got, want):
+        return 0, _mismatch(got, want, rtol)
+    if getattr(op, "requant", None) is None:
+        return 0, _mismatch(got, want, rtol)
+    return _boundary_steps(got, want, old.owner, values)  # pyright: ignore[reportArgumentType]
+
+
+def fuse_and_validate(
+    module: ModuleOp,
+    inputs: tuple[Any, ...],
+    rtol: float = 1e-5,
+    function: str = "forward",
+) -> FusionValidation:
+    """Run fuse-quant on `module` (in place) and check it op by op.
+
+    The unfused module is interpreted first, recording every SSA value. The pass
+    keeps the ops it does not touch (same Python objects, same SSA values) and
+    logs, for each fused result, the unfused value it stands for. The fused
+    module is then run op by op with the unfused value substituted for every
+    value that existed before or that `log.replaced` maps, so each op sees
+    exactly the inputs the unfused graph saw. Each fused op's result is compared
+    with the value it replaces: floats within `rtol` (relative L2), integers
+    exactly, except a one-step difference of a requantized result where the
+    unfused float value lies within 1e-6 relative of a rounding boundary (the
+    fused op accumulates in float64, the unfused graph in float32): those are
+    counted in `boundary_steps`. Every surviving op is compared too (its inputs
+    are the unfused ones, so a rewiring mistake shows). Finally the fused module
+    runs on its own and its outputs are compared with the unfused outputs
+    (`end_to_end`).
+    """
+    from qopt.dialects import qfused
+    from qopt.errors import where
+    from qopt.lowering.fuse_quant import FuseQuantPass
+
+    before, outputs_before = record_values(module, inputs, function)
+    log = FuseQuantPass.run(module)
+    module.verify()
+
+    func = entry_function(module, function)
+    interpreter = make_interpreter(module)
+    env: dict[SSAValue, Any] = dict(
+        zip(func.body.block.args, check_inputs(func, inputs), strict=True)
+    )
+    mismatches: list[Mismatch] = []
+    steps = checked = 0
+    for op in func.body.block.ops:
+        if isinstance(op, ReturnOp):
+            break
+        results = interpreter.run_op(op, tuple(env[o] for o in op.operands))
+        for value, result in zip(op.results, results, strict=True):
+            env[value] = result
+            old = log.replaced.get(value, value if value in before else None)
+            if old is None:
+                if isinstance(op, qfused.QFusedOp):
+                    mismatches.append(
+                        Mismatch(op.name, where(op), "fused result missing from log.replaced")
+                    )
+                continue
+            if old not in before:
+                mismatches.append(Mismatch(op.name, where(op), "replaced value never computed"))
+                continue
+            got, want = np.asarray(result), np.asarray(before[old])
+            if isinstance(op, qfused.QFusedOp):
+                checked += 1
+                n, problem = _compare_fused(op, got, want, old, before, rtol)
+                steps += n
+            else:
+                problem = _mismatch(got, want, rtol)
+            if problem is not None:
+                mismatches.append(Mismatch(op.name, where(op), problem))
+            env[value] = before[old]
+
+    # End to end: the fused module on its own, no substitution.
+    from qopt.interpreters import interpret
+
+    alone = interpret(module, *inputs, function=function)
+    end_to_end: list[Mismatch] = []
+    if len(alone) != len(outputs_before):
+        end_to_end.append(Mismatch("return", "outputs", "number of outputs changed"))
+    for i, (got, want) in enumerate(zip(alone, outputs_before, strict=False)):
+        if (problem := _mismatch(got, want, rtol)) is not None:
+            end_to_end.append(Mismatch("return", f"output {i}", problem))
+    return FusionValidation(log, mismatches, end_to_end, outputs_before, alone, steps, checked)
+
+
+def dequantized_anchor_operands(module: ModuleOp) -> list[str]:
+    """Every `quant.dequantize` / `quant.dequantize_codebook` result still used by
+    an aten.linear / conv2d / embedding / matmul (directly or through layout ops
+    such as view/permute/transpose): one line per use."""
+    from qopt.errors import where
+
+    found: list[str] = []
+    for op in module.walk():
+        if op.name not in ANCHOR_OPS:
+            continue
+        for i, operand in enumerate(op.operands):
+            producer = operand.owner
+            while isinstance(producer, Operation) and producer.name in _LAYOUT_OPS:
+                producer = producer.operands[0].owner
+            if isinstance(producer, Operation) and producer.name in DEQUANTIZE_OPS:
+                found.append(f"{producer.name} feeds operand {i} of {op.name} at {where(op)}")
+    return found

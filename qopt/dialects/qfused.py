@@ -413,7 +413,7 @@ class QFusedOp(IRDLOperation):
             if not is_int(_elem(weight)):
                 raise self.fail(f"affine weight data must be integers, got {weight.type}")
             lo, hi = int_range(_elem(weight))
-            if not lo <= scheme.qmin.data and scheme.qmax.data <= hi:
+            if not (lo <= scheme.qmin.data and scheme.qmax.data <= hi):
                 raise self.fail(
                     f"weight range [{scheme.qmin.data}, {scheme.qmax.data}] does not fit "
                     f"storage {_elem(weight)}"
@@ -455,7 +455,7 @@ class QFusedOp(IRDLOperation):
             if not is_int(_elem(result)):
                 raise self.fail("with requant the result must be an integer tensor")
             lo, hi = int_range(_elem(result))
-            if not lo <= requant.qmin.data and requant.qmax.data <= hi:
+            if not (lo <= requant.qmin.data and requant.qmax.data <= hi):
                 raise self.fail(f"requant range does not fit the result type {_elem(result)}")
         if clamp_min is not None and clamp_max is not None:
             if clamp_min.value.data > clamp_max.value.data:
@@ -468,7 +468,7 @@ class QFusedOp(IRDLOperation):
         if not isinstance(act, StaticQParamsAttr):
             raise self.fail("an integer input needs static activation parameters (act)")
         lo, hi = int_range(elem)
-        if not lo <= act.qmin.data and act.qmax.data <= hi:
+        if not (lo <= act.qmin.data and act.qmax.data <= hi):
             raise self.fail(f"activation range does not fit the input type {elem}")
 
 

@@ -23,7 +23,7 @@ from qopt.lowering.fuse_quant.report import FusionLog
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    from qopt.lowering.fuse_quant import conv, elementwise, embedding
+    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold
     from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
 
     return [
@@ -31,6 +31,7 @@ def patterns(log: FusionLog) -> list[RewritePattern]:
         *conv.patterns(log),
         *embedding.patterns(log),
         *elementwise.patterns(log),
+        *fold.patterns(log),
     ]
 
 

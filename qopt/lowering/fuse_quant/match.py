@@ -274,9 +274,24 @@ class OutputMatch:
     clamp_max: float | None
 
 
+def _several_users(value: SSAValue) -> Reject | None:
+    """A Reject naming the output quantize that cannot be fused because the value
+    it quantizes is also used elsewhere (fusing would lose the float result)."""
+    users = [use.operation for use in value.uses]
+    quantizers = [op for op in users if isinstance(op, quant.QuantizeOp)]
+    if len(users) > 1 and quantizers:
+        return Reject(
+            f"the value it quantizes has {len(users)} users, so the output quantize is not fused",
+            quantizers[0],
+        )
+    return None
+
+
 def match_output(result: SSAValue) -> OutputMatch | Reject | None:
     """The output requantization chain, None when the result stays float."""
     user = single_use(result)
+    if user is None:
+        return _several_users(result)
     clamp_min = clamp_max = None
     if isinstance(user, ew.ReluOp):
         clamp_min = 0.0
@@ -287,6 +302,8 @@ def match_output(result: SSAValue) -> OutputMatch | Reject | None:
         clamp_max = None if user.max is None else user.max.value.data
         result = user.result
         user = single_use(result)
+    if user is None:
+        return _several_users(result)
     if not isinstance(user, quant.QuantizeOp):
         return None
     params = static_params(user)
