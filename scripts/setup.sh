@@ -5,6 +5,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Vulkan tests need a Vulkan loader + driver (lavapipe on a machine without a GPU),
+# glslang, spirv-tools and the Khronos validation layer. Install them with apt when
+# running as root and they are missing; otherwise say why the Vulkan tests will skip.
+vulkan_tools_present() {
+  command -v glslangValidator >/dev/null 2>&1 && command -v spirv-val >/dev/null 2>&1 \
+    && ldconfig -p 2>/dev/null | grep 'libvulkan.so.1' >/dev/null \
+    && ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 \
+    && ls /usr/share/vulkan/explicit_layer.d/*validation*.json >/dev/null 2>&1
+}
+if ! vulkan_tools_present; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Vulkan packages (lavapipe, loader, glslang, spirv-tools, validation layers)"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        mesa-vulkan-drivers libvulkan1 glslang-tools spirv-tools vulkan-validationlayers; }; then
+      echo "warning: apt-get could not install the Vulkan packages: Vulkan tests will be skipped"
+    fi
+  else
+    echo "note: Vulkan packages missing and not root (or no apt-get): install mesa-vulkan-drivers" \
+      "libvulkan1 glslang-tools spirv-tools vulkan-validationlayers, or the Vulkan tests will be skipped"
+  fi
+fi
+
 stamp=.venv/.qopt-setup
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import sys
 import tempfile
@@ -111,6 +112,26 @@ class QoptOptMain(xDSLOptMain):
         for extension, factory in get_all_frontends().items():
             self.available_frontends[extension] = factory
 
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+
+        def write_vkbundle(module: ModuleOp, output: IO[str]) -> None:
+            """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place)."""
+            from qopt.backends.vulkan.bundle import VkBundleTarget
+
+            stream = self._output.stream if self._output is not None else sys.stdout
+            VkBundleTarget().emit(self.ctx, module, stream)
+
+        self.available_targets["vkbundle"] = write_vkbundle
+
+        def write_mlpackage(module: ModuleOp, output: IO[str]) -> None:
+            """`-t mlpackage`: a directory at -o, written atomically (temp dir + rename)."""
+            from qopt.backends.coreml.target import write_mlpackage as write
+
+            write(module, self.args.output_file)
+
+        self.available_targets["mlpackage"] = write_mlpackage
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
@@ -149,6 +170,10 @@ class QoptOptMain(xDSLOptMain):
         # (`w` -> `w_0`) because an earlier chunk declared the same key.
         clear_resources()
         spec = parse_spec(self.args.frontend or file_extension)
+        if spec.name == "mlpackage":  # a directory: read back into the coreml dialect
+            from qopt.backends.coreml.reader import read_mlpackage
+
+            return read_mlpackage(self.args.input_file)
         if spec.name != "pt2":
             return super().parse_chunk(chunk, file_extension, start_offset)
         from qopt.frontend.pt2_frontend import PT2Frontend
@@ -158,7 +183,22 @@ class QoptOptMain(xDSLOptMain):
             frontend = dataclasses.replace(frontend, trust_pickle=True)
         return frontend.parse(self.ctx, chunk, self.get_input_name())
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        # Directories need overrides (STYLE §1.4): an .mlpackage is read by path.
+        path = self.args.input_file
+        if path is not None and os.path.isdir(path) and path.rstrip("/").endswith(".mlpackage"):
+            from qopt.frontend import get_all_frontends
+
+            if "mlpackage" not in self.available_frontends:  # parsed in parse_chunk
+                self.available_frontends["mlpackage"] = get_all_frontends().get(
+                    "mlpackage", lambda: None  # pyright: ignore[reportArgumentType]
+                )
+            return io.BytesIO(b""), "mlpackage"
+        return super().get_input_stream()
+
     def prepare_output(self) -> IO[str]:
+        if parse_spec(self.args.target).name == "mlpackage":
+            return io.StringIO()  # the target writes the -o directory itself
         if self.args.output_file is None:
             return sys.stdout
         self._output = AtomicOutput(self.args.output_file)

@@ -1,8 +1,11 @@
-"""`qopt-run`: run a module on npz inputs through the reference interpreter.
+"""`qopt-run`: run a module on npz inputs through the reference interpreter or on
+the Vulkan device.
 
     qopt-run INPUT --inputs in.npz [--outputs out.npz] [--device interp|vulkan]
 
-INPUT is `.mlir` text (any qopt level) or a `.pt2` file (imported first). The
+INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first) or, with
+`--device vulkan`, a `.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
+the qopt-vulkan pipeline first). The
 npz arrays are the program's inputs in order (`arr_0`, `arr_1`, ... as
 `numpy.savez` writes them). Outputs go to `--outputs` as `arr_0`, ... (written
 atomically), or are summarised on stdout. User mistakes print one
@@ -32,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qopt-run", description="Run a qopt module on npz inputs."
     )
-    parser.add_argument("input_file", help="an .mlir module or a .pt2 file")
+    parser.add_argument("input_file", help="an .mlir module, a .pt2 file or a .qvk bundle")
     parser.add_argument(
         "--inputs", required=True, help="npz file with the inputs arr_0, arr_1, ..."
     )
@@ -127,17 +130,44 @@ def summary(name: str, array: np.ndarray) -> str:
     )
 
 
+def run_vulkan(
+    path: str, inputs: Sequence[np.ndarray], trust_pickle: bool
+) -> tuple[np.ndarray, ...]:
+    """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan, on the
+    Vulkan device."""
+    from qopt.backends.vulkan.artifact import VulkanArtifact, compile_artifact
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    if (reason := vulkan_available()) is not None:
+        raise QoptError(f"--device vulkan: {reason}; run with --device interp instead")
+    if os.path.splitext(path)[1] == ".qvk":
+        artifact = VulkanArtifact.load(path)
+    else:
+        module = load_module(path, trust_pickle=trust_pickle)
+        if not any(op.name == "vkc.dispatch" for op in module.walk()):
+            from qopt.context import make_context
+            from qopt.lowering.pipelines import QoptVulkanPipeline
+
+            QoptVulkanPipeline().apply(make_context(), module)
+        artifact = compile_artifact(module)
+    with artifact:
+        return artifact(*inputs)
+
+
 def run(args: argparse.Namespace) -> None:
-    if args.device == "vulkan":
-        raise QoptError(
-            "the Vulkan runtime is not built yet: run with --device interp "
-            "(the reference interpreter)"
-        )
     from qopt import interpret
 
-    module = load_module(args.input_file, trust_pickle=args.trust_pickle)
-    inputs = load_inputs(args.inputs)
-    outputs = interpret(module, *inputs, function=args.function)
+    if args.device == "vulkan":
+        outputs = run_vulkan(args.input_file, load_inputs(args.inputs), args.trust_pickle)
+    elif os.path.splitext(args.input_file)[1] == ".qvk":
+        raise QoptError(
+            f"'{args.input_file}' is a Vulkan bundle: run it with --device vulkan "
+            "(or interpret its .mlir at the vkc level)"
+        )
+    else:
+        module = load_module(args.input_file, trust_pickle=args.trust_pickle)
+        inputs = load_inputs(args.inputs)
+        outputs = interpret(module, *inputs, function=args.function)
     if args.outputs is not None:
         save_outputs(args.outputs, outputs)
         return

@@ -196,7 +196,9 @@ def test_run_bad_files_and_device(tmp_path: Path, valid_mlir: Path, what: str) -
     elif what == "not_npz":
         inputs = tmp_path / "garbage.npz"
         inputs.write_bytes(b"not an npz file")
-    else:
+    else:  # a corrupted Vulkan bundle (or no Vulkan device): a Vulkan user error
+        model = tmp_path / "bad.qvk"
+        model.write_bytes(b"not a bundle")
         extra = ["--device", "vulkan"]
     before = {p.name for p in tmp_path.iterdir()}
     result = run(QOPT_RUN, model, "--inputs", inputs, "--outputs", tmp_path / "out.npz", *extra)

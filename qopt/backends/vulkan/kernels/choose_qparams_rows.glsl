@@ -1,0 +1,58 @@
+#version 450
+// Per row of [rows, cols] (per-tensor: rows = 1): mn = min(min(x), 0), mx = max(max(x), 0);
+// MAPPING 0 asymmetric: scale = max((mx - mn) / (qmax - qmin), eps),
+//   zp = clamp(qmin - roundEven(mn / scale), qmin, qmax);
+// MAPPING 1 symmetric: scale = max(max(-mn, mx) / ((qmax - qmin) / 2), eps);
+// MAPPING 2 symmetric_no_clipping_err: scale = max(max(mn / qmin, mx / qmax), eps);
+// symmetric zp = int((qmax + qmin + 1) / 2). All in f32 (quant.choose_qparams).
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const int MAPPING = 0;
+layout(std430, binding = 0) readonly buffer In { float x[]; };
+layout(std430, binding = 1) writeonly buffer Sc { float scale_out[]; };
+layout(std430, binding = 2) writeonly buffer Zp { int zp_out[]; };
+layout(push_constant) uniform P { uint rows; uint cols; int qmin; int qmax; float eps; } p;
+shared float rmin[64];
+shared float rmax[64];
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+  for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+    float lo = 0.0, hi = 0.0;
+    for (uint c = t; c < p.cols; c += 64) {
+      float v = x[r * p.cols + c];
+      lo = min(lo, v);
+      hi = max(hi, v);
+    }
+    rmin[t] = lo;
+    rmax[t] = hi;
+    barrier();
+    for (uint s = 32; s > 0; s >>= 1) {
+      if (t < s) {
+        rmin[t] = min(rmin[t], rmin[t + s]);
+        rmax[t] = max(rmax[t], rmax[t + s]);
+      }
+      barrier();
+    }
+    if (t == 0) {
+      precise float mn = rmin[0], mx = rmax[0];
+      precise float scale;
+      int zp;
+      if (MAPPING == 0) {
+        scale = max((mx - mn) / float(p.qmax - p.qmin), p.eps);
+        zp = int(clamp(float(p.qmin) - roundEven(mn / scale), float(p.qmin), float(p.qmax)));
+      } else {
+        if (MAPPING == 1) {
+          scale = max(-mn, mx) / (float(p.qmax - p.qmin) / 2.0);
+        } else {
+          precise float smin = mn / float(p.qmin), smax = mx / float(p.qmax);
+          scale = smin > smax ? smin : smax;
+        }
+        scale = max(scale, p.eps);
+        zp = int(float(p.qmax + p.qmin + 1) / 2.0);
+      }
+      scale_out[r] = scale;
+      zp_out[r] = zp;
+    }
+    barrier();
+  }
+}

@@ -1,0 +1,28 @@
+#version 450
+// LUT embedding: out[i, d] = cb[((r / BV) * GD + d / BD) * L + code[r, d]], r = idx[i];
+// codes FBITS-bit fields (packing.pack_bits, lo = 0), row_words per row.
+layout(local_size_x_id = 1) in;
+layout(constant_id = 0) const int FBITS = 4;
+layout(constant_id = 1) const int WG = 64;
+const uint VPW = uint(32 / FBITS);
+const uint MASK = (1u << FBITS) - 1u;
+layout(std430, binding = 0) readonly buffer I { int idx[]; };
+layout(std430, binding = 1) readonly buffer C { uint codes[]; };
+layout(std430, binding = 2) readonly buffer CB { float cb[]; };
+layout(std430, binding = 3) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform P {
+  uint n; uint D; uint V; uint row_words; uint BV; uint BD; uint GD; uint L;
+} p;
+
+void main() {
+  uint total = p.n * p.D;
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
+    int r = idx[i / p.D];
+    uint d = i % p.D;
+    if (r < 0) r += int(p.V);
+    if (r < 0 || r >= int(p.V)) { o[i] = 0.0; continue; }
+    uint row = uint(r);
+    uint code = (codes[row * p.row_words + d / VPW] >> (uint(FBITS) * (d % VPW))) & MASK;
+    o[i] = cb[((row / p.BV) * p.GD + d / p.BD) * p.L + code];
+  }
+}

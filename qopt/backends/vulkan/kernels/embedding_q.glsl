@@ -1,0 +1,35 @@
+#version 450
+// Quantized embedding (embedding_q4gsw / embedding_q8csw / asymmetric variants):
+// out[i, d] = (f32(field(w[r, d])) - f32(z[r, d / G])) * s[r, d / G], r = idx[i]
+// (negative r counts from the end; out of range -> 0). w: WBITS-bit fields packed by
+// packing.pack_bits (row_words per row); s f32 [V, ngroups]; z i32 [V, ngroups] = zp - lo
+// (HAS_ZERO_POINT, else 2^(WBITS-1)).
+layout(local_size_x_id = 3) in;
+layout(constant_id = 0) const int WBITS = 4;
+layout(constant_id = 1) const int GROUP_SIZE = 32;
+layout(constant_id = 2) const int HAS_ZERO_POINT = 0;
+layout(constant_id = 3) const int WG = 64;
+const uint VPW = uint(32 / WBITS);
+const uint MASK = (1u << WBITS) - 1u;
+layout(std430, binding = 0) readonly buffer I { int idx[]; };
+layout(std430, binding = 1) readonly buffer Wq { uint w[]; };
+layout(std430, binding = 2) readonly buffer S { float scales[]; };
+layout(std430, binding = 3) readonly buffer Z { int zeros[]; };
+layout(std430, binding = 4) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform P { uint n; uint D; uint V; uint row_words; uint ngroups; } p;
+
+void main() {
+  uint total = p.n * p.D;
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
+    int r = idx[i / p.D];
+    uint d = i % p.D;
+    if (r < 0) r += int(p.V);
+    if (r < 0 || r >= int(p.V)) { o[i] = 0.0; continue; }
+    uint row = uint(r);
+    uint gi = row * p.ngroups + d / uint(GROUP_SIZE);
+    uint f = (w[row * p.row_words + d / VPW] >> (uint(WBITS) * (d % VPW))) & MASK;
+    float z = HAS_ZERO_POINT == 1 ? float(zeros[gi]) : float(1 << (WBITS - 1));
+    precise float v = float(f) - z;
+    o[i] = v * scales[gi];
+  }
+}

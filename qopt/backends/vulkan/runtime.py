@@ -1,0 +1,770 @@
+"""The Vulkan runtime: a compute device, storage buffers, cached pipelines and
+programs of dispatches recorded into one command buffer (the `vulkan` cffi package).
+
+    with VulkanDevice() as dev:
+        x = dev.upload(np.arange(8, dtype=np.float32))
+        y = dev.buffer(8 * 4)
+        dev.run([Dispatch("unary", [x, y], push={"n": 8, "a": 0.0, "b": 0.0},
+                          spec={"OP": UNARY_OPS["relu"]})])
+        print(dev.download(y, np.float32))
+
+Device choice: the `device` argument or `$QOPT_VULKAN_DEVICE` (an index into the
+compute-capable devices, or a substring of the device name); the first
+compute-capable device otherwise. `$QOPT_VULKAN_VALIDATION=1` (or
+`validation=True`) enables VK_LAYER_KHRONOS_validation; its error messages are
+collected in `VulkanDevice.validation_errors` and raised as `VulkanError` at the
+end of the call that produced them (`raise_on_validation=False` only collects).
+
+Every Vulkan object the device creates is destroyed by `close()` (also on
+`with` exit and, as a last resort, by `__del__`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+import numpy as np
+
+from qopt.backends.vulkan.registry import KernelSpec, PushValues, SpecValues, kernel
+from qopt.backends.vulkan.spirv import compile_kernel
+from qopt.errors import QoptError
+
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+
+
+class VulkanError(QoptError):
+    """A Vulkan failure: no device, a failed call, or validation-layer errors."""
+
+
+def _vk() -> Any:
+    try:
+        import vulkan as vk
+    except OSError as e:  # the cffi package is there but libvulkan.so.1 is not
+        raise VulkanError(
+            f"the Vulkan loader could not be loaded ({e}); install it "
+            "(Debian/Ubuntu: `apt-get install libvulkan1 mesa-vulkan-drivers`)"
+        ) from e
+    except ImportError as e:
+        raise VulkanError(
+            "the `vulkan` Python package is not installed (`pip install vulkan`)"
+        ) from e
+    return vk
+
+
+# ----- validation messages ----------------------------------------------------------
+# The cffi package has one global callback slot per callback type: route it to
+# every live device that asked for validation.
+
+_MESSAGE_SINKS: weakref.WeakSet[VulkanDevice] = weakref.WeakSet()
+_SINK_LOCK = threading.Lock()
+
+
+def _debug_callback(severity: int, types: int, data: Any, user: Any) -> int:
+    vk = _vk()
+    try:
+        message = vk.ffi.string(data.pMessage).decode(errors="replace")
+    except Exception:
+        message = "<unreadable validation message>"
+    is_error = bool(severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)
+    with _SINK_LOCK:
+        for dev in list(_MESSAGE_SINKS):
+            (dev.validation_errors if is_error else dev.validation_warnings).append(message)
+    return 0
+
+
+# ----- buffers, dispatches -------------------------------------------------------------
+
+
+class Buffer:
+    """A host-visible, host-coherent storage buffer (persistently mapped)."""
+
+    def __init__(self, device: VulkanDevice, nbytes: int):
+        vk = device.vk
+        self.device = device
+        self.nbytes = int(nbytes)
+        size = max(16, (self.nbytes + 15) // 16 * 16)
+        self.size = size
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        )
+        info = vk.VkBufferCreateInfo(
+            size=size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE
+        )
+        self.handle = vk.vkCreateBuffer(device.device, info, None)
+        self.memory = None
+        try:
+            req = vk.vkGetBufferMemoryRequirements(device.device, self.handle)
+            index = device._memory_type(req.memoryTypeBits)
+            alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+            self.memory = vk.vkAllocateMemory(device.device, alloc, None)
+            vk.vkBindBufferMemory(device.device, self.handle, self.memory, 0)
+            self._map = vk.vkMapMemory(device.device, self.memory, 0, size, 0)
+            self.view = np.frombuffer(self._map, dtype=np.uint8, count=size)
+        except Exception:
+            self._destroy()
+            raise
+
+    def write(self, array: np.ndarray, offset: int = 0) -> None:
+        data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        if offset + data.size > self.size:
+            raise VulkanError(f"{data.size} bytes do not fit a {self.nbytes}-byte buffer")
+        self.view[offset : offset + data.size] = data
+
+    def read(self, dtype: Any = np.float32, count: int | None = None) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        n = self.nbytes // dtype.itemsize if count is None else count
+        return self.view[: n * dtype.itemsize].view(dtype).copy()
+
+    def _destroy(self) -> None:
+        vk = self.device.vk
+        dev = self.device.device
+        if getattr(self, "_map", None) is not None:
+            self.view = None
+            self._map = None
+            vk.vkUnmapMemory(dev, self.memory)
+        if self.handle is not None:
+            vk.vkDestroyBuffer(dev, self.handle, None)
+            self.handle = None
+        if self.memory is not None:
+            vk.vkFreeMemory(dev, self.memory, None)
+            self.memory = None
+
+    def free(self) -> None:
+        if self.handle is not None:
+            self._destroy()
+            self.device._buffers.discard(self)
+
+
+@dataclass
+class Dispatch:
+    """One kernel call: buffers in binding order (or by binding name), push and
+    spec values by name (spec defaults fill the rest), and the workgroup count
+    (`None`: the kernel's `workgroups(push, spec)`)."""
+
+    kernel: str | KernelSpec
+    buffers: Sequence[Buffer] | Mapping[str, Buffer]
+    push: PushValues = field(default_factory=dict)
+    spec: SpecValues = field(default_factory=dict)
+    groups: tuple[int, int, int] | None = None
+
+
+@dataclass
+class _Pipeline:
+    spec: KernelSpec
+    module: Any
+    set_layout: Any
+    layout: Any
+    pipeline: Any
+    push_size: int
+
+
+def _spec_key(spec: KernelSpec, values: SpecValues) -> tuple[int, ...]:
+    unknown = set(values) - {name for name, _ in spec.spec}
+    if unknown:
+        raise VulkanError(f"kernel {spec.name} has no specialization constant {sorted(unknown)}")
+    return tuple(int(values.get(name, default)) for name, default in spec.spec)
+
+
+class Program:
+    """Dispatches recorded once into one command buffer; `submit()` runs them
+    (compute->compute barriers between dispatches) and waits."""
+
+    def __init__(self, device: VulkanDevice, dispatches: Sequence[Dispatch], timestamps: bool):
+        vk = device.vk
+        self.device = device
+        self.count = len(dispatches)
+        self.pool = self.cmd = self.fence = self.query = None
+        self.timestamps = timestamps and device.timestamp_period > 0
+        self._closed = False
+        try:
+            self._record(vk, dispatches)
+        except Exception:
+            self.close()
+            raise
+        device._programs.add(self)
+
+    def _record(self, vk: Any, dispatches: Sequence[Dispatch]) -> None:
+        dev = self.device
+        resolved = []
+        n_descriptors = 0
+        for d in dispatches:
+            spec = kernel(d.kernel) if isinstance(d.kernel, str) else d.kernel
+            pipe = dev.pipeline(spec, d.spec)
+            names = [b.name for b in spec.bindings]
+            if isinstance(d.buffers, Mapping):
+                missing = [n for n in names if n not in d.buffers]
+                if missing:
+                    raise VulkanError(f"dispatch of {spec.name}: no buffer for {missing}")
+                bufs = [d.buffers[n] for n in names]
+            else:
+                bufs = list(d.buffers)
+                if len(bufs) != len(names):
+                    raise VulkanError(
+                        f"dispatch of {spec.name}: {len(bufs)} buffers for bindings {names}"
+                    )
+            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, d.spec), strict=True))
+            groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
+            groups = tuple(int(g) for g in groups)
+            limit = dev.max_workgroups
+            if any(g > lim for g, lim in zip(groups, limit, strict=True)):
+                raise VulkanError(f"dispatch of {spec.name}: {groups} workgroups exceed {limit}")
+            push = spec.push_bytes(d.push) if spec.push else b""
+            resolved.append((pipe, bufs, push, groups))
+            n_descriptors += len(bufs)
+        n = max(1, len(resolved))
+        pool_info = vk.VkDescriptorPoolCreateInfo(
+            maxSets=n,
+            poolSizeCount=1,
+            pPoolSizes=[
+                vk.VkDescriptorPoolSize(
+                    type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                    descriptorCount=max(1, n_descriptors),
+                )
+            ],
+        )
+        self.pool = vk.vkCreateDescriptorPool(dev.device, pool_info, None)
+        sets = []
+        if resolved:
+            alloc = vk.VkDescriptorSetAllocateInfo(
+                descriptorPool=self.pool,
+                descriptorSetCount=len(resolved),
+                pSetLayouts=[p.set_layout for p, _, _, _ in resolved],
+            )
+            sets = list(vk.vkAllocateDescriptorSets(dev.device, alloc))
+            writes = []
+            for ds, (_, bufs, _, _) in zip(sets, resolved, strict=True):
+                for i, b in enumerate(bufs):
+                    if b.handle is None:
+                        raise VulkanError("a dispatch uses a freed buffer")
+                    writes.append(
+                        vk.VkWriteDescriptorSet(
+                            dstSet=ds,
+                            dstBinding=i,
+                            descriptorCount=1,
+                            descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                            pBufferInfo=[
+                                vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=b.size)
+                            ],
+                        )
+                    )
+            if writes:
+                vk.vkUpdateDescriptorSets(dev.device, len(writes), writes, 0, None)
+        if self.timestamps:
+            self.query = vk.vkCreateQueryPool(
+                dev.device,
+                vk.VkQueryPoolCreateInfo(
+                    queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=len(resolved) + 1
+                ),
+                None,
+            )
+        self.fence = vk.vkCreateFence(dev.device, vk.VkFenceCreateInfo(), None)
+        cmd = vk.vkAllocateCommandBuffers(
+            dev.device,
+            vk.VkCommandBufferAllocateInfo(
+                commandPool=dev.command_pool,
+                level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                commandBufferCount=1,
+            ),
+        )
+        self.cmd = cmd[0]
+        vk.vkBeginCommandBuffer(self.cmd, vk.VkCommandBufferBeginInfo())
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        if self.query is not None:
+            vk.vkCmdResetQueryPool(self.cmd, self.query, 0, len(resolved) + 1)
+            vk.vkCmdWriteTimestamp(self.cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.query, 0)
+        # host writes (uploads) -> shader reads
+        self._barrier(
+            vk,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            compute,
+            vk.VK_ACCESS_HOST_WRITE_BIT,
+            vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+        )
+        for i, ((pipe, _bufs, push, groups), ds) in enumerate(zip(resolved, sets, strict=True)):
+            if i:
+                self._barrier(
+                    vk,
+                    compute,
+                    compute,
+                    vk.VK_ACCESS_SHADER_WRITE_BIT,
+                    vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
+                )
+            vk.vkCmdBindPipeline(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline)
+            vk.vkCmdBindDescriptorSets(
+                self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout, 0, 1, [ds], 0, None
+            )
+            if pipe.push_size:
+                data = vk.ffi.new("char[]", push)
+                vk.vkCmdPushConstants(
+                    self.cmd, pipe.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), data
+                )
+            if all(groups):
+                vk.vkCmdDispatch(self.cmd, *groups)
+            if self.query is not None:
+                vk.vkCmdWriteTimestamp(
+                    self.cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.query, i + 1
+                )
+        # shader writes -> host reads (downloads)
+        self._barrier(
+            vk,
+            compute,
+            vk.VK_PIPELINE_STAGE_HOST_BIT,
+            vk.VK_ACCESS_SHADER_WRITE_BIT,
+            vk.VK_ACCESS_HOST_READ_BIT,
+        )
+        vk.vkEndCommandBuffer(self.cmd)
+        self.device._check_validation("recording a command buffer")
+
+    def _barrier(self, vk: Any, src_stage: int, dst_stage: int, src: int, dst: int) -> None:
+        barrier = vk.VkMemoryBarrier(srcAccessMask=src, dstAccessMask=dst)
+        vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
+
+    def submit(self) -> list[float] | None:
+        """Run the program and wait; with timestamps, the seconds of each dispatch."""
+        vk = self.device.vk
+        dev = self.device.device
+        if self._closed:
+            raise VulkanError("submit() of a closed program")
+        vk.vkResetFences(dev, 1, [self.fence])
+        info = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.cmd])
+        vk.vkQueueSubmit(self.device.queue, 1, [info], self.fence)
+        vk.vkWaitForFences(dev, 1, [self.fence], vk.VK_TRUE, 0xFFFFFFFFFFFFFFFF)
+        self.device._check_validation("running a command buffer")
+        if self.query is None:
+            return None
+        n = self.count + 1
+        data = vk.ffi.new("uint64_t[]", n)
+        vk.vkGetQueryPoolResults(
+            dev,
+            self.query,
+            0,
+            n,
+            n * 8,
+            data,
+            8,
+            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
+        )
+        ticks = np.array([data[i] for i in range(n)], dtype=np.float64)
+        mask = float(2**self.device.timestamp_bits) if self.device.timestamp_bits < 64 else None
+        diffs = np.diff(ticks)
+        if mask is not None:
+            diffs = np.mod(diffs, mask)
+        return list(diffs * self.device.timestamp_period * 1e-9)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        vk = self.device.vk
+        dev = self.device.device
+        if self.cmd is not None:
+            vk.vkFreeCommandBuffers(dev, self.device.command_pool, 1, [self.cmd])
+            self.cmd = None
+        if self.fence is not None:
+            vk.vkDestroyFence(dev, self.fence, None)
+            self.fence = None
+        if self.query is not None:
+            vk.vkDestroyQueryPool(dev, self.query, None)
+            self.query = None
+        if self.pool is not None:
+            vk.vkDestroyDescriptorPool(dev, self.pool, None)
+            self.pool = None
+        self.device._programs.discard(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ----- the device -------------------------------------------------------------------
+
+
+def _enumerate(vk: Any, instance: Any) -> list[tuple[Any, str, int]]:
+    """(physical device, name, compute queue family) of every compute-capable device."""
+    found = []
+    for pd in vk.vkEnumeratePhysicalDevices(instance):
+        props = vk.vkGetPhysicalDeviceProperties(pd)
+        name = props.deviceName
+        name = vk.ffi.string(name).decode() if not isinstance(name, str) else name
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
+        for i, fam in enumerate(families):
+            if fam.queueFlags & vk.VK_QUEUE_COMPUTE_BIT and fam.queueCount > 0:
+                found.append((pd, name, i))
+                break
+    return found
+
+
+def _select(found: list[tuple[Any, str, int]], choice: str | int | None) -> tuple[Any, str, int]:
+    if not found:
+        raise VulkanError(
+            "no compute-capable Vulkan device was found (on a machine without a GPU, "
+            "install Mesa's lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`)"
+        )
+    if choice is None or choice == "":
+        return found[0]
+    names = ", ".join(f"{i}: {n}" for i, (_, n, _) in enumerate(found))
+    if isinstance(choice, int) or str(choice).strip().isdigit():
+        index = int(choice)
+        if not 0 <= index < len(found):
+            raise VulkanError(f"Vulkan device index {index} out of range (devices: {names})")
+        return found[index]
+    matches = [f for f in found if str(choice).lower() in f[1].lower()]
+    if not matches:
+        raise VulkanError(f"no Vulkan device name contains '{choice}' (devices: {names})")
+    return matches[0]
+
+
+class VulkanDevice:
+    """A compute-capable Vulkan device with one compute queue."""
+
+    def __init__(
+        self,
+        device: str | int | None = None,
+        validation: bool | None = None,
+        raise_on_validation: bool = True,
+    ):
+        self.vk = vk = _vk()
+        self._closed = False
+        self.instance = self.device = self.command_pool = self.messenger = None
+        self._pipelines: dict[tuple[str, tuple[int, ...]], _Pipeline] = {}
+        self._modules: dict[str, Any] = {}
+        self._buffers: set[Buffer] = set()
+        self._programs: set[Program] = set()
+        self.validation_errors: list[str] = []
+        self.validation_warnings: list[str] = []
+        self.raise_on_validation = raise_on_validation
+        if validation is None:
+            validation = os.environ.get("QOPT_VULKAN_VALIDATION", "") not in ("", "0")
+        self.validation = validation
+        if device is None:
+            device = os.environ.get("QOPT_VULKAN_DEVICE") or None
+        try:
+            self._create(vk, device)
+        except Exception:
+            self.close()
+            raise
+
+    def _create(self, vk: Any, choice: str | int | None) -> None:
+        layers: list[str] = []
+        extensions: list[str] = []
+        if self.validation:
+            available = {
+                vk.ffi.string(p.layerName).decode()
+                if not isinstance(p.layerName, str)
+                else p.layerName
+                for p in vk.vkEnumerateInstanceLayerProperties()
+            }
+            if VALIDATION_LAYER not in available:
+                raise VulkanError(
+                    f"{VALIDATION_LAYER} is not installed "
+                    "(Debian/Ubuntu: `apt-get install vulkan-validationlayers`)"
+                )
+            layers.append(VALIDATION_LAYER)
+            extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
+        app = vk.VkApplicationInfo(
+            pApplicationName="qopt",
+            applicationVersion=1,
+            pEngineName="qopt",
+            engineVersion=1,
+            apiVersion=vk.VK_MAKE_VERSION(1, 2, 0),
+        )
+        info = vk.VkInstanceCreateInfo(
+            pApplicationInfo=app,
+            enabledLayerCount=len(layers),
+            ppEnabledLayerNames=layers or None,
+            enabledExtensionCount=len(extensions),
+            ppEnabledExtensionNames=extensions or None,
+        )
+        try:
+            self.instance = vk.vkCreateInstance(info, None)
+        except vk.VkError as e:
+            raise VulkanError(f"vkCreateInstance failed ({type(e).__name__})") from e
+        if self.validation:
+            vk._internal_vkDebugUtilsMessengerCallbackEXT = _debug_callback
+            with _SINK_LOCK:
+                _MESSAGE_SINKS.add(self)
+            create = vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
+            self._destroy_messenger = vk.vkGetInstanceProcAddr(
+                self.instance, "vkDestroyDebugUtilsMessengerEXT"
+            )
+            minfo = vk.VkDebugUtilsMessengerCreateInfoEXT(
+                messageSeverity=vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+                pfnUserCallback=_debug_callback,
+            )
+            self.messenger = create(self.instance, minfo, None)
+        pd, name, family = _select(_enumerate(vk, self.instance), choice)
+        self.physical_device, self.name, self.queue_family = pd, name, family
+        props = vk.vkGetPhysicalDeviceProperties(pd)
+        limits = props.limits
+        self.timestamp_period = float(limits.timestampPeriod)
+        fam = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)[family]
+        self.timestamp_bits = int(fam.timestampValidBits)
+        if self.timestamp_bits == 0:
+            self.timestamp_period = 0.0
+        self.max_workgroups = tuple(int(limits.maxComputeWorkGroupCount[i]) for i in range(3))
+        self.max_push_constants = int(limits.maxPushConstantsSize)
+        self.device_type = int(props.deviceType)
+        self._memory_props = vk.vkGetPhysicalDeviceMemoryProperties(pd)
+        qinfo = vk.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0]
+        )
+        self.device = vk.vkCreateDevice(
+            pd, vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[qinfo]), None
+        )
+        self.queue = vk.vkGetDeviceQueue(self.device, family, 0)
+        self.command_pool = vk.vkCreateCommandPool(
+            self.device,
+            vk.VkCommandPoolCreateInfo(
+                queueFamilyIndex=family,
+                flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            ),
+            None,
+        )
+        self._check_validation("creating the device")
+
+    # -- memory --------------------------------------------------------------------
+
+    def _memory_type(self, type_bits: int) -> int:
+        vk = self.vk
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        best = None
+        for i in range(self._memory_props.memoryTypeCount):
+            flags = self._memory_props.memoryTypes[i].propertyFlags
+            if not type_bits & (1 << i) or flags & want != want:
+                continue
+            if flags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT:
+                return i
+            if best is None:
+                best = i
+        if best is None:
+            raise VulkanError(f"{self.name} has no host-visible, host-coherent memory type")
+        return best
+
+    def buffer(self, nbytes: int) -> Buffer:
+        """A new zero-filled storage buffer of `nbytes` bytes."""
+        self._check_open()
+        buf = Buffer(self, nbytes)
+        buf.view[:] = 0
+        self._buffers.add(buf)
+        return buf
+
+    def upload(self, array: np.ndarray) -> Buffer:
+        """A new buffer holding `array` (4-byte dtypes; narrow bool/int64 first)."""
+        arr = np.ascontiguousarray(array)
+        buf = self.buffer(arr.nbytes)
+        buf.write(arr)
+        return buf
+
+    def download(
+        self, buf: Buffer, dtype: Any = np.float32, shape: Sequence[int] | None = None
+    ) -> np.ndarray:
+        count = None if shape is None else int(np.prod(shape, dtype=np.int64))
+        out = buf.read(dtype, count)
+        return out if shape is None else out.reshape(tuple(shape))
+
+    # -- pipelines --------------------------------------------------------------------
+
+    def pipeline(self, spec: KernelSpec | str, values: SpecValues | None = None) -> _Pipeline:
+        """The compute pipeline of (kernel, specialization values), created once."""
+        self._check_open()
+        vk = self.vk
+        if isinstance(spec, str):
+            spec = kernel(spec)
+        key = (spec.name, _spec_key(spec, values or {}))
+        if key in self._pipelines:
+            return self._pipelines[key]
+        module = self._modules.get(spec.glsl)
+        if module is None:
+            code = compile_kernel(spec.glsl)
+            module = vk.vkCreateShaderModule(
+                self.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
+            )
+            self._modules[spec.glsl] = module
+        bindings = [
+            vk.VkDescriptorSetLayoutBinding(
+                binding=i,
+                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                descriptorCount=1,
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            )
+            for i in range(len(spec.bindings))
+        ]
+        set_layout = vk.vkCreateDescriptorSetLayout(
+            self.device,
+            vk.VkDescriptorSetLayoutCreateInfo(bindingCount=len(bindings), pBindings=bindings),
+            None,
+        )
+        push_size = 4 * len(spec.push)
+        if push_size > self.max_push_constants:
+            raise VulkanError(f"kernel {spec.name}: {push_size} bytes of push constants")
+        layout_info = vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=1,
+            pSetLayouts=[set_layout],
+            pushConstantRangeCount=1 if push_size else 0,
+            pPushConstantRanges=[
+                vk.VkPushConstantRange(
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_size
+                )
+            ]
+            if push_size
+            else None,
+        )
+        layout = vk.vkCreatePipelineLayout(self.device, layout_info, None)
+        spec_info = None
+        keep: list[Any] = []
+        if spec.spec:
+            data = vk.ffi.new("int32_t[]", list(key[1]))
+            keep.append(data)
+            entries = [
+                vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4)
+                for i in range(len(spec.spec))
+            ]
+            spec_info = vk.VkSpecializationInfo(
+                mapEntryCount=len(entries),
+                pMapEntries=entries,
+                dataSize=4 * len(entries),
+                pData=vk.ffi.cast("void*", data),
+            )
+        stage = vk.VkPipelineShaderStageCreateInfo(
+            stage=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+            module=module,
+            pName="main",
+            pSpecializationInfo=spec_info,
+        )
+        try:
+            pipes = vk.vkCreateComputePipelines(
+                self.device,
+                vk.VK_NULL_HANDLE,
+                1,
+                [vk.VkComputePipelineCreateInfo(stage=stage, layout=layout)],
+                None,
+            )
+        except Exception:
+            vk.vkDestroyPipelineLayout(self.device, layout, None)
+            vk.vkDestroyDescriptorSetLayout(self.device, set_layout, None)
+            raise
+        pipe = _Pipeline(spec, module, set_layout, layout, pipes[0], push_size)
+        self._pipelines[key] = pipe
+        self._check_validation(f"creating the pipeline of {spec.name}")
+        return pipe
+
+    # -- running ----------------------------------------------------------------------
+
+    def program(self, dispatches: Sequence[Dispatch], timestamps: bool = False) -> Program:
+        """Record `dispatches` into one command buffer (submit it with `.submit()`)."""
+        self._check_open()
+        return Program(self, dispatches, timestamps)
+
+    def run(self, dispatches: Sequence[Dispatch], timestamps: bool = False) -> list[float] | None:
+        """Record, submit and wait; with timestamps, the seconds of each dispatch."""
+        with self.program(dispatches, timestamps) as prog:
+            return prog.submit()
+
+    # -- validation, lifetime ------------------------------------------------------------
+
+    def _check_validation(self, what: str) -> None:
+        if self.validation_errors and self.raise_on_validation:
+            errors, self.validation_errors = self.validation_errors, []
+            raise VulkanError(f"Vulkan validation errors while {what}:\n" + "\n".join(errors[:20]))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise VulkanError("the Vulkan device is closed")
+
+    def close(self) -> None:
+        """Destroy every Vulkan object this device created (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        vk = self.vk
+        if self.device is not None:
+            vk.vkDeviceWaitIdle(self.device)
+            for prog in list(self._programs):
+                prog.close()
+            for buf in list(self._buffers):
+                buf.free()
+            for pipe in self._pipelines.values():
+                vk.vkDestroyPipeline(self.device, pipe.pipeline, None)
+                vk.vkDestroyPipelineLayout(self.device, pipe.layout, None)
+                vk.vkDestroyDescriptorSetLayout(self.device, pipe.set_layout, None)
+            self._pipelines.clear()
+            for module in self._modules.values():
+                vk.vkDestroyShaderModule(self.device, module, None)
+            self._modules.clear()
+            if self.command_pool is not None:
+                vk.vkDestroyCommandPool(self.device, self.command_pool, None)
+                self.command_pool = None
+            vk.vkDestroyDevice(self.device, None)
+            self.device = None
+        if self.instance is not None:
+            if self.messenger is not None:
+                self._destroy_messenger(self.instance, self.messenger, None)
+                self.messenger = None
+            vk.vkDestroyInstance(self.instance, None)
+            self.instance = None
+        with _SINK_LOCK:
+            _MESSAGE_SINKS.discard(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"VulkanDevice({self.name!r})"
+
+
+def list_devices() -> list[str]:
+    """Names of the compute-capable Vulkan devices (empty if none or no loader)."""
+    try:
+        vk = _vk()
+        instance = vk.vkCreateInstance(
+            vk.VkInstanceCreateInfo(
+                pApplicationInfo=vk.VkApplicationInfo(apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
+            ),
+            None,
+        )
+    except Exception:
+        return []
+    try:
+        return [name for _, name, _ in _enumerate(vk, instance)]
+    finally:
+        vk.vkDestroyInstance(instance, None)
+
+
+_AVAILABLE: dict[str, str | None] = {}
+
+
+def vulkan_available(device: str | int | None = None) -> str | None:
+    """None when a Vulkan compute device can be opened, else the reason why not."""
+    key = str(device if device is not None else os.environ.get("QOPT_VULKAN_DEVICE", ""))
+    if key in _AVAILABLE:
+        return _AVAILABLE[key]
+    reason: str | None = None
+    try:
+        with VulkanDevice(device, validation=False):
+            pass
+    except Exception as e:
+        reason = f"no usable Vulkan device: {e}"
+    _AVAILABLE[key] = reason
+    return reason

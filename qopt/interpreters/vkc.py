@@ -1,0 +1,182 @@
+"""numpy semantics of the `vkc` dialect.
+
+Buffers are flat numpy arrays (float32, int32 or uint32). A `vkc.alloc` with a
+`slot` is a view into that slot's memory, shared with every other buffer of the
+slot, exactly as the runtime shares one device buffer: a buffer plan that lets
+two live buffers overlap gives wrong results here too. A dispatch runs its
+kernel's numpy `reference` (qopt/backends/vulkan/registry.py) on the bound
+buffers, so vkc IR can be checked without a device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Operation
+
+from qopt.dialects import vkc
+from qopt.dialects.dtypes import numpy_dtype
+from qopt.errors import QoptError, where
+
+NUMPY_DTYPES = {"f32": np.dtype(np.float32), "i32": np.dtype(np.int32), "u32": np.dtype(np.uint32)}
+
+
+def buffer_dtype(type: vkc.BufferType) -> np.dtype:
+    return NUMPY_DTYPES[type.dtype]
+
+
+def narrow(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    """`array` as a flat `dtype` array; integers must fit (int64 -> int32)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.dtype == np.bool_:
+        return flat.astype(dtype)
+    if flat.dtype.kind in "iu" and dtype.kind in "iu" and flat.size:
+        info = np.iinfo(dtype)
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < info.min or hi > info.max:
+            raise QoptError(
+                f"{what} holds values in [{lo}, {hi}], outside {dtype.name}: Vulkan buffers "
+                f"carry integers as {dtype.name}"
+            )
+    return flat.astype(dtype)
+
+
+def constant_words(op: vkc.ConstantOp) -> np.ndarray:
+    """The constant's value as a flat array of the buffer's element type."""
+    from qopt.resources import resource_array
+
+    value = op.value
+    dtype = buffer_dtype(op.result.type)  # pyright: ignore[reportArgumentType]
+    if isinstance(value, DenseResourceAttr):
+        array = resource_array(value)
+        if array is None:
+            raise QoptError(
+                f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "
+                "missing (weights are elided from printouts): print with --print-weights"
+            )
+    else:
+        assert isinstance(value, DenseIntOrFPElementsAttr)
+        array = constant_array_of(value)
+    return np.ascontiguousarray(array).reshape(-1).view(dtype)
+
+
+def constant_array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray:
+    type = value.type
+    assert isinstance(type, TensorType)
+    dtype = numpy_dtype(type.get_element_type())
+    count = int(np.prod(tuple(type.get_shape()), dtype=np.int64))
+    flat = np.frombuffer(value.data.data, dtype=dtype)
+    if flat.size == 1 and count != 1:
+        return np.broadcast_to(flat, (count,)).copy()
+    return flat.copy()
+
+
+def slot_sizes(func: Operation) -> dict[int, int]:
+    """Bytes of every memory slot of a function: its largest buffer."""
+    sizes: dict[int, int] = {}
+    for op in func.walk():
+        if isinstance(op, vkc.AllocOp) and op.slot is not None:
+            slot = op.slot.value.data
+            nbytes = op.result.type.nbytes  # pyright: ignore[reportAttributeAccessIssue]
+            sizes[slot] = max(sizes.get(slot, 0), nbytes)
+    return sizes
+
+
+def run_dispatch(op: vkc.DispatchOp, buffers: list[np.ndarray]) -> None:
+    """Run the kernel's numpy reference on `buffers` (written in place)."""
+    from qopt.backends.vulkan.registry import kernels
+
+    kernel_op = op.kernel_op()
+    spec = kernels().get(kernel_op.kernel.data)
+    if spec is None:
+        raise QoptError(
+            f"{where(op)}: no Vulkan kernel named '{kernel_op.kernel.data}' is registered"
+        )
+    named = {b.name: array for b, array in zip(spec.bindings, buffers, strict=True)}
+    given = dict(named)
+    spec_values = {name: default for name, default in spec.spec}
+    spec_values.update(kernel_op.spec_values())
+    spec.reference(named, op.push_values(), spec_values)
+    for binding in spec.bindings:
+        result = named[binding.name]
+        original = given[binding.name]
+        if binding.writes and result is not original:
+            original[...] = np.asarray(result).reshape(-1).astype(original.dtype, copy=False)
+
+
+@register_impls
+class VkcFunctions(InterpreterFunctions):
+    _slots: dict[tuple[int, int], np.ndarray]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._slots = {}
+
+    def slot_memory(self, op: vkc.AllocOp) -> np.ndarray:
+        func = op.parent_op()
+        while func is not None and not isinstance(func, FuncOp):
+            func = func.parent_op()
+        assert func is not None
+        assert op.slot is not None
+        slot = op.slot.value.data
+        key = (id(func), slot)
+        if key not in self._slots:
+            self._slots[key] = np.zeros(slot_sizes(func)[slot], np.uint8)
+        return self._slots[key]
+
+    @impl(vkc.InputOp)
+    def run_input(
+        self, interpreter: Interpreter, op: vkc.InputOp, args: PythonValues
+    ) -> PythonValues:
+        dtype = buffer_dtype(op.result.type)  # pyright: ignore[reportArgumentType]
+        return (narrow(np.asarray(args[0]), dtype, f"the input of {where(op)}").copy(),)
+
+    @impl(vkc.ConstantOp)
+    def run_constant(
+        self, interpreter: Interpreter, op: vkc.ConstantOp, args: PythonValues
+    ) -> PythonValues:
+        return (constant_words(op).copy(),)
+
+    @impl(vkc.AllocOp)
+    def run_alloc(
+        self, interpreter: Interpreter, op: vkc.AllocOp, args: PythonValues
+    ) -> PythonValues:
+        type: Any = op.result.type
+        dtype = buffer_dtype(type)
+        if op.slot is None:
+            return (np.zeros(type.numel, dtype),)
+        memory = self.slot_memory(op)
+        return (memory[: type.nbytes].view(dtype),)
+
+    @impl(vkc.ViewOp)
+    def run_view(
+        self, interpreter: Interpreter, op: vkc.ViewOp, args: PythonValues
+    ) -> PythonValues:
+        return (args[0],)
+
+    @impl(vkc.DispatchOp)
+    def run_dispatch(
+        self, interpreter: Interpreter, op: vkc.DispatchOp, args: PythonValues
+    ) -> PythonValues:
+        run_dispatch(op, list(args))
+        return ()
+
+    @impl(vkc.BarrierOp)
+    def run_barrier(
+        self, interpreter: Interpreter, op: vkc.BarrierOp, args: PythonValues
+    ) -> PythonValues:
+        return ()
+
+    @impl(vkc.OutputOp)
+    def run_output(
+        self, interpreter: Interpreter, op: vkc.OutputOp, args: PythonValues
+    ) -> PythonValues:
+        type = op.result.type
+        assert isinstance(type, TensorType)
+        dtype = numpy_dtype(type.get_element_type())
+        out = np.asarray(args[0]).copy().astype(dtype).reshape(tuple(type.get_shape()))
+        return (out,)

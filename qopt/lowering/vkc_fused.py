@@ -1,0 +1,437 @@
+"""convert-to-vkc rules of the fused quantized ops (qfused), onto the fused kernels.
+
+Weights are repacked at compile time with qopt/backends/vulkan/packing.py into
+the layout each kernel reads (int4 eight per word, int8 four per word, LUT codes
+at their field width; zero points as `zp - lo`). The kernel is chosen from the
+op's schemes (`qfused` kernel name -> registered kernel + specialization
+constants); a scheme no kernel implements is a QoptError naming the op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import f32, f64
+from xdsl.ir import Operation, SSAValue
+
+from qopt.backends.vulkan import packing
+from qopt.dialects import qfused
+from qopt.lowering.convert_to_vkc import Buf, Lowering, abi_dtype, rule, unsupported
+from qopt.lowering.vkc_rules import broadcast_strides, copy_strided, numel, shape
+
+F32 = np.float32
+
+
+def _const(lw: Lowering, op: Operation, value: SSAValue | None, what: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    found = lw.values[value]
+    if isinstance(found, Buf):
+        raise unsupported(
+            op, f"its {what} is computed at run time", "make the weights compile-time constants"
+        )
+    return np.asarray(found)
+
+
+def _inv(scale: float) -> float:
+    return float(F32(1.0 / scale))
+
+
+def _static_push(act: qfused.StaticQParamsAttr | None) -> list[float | int]:
+    """(inv_scale, zp, qmin, qmax, scale) of a static quantizer (zeros if absent)."""
+    if act is None:
+        return [1.0, 0, -(2**31), 2**31 - 1, 1.0]
+    scale = act.scale.value.data
+    return [_inv(scale), act.zero_point.data, act.qmin.data, act.qmax.data, float(F32(scale))]
+
+
+def _clamps(op: qfused.QFusedOp) -> list[float]:
+    lo = getattr(op, "clamp_min", None)
+    hi = getattr(op, "clamp_max", None)
+    return [
+        float(lo.value.data) if lo is not None else float("-inf"),
+        float(hi.value.data) if hi is not None else float("inf"),
+    ]
+
+
+def _affine(
+    lw: Lowering,
+    op: Operation,
+    weight: SSAValue,
+    scale: SSAValue,
+    zp: SSAValue | None,
+    scheme: qfused.AffineWeightAttr,
+) -> packing.PackedAffine:
+    data = _const(lw, op, weight, "weight")
+    s = _const(lw, op, scale, "weight scale")
+    z = _const(lw, op, zp, "weight zero point")
+    assert data is not None
+    assert s is not None
+    block = scheme.block_size
+    rows = data.shape[0]
+    if any(b != 1 for b in block[:1]):
+        raise unsupported(op, f"weight block {list(block)}", "use per-channel or per-group [1, G]")
+    flat = data.reshape(rows, -1)
+    group = block[-1] if len(block) == 2 else flat.shape[1]
+    try:
+        return packing.pack_affine(
+            flat,
+            s.reshape(rows, -1),
+            None if z is None else z.reshape(rows, -1),
+            scheme.qmin.data,
+            scheme.qmax.data,
+            group,
+        )
+    except ValueError as e:
+        raise unsupported(
+            op, f"its weights cannot be packed for Vulkan ({e})", "requantize them"
+        ) from None
+
+
+def _bias(lw: Lowering, op: Operation, bias: SSAValue | None, fallback: Buf) -> tuple[Buf, int]:
+    if bias is None:
+        return fallback, 0
+    return lw.buffer(bias), 1
+
+
+def _zeros(lw: Lowering, packed: packing.PackedAffine, fallback: Buf) -> tuple[Buf, int]:
+    if packed.zeros is None:
+        return fallback, 0
+    return lw.constant(packed.zeros, "i32"), 1
+
+
+def _affine_kernel(prefix: str, bits: int, grouped: bool) -> str:
+    return f"{prefix}_q{bits}{'g' if grouped else 'c'}sw"
+
+
+def _pick(lw: Lowering, op: Operation, *names: str) -> str:
+    from qopt.backends.vulkan.registry import kernels
+
+    table = kernels()
+    for name in names:
+        if name in table:
+            return name
+    raise unsupported(
+        op,
+        f"needs one of the Vulkan kernels {list(names)}, none of which is registered",
+        "add the kernel to qopt/backends/vulkan/kernel_specs.py",
+    )
+
+
+@rule("qfused.linear")
+def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    assert isinstance(op, qfused.LinearOp)
+    x_dims = shape(op.input)
+    n, k = shape(op.weight)
+    m = numel(x_dims[:-1])
+    scheme = op.weight_scheme
+    act = op.act
+    out_dtype = abi_dtype(op.result)
+    x = lw.buffer(op.input)
+    if isinstance(scheme, qfused.LutWeightAttr):
+        if act is not None or op.requant is not None or op.clamp_min is not None:
+            raise unsupported(op, "LUT weights with quantized activations", "use weight-only LUT")
+        return [_linear_lut(lw, op, x, scheme, m, n, k)]
+    assert isinstance(scheme, qfused.AffineWeightAttr)
+    packed = _affine(lw, op, op.weight, op.scale, op.zero_point, scheme)
+    w = lw.constant(packed.weight, "u32", f"q{packed.bits}")
+    s = lw.constant(packed.scales, "f32")
+    z, has_zp = _zeros(lw, packed, s)
+    out = lw.alloc((*x_dims[:-1], n), out_dtype)
+    b, has_bias = _bias(lw, op, op.bias, s)
+    if act is None:
+        if op.requant is not None or op.clamp_min is not None or op.clamp_max is not None:
+            raise unsupported(op, "weight-only linear with clamp/requant", "unfuse the output")
+        name = _pick(
+            lw,
+            op,
+            _affine_kernel("linear", packed.bits, True),
+            _affine_kernel("linear", packed.bits, False),
+        )
+        lw.dispatch(
+            name,
+            [x, w, s, z, b, out],
+            [m, n, k, packed.row_words, packed.ngroups],
+            {
+                "WBITS": packed.bits,
+                "GROUP_SIZE": packed.group_size,
+                "HAS_ZERO_POINT": has_zp,
+                "HAS_BIAS": has_bias,
+            },
+        )
+        return [out]
+    if isinstance(act, qfused.StaticQParamsAttr):
+        if packed.bits != 8 or packed.group_size != k:
+            raise unsupported(
+                op, "static-activation linear needs int8 per-channel weights", "requantize"
+            )
+        name = _pick(lw, op, "linear_q8ta_q8csw", "linear_q8ta_q8csw_q8to")
+        x_push = _static_push(act)
+        out_push = _static_push(op.requant)
+        lw.dispatch(
+            name,
+            [x, w, s, z, b, out],
+            [m, n, k, packed.row_words, *x_push, *out_push[:4], *_clamps(op)],
+            {
+                "INPUT_QUANTIZED": int(x.dtype == "i32"),
+                "HAS_ZERO_POINT": has_zp,
+                "HAS_BIAS": has_bias,
+                "REQUANT": int(op.requant is not None),
+            },
+        )
+        return [out]
+    assert isinstance(act, qfused.DynamicQParamsAttr)
+    if op.requant is not None or op.clamp_min is not None or op.clamp_max is not None:
+        raise unsupported(op, "dynamic-activation linear with clamp/requant", "unfuse the output")
+    xq, x_scale, x_zp = dynamic_quantize(lw, op, x, act, m, k)
+    name = _pick(
+        lw,
+        op,
+        _affine_kernel("linear_dq8ca", packed.bits, True),
+        _affine_kernel("linear_dq8ca", packed.bits, False),
+        "linear_dq8ca_q4gsw",
+    )
+    lw.dispatch(
+        name,
+        [xq, x_scale, x_zp, w, s, z, b, out],
+        [m, n, k, packed.row_words, packed.ngroups],
+        {
+            "WBITS": packed.bits,
+            "GROUP_SIZE": packed.group_size,
+            "HAS_ZERO_POINT": has_zp,
+            "HAS_BIAS": has_bias,
+        },
+    )
+    return [out]
+
+
+MAPPINGS = {"asymmetric": 0, "symmetric": 1, "symmetric_no_clipping_err": 2}
+
+
+def dynamic_quantize(
+    lw: Lowering, op: Operation, x: Buf, act: qfused.DynamicQParamsAttr, m: int, k: int
+) -> tuple[Buf, Buf, Buf]:
+    """choose_qparams_rows + quantize_rows: (xq i32 [m, k], scale f32 [m], zp i32 [m])."""
+    if numel(x.shape) != m * k:
+        raise unsupported(op, "unexpected input shape", "report a bug")
+    # The scale is computed in f32 (choose_qparams); an f64 scale_type only widens
+    # that f32 value, so the f32 kernels compute the same scale.
+    if act.scale_type not in (f32, f64):
+        raise unsupported(op, f"dynamic scales of type {act.scale_type}", "use f32 scales")
+    per_token = act.granularity.data == "per_token"
+    rows, cols = (m, k) if per_token else (1, m * k)
+    scale = lw.alloc((rows,), "f32")
+    zp = lw.alloc((rows,), "i32")
+    lw.dispatch(
+        "choose_qparams_rows",
+        [x, scale, zp],
+        [rows, cols, act.qmin.data, act.qmax.data, float(F32(act.eps.value.data))],
+        {"MAPPING": MAPPINGS[act.mapping.data]},
+    )
+    xq = lw.alloc(x.shape, "i32")
+    lw.dispatch("quantize_rows", [x, scale, zp, xq], [rows, cols, act.qmin.data, act.qmax.data])
+    if not per_token and m > 1:
+        scale = copy_strided(lw, scale, (m,), (0,))
+        zp = copy_strided(lw, zp, (m,), (0,))
+    return xq, scale, zp
+
+
+def _lut(
+    lw: Lowering, op: Operation, weight: SSAValue, codebook: SSAValue, scheme: qfused.LutWeightAttr
+) -> packing.PackedLut:
+    codes = _const(lw, op, weight, "LUT codes")
+    book = _const(lw, op, codebook, "codebook")
+    assert codes is not None
+    assert book is not None
+    if codes.ndim != 2:
+        raise unsupported(op, "LUT weights of rank != 2", "reshape the weight")
+    return packing.pack_lut(codes, book, scheme.nbits.data)
+
+
+def _linear_lut(
+    lw: Lowering, op: qfused.LinearOp, x: Buf, scheme: qfused.LutWeightAttr, m: int, n: int, k: int
+) -> Buf:
+    packed = _lut(lw, op, op.weight, op.scale, scheme)
+    codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
+    book = lw.constant(packed.codebook, "f32")
+    b, has_bias = _bias(lw, op, op.bias, book)
+    out = lw.alloc((*shape(op.input)[:-1], n), "f32")
+    lw.dispatch(
+        _pick(lw, op, "linear_lut"),
+        [x, codes, book, b, out],
+        [
+            m,
+            n,
+            k,
+            packed.row_words,
+            packed.block_rows,
+            packed.block_cols,
+            packed.col_groups,
+            packed.lut_size,
+        ],
+        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias},
+    )
+    return out
+
+
+@rule("qfused.embedding")
+def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    assert isinstance(op, qfused.EmbeddingOp)
+    v, d = shape(op.weight)
+    idx = lw.buffer(op.indices)
+    count = numel(shape(op.indices))
+    out = lw.alloc(shape(op.result), "f32")
+    scheme = op.weight_scheme
+    if isinstance(scheme, qfused.LutWeightAttr):
+        packed = _lut(lw, op, op.weight, op.scale, scheme)
+        codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
+        book = lw.constant(packed.codebook, "f32")
+        lw.dispatch(
+            _pick(lw, op, "embedding_lut"),
+            [idx, codes, book, out],
+            [
+                count,
+                d,
+                v,
+                packed.row_words,
+                packed.block_rows,
+                packed.block_cols,
+                packed.col_groups,
+                packed.lut_size,
+            ],
+            {"FBITS": packed.field_bits},
+        )
+        return [out]
+    assert isinstance(scheme, qfused.AffineWeightAttr)
+    packed = _affine(lw, op, op.weight, op.scale, op.zero_point, scheme)
+    w = lw.constant(packed.weight, "u32", f"q{packed.bits}")
+    s = lw.constant(packed.scales, "f32")
+    z, has_zp = _zeros(lw, packed, s)
+    name = _pick(
+        lw,
+        op,
+        _affine_kernel("embedding", packed.bits, True),
+        _affine_kernel("embedding", packed.bits, False),
+    )
+    lw.dispatch(
+        name,
+        [idx, w, s, z, out],
+        [count, d, v, packed.row_words, packed.ngroups],
+        {"WBITS": packed.bits, "GROUP_SIZE": packed.group_size, "HAS_ZERO_POINT": has_zp},
+    )
+    return [out]
+
+
+@rule("qfused.conv2d")
+def lower_conv2d(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    assert isinstance(op, qfused.Conv2dOp)
+    scheme = op.weight_scheme
+    if not isinstance(scheme, qfused.AffineWeightAttr) or not isinstance(
+        op.act, qfused.StaticQParamsAttr | None
+    ):
+        raise unsupported(op, "conv2d with LUT weights or dynamic activations", "unfuse it")
+    n, c, h, w_ = shape(op.input)
+    oc, icg, kh, kw = shape(op.weight)
+    _, _, oh, ow = shape(op.result)
+    data = _const(lw, op, op.weight, "weight")
+    s = _const(lw, op, op.scale, "weight scale")
+    z = _const(lw, op, op.zero_point, "weight zero point")
+    assert data is not None
+    assert s is not None
+    if any(b != d for b, d in zip(scheme.block_size[1:], (icg, kh, kw), strict=True)):
+        raise unsupported(op, "conv2d weights that are not per output channel", "requantize")
+    try:
+        packed = packing.pack_affine(
+            data.reshape(oc, -1),
+            s.reshape(oc, 1),
+            None if z is None else z.reshape(oc, 1),
+            scheme.qmin.data,
+            scheme.qmax.data,
+        )
+    except ValueError as e:
+        raise unsupported(op, f"its weights cannot be packed ({e})", "requantize them") from None
+    if packed.bits != 8:
+        raise unsupported(op, "conv2d weights narrower than int8", "use int8 weights")
+    x = lw.buffer(op.input)
+    wbuf = lw.constant(packed.weight, "u32", "q8")
+    sbuf = lw.constant(packed.scales, "f32")
+    zbuf, has_zp = _zeros(lw, packed, sbuf)
+    b, has_bias = _bias(lw, op, op.bias, sbuf)
+    out = lw.alloc(shape(op.result), abi_dtype(op.result))
+    (sh, sw), (ph, pw), (dh, dw) = (
+        tuple(op.stride.get_values()),
+        tuple(op.padding.get_values()),
+        tuple(op.dilation.get_values()),
+    )
+    act = op.act
+    act_mode = 0 if act is None else (2 if x.dtype == "i32" else 1)
+    in_push = _static_push(act)
+    out_push = _static_push(op.requant)
+    lw.dispatch(
+        _pick(lw, op, "conv2d_q8ta_q8csw_q8to", "conv2d_q8ta_q8csw"),
+        [x, wbuf, sbuf, zbuf, b, out],
+        [
+            n,
+            c,
+            h,
+            w_,
+            oc,
+            oh,
+            ow,
+            kh,
+            kw,
+            sh,
+            sw,
+            ph,
+            pw,
+            dh,
+            dw,
+            op.groups.value.data,
+            packed.row_words,
+            *in_push,
+            *out_push[:4],
+            *_clamps(op),
+        ],
+        {
+            "ACT": act_mode,
+            "HAS_ZERO_POINT": has_zp,
+            "HAS_BIAS": has_bias,
+            "REQUANT": int(op.requant is not None),
+        },
+    )
+    return [out]
+
+
+def _expanded(lw: Lowering, buf: Buf, dims: tuple[int, ...], out_dims: tuple[int, ...]) -> Buf:
+    """`buf` broadcast to `out_dims` (a strided copy when the shapes differ)."""
+    if numel(dims) == numel(out_dims):
+        return lw.view(buf, out_dims)
+    return copy_strided(lw, buf, out_dims, broadcast_strides(dims, out_dims))
+
+
+@rule("qfused.add")
+def lower_add(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    assert isinstance(op, qfused.AddOp)
+    out_dims = shape(op.result) or (1,)
+    a, b = (_expanded(lw, lw.buffer(v), shape(v) or (1,), out_dims) for v in (op.lhs, op.rhs))
+    out = lw.alloc(out_dims, abi_dtype(op.result))
+    alpha = op.alpha.value.data if op.alpha is not None else 1.0
+    lw.dispatch(
+        _pick(lw, op, "add_q8ta_q8ta_q8to"),
+        [a, b, out],
+        [
+            numel(out_dims),
+            *_static_push(op.lhs_act),
+            *_static_push(op.rhs_act),
+            alpha,
+            *_static_push(op.requant)[:4],
+            *_clamps(op),
+        ],
+        {
+            "A_QUANTIZED": int(a.dtype == "i32"),
+            "B_QUANTIZED": int(b.dtype == "i32"),
+            "REQUANT": int(op.requant is not None),
+        },
+    )
+    return [out]

@@ -1,0 +1,78 @@
+// RUN: qopt-opt %s -p convert-to-vkc --split-input-file | filecheck %s
+// Float ops onto the generic kernels, views, constant folding and buffer reuse.
+
+// A float linear (matmul kernel, TRANS_B = 1, bias) then relu (unary OP 1): the
+// input is uploaded, the weights become constant buffers, the relu output reuses
+// nothing (both live), the result is read back.
+// CHECK:       vkc.kernel @matmul_0 {kernel = "matmul", glsl = "matmul.glsl", {{.*}}spec = {TRANS_B = 1 : i64, HAS_BIAS = 1 : i64
+// CHECK-SAME:    bindings = ["a:f32", "b:f32", "bias:f32", "out:f32:w"], push = ["M:u32", "N:u32", "K:u32", "batch:u32", "a_bs:u32", "b_bs:u32"]}
+// CHECK:       vkc.kernel @unary_0 {kernel = "unary", {{.*}}spec = {OP = 1 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32>
+// CHECK-SAME:    attributes {vkc.planned_bytes = 48 : i64, vkc.unplanned_bytes = 48 : i64}
+// CHECK:         %[[X:.*]] = vkc.input %x : tensor<2x4xf32> -> !vkc.buffer<2x4xf32>
+// CHECK:         %[[W:.*]] = vkc.constant dense_resource<{{.*}}> : tensor<12xf32> : !vkc.buffer<3x4xf32>
+// CHECK:         %[[B:.*]] = vkc.constant dense_resource<{{.*}}> : tensor<3xf32> : !vkc.buffer<3xf32>
+// CHECK:         %[[Y:.*]] = vkc.alloc {slot = 0 : i64} : !vkc.buffer<2x3xf32>
+// CHECK:         vkc.dispatch @matmul_0(%[[X]], %[[W]], %[[B]], %[[Y]]) {push = {M = 2 : i64, N = 3 : i64, K = 4 : i64, batch = 1 : i64, a_bs = 8 : i64, b_bs = 0 : i64}, workgroups = array<i64: 1, 2, 1>}
+// CHECK:         %[[R:.*]] = vkc.alloc {slot = 1 : i64} : !vkc.buffer<2x3xf32>
+// CHECK-NEXT:    vkc.barrier
+// CHECK-NEXT:    vkc.dispatch @unary_0(%[[Y]], %[[R]])
+// CHECK:         %[[OUT:.*]] = vkc.output %[[R]] : !vkc.buffer<2x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[OUT]] : tensor<2x3xf32>
+func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 0.0, 1.0, 0.0]]> : tensor<3x4xf32>
+  %b = arith.constant dense<[0.1, 0.2, 0.3]> : tensor<3xf32>
+  %y = aten.linear %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %r = aten.relu %y : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// Buffer reuse: a chain of three unary ops needs two slots, the third result
+// reuses the first one's memory (its lifetime ended).
+// CHECK-LABEL: func.func @forward(%x: tensor<64xf32>) -> tensor<64xf32>
+// CHECK-SAME:    attributes {vkc.planned_bytes = 512 : i64, vkc.unplanned_bytes = 768 : i64}
+// CHECK:         vkc.alloc {slot = 0 : i64} : !vkc.buffer<64xf32>
+// CHECK:         vkc.alloc {slot = 1 : i64} : !vkc.buffer<64xf32>
+// CHECK:         vkc.alloc {slot = 0 : i64} : !vkc.buffer<64xf32>
+func.func @forward(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %a = aten.neg %x : (tensor<64xf32>) -> tensor<64xf32>
+  %b = aten.exp %a : (tensor<64xf32>) -> tensor<64xf32>
+  %c = aten.sigmoid %b : (tensor<64xf32>) -> tensor<64xf32>
+  func.return %c : tensor<64xf32>
+}
+
+// -----
+
+// A view keeps the memory (vkc.view); a transpose is a strided copy.
+// CHECK-LABEL: func.func @forward(%x: tensor<2x3xf32>) -> tensor<3x2xf32>
+// CHECK:         %[[X:.*]] = vkc.input %x
+// CHECK:         %[[V:.*]] = vkc.view %[[X]] : !vkc.buffer<2x3xf32> -> !vkc.buffer<3x2xf32>
+// CHECK:         %[[T:.*]] = vkc.alloc {slot = 0 : i64} : !vkc.buffer<2x3xf32>
+// CHECK:         vkc.dispatch @copy_strided_0(%[[V]], %[[T]]) {push = {n = 6 : i64, in_off = 0 : i64, out_off = 0 : i64, d0 = 1 : i64, d1 = 1 : i64, d2 = 1 : i64, d3 = 1 : i64, d4 = 2 : i64, d5 = 3 : i64, si0 = 0 : i64, si1 = 0 : i64, si2 = 0 : i64, si3 = 0 : i64, si4 = 1 : i64, si5 = 2 : i64
+// CHECK:         %[[V2:.*]] = vkc.view %[[T]] : !vkc.buffer<2x3xf32> -> !vkc.buffer<3x2xf32>
+// CHECK:         vkc.output %[[V2]]
+func.func @forward(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %v = aten.view %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %t = aten.transpose %v {dim0 = 0 : i64, dim1 = 1 : i64} : (tensor<3x2xf32>) -> tensor<2x3xf32>
+  %r = aten.view %t : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  func.return %r : tensor<3x2xf32>
+}
+
+// -----
+
+// Constant folding: the slice and neg of a constant table are computed at compile
+// time; only the add runs (binary OP 0, broadcasting the folded [1, 2] row).
+// CHECK-LABEL: func.func @forward(%x: tensor<3x2xf32>) -> tensor<3x2xf32>
+// CHECK-NOT:     copy_strided
+// CHECK:         %[[C:.*]] = vkc.constant dense_resource<{{.*}}> : tensor<2xf32> : !vkc.buffer<1x2xf32>
+// CHECK:         vkc.dispatch @binary_0(%{{.*}}, %[[C]], %{{.*}}) {push = {n = 6 : i64, {{.*}}sb4 = 0 : i64, sb5 = 1 : i64
+// CHECK-NOT:     vkc.dispatch
+func.func @forward(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %table = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %row = aten.slice %table {dim = 0 : i64, start = 1 : i64, end = 2 : i64, step = 1 : i64} : (tensor<3x2xf32>) -> tensor<1x2xf32>
+  %neg = aten.neg %row : (tensor<1x2xf32>) -> tensor<1x2xf32>
+  %y = aten.add %x, %neg : (tensor<3x2xf32>, tensor<1x2xf32>) -> tensor<3x2xf32>
+  func.return %y : tensor<3x2xf32>
+}

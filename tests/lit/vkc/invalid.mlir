@@ -1,0 +1,107 @@
+// RUN: qopt-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// One chunk per verifier message of qopt/dialects/vkc.py.
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32"]}
+func.func @binding_count(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.dispatch @k(%b) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: kernel test has 2 bindings (x, y), got 1 buffers
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32"]}
+func.func @binding_dtype(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %w = vkc.constant dense<[1]> : tensor<1xui32> : !vkc.buffer<1xui32, "q4">
+  vkc.dispatch @k(%b, %w) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>, !vkc.buffer<1xui32, "q4">
+  func.return
+}
+// CHECK: binding y of kernel test takes f32 elements, got !vkc.buffer<1xui32, "q4">
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32", "a:f32"]}
+func.func @push_missing(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.dispatch @k(%b, %b) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>, !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: kernel test takes push constants ['n', 'a'], got ['n']
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = ["a:f32"]}
+func.func @push_type(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.dispatch @k(%b) {push = {a = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: push constant a must be an f32 float attribute
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = []}
+func.func @workgroups(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.dispatch @k(%b) {push = {}, workgroups = array<i64: 0, 1, 1>} : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: workgroups must be 3 positive counts, got [0, 1, 1]
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1>, spec = {}, bindings = ["x:f32"], push = []}
+// CHECK: local_size must be 3 positive sizes, got [64, 1]
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f64"], push = []}
+// CHECK: binding 'x:f64' has dtype f64: use f32, i32 or u32
+
+// -----
+
+vkc.kernel @k {kernel = "unary", glsl = "unary.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = []}
+// CHECK: bindings of kernel unary are ['x:f32', 'y:f32:w']
+
+// -----
+
+func.func @input_shape(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<5xf32>
+  func.return
+}
+// CHECK: input tensor<4xf32> has 4 elements but the buffer holds 5
+
+// -----
+
+func.func @input_dtype(%x: tensor<4xi64>) {
+  %b = vkc.input %x : tensor<4xi64> -> !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: input tensor<4xi64> travels as i32 buffers, not f32
+
+// -----
+
+func.func @view(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %v = vkc.view %b : !vkc.buffer<4xf32> -> !vkc.buffer<2x3xf32>
+  func.return
+}
+// CHECK: a view keeps the element count, element type and layout
+
+// -----
+
+func.func @constant() {
+  %w = vkc.constant dense<[1, 2]> : tensor<2xui32> : !vkc.buffer<3xui32>
+  func.return
+}
+// CHECK: constant value tensor<2xui32> does not match buffer
+
+// -----
+
+func.func @buffer_elem() {
+  %t = vkc.alloc : !vkc.buffer<4xf64>
+  func.return
+}
+// CHECK: buffer elements must be f32, i32 or ui32, got f64

@@ -1,0 +1,31 @@
+// RUN: QOPT_ROUNDTRIP
+// RUN: QOPT_GENERIC_ROUNDTRIP
+
+// CHECK:       vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = ["x:f32", "w:u32", "y:f32:w"], push = ["n:i32", "alpha:f32"]}
+// GENERIC:     "vkc.kernel"() <{sym_name = "scale", kernel = "test_scale"
+vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = ["x:f32", "w:u32", "y:f32:w"], push = ["n:i32", "alpha:f32"]}
+
+// CHECK-LABEL: func.func @forward(
+// CHECK:         %[[IN:.*]] = vkc.input %{{.*}} : tensor<1x16xi64> -> !vkc.buffer<1x16xi32>
+// CHECK:         %[[X:.*]] = vkc.input %{{.*}} : tensor<4x8xf32> -> !vkc.buffer<4x8xf32>
+// CHECK:         %[[W:.*]] = vkc.constant dense<[1, 2]> : tensor<2xui32> : !vkc.buffer<2xui32, "q4gsw">
+// CHECK:         %[[Y:.*]] = vkc.alloc {slot = 0 : i64} : !vkc.buffer<4x8xf32>
+// CHECK:         %[[T:.*]] = vkc.alloc : !vkc.buffer<32xf32>
+// CHECK:         vkc.dispatch @scale(%[[X]], %[[W]], %[[Y]]) {push = {n = 32 : i32, alpha = 5.000000e-01 : f32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4x8xf32>, !vkc.buffer<2xui32, "q4gsw">, !vkc.buffer<4x8xf32>
+// CHECK:         vkc.barrier
+// CHECK:         %[[V:.*]] = vkc.view %[[Y]] : !vkc.buffer<4x8xf32> -> !vkc.buffer<32xf32>
+// CHECK:         %{{.*}} = vkc.output %[[V]] : !vkc.buffer<32xf32> -> tensor<32xf32>
+// GENERIC:       "vkc.dispatch"(%{{.*}}, %{{.*}}, %{{.*}}) <{kernel = @scale, push = {n = 32 : i32, alpha = 5.000000e-01 : f32}, workgroups = array<i64: 1, 1, 1>}>
+// GENERIC:       "vkc.barrier"() : () -> ()
+func.func @forward(%tokens: tensor<1x16xi64>, %x: tensor<4x8xf32>) -> tensor<32xf32> {
+  %in = vkc.input %tokens : tensor<1x16xi64> -> !vkc.buffer<1x16xi32>
+  %xb = vkc.input %x : tensor<4x8xf32> -> !vkc.buffer<4x8xf32>
+  %w = vkc.constant dense<[1, 2]> : tensor<2xui32> : !vkc.buffer<2xui32, "q4gsw">
+  %y = vkc.alloc {slot = 0 : i64} : !vkc.buffer<4x8xf32>
+  %t = vkc.alloc : !vkc.buffer<32xf32>
+  vkc.dispatch @scale(%xb, %w, %y) {push = {n = 32 : i32, alpha = 0.5 : f32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4x8xf32>, !vkc.buffer<2xui32, "q4gsw">, !vkc.buffer<4x8xf32>
+  vkc.barrier
+  %v = vkc.view %y : !vkc.buffer<4x8xf32> -> !vkc.buffer<32xf32>
+  %out = vkc.output %v : !vkc.buffer<32xf32> -> tensor<32xf32>
+  func.return %out : tensor<32xf32>
+}

@@ -1,0 +1,1003 @@
+"""Every Vulkan kernel: spirv-val passes; on the Vulkan device (run under the Khronos
+validation layer when it is installed) each kernel equals its numpy reference on small
+random inputs (f32: rel err < 1e-5; integer outputs exact), and each reference equals an
+independent torch/numpy computation of the op. Without a Vulkan device the device
+tests are skipped with the reason."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.ao.quantization.fx import _decomposed  # noqa: F401  (quantized_decomposed ops)
+
+from qopt.backends.vulkan import kernel_specs as ks
+from qopt.backends.vulkan.packing import (
+    pack_affine,
+    pack_bits,
+    pack_lut,
+    unpack_affine,
+    unpack_bits,
+)
+from qopt.backends.vulkan.registry import kernels
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, VulkanError, vulkan_available
+from qopt.backends.vulkan.spirv import KERNEL_DIR, compile_glsl, compile_kernel
+
+F32 = np.float32
+RNG = np.random.default_rng(1234)
+HAVE_TOOLS = shutil.which("glslangValidator") and shutil.which("spirv-val")
+
+
+# ----- compile + spirv-val (no device needed) --------------------------------------------
+
+
+@pytest.mark.skipif(not HAVE_TOOLS, reason="glslangValidator/spirv-val not installed")
+@pytest.mark.parametrize("glsl", sorted(p.name for p in KERNEL_DIR.glob("*.glsl")))
+def test_spirv_val(glsl: str) -> None:
+    spirv = compile_kernel(glsl)  # validates with spirv-val on a cache miss
+    from qopt.backends.vulkan.spirv import validate_spirv
+
+    validate_spirv(spirv, glsl)
+    assert spirv[:4] == b"\x03\x02\x23\x07"
+
+
+def test_every_spec_has_its_source_and_doc() -> None:
+    for name, spec in kernels().items():
+        assert (KERNEL_DIR / spec.glsl).is_file(), name
+        assert spec.__doc__
+        assert name in ks.DOCS
+        assert len(spec.push) * 4 <= 128, name
+
+
+@pytest.mark.skipif(not HAVE_TOOLS, reason="glslangValidator not installed")
+def test_compile_error_is_a_qopt_error() -> None:
+    from qopt.errors import QoptError
+
+    with pytest.raises(QoptError, match="glslangValidator failed"):
+        compile_glsl("#version 450\nvoid main() { undefined_thing; }\n", "bad.glsl")
+
+
+def test_packing_round_trip() -> None:
+    for bits, lo in ((4, -8), (8, -128), (2, 0), (1, 0), (4, 0)):
+        v = RNG.integers(lo, lo + (1 << bits), size=(5, 37))
+        w = pack_bits(v, bits, lo)
+        assert w.dtype == np.uint32
+        assert (w.shape[1] * 32) % 128 == 0
+        assert np.array_equal(unpack_bits(w, bits, 37, lo), v)
+    # q4gsw order: even element in the low nibble, value + 8
+    assert pack_bits(np.array([[1, -2] + [0] * 30]), 4, -8)[0, 0] & 0xFF == (6 << 4) | 9
+    data = RNG.integers(-8, 8, size=(6, 64))
+    s = RNG.random((6, 2), dtype=F32)
+    zp = RNG.integers(-3, 3, size=(6, 2))
+    p = pack_affine(data, s, zp, -8, 7)
+    expect = (data - np.repeat(zp, 32, 1)) * np.repeat(s.astype(np.float64), 32, 1)
+    assert np.array_equal(unpack_affine(p), expect)
+
+
+# ----- device tests -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dev() -> Iterator[VulkanDevice]:
+    reason = vulkan_available()
+    if reason:
+        pytest.skip(reason)
+    from qopt.backends.vulkan.runtime import VALIDATION_LAYER
+
+    try:
+        device = VulkanDevice(validation=True)
+    except VulkanError as e:
+        if VALIDATION_LAYER not in str(e):
+            raise
+        pytest.skip(f"{VALIDATION_LAYER} not installed: {e}")
+    with device:
+        yield device
+        assert device.validation_errors == []
+
+
+def run_kernel(
+    dev: VulkanDevice,
+    name: str,
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, tuple[type, int]],
+    push: dict,
+    spec: dict | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run kernel `name` on the device and its reference; (device, reference) outputs."""
+    kspec = kernels()[name]
+    spec = spec or {}
+    bufs = {}
+    host: dict[str, np.ndarray] = {}
+    for b in kspec.bindings:
+        if b.name in inputs:
+            arr = np.ascontiguousarray(inputs[b.name]).reshape(-1)
+            assert arr.dtype.itemsize == 4, (b.name, arr.dtype)
+            bufs[b.name] = dev.upload(arr)
+            host[b.name] = arr.copy()
+        elif b.name in outputs:
+            dtype, count = outputs[b.name]
+            init = np.zeros(count, dtype=dtype)
+            if b.name in inputs:
+                init = inputs[b.name]
+            bufs[b.name] = dev.upload(init)
+            host[b.name] = init.copy()
+        else:  # an unused optional binding
+            bufs[b.name] = dev.buffer(16)
+            host[b.name] = np.zeros(4, dtype=F32)
+    dev.run([Dispatch(name, bufs, push, spec)])
+    got = {k: dev.download(bufs[k], dtype, (count,)) for k, (dtype, count) in outputs.items()}
+    kspec.reference(host, push, {n: spec.get(n, d) for n, d in kspec.spec})
+    ref = {
+        k: host[k].reshape(-1).view(np.uint32).view(dtype)[:count]
+        for k, (dtype, count) in outputs.items()
+    }
+    for b in bufs.values():
+        b.free()
+    return got, ref
+
+
+def close(got: np.ndarray, ref: np.ndarray, tol: float = 1e-5) -> None:
+    assert got.shape == ref.shape
+    if got.dtype.kind in "iu":
+        assert np.array_equal(got, ref), np.flatnonzero(got != ref)[:10]
+        return
+    same_nan = np.isnan(got) == np.isnan(ref)
+    assert same_nan.all()
+    g, r = got[~np.isnan(got)], ref[~np.isnan(ref)]
+    fin = np.isfinite(r)
+    assert np.array_equal(g[~fin], r[~fin])
+    scale = max(np.abs(r[fin]).max(initial=0.0), 1e-30)
+    err = np.abs(g[fin].astype(np.float64) - r[fin]).max(initial=0.0) / scale
+    assert err <= tol if tol == 0 else err < tol, err
+
+
+def tclose(ref: np.ndarray, expect: np.ndarray | torch.Tensor, tol: float = 1e-5) -> None:
+    """Reference vs an independent torch/numpy computation."""
+    e = expect.detach().numpy() if isinstance(expect, torch.Tensor) else np.asarray(expect)
+    close(np.asarray(ref).reshape(-1), e.reshape(-1).astype(np.asarray(ref).dtype), tol)
+
+
+# -- elementwise
+
+
+UNARY_TORCH = {
+    "identity": lambda t: t,
+    "relu": torch.relu,
+    "silu": F.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "reciprocal": torch.reciprocal,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "erf": torch.erf,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "clamp": lambda t: torch.clamp(t, -0.5, 0.75),
+    "leaky_relu": lambda t: F.leaky_relu(t, 0.1),
+    "hardswish": F.hardswish,
+    "hardsigmoid": F.hardsigmoid,
+    "square": torch.square,
+    "logical_not": lambda t: torch.logical_not(t).int(),
+    "to_bool": lambda t: (t != 0).int(),
+    "cast_f32_i32": lambda t: t.int(),
+}
+
+
+def test_unary_f32(dev: VulkanDevice) -> None:
+    n = 301
+    x = (RNG.standard_normal(n) * 3).astype(F32)
+    x[:6] = [0.5, 1.5, -2.5, 0.0, -0.0, 2.5]
+    for name, op in ks.UNARY_OPS.items():
+        if name == "cast_i32_f32":
+            continue
+        xin = np.abs(x) + F32(0.1) if name in ("log", "sqrt", "rsqrt") else x
+        int_out = name in ("logical_not", "to_bool", "cast_f32_i32")
+        dtype = np.int32 if int_out else F32
+        push = {"n": n, "a": 0.1 if name == "leaky_relu" else -0.5, "b": 0.75}
+        got, ref = run_kernel(dev, "unary", {"x": xin}, {"y": (dtype, n)}, push, {"OP": op})
+        tol = 2e-5 if name in ("sin", "cos", "exp", "tanh", "gelu_tanh") else 1e-5
+        close(got["y"], ref["y"], tol)
+        tclose(ref["y"], UNARY_TORCH[name](torch.from_numpy(xin)), 3e-6 if not int_out else 0)
+
+
+def test_unary_i32(dev: VulkanDevice) -> None:
+    n = 50
+    x = RNG.integers(-20, 20, n).astype(np.int32)
+    expect = {
+        "identity": x,
+        "relu": np.maximum(x, 0),
+        "neg": -x,
+        "abs": np.abs(x),
+        "clamp": np.clip(x, -5, 7),
+        "logical_not": (x == 0).astype(np.int32),
+        "to_bool": (x != 0).astype(np.int32),
+        "cast_i32_f32": x.astype(F32),
+    }
+    for name in ks.UNARY_INT_OPS:
+        dtype = F32 if name == "cast_i32_f32" else np.int32
+        got, ref = run_kernel(
+            dev,
+            "unary",
+            {"x": x},
+            {"y": (dtype, n)},
+            {"n": n, "a": -5.0, "b": 7.0},
+            {"OP": ks.UNARY_OPS[name], "DTYPE": 1},
+        )
+        close(got["y"], ref["y"])
+        tclose(ref["y"], expect[name], 0)
+
+
+BINARY_TORCH = {
+    "add": lambda a, b: torch.add(a, b, alpha=2),
+    "sub": lambda a, b: torch.sub(a, b, alpha=2),
+    "mul": torch.mul,
+    "div": torch.div,
+    "pow": torch.pow,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or,
+    "remainder": torch.remainder,
+    "floor_divide": torch.floor_divide,
+}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_binary_broadcast(dev: VulkanDevice, dtype: str) -> None:
+    ash, bsh, osh = (2, 3, 1, 5), (3, 4, 1), (2, 3, 4, 5)
+    if dtype == "f32":
+        a = RNG.standard_normal(ash).astype(F32)
+        b = RNG.standard_normal(bsh).astype(F32)
+        b[0, 0, 0] = a[0, 0, 0, 0]
+    else:
+        a = RNG.integers(-9, 9, ash).astype(np.int32)
+        b = RNG.integers(1, 5, bsh).astype(np.int32) * RNG.choice([-1, 1], bsh).astype(np.int32)
+    push = ks.elementwise_push(
+        osh, sa=ks.broadcast_strides(ash, osh), sb=ks.broadcast_strides(bsh, osh)
+    )
+    push.update(a_off=0, b_off=0, alpha=2.0)
+    n = push["n"]
+    for name, op in ks.BINARY_OPS.items():
+        if dtype == "i32" and name == "div":
+            continue
+        aa = np.abs(a) + F32(0.5) if name == "pow" and dtype == "f32" else a
+        bb = b
+        if name == "pow" and dtype == "i32":
+            bb = np.abs(b) % 3
+        outd = np.int32 if (op in ks.BINARY_BOOL_OPS or dtype == "i32") else F32
+        got, ref = run_kernel(
+            dev,
+            "binary",
+            {"a": aa, "b": bb},
+            {"out": (outd, n)},
+            push,
+            {"OP": op, "DTYPE": int(dtype == "i32")},
+        )
+        close(got["out"], ref["out"], 2e-5 if name == "pow" else 1e-5)
+        expect = BINARY_TORCH[name](torch.from_numpy(aa), torch.from_numpy(bb))
+        if expect.dtype == torch.bool:
+            expect = expect.int()
+        tclose(ref["out"], expect, 1e-6 if outd == F32 else 0)
+
+
+def test_where_copy_fill(dev: VulkanDevice) -> None:
+    osh = (2, 3, 4)
+    c = (RNG.random((3, 1)) > 0.5).astype(np.int32)
+    a = RNG.standard_normal(osh).astype(F32)
+    b = RNG.standard_normal((4,)).astype(F32)
+    push = ks.elementwise_push(
+        osh,
+        sc=ks.broadcast_strides(c.shape, osh),
+        sa=ks.broadcast_strides(a.shape, osh),
+        sb=ks.broadcast_strides(b.shape, osh),
+    )
+    got, ref = run_kernel(dev, "where", {"cond": c, "a": a, "b": b}, {"out": (F32, 24)}, push)
+    close(got["out"], ref["out"], 0)
+    tclose(
+        ref["out"],
+        torch.where(torch.from_numpy(c).bool(), torch.from_numpy(a), torch.from_numpy(b)),
+        0,
+    )
+    # permute (2, 0, 1) of a [2, 3, 4] tensor, written at offset 3 of a bigger buffer
+    x = RNG.standard_normal((2, 3, 4)).astype(F32)
+    perm = np.transpose(x, (2, 0, 1))
+    push = ks.elementwise_push(perm.shape, si=(1, 12, 4), so=(6, 3, 1))
+    push.update(in_off=0, out_off=3)
+    got, ref = run_kernel(dev, "copy_strided", {"x": x}, {"y": (F32, 30)}, push)
+    close(got["y"], ref["y"], 0)
+    tclose(ref["y"][3:27], perm.copy(), 0)
+    # slice x[:, 1:, ::2]
+    push = ks.elementwise_push((2, 2, 2), si=(12, 4, 2), so=(4, 2, 1))
+    push.update(in_off=4, out_off=0)
+    got, ref = run_kernel(dev, "copy_strided", {"x": x}, {"y": (F32, 8)}, push)
+    close(got["y"], ref["y"], 0)
+    tclose(ref["y"], x[:, 1:, ::2].copy(), 0)
+    for mode, start, step, expect in (
+        (0, 0.5, 0.25, np.arange(10) * 0.25 + 0.5),
+        (1, -3, 2, np.arange(10) * 2 - 3),
+    ):
+        dtype = F32 if mode == 0 else np.int32
+        kind = "f32" if mode == 0 else "i32"
+        push = {"n": 10, "start": ks.word_of(start, kind), "step": ks.word_of(step, kind)}
+        got, ref = run_kernel(dev, "fill", {}, {"y": (dtype, 10)}, push, {"MODE": mode})
+        close(got["y"], ref["y"], 0)
+        tclose(ref["y"], expect.astype(dtype), 0)
+
+
+# -- rows
+
+
+def test_rows(dev: VulkanDevice) -> None:
+    rows, cols = 5, 77
+    x = RNG.standard_normal((rows, cols)).astype(F32)
+    t = torch.from_numpy(x)
+    push = {"rows": rows, "cols": cols}
+    for name, op in ks.REDUCE_OPS.items():
+        got, ref = run_kernel(dev, "reduce_rows", {"x": x}, {"y": (F32, rows)}, push, {"OP": op})
+        close(got["y"], ref["y"])
+        expect = {"sum": t.sum(1), "mean": t.mean(1), "max": t.amax(1), "min": t.amin(1)}[name]
+        tclose(ref["y"], expect)
+    for log in (0, 1):
+        got, ref = run_kernel(
+            dev, "softmax_rows", {"x": x}, {"y": (F32, x.size)}, push, {"LOG": log}
+        )
+        close(got["y"], ref["y"])
+        tclose(ref["y"], F.log_softmax(t, -1) if log else F.softmax(t, -1))
+    w = RNG.standard_normal(cols).astype(F32)
+    b = RNG.standard_normal(cols).astype(F32)
+    for hw, hb, rms in ((1, 1, 0), (0, 0, 0), (1, 0, 1)):
+        got, ref = run_kernel(
+            dev,
+            "layer_norm_rows",
+            {"x": x, "weight": w, "bias": b},
+            {"y": (F32, x.size)},
+            {**push, "eps": 1e-5},
+            {"HAS_WEIGHT": hw, "HAS_BIAS": hb, "RMS": rms},
+        )
+        close(got["y"], ref["y"])
+        tw = torch.from_numpy(w) if hw else None
+        if rms:
+            expect = F.rms_norm(t, (cols,), tw, 1e-5)
+        else:
+            expect = F.layer_norm(t, (cols,), tw, torch.from_numpy(b) if hb else None, 1e-5)
+        tclose(ref["y"], expect)
+
+
+# -- matmul, conv, pool, gather, sdpa
+
+
+@pytest.mark.parametrize("trans_b,npw,mt", [(1, 4, 1), (1, 3, 2), (0, 4, 1)])
+def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int) -> None:
+    batch, m, n, k = 2, 5, 7, 45
+    a = RNG.standard_normal((batch, m, k)).astype(F32)
+    b = RNG.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    push = {"M": m, "N": n, "K": k, "batch": batch, "a_bs": m * k, "b_bs": n * k}
+    got, ref = run_kernel(
+        dev,
+        "matmul",
+        {"a": a, "b": b, "bias": bias},
+        {"out": (F32, batch * m * n)},
+        push,
+        {"TRANS_B": trans_b, "HAS_BIAS": 1, "NPW": npw, "MT": mt},
+    )
+    close(got["out"], ref["out"])
+    tb = torch.from_numpy(b)
+    expect = torch.from_numpy(a) @ (tb.transpose(1, 2) if trans_b else tb) + torch.from_numpy(bias)
+    tclose(ref["out"], expect)
+
+
+def _conv_push(x_shape, w_shape, stride, pad, dil, groups) -> dict:
+    n, c, h, w = x_shape
+    oc, _, kh, kw = w_shape
+    oh = ks.conv_out(h, kh, stride[0], pad[0], dil[0])
+    ow = ks.conv_out(w, kw, stride[1], pad[1], dil[1])
+    return {
+        "N": n,
+        "C": c,
+        "H": h,
+        "W": w,
+        "OC": oc,
+        "OH": oh,
+        "OW": ow,
+        "KH": kh,
+        "KW": kw,
+        "sh": stride[0],
+        "sw": stride[1],
+        "ph": pad[0],
+        "pw": pad[1],
+        "dh": dil[0],
+        "dw": dil[1],
+        "groups": groups,
+    }
+
+
+def test_conv_pool_gather(dev: VulkanDevice) -> None:
+    x = RNG.standard_normal((2, 4, 7, 6)).astype(F32)
+    w = RNG.standard_normal((6, 2, 3, 2)).astype(F32)
+    bias = RNG.standard_normal(6).astype(F32)
+    push = _conv_push(x.shape, w.shape, (2, 1), (1, 1), (1, 2), 2)
+    count = 2 * 6 * push["OH"] * push["OW"]
+    got, ref = run_kernel(
+        dev, "conv2d", {"x": x, "w": w, "bias": bias}, {"y": (F32, count)}, push, {"HAS_BIAS": 1}
+    )
+    close(got["y"], ref["y"])
+    tclose(
+        ref["y"],
+        F.conv2d(
+            torch.from_numpy(x),
+            torch.from_numpy(w),
+            torch.from_numpy(bias),
+            (2, 1),
+            (1, 1),
+            (1, 2),
+            2,
+        ),
+    )
+    t = torch.from_numpy(x)
+    planes = 8
+    for op, kw_, ceil, cip in (("max", {}, True, 1), ("avg", {}, True, 1), ("avg", {}, False, 0)):
+        k_, s_, p_ = (3, 2), (2, 2), (1, 0)
+        if op == "max":
+            expect = F.max_pool2d(t, k_, s_, p_, (1, 1), ceil_mode=ceil)
+        else:
+            expect = F.avg_pool2d(t, k_, s_, p_, ceil_mode=ceil, count_include_pad=bool(cip))
+        oh, ow = expect.shape[2:]
+        push = {
+            "planes": planes,
+            "H": 7,
+            "W": 6,
+            "OH": oh,
+            "OW": ow,
+            "KH": 3,
+            "KW": 2,
+            "sh": 2,
+            "sw": 2,
+            "ph": 1,
+            "pw": 0,
+            "dh": 1,
+            "dw": 1,
+            "divisor_override": 0,
+        }
+        got, ref = run_kernel(
+            dev,
+            "pool2d",
+            {"x": x},
+            {"y": (F32, planes * oh * ow)},
+            push,
+            {"OP": ks.POOL_OPS[op], "COUNT_INCLUDE_PAD": cip},
+        )
+        close(got["y"], ref["y"])
+        tclose(ref["y"], expect)
+    push = {"planes": planes, "H": 7, "W": 6, "OH": 3, "OW": 4}
+    got, ref = run_kernel(dev, "adaptive_avg_pool2d", {"x": x}, {"y": (F32, planes * 12)}, push)
+    close(got["y"], ref["y"])
+    tclose(ref["y"], F.adaptive_avg_pool2d(t, (3, 4)))
+    table = RNG.standard_normal((10, 6)).astype(F32)
+    idx = np.array([3, 0, 9, -1, 4], dtype=np.int32)
+    got, ref = run_kernel(
+        dev,
+        "gather_rows",
+        {"table": table, "idx": idx},
+        {"y": (F32, 30)},
+        {"n": 5, "D": 6, "V": 10},
+    )
+    close(got["y"], ref["y"], 0)
+    tclose(ref["y"], table[idx], 0)
+
+
+@pytest.mark.parametrize("mask,causal", [(0, 0), (1, 0), (0, 1)])
+def test_sdpa(dev: VulkanDevice, mask: int, causal: int) -> None:
+    b, h, lq, s, e = 2, 3, 4, 5, 8
+    q = RNG.standard_normal((b, h, lq, e)).astype(F32)
+    k = RNG.standard_normal((b, h, s, e)).astype(F32)
+    v = RNG.standard_normal((b, h, s, e)).astype(F32)
+    m = RNG.standard_normal((lq, s)).astype(F32)
+    scale = 1 / np.sqrt(e)
+    push = {
+        "BH": b * h,
+        "H": h,
+        "L": lq,
+        "S": s,
+        "E": e,
+        "EV": e,
+        "scale": scale,
+        "mb": 0,
+        "mh": 0,
+        "ml": s,
+        "ms": 1,
+    }
+    got, ref = run_kernel(
+        dev,
+        "sdpa",
+        {"q": q, "k": k, "v": v, "mask": m},
+        {"out": (F32, q.size)},
+        push,
+        {"HAS_MASK": mask, "CAUSAL": causal},
+    )
+    close(got["out"], ref["out"])
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    expect = F.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=torch.from_numpy(m) if mask else None, is_causal=bool(causal)
+    )
+    tclose(ref["out"], expect)
+
+
+# -- standalone quantization
+
+
+def test_quantize_dequantize(dev: VulkanDevice) -> None:
+    from qopt.interpreters import quant as iq
+
+    x = (RNG.standard_normal(200) * 4).astype(F32)
+    scale, zp = 0.05, 3
+    x[:4] = [scale * 2.5, scale * -3.5, scale * 0.5, 1000.0]
+    inv = float(F32(1.0 / scale))
+    for zfirst in (0, 1):
+        push = {"n": 200, "inv_scale": inv, "zp": zp, "qmin": -128, "qmax": 127}
+        got, ref = run_kernel(
+            dev,
+            "quantize_per_tensor",
+            {"x": x},
+            {"q": (np.int32, 200)},
+            push,
+            {"ZP_BEFORE_ROUND": zfirst},
+        )
+        close(got["q"], ref["q"])
+        if zfirst == 0:  # PT2E quantize_per_tensor
+            expect = torch.ops.quantized_decomposed.quantize_per_tensor(
+                torch.from_numpy(x), scale, zp, -128, 127, torch.int8
+            ).int()
+        else:  # zero point added before rounding (quantize_per_token's order)
+            expect = np.clip(np.round(x.astype(np.float64) * inv + zp), -128, 127)
+        tclose(ref["q"], expect.astype(np.int32) if isinstance(expect, np.ndarray) else expect, 0)
+    # dequantize: i32 per-channel [4, 6] on axis 0, zero points
+    q = RNG.integers(-128, 128, (4, 6)).astype(np.int32)
+    s = RNG.random(4).astype(F32)
+    z = RNG.integers(-5, 5, 4).astype(np.int32)
+    push = {
+        "n": 24,
+        "d0": 1,
+        "d1": 1,
+        "d2": 4,
+        "d3": 6,
+        "b0": 1,
+        "b1": 1,
+        "b2": 1,
+        "b3": 6,
+        "ps0": 0,
+        "ps1": 0,
+        "ps2": 1,
+        "ps3": 0,
+        "row_words": 6,
+        "lo": 0,
+    }
+    got, ref = run_kernel(
+        dev,
+        "dequantize",
+        {"data": q, "scales": s, "zeros": z},
+        {"y": (F32, 24)},
+        push,
+        {"BITS": 32, "HAS_ZERO_POINT": 1},
+    )
+    close(got["y"], ref["y"], 0)
+    tclose(ref["y"], iq.dequantize(q, s, z, (1, 6), F32, F32), 0)
+    # packed int4 per-group [3, 64] g32
+    q4 = RNG.integers(-8, 8, (3, 64))
+    s4 = RNG.random((3, 2)).astype(F32)
+    p = pack_affine(q4, s4, None, -8, 7)
+    push = {
+        "n": 192,
+        "d0": 1,
+        "d1": 1,
+        "d2": 3,
+        "d3": 64,
+        "b0": 1,
+        "b1": 1,
+        "b2": 1,
+        "b3": 32,
+        "ps0": 0,
+        "ps1": 0,
+        "ps2": 2,
+        "ps3": 1,
+        "row_words": p.row_words,
+        "lo": p.lo,
+    }
+    got, ref = run_kernel(
+        dev,
+        "dequantize",
+        {"data": p.weight, "scales": p.scales},
+        {"y": (F32, 192)},
+        push,
+        {"BITS": 4},
+    )
+    close(got["y"], ref["y"], 0)
+    tclose(ref["y"], iq.dequantize(q4, s4, None, (1, 32), F32, F32), 0)
+
+
+@pytest.mark.parametrize("mapping", list(ks.MAPPINGS))
+def test_choose_qparams_and_quantize_rows(dev: VulkanDevice, mapping: str) -> None:
+    from qopt.interpreters import quant as iq
+
+    rows, cols = 6, 33
+    x = (RNG.standard_normal((rows, cols)) * 3).astype(F32)
+    x[1] = np.abs(x[1])
+    x[2] = 0
+    eps = float(np.finfo(F32).eps)
+    push = {"rows": rows, "cols": cols, "qmin": -128, "qmax": 127, "eps": eps}
+    got, ref = run_kernel(
+        dev,
+        "choose_qparams_rows",
+        {"x": x},
+        {"scale": (F32, rows), "zp": (np.int32, rows)},
+        push,
+        {"MAPPING": ks.MAPPINGS[mapping]},
+    )
+    close(got["scale"], ref["scale"], 0)
+    close(got["zp"], ref["zp"])
+    es, ez = iq.choose_qparams(x, (1, cols), -128, 127, mapping, eps, F32, np.int32)
+    tclose(ref["scale"], es, 0)
+    tclose(ref["zp"], ez, 0)
+    push = {"rows": rows, "cols": cols, "qmin": -128, "qmax": 127}
+    got, ref = run_kernel(
+        dev,
+        "quantize_rows",
+        {"x": x, "scale": es.reshape(-1), "zp": ez},
+        {"q": (np.int32, x.size)},
+        push,
+    )
+    close(got["q"], ref["q"])
+    tclose(ref["q"], iq.quantize(x, es, ez, (1, cols), -128, 127, np.int32, F32), 0)
+
+
+# -- fused
+
+
+def _weight(bits: int, n: int, k: int, group: int, asym: bool):
+    qmin, qmax = (-8, 7) if bits == 4 else (-128, 127)
+    data = RNG.integers(qmin, qmax + 1, (n, k))
+    s = (RNG.random((n, k // group)) * 0.1 + 0.01).astype(F32)
+    zp = RNG.integers(-3, 4, (n, k // group)) if asym else None
+    return data, s, zp, pack_affine(data, s, zp, qmin, qmax, group)
+
+
+@pytest.mark.parametrize(
+    "name,bits,k,group,asym,m,tile",
+    [
+        ("linear_q4gsw", 4, 96, 32, False, 1, (4, 1, 64)),
+        ("linear_q4gsw", 4, 100, 4, True, 3, (3, 2, 32)),  # groups inside a chunk; K tail
+        ("linear_q4gsw", 4, 64, 64, True, 5, (2, 4, 64)),
+        ("linear_q8csw", 8, 72, 72, False, 1, (4, 1, 64)),
+        ("linear_q8csw", 8, 48, 48, True, 4, (8, 2, 32)),
+    ],
+)
+def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
+    n = 11
+    data, s, zp, p = _weight(bits, n, k, group, asym)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": bias}
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {
+        "WBITS": bits,
+        "GROUP_SIZE": group,
+        "HAS_ZERO_POINT": int(asym),
+        "HAS_BIAS": 1,
+        "NPW": tile[0],
+        "MT": tile[1],
+        "WG": tile[2],
+    }
+    got, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
+    close(got["out"], ref["out"])
+    z = np.zeros_like(s) if zp is None else zp
+    w = (data - np.repeat(z, group, 1)) * np.repeat(s.astype(np.float64), group, 1)
+    tclose(
+        ref["out"],
+        F.linear(
+            torch.from_numpy(x).double(), torch.from_numpy(w), torch.from_numpy(bias).double()
+        ),
+    )
+
+
+@pytest.mark.parametrize("input_quantized,asym,requant", [(0, 0, 1), (1, 1, 0), (0, 1, 1)])
+def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None:
+    m, n, k = 3, 9, 40
+    data, s, zp, p = _weight(8, n, k, k, bool(asym))
+    x = RNG.standard_normal((m, k)).astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    act, out_q = (0.02, 5, -128, 127), (0.05, -10, -128, 127)
+    push = {
+        "M": m,
+        "N": n,
+        "K": k,
+        "row_words": p.row_words,
+        **ks.static_io_push(act, out_q if requant else None, clamp_min=0.0),
+    }
+    xq = ks._quant(x, push["in_inv_scale"], 5, -128, 127).astype(np.int32)
+    inputs = {
+        "x": xq if input_quantized else x,
+        "w": p.weight,
+        "scales": p.scales,
+        "bias": bias,
+        "zeros": p.zeros if asym else np.zeros(1, np.int32),
+    }
+    spec = {
+        "INPUT_QUANTIZED": input_quantized,
+        "HAS_ZERO_POINT": asym,
+        "HAS_BIAS": 1,
+        "REQUANT": requant,
+    }
+    dtype = np.int32 if requant else F32
+    got, ref = run_kernel(dev, "linear_q8ta_q8csw", inputs, {"out": (dtype, m * n)}, push, spec)
+    close(got["out"], ref["out"])
+    # independent: dequantize, float64 linear, relu, quantize (may differ by one step)
+    z = np.zeros_like(s) if zp is None else zp
+    xd = (xq.astype(np.float64) - 5) * float(F32(0.02))
+    y = np.maximum(xd @ ((data - z) * s.astype(np.float64)).T + bias, 0)
+    if requant:
+        expect = np.clip(np.round(y / 0.05) - 10, -128, 127)
+        assert np.abs(ref["out"] - expect.reshape(-1)).max() <= 1
+    else:
+        tclose(ref["out"], y)
+
+
+@pytest.mark.parametrize("bits,group", [(4, 16), (8, 64)])
+def test_linear_dq8ca(dev, bits: int, group: int) -> None:
+    from qopt.interpreters import quant as iq
+
+    m, n, k = 3, 7, 64
+    data, s, zp, p = _weight(bits, n, k, group, True)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    xs, xz = iq.choose_qparams(x, (1, k), -128, 127, "asymmetric", 1e-7, F32, np.int32)
+    xq = iq.quantize(x, xs, xz, (1, k), -128, 127, np.int32, F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    name = "linear_dq8ca_q4gsw" if bits == 4 else "linear_dq8ca_q8csw"
+    inputs = {
+        "xq": xq,
+        "x_scale": xs.reshape(-1),
+        "x_zp": xz.reshape(-1),
+        "w": p.weight,
+        "scales": p.scales,
+        "zeros": p.zeros,
+        "bias": bias,
+    }
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1}
+    got, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
+    close(got["out"], ref["out"])
+    xd = (xq - xz).astype(np.float64) * xs.astype(np.float64)
+    w = (data - np.repeat(zp, group, 1)) * np.repeat(s.astype(np.float64), group, 1)
+    tclose(ref["out"], xd @ w.T + bias)
+
+
+@pytest.mark.parametrize("nbits,block", [(4, (3, 16)), (3, (1, 32)), (2, (6, 8))])
+def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> None:
+    from qopt.interpreters import quant as iq
+
+    n, k, m = 6, 32, 2
+    codes = RNG.integers(0, 2**nbits, (n, k))
+    cb = RNG.standard_normal((n // block[0], k // block[1], 2**nbits, 1)).astype(F32)
+    p = pack_lut(codes, cb, nbits)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    push = {
+        "M": m,
+        "N": n,
+        "K": k,
+        "row_words": p.row_words,
+        "BN": p.block_rows,
+        "BK": p.block_cols,
+        "GK": p.col_groups,
+        "L": p.lut_size,
+    }
+    got, ref = run_kernel(
+        dev,
+        "linear_lut",
+        {"x": x, "codes": p.codes, "codebook": p.codebook},
+        {"out": (F32, m * n)},
+        push,
+        {"FBITS": p.field_bits},
+    )
+    close(got["out"], ref["out"])
+    w = iq.dequantize_codebook(codes, cb, list(block), F32)
+    tclose(ref["out"], x.astype(np.float64) @ w.T.astype(np.float64))
+    idx = np.array([5, 0, 2, -1], dtype=np.int32)
+    push = {
+        "n": 4,
+        "D": k,
+        "V": n,
+        "row_words": p.row_words,
+        "BV": p.block_rows,
+        "BD": p.block_cols,
+        "GD": p.col_groups,
+        "L": p.lut_size,
+    }
+    got, ref = run_kernel(
+        dev,
+        "embedding_lut",
+        {"idx": idx, "codes": p.codes, "codebook": p.codebook},
+        {"out": (F32, 4 * k)},
+        push,
+        {"FBITS": p.field_bits},
+    )
+    close(got["out"], ref["out"], 0)
+    tclose(ref["out"], w[idx], 0)
+
+
+@pytest.mark.parametrize("bits,group,asym", [(4, 32, False), (4, 16, True), (8, 64, False)])
+def test_embedding_q(dev, bits: int, group: int, asym: bool) -> None:
+    v, d = 9, 64
+    data, s, zp, p = _weight(bits, v, d, group, asym)
+    idx = np.array([8, 0, 3, 3, -2], dtype=np.int32)
+    name = "embedding_q4gsw" if bits == 4 else "embedding_q8csw"
+    inputs = {"idx": idx, "w": p.weight, "scales": p.scales}
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"n": 5, "D": d, "V": v, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym)}
+    got, ref = run_kernel(dev, name, inputs, {"out": (F32, 5 * d)}, push, spec)
+    close(got["out"], ref["out"], 0)
+    z = np.zeros_like(s) if zp is None else zp
+    rows = idx % v
+    expect = (data[rows].astype(F32) - np.repeat(z, group, 1)[rows].astype(F32)) * np.repeat(
+        s, group, 1
+    )[rows]
+    tclose(ref["out"], expect, 0)
+
+
+@pytest.mark.parametrize("act,requant", [(1, 1), (2, 1), (0, 0), (1, 0)])
+def test_conv2d_q8(dev, act: int, requant: int) -> None:
+    x = RNG.standard_normal((1, 4, 6, 5)).astype(F32)
+    oc, groups = 6, 2
+    data, s, zp, _ = _weight(8, oc, 2 * 3 * 3, 18, True)
+    p = pack_affine(data, s, zp, -128, 127)
+    push = _conv_push(x.shape, (oc, 2, 3, 3), (1, 2), (1, 1), (1, 1), groups)
+    act_q, out_q = (0.03, -4, -128, 127), (0.2, 3, -128, 127)
+    push.update(
+        row_words=p.row_words, **ks.static_io_push(act_q, out_q if requant else None, clamp_min=0.0)
+    )
+    xq = ks._quant(x, push["in_inv_scale"], -4, -128, 127).astype(np.int32)
+    bias = RNG.standard_normal(oc).astype(F32)
+    inputs = {
+        "x": xq if act == 2 else x,
+        "w": p.weight,
+        "scales": p.scales,
+        "zeros": p.zeros,
+        "bias": bias,
+    }
+    count = oc * push["OH"] * push["OW"]
+    dtype = np.int32 if requant else F32
+    spec = {"ACT": act, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1, "REQUANT": requant}
+    got, ref = run_kernel(dev, "conv2d_q8ta_q8csw_q8to", inputs, {"y": (dtype, count)}, push, spec)
+    close(got["y"], ref["y"])
+    w = ((data - zp) * s.astype(np.float64)).reshape(oc, 2, 3, 3)
+    xd = x.astype(np.float64) if act == 0 else (xq.astype(np.float64) + 4) * float(F32(0.03))
+    y = (
+        F.conv2d(
+            torch.from_numpy(xd),
+            torch.from_numpy(w),
+            torch.from_numpy(bias).double(),
+            (1, 2),
+            (1, 1),
+            (1, 1),
+            groups,
+        )
+        .clamp_min(0)
+        .numpy()
+    )
+    if requant:
+        assert np.abs(ref["y"] - np.clip(np.round(y / 0.2) + 3, -128, 127).reshape(-1)).max() <= 1
+    else:
+        tclose(ref["y"], y)
+
+
+def test_add_q8ta(dev: VulkanDevice) -> None:
+    n = 64
+    a = RNG.standard_normal(n).astype(F32)
+    b = RNG.integers(-128, 128, n).astype(np.int32)
+    push = {
+        "n": n,
+        "a_inv_scale": float(F32(1 / 0.02)),
+        "a_zp": 1,
+        "a_qmin": -128,
+        "a_qmax": 127,
+        "a_scale": 0.02,
+        "b_inv_scale": float(F32(1 / 0.01)),
+        "b_zp": -3,
+        "b_qmin": -128,
+        "b_qmax": 127,
+        "b_scale": 0.01,
+        "alpha": 1.0,
+        "out_inv_scale": float(F32(1 / 0.03)),
+        "out_zp": -128,
+        "out_qmin": -128,
+        "out_qmax": 127,
+        "clamp_min": 0.0,
+        "clamp_max": float("inf"),
+    }
+    spec = {"A_QUANTIZED": 0, "B_QUANTIZED": 1, "REQUANT": 1}
+    got, ref = run_kernel(
+        dev, "add_q8ta_q8ta_q8to", {"a": a, "b": b}, {"out": (np.int32, n)}, push, spec
+    )
+    close(got["out"], ref["out"])
+    qd = torch.ops.quantized_decomposed
+    ta = qd.dequantize_per_tensor(
+        qd.quantize_per_tensor(torch.from_numpy(a), 0.02, 1, -128, 127, torch.int8),
+        0.02,
+        1,
+        -128,
+        127,
+        torch.int8,
+    )
+    tb = (torch.from_numpy(b).float() + 3) * 0.01
+    expect = qd.quantize_per_tensor(torch.relu(ta + tb), 0.03, -128, -128, 127, torch.int8)
+    tclose(ref["out"], expect.int(), 0)
+
+
+def test_runtime_errors_and_timestamps(dev: VulkanDevice) -> None:
+    x = dev.upload(np.ones(8, dtype=F32))
+    with pytest.raises(VulkanError, match="buffers for bindings"):
+        dev.run([Dispatch("unary", [x], {"n": 8, "a": 0.0, "b": 0.0})])
+    with pytest.raises(VulkanError, match="no specialization constant"):
+        dev.run([Dispatch("unary", [x, x], {"n": 8, "a": 0.0, "b": 0.0}, {"NOPE": 1})])
+    y = dev.buffer(32)
+    times = dev.run(
+        [
+            Dispatch("unary", [x, y], {"n": 8, "a": 0.0, "b": 0.0}, {"OP": 13}),
+            Dispatch("unary", [y, x], {"n": 8, "a": 0.0, "b": 0.0}, {"OP": 1}),
+        ],
+        timestamps=True,
+    )
+    assert times is not None
+    assert len(times) == 2
+    assert all(t >= 0 for t in times)
+    assert np.array_equal(dev.download(x), np.zeros(8, F32))  # relu(-1) after the barrier
+    assert dev.validation_errors == []
+    x.free()
+    y.free()
+
+
+def test_device_selection_errors() -> None:
+    if vulkan_available():
+        pytest.skip(vulkan_available())
+    with pytest.raises(VulkanError, match="no Vulkan device name contains"):
+        VulkanDevice("no-such-device-name")
+
+
+def test_validation_layer_reports_errors(dev: VulkanDevice) -> None:
+    """The messenger is live: an invalid call (a 0-byte buffer) is collected, then raised."""
+    vk = dev.vk
+    info = vk.VkBufferCreateInfo(
+        size=0,
+        usage=vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+        sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
+    )
+    try:
+        handle = vk.vkCreateBuffer(dev.device, info, None)
+        vk.vkDestroyBuffer(dev.device, handle, None)
+    except Exception:
+        pass
+    assert any("size" in m for m in dev.validation_errors), dev.validation_errors
+    with pytest.raises(VulkanError, match="validation errors"):
+        dev._check_validation("a deliberate mistake")
+    assert dev.validation_errors == []
