@@ -59,6 +59,9 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
     if target == "coreml":
         from qopt.backends.coreml import compile_coreml
 
+        signature = getattr(ep_or_path, "graph_signature", None)
+        if signature is not None:  # name the outputs after the exported program's
+            options.setdefault("output_names", list(signature.user_outputs))
         return compile_coreml(module, **options)
     from qopt.backends.vulkan import compile_vulkan
 

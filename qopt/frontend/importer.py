@@ -9,6 +9,7 @@ unused float weights as parameters: they are not imported).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -78,16 +79,28 @@ def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
     return TORCH_TO_NUMPY[dtype]
 
 
-def tensor_type_of(t: torch.Tensor, where: str = "") -> TensorType:
+def tensor_type_of(t: torch.Tensor, where: str | Callable[[], str] = "") -> TensorType:
+    """The tensor type of `t`; `where` (or a function computing it only when an
+    error is raised) places the tensor in error messages."""
     shape: list[int] = []
     for d in t.shape:
         if not isinstance(d, int):
+            where = where() if callable(where) else where
             raise QoptError(
                 f"dynamic dimension {d}{where}: qopt compiles static shapes; "
                 "export without dynamic_shapes"
             )
         shape.append(d)
-    return TensorType(element_type(numpy_dtype_of(t.dtype, where)), shape)
+    if t.dtype not in TORCH_TO_NUMPY:
+        numpy_dtype_of(t.dtype, where() if callable(where) else where)
+    return tensor_type(TORCH_TO_NUMPY[t.dtype], tuple(shape))
+
+
+@functools.lru_cache(maxsize=4096)
+def tensor_type(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType:
+    """`tensor<shape x dtype>`, shared: attributes are immutable, and building and
+    verifying one per op and constant was a large part of import time."""
+    return TensorType(element_type(dtype), list(shape))
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -104,6 +117,13 @@ def node_location(node: Node) -> FileLineColLoc | None:
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
+    return _location_of_trace(trace)
+
+
+@functools.lru_cache(maxsize=4096)
+def _location_of_trace(trace: str) -> FileLineColLoc | None:
+    # Cached: every node of one source line shares its trace, and building the
+    # (immutable) location attribute verifies it, which dominated import time.
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     if not frames:
         return None
@@ -166,7 +186,7 @@ class Importer:
     def constant(self, array: np.ndarray, name: str = "cst", node: Node | None = None) -> SSAValue:
         """An `arith.constant` for a numpy array (inline if tiny, else dense_resource)."""
         array = np.asarray(array, order="C")
-        type = TensorType(element_type(array.dtype), list(array.shape))
+        type = tensor_type(array.dtype, array.shape)
         value: Attribute
         if array.size <= INLINE_CONSTANT_LIMIT:
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
@@ -218,7 +238,7 @@ class Importer:
         for item in items:
             if not isinstance(item, torch.Tensor):
                 raise self.error(f"result {item!r} is not a tensor")
-            types.append(tensor_type_of(item, f" in {describe(node)}"))
+            types.append(tensor_type_of(item, lambda: f" in {describe(node)}"))
         return types
 
     def result_type(self, node: Node | None = None) -> TensorType:
