@@ -22,8 +22,10 @@ def all_functions() -> list[InterpreterFunctions]:
     from qopt.interpreters.aten_reduction import AtenReductionFunctions
     from qopt.interpreters.aten_shape import AtenShapeFunctions
     from qopt.interpreters.builtin import BuiltinFunctions
+    from qopt.interpreters.coreml import CoremlFunctions
     from qopt.interpreters.qfused import QFusedFunctions
     from qopt.interpreters.quant import QuantFunctions
+    from qopt.interpreters.vkc import VkcFunctions
 
     return [
         FuncFunctions(),
@@ -35,6 +37,8 @@ def all_functions() -> list[InterpreterFunctions]:
         AtenLayersFunctions(),
         QuantFunctions(),
         QFusedFunctions(),
+        CoremlFunctions(),
+        VkcFunctions(),
     ]
 
 

@@ -1,0 +1,281 @@
+"""coreml dialect -> coremltools MIL Program (Builder) -> ML Program `.mlpackage`.
+
+Every `coreml` op becomes the MIL op of its name through the op's tables
+(`MIL_OPERANDS`, `MIL_PARAMS`); each `coreml.const` becomes one MIL `const`
+(shared by its users), sub-byte constants keep their type (`int4`, `uint3` ...),
+so `weight.bin` holds the packed bits. The Program is saved with coremltools'
+empty pass pipeline: what qopt emitted is what the package holds (no constant
+folding or fp16 rewriting behind qopt's back; fp16 programs are made fp16 by
+`to_fp16` before emission).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from qopt.dialects import coreml
+from qopt.dialects.coreml import OPSET_ATTR, elem_of, shape_of
+from qopt.errors import QoptError, where
+from qopt.interpreters import entry_function
+from qopt.interpreters.coreml import const_array
+from qopt.resources import make_resource
+
+
+def _quiet() -> None:
+    from qopt.logs import quiet_third_party_logs
+
+    quiet_third_party_logs()
+
+
+def mil_type(elem: Attribute) -> Any:
+    from coremltools.converters.mil.mil import types
+
+    name = coreml.mil_dtype_name(elem)
+    return {"bool": types.bool}.get(name) or getattr(types, name)
+
+
+def _np_value(array: np.ndarray, elem: Attribute) -> np.ndarray:
+    """A numpy array tagged with the MIL type (sub-byte types carry metadata)."""
+    from coremltools.converters.mil.mil import types
+
+    if isinstance(elem, IntegerType) and elem.width.data < 8 and elem.width.data != 1:
+        return array.astype(types.nptype_from_builtin(mil_type(elem)))
+    if array.ndim == 0:
+        return array[()]  # a numpy scalar: MIL's rank-0 value
+    return array
+
+
+def _param(attr: Attribute, kind: str) -> Any:
+    if isinstance(attr, DenseArrayBase):
+        return np.asarray(attr.get_values(), np.int32)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, FloatAttr):
+        return np.float32(attr.value.data)
+    assert isinstance(attr, IntegerAttr)
+    return bool(attr.value.data) if kind == "bool" else np.int32(attr.value.data)
+
+
+def target_of(func: FuncOp) -> Any:
+    import coremltools as ct
+
+    attr = func.attributes.get(OPSET_ATTR)
+    name = attr.data if isinstance(attr, StringAttr) else "iOS18"
+    return getattr(ct.target, name)
+
+
+def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -> Any:
+    """The coremltools MIL Program of `module`'s entry function (coreml dialect)."""
+    _quiet()
+    from coremltools.converters.mil import Builder as mb
+
+    func = entry_function(module)
+    block = func.body.block
+    ret = block.last_op
+    assert isinstance(ret, ReturnOp)
+    names: dict[SSAValue, str] = {}
+    out_names = list(output_names or [])
+    out_names += [f"output_{i}" for i in range(len(out_names), len(ret.operands))]
+    if len(out_names) != len(ret.operands):
+        raise QoptError(f"{len(out_names)} output names for {len(ret.operands)} outputs")
+    input_names = [a.name_hint or f"input_{i}" for i, a in enumerate(block.args)]
+    specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
+    renamed_outputs: list[tuple[str, SSAValue]] = []
+    for name, value in zip(out_names, ret.operands, strict=True):
+        if (
+            value.owner in block.ops
+            and value not in names
+            and not isinstance(value.owner, coreml.ConstOp)
+        ):
+            names[value] = name
+        else:
+            renamed_outputs.append((name, value))
+
+    def body(*args: Any) -> Any:
+        env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
+        used: set[str] = set(input_names) | set(out_names)
+
+        def fresh(base: str) -> str:
+            name, i = base, 0
+            while name in used:
+                i += 1
+                name = f"{base}_{i}"
+            used.add(name)
+            return name
+
+        for op in block.ops:
+            if isinstance(op, ReturnOp):
+                break
+            if isinstance(op, coreml.ConstOp):
+                value = _np_value(const_array(op), elem_of(op.result))
+                hint = getattr(op.value, "resource_handle", None)
+                base = hint.data if hint is not None else "const"
+                env[op.result] = mb.const(val=value, name=fresh(base))
+                continue
+            if not isinstance(op, coreml.CoremlOp):
+                raise QoptError(f"emit: {where(op)} is not a coreml op: run convert-to-coreml")
+            kwargs: dict[str, Any] = {}
+            defs = type(op).get_irdl_definition()
+            for (field, _), mil_name in zip(defs.operands, op.MIL_OPERANDS, strict=True):
+                value = getattr(op, field)
+                if value is None:
+                    continue
+                if isinstance(value, SSAValue):
+                    kwargs[mil_name] = env[value]
+                else:
+                    kwargs[mil_name] = tuple(env[v] for v in value)
+            for field, kind in op.MIL_PARAMS.items():
+                attr = getattr(op, field)
+                if attr is not None:
+                    kwargs[field] = _param(attr, kind)
+            result = op.results[0]
+            kwargs["name"] = names.get(result) or fresh(op.mil_type)
+            builder = getattr(mb, op.mil_type)
+            env[result] = builder(**kwargs)
+        outputs = []
+        for value in ret.operands:
+            outputs.append(env[value])
+        for name, value in renamed_outputs:
+            i = list(ret.operands).index(value)
+            outputs[i] = mb.identity(x=env[value], name=name)
+        return tuple(outputs)
+
+    body.__name__ = "main"
+    wrapped = _with_arg_names(body, input_names)
+    program = mb.program(input_specs=specs, opset_version=target_of(func))(wrapped)
+    return program
+
+
+def _with_arg_names(fn: Any, names: Sequence[str]) -> Any:
+    """A function whose positional parameters carry `names` (MIL names the inputs
+    after the builder function's parameters)."""
+    params = ", ".join(names)
+    namespace: dict[str, Any] = {"_fn": fn}
+    exec(f"def main({params}):\n    return _fn({params})\n", namespace)
+    return namespace["main"]
+
+
+def save_program(program: Any, path: str | os.PathLike[str], target: Any) -> Any:
+    """Write `program` as an ML Program package (no coremltools passes)."""
+    _quiet()
+    import coremltools as ct
+
+    with contextlib.redirect_stderr(io.StringIO()):  # coremltools' progress bars
+        model = _convert(ct, program, target)
+    model.save(str(path))
+    return model
+
+
+def _convert(ct: Any, program: Any, target: Any) -> Any:
+    return ct.convert(
+        program,
+        convert_to="mlprogram",
+        skip_model_load=True,
+        minimum_deployment_target=target,
+        compute_precision=ct.precision.FLOAT32,
+        pass_pipeline=ct.PassPipeline.EMPTY,
+    )
+
+
+def _cast_operand(op: coreml.CoremlOp, index: int, elem: Attribute, name: str) -> None:
+    value = op.operands[index]
+    cast = coreml.CastOp.build(
+        operands=[value],
+        properties={"dtype": StringAttr(name)},
+        result_types=[TensorType(elem, shape_of(value))],
+    )
+    Rewriter.insert_op(cast, InsertPoint.before(op))
+    op.operands[index] = cast.result
+
+
+def _cast_result(op: coreml.CoremlOp, elem: Attribute, name: str) -> None:
+    """Activation quantization computes in fp32; its float result is cast to fp16."""
+    result = op.results[0]
+    cast = coreml.CastOp.build(
+        operands=[result],
+        properties={"dtype": StringAttr(name)},
+        result_types=[TensorType(elem, shape_of(result))],
+    )
+    result.replace_all_uses_with(cast.result)
+    Rewriter.insert_op(cast, InsertPoint.after(op))
+    cast.operands = [result]
+
+
+def to_fp16(module: ModuleOp) -> None:
+    """Make a coreml module compute in fp16 (in place): float constants and results
+    become f16; fp32 inputs are cast on entry and outputs cast back to fp32, as
+    coremltools does for its FLOAT16 compute precision."""
+    func = entry_function(module)
+    block = func.body.block
+    qdq = (coreml.QuantizeOp, coreml.DequantizeOp)
+    for op in list(block.ops):
+        if isinstance(op, coreml.ConstOp) and isinstance(elem_of(op.result), Float32Type):
+            if all(isinstance(u.operation, qdq) for u in op.result.uses):
+                continue  # activation quantization parameters stay fp32
+            array = const_array(op).astype(np.float16)
+            type = TensorType(f16, shape_of(op.result))
+            new = coreml.ConstOp.build(
+                properties={"value": make_resource("fp16", array, type)}, result_types=[type]
+            )
+            Rewriter.replace_op(op, new)
+            continue
+        if isinstance(op, coreml.QuantizeOp):
+            _cast_operand(op, 0, f32, "fp32")
+            continue
+        if isinstance(op, coreml.DequantizeOp):
+            _cast_result(op, f16, "fp16")
+            continue
+        for result in op.results:
+            if isinstance(result.type, TensorType) and isinstance(elem_of(result), Float32Type):
+                Rewriter.replace_value_with_new_type(result, TensorType(f16, shape_of(result)))
+    for arg in block.args:
+        if not isinstance(elem_of(arg), Float32Type) or not arg.uses:
+            continue
+        cast = coreml.CastOp.build(
+            operands=[arg],
+            properties={"dtype": StringAttr("fp16")},
+            result_types=[TensorType(f16, shape_of(arg))],
+        )
+        arg.replace_all_uses_with(cast.result)
+        Rewriter.insert_op(cast, InsertPoint.at_start(block))
+        cast.operands = [arg]
+    ret = block.last_op
+    assert isinstance(ret, ReturnOp)
+    outputs = []
+    for value in ret.operands:
+        if isinstance(elem_of(value), Float16Type):
+            cast = coreml.CastOp.build(
+                operands=[value],
+                properties={"dtype": StringAttr("fp32")},
+                result_types=[TensorType(f32, shape_of(value))],
+            )
+            Rewriter.insert_op(cast, InsertPoint.before(ret))
+            value = cast.result
+        outputs.append(value)
+    ret.operands = outputs
+    func.update_function_type()
+
+
+__all__ = ["build_program", "save_program", "to_fp16"]

@@ -1,0 +1,49 @@
+// RUN: QOPT_ROUNDTRIP
+// Round trip of the coreml op families (generic form).
+
+// CHECK-LABEL: func.func @compressed_linear(
+// CHECK:         "coreml.constexpr_blockwise_shift_scale"
+// CHECK:         "coreml.linear"
+// CHECK:         "coreml.constexpr_lut_to_dense"
+// CHECK:         "coreml.matmul"
+func.func @compressed_linear(%x: tensor<2x4xf32>) -> tensor<2x2xf32> attributes {coreml.opset = "iOS18"} {
+  %d = "coreml.const"() <{value = dense<1> : tensor<2x4xi8>}> : () -> tensor<2x4xi8>
+  %s = "coreml.const"() <{value = dense<5.000000e-01> : tensor<2x2xf32>}> : () -> tensor<2x2xf32>
+  %w = "coreml.constexpr_blockwise_shift_scale"(%d, %s) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4xi8>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  %b = "coreml.const"() <{value = dense<1.000000e+00> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %y = "coreml.linear"(%x, %w, %b) <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %i = "coreml.const"() <{value = dense<3> : tensor<2x4xui8>}> : () -> tensor<2x4xui8>
+  %l = "coreml.const"() <{value = dense<2.500000e-01> : tensor<1x1x256x1xf32>}> : () -> tensor<1x1x256x1xf32>
+  %w2 = "coreml.constexpr_lut_to_dense"(%i, %l) : (tensor<2x4xui8>, tensor<1x1x256x1xf32>) -> tensor<2x4xf32>
+  %z = "coreml.matmul"(%x, %w2) <{transpose_x = false, transpose_y = true}> : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x2xf32>
+  %r = "coreml.add"(%y, %z) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  func.return %r : tensor<2x2xf32>
+}
+
+// CHECK-LABEL: func.func @activation_quant(
+// CHECK:         "coreml.quantize"
+// CHECK-SAME:    output_dtype = "int8"
+// CHECK:         "coreml.dequantize"
+func.func @activation_quant(%x: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {coreml.opset = "iOS17"} {
+  %zp = "coreml.const"() <{value = dense<3> : tensor<i8>}> : () -> tensor<i8>
+  %s = "coreml.const"() <{value = dense<5.000000e-02> : tensor<f32>}> : () -> tensor<f32>
+  %q = "coreml.quantize"(%x, %zp, %s) <{operandSegmentSizes = array<i32: 1, 1, 1>, output_dtype = "int8"}> : (tensor<2x4xf32>, tensor<i8>, tensor<f32>) -> tensor<2x4xi8>
+  %d = "coreml.dequantize"(%q, %zp, %s) <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<2x4xi8>, tensor<i8>, tensor<f32>) -> tensor<2x4xf32>
+  func.return %d : tensor<2x4xf32>
+}
+
+// CHECK-LABEL: func.func @float_ops(
+// CHECK:         "coreml.reshape"
+// CHECK:         "coreml.transpose"
+// CHECK:         "coreml.softmax"
+// CHECK:         "coreml.reduce_mean"
+// CHECK:         "coreml.gelu"
+func.func @float_ops(%x: tensor<2x4xf32>) -> tensor<4x1xf32> {
+  %a = "coreml.reshape"(%x) <{shape = array<i64: 4, 2>}> : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %b = "coreml.transpose"(%a) <{perm = array<i64: 1, 0>}> : (tensor<4x2xf32>) -> tensor<2x4xf32>
+  %c = "coreml.softmax"(%b) <{axis = -1 : i64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %t = "coreml.transpose"(%c) <{perm = array<i64: 1, 0>}> : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %m = "coreml.reduce_mean"(%t) <{axes = array<i64: 1>, keep_dims = true}> : (tensor<4x2xf32>) -> tensor<4x1xf32>
+  %g = "coreml.gelu"(%m) <{mode = "EXACT"}> : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  func.return %g : tensor<4x1xf32>
+}
