@@ -79,6 +79,19 @@ def reduced_shape(block: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]
     return tuple(d // b for b, d in zip(block, shape, strict=True))
 
 
+def _affine_props(
+    block_size: Sequence[int], qmin: int, qmax: int, compute_type: TypeAttribute | None
+) -> dict[str, Attribute]:
+    props: dict[str, Attribute] = {
+        "block_size": DenseArrayBase.from_list(i64, list(block_size)),
+        "qmin": IntegerAttr(qmin, i64),
+        "qmax": IntegerAttr(qmax, i64),
+    }
+    if compute_type is not None:
+        props["compute_type"] = compute_type
+    return props
+
+
 class QuantOpBase(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
@@ -164,13 +177,7 @@ class QuantizeOp(QuantOpBase):
         compute_type: TypeAttribute | None = None,
         zero_point_before_rounding: bool = False,
     ):
-        props: dict[str, Attribute] = {
-            "block_size": DenseArrayBase.from_list(i64, list(block_size)),
-            "qmin": IntegerAttr(qmin, i64),
-            "qmax": IntegerAttr(qmax, i64),
-        }
-        if compute_type is not None:
-            props["compute_type"] = compute_type
+        props = _affine_props(block_size, qmin, qmax, compute_type)
         if zero_point_before_rounding:
             props["zero_point_before_rounding"] = UnitAttr()
         super().__init__(
@@ -222,13 +229,7 @@ class DequantizeOp(QuantOpBase):
         result_type: TensorType,
         compute_type: TypeAttribute | None = None,
     ):
-        props: dict[str, Attribute] = {
-            "block_size": DenseArrayBase.from_list(i64, list(block_size)),
-            "qmin": IntegerAttr(qmin, i64),
-            "qmax": IntegerAttr(qmax, i64),
-        }
-        if compute_type is not None:
-            props["compute_type"] = compute_type
+        props = _affine_props(block_size, qmin, qmax, compute_type)
         super().__init__(
             operands=[input, scale, zero_point],
             properties=props,

@@ -18,13 +18,18 @@ from xdsl.rewriter import InsertPoint
 
 from qopt.dialects import qfused
 from qopt.dialects.aten import nn
-from qopt.lowering.fuse_quant.linear import scheme_properties, split_input, with_kernel_name
+from qopt.lowering.fuse_quant.linear import (
+    fusable_output,
+    require_symmetric,
+    scheme_properties,
+    split_input,
+    with_kernel_name,
+)
 from qopt.lowering.fuse_quant.match import (
     DynamicInput,
     Reject,
     WeightMatch,
     match_input,
-    match_output,
     match_weight,
 )
 from qopt.lowering.fuse_quant.report import FusionLog
@@ -75,20 +80,10 @@ class FuseQuantizedConv2d(RewritePattern):
             )
             return
         x, act = split_input(matched)
-        if act is not None and weight.zero_point is not None:
-            self.log.reject(
-                Reject(
-                    "quantized-activation kernels need symmetric weights, but the weight "
-                    "has a nonzero zero point",
-                    weight.source,
-                ),
-                op,
-            )
+        if (asymmetric := require_symmetric(weight, act)) is not None:
+            self.log.reject(asymmetric, op)
             return
-        output = match_output(op.result)
-        if isinstance(output, Reject):
-            self.log.reject(output, op)
-            output = None
+        output = fusable_output(op, self.log)
 
         data, scale, zero_point = weight.materialize()
         result_type = output.quantize.output.type if output is not None else op.result.type

@@ -63,6 +63,26 @@ def with_kernel_name(op: qfused.QFusedOp) -> qfused.QFusedOp:
     return op
 
 
+def require_symmetric(weight: WeightMatch, act: Attribute | None) -> Reject | None:
+    """Quantized-activation kernels fold the weight zero point away: it must be 0."""
+    if act is None or weight.zero_point is None:
+        return None
+    return Reject(
+        "quantized-activation kernels need symmetric weights, but the weight has a "
+        "nonzero zero point",
+        weight.source,
+    )
+
+
+def fusable_output(anchor: Operation, log: FusionLog) -> OutputMatch | None:
+    """The anchor's output requantization, logging why when one is there but unfusable."""
+    output = match_output(anchor.results[0])
+    if isinstance(output, Reject):
+        log.reject(output, anchor)
+        return None
+    return output
+
+
 def split_input(
     matched: StaticInput | DynamicInput | SSAValue,
 ) -> tuple[SSAValue, Attribute | None]:
@@ -90,20 +110,10 @@ class FuseQuantizedLinear(RewritePattern):
             self.log.reject(matched, op)
             return
         x, act = split_input(matched)
-        if act is not None and weight.zero_point is not None:
-            self.log.reject(
-                Reject(
-                    "quantized-activation kernels need symmetric weights, but the weight "
-                    "has a nonzero zero point",
-                    weight.source,
-                ),
-                op,
-            )
+        if (asymmetric := require_symmetric(weight, act)) is not None:
+            self.log.reject(asymmetric, op)
             return
-        output = match_output(op.result)
-        if isinstance(output, Reject):
-            self.log.reject(output, op)
-            output = None
+        output = fusable_output(op, self.log)
 
         data, scale, zero_point = weight.materialize()
         result_type = output.quantize.output.type if output is not None else op.result.type
