@@ -19,4 +19,4 @@ unit: setup
 test: setup
 	.venv/bin/ruff check qopt tests
 	.venv/bin/lit -sv tests/lit
-	$(PY) -m pytest tests/unit
+	QOPT_VULKAN_VALIDATION=1 $(PY) -m pytest tests/unit

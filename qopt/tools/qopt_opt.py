@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import register_qopt_dialects
+from qopt.logs import quiet_third_party_logs
 from qopt.resources import DEFAULT_ELIDE_BYTES, elision, store
 
 #: Errors a user can cause; reported as one message, exit code 1.
@@ -191,7 +192,8 @@ class QoptOptMain(xDSLOptMain):
 
             if "mlpackage" not in self.available_frontends:  # parsed in parse_chunk
                 self.available_frontends["mlpackage"] = get_all_frontends().get(
-                    "mlpackage", lambda: None  # pyright: ignore[reportArgumentType]
+                    "mlpackage",
+                    lambda: None,  # pyright: ignore[reportArgumentType]
                 )
             return io.BytesIO(b""), "mlpackage"
         return super().get_input_stream()
@@ -220,6 +222,7 @@ class QoptOptMain(xDSLOptMain):
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    quiet_third_party_logs()
     try:
         QoptOptMain(args=args).run()
     except USER_ERRORS as error:

@@ -26,6 +26,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
+from qopt.logs import quiet_third_party_logs
 from qopt.tools.qopt_opt import USER_ERRORS, format_error, writes_in_place
 
 DEVICES = ("interp", "vulkan")
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    quiet_third_party_logs()
     args = build_parser().parse_args(argv)
     try:
         run(args)
