@@ -248,11 +248,13 @@ class Lowering:
         if len(axes) > 1 or any(g not in (1, d) for g, d in zip(grid, data.shape, strict=True)):
             raise self.unsupported(op, scheme, "blockwise (per-group) weights need iOS18")
         axis = axes[0] if axes else 0
+        # Per-tensor parameters are scalars: a length-1 vector must match dim[axis] in MIL.
+        flat = (-1,) if axes else ()
         storage = i8 if signed else ui8
         zp = np.zeros(grid, storage_dtype(storage)) if zero_point is None else zero_point
         data_v = self.const(data.astype(storage_dtype(storage)), storage, "weight_data")
-        zp_v = self.const(zp.reshape(-1).astype(storage_dtype(storage)), storage, "weight_zp")
-        scale_v = self.const(scale.reshape(-1).astype(np.float32), f32, "weight_scale")
+        zp_v = self.const(zp.reshape(flat).astype(storage_dtype(storage)), storage, "weight_zp")
+        scale_v = self.const(scale.reshape(flat).astype(np.float32), f32, "weight_scale")
         return self.build(
             coreml.ConstexprAffineDequantizeOp, [data_v, zp_v, scale_v], out, axis=_int(axis)
         )
