@@ -35,12 +35,12 @@ from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_availabl
 
 # (NPW, MT, WG) per (bits, M is 1): chosen with --tune on lavapipe (2 cores)
 DEFAULT_TILES = {
-    (4, True): (1, 1, 64),
-    (8, True): (1, 1, 64),
+    (4, True): (4, 1, 64),
+    (8, True): (4, 1, 64),
     (4, False): (1, 1, 64),
     (8, False): (1, 1, 64),
 }
-TUNE_CANDIDATES = [(1, 1, 64), (1, 1, 32), (1, 1, 128), (2, 1, 64)]
+TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64)]
 TUNE_CANDIDATES_M16 = [(1, 4, 64), (1, 8, 64), (1, 16, 64), (1, 2, 64), (2, 4, 32)]
 
 

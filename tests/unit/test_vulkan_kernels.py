@@ -688,6 +688,13 @@ def _weight(bits: int, n: int, k: int, group: int, asym: bool):
         ("linear_q4gsw", 4, 64, 64, True, 5, (2, 4, 64)),
         ("linear_q8csw", 8, 72, 72, False, 1, (4, 1, 64)),
         ("linear_q8csw", 8, 48, 48, True, 4, (8, 2, 32)),
+        # register-tiled path (MT 1, NPW <= 4, K a multiple of the chunk)
+        ("linear_q4gsw", 4, 128, 32, False, 1, (4, 1, 64)),
+        ("linear_q4gsw", 4, 128, 64, True, 2, (3, 1, 4)),
+        ("linear_q4gsw", 4, 64, 32, False, 3, (1, 1, 8)),
+        ("linear_q8csw", 8, 64, 64, False, 1, (4, 1, 64)),
+        ("linear_q8csw", 8, 48, 48, True, 2, (2, 1, 4)),
+        ("linear_q8csw", 8, 64, 16, False, 1, (4, 1, 2)),  # int8 per-group
     ],
 )
 def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:

@@ -1092,7 +1092,7 @@ def _affine_weight(
 
 
 def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
-    per = _spec(spec, "NPW", 1) * _spec(spec, "WG", 64)
+    per = _spec(spec, "NPW", 4) * _spec(spec, "WG", 64)
     return (_groups(int(push["N"]), per), _groups(int(push["M"]), _spec(spec, "MT", 1)), 1)
 
 
@@ -1134,7 +1134,7 @@ def _linear_qw_spec(name: str, wbits: int, group: int) -> KernelSpec:
             ("GROUP_SIZE", group),
             ("HAS_ZERO_POINT", 0),
             ("HAS_BIAS", 0),
-            ("NPW", 1),
+            ("NPW", 4),
             ("MT", 1),
             ("WG", 64),
         ),
