@@ -37,7 +37,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
@@ -703,10 +702,6 @@ class AddOp(QFusedOp):
         self.check_kernel()
 
 
-def kernel_property(name: str) -> StringAttr:
-    return StringAttr(name)
-
-
 QFused = Dialect(
     "qfused",
     [LinearOp, Conv2dOp, EmbeddingOp, AddOp],
@@ -723,5 +718,4 @@ __all__ = [
     "LutWeightAttr",
     "QFused",
     "StaticQParamsAttr",
-    "i64",
 ]

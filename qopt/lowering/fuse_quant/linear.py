@@ -11,6 +11,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import FloatAttr, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
 
 from qopt.dialects import qfused
 from qopt.dialects.aten import nn
@@ -125,12 +126,6 @@ class FuseQuantizedLinear(RewritePattern):
         with_kernel_name(fused)
         fused.location = op.location
         replaced = output.quantize if output is not None else op
-        rewriter.insert(weight.new_ops, _before(op))
+        rewriter.insert(weight.new_ops, InsertPoint.before(op))
         self.log.record(fused.result, replaced.results[0])
         rewriter.replace(replaced, [fused], [fused.result])
-
-
-def _before(op: Operation):
-    from xdsl.rewriter import InsertPoint
-
-    return InsertPoint.before(op)

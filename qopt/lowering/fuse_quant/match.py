@@ -15,10 +15,9 @@ from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from qopt.dialects import aten, qfused, quant  # noqa: F401  (aten: package of op families)
+from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.dtypes import element_type, numpy_dtype
-from qopt.errors import where
 from qopt.interpreters.builtin import constant_array
 from qopt.resources import make_resource
 
@@ -310,7 +309,3 @@ def match_output(result: SSAValue) -> OutputMatch | Reject | None:
     if isinstance(params, Reject):
         return params
     return OutputMatch(user, params, clamp_min, clamp_max)
-
-
-def location_of(op: Operation) -> str:
-    return where(op)
