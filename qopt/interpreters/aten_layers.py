@@ -16,6 +16,7 @@ from qopt.dialects.aten import layers
 from qopt.dialects.aten.base import flag, integer, ints, real, shape_of
 from qopt.interpreters.aten_reduction import float_dtype, softmax
 from qopt.interpreters.common import as_result
+from qopt.numerics import sequential_sum, torch_mean
 
 DEFAULT_EPS = 1e-5
 
@@ -95,7 +96,10 @@ def _max_pool(op: layers.MaxPool2dOp, x: np.ndarray) -> tuple[np.ndarray, np.nda
 def _avg_pool(op: layers.AvgPool2dOp, x: np.ndarray) -> np.ndarray:
     kernel, stride, padding, dilation, out_hw = _pool_window(op)
     windows = _window_view(x, kernel, stride, padding, dilation, out_hw, 0)
-    total = np.sum(windows, axis=(-2, -1), dtype=x.dtype)
+    if x.dtype == np.float32:
+        total = sequential_sum(windows)  # torch's order (padding adds zeros)
+    else:
+        total = np.sum(windows, axis=(-2, -1), dtype=x.dtype)
     if op.divisor_override is not None:
         return total / np.asarray(integer(op.divisor_override), x.dtype)
     counts: list[np.ndarray] = []
@@ -120,6 +124,20 @@ def adaptive_bins(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
 def _adaptive_avg_pool(x: np.ndarray, out_hw: tuple[int, ...]) -> np.ndarray:
     h_start, h_end = adaptive_bins(x.shape[-2], out_hw[0])
     w_start, w_end = adaptive_bins(x.shape[-1], out_hw[1])
+    if x.dtype == np.float32:
+        # torch: a 1x1 output is `mean` over (H, W); other sizes sum each window
+        # in row-major order and divide by its height, then by its width.
+        if tuple(out_hw) == (1, 1):
+            return torch_mean(x, (-2, -1), keepdims=True)
+        out = np.empty((*x.shape[:-2], *out_hw), x.dtype)
+        for i in range(out_hw[0]):
+            for j in range(out_hw[1]):
+                window = x[..., h_start[i] : h_end[i], w_start[j] : w_end[j]]
+                total = sequential_sum(window)
+                out[..., i, j] = total / np.float32(h_end[i] - h_start[i]) / np.float32(
+                    w_end[j] - w_start[j]
+                )
+        return out
     rows = np.empty((*x.shape[:-2], out_hw[0], x.shape[-1]), x.dtype)
     for i in range(out_hw[0]):
         rows[..., i, :] = np.sum(x[..., h_start[i] : h_end[i], :], axis=-2, dtype=x.dtype)

@@ -15,6 +15,7 @@ from xdsl.ir import SSAValue
 from qopt.dialects.aten import reduction as red
 from qopt.dialects.aten.base import flag, integer, norm_dim
 from qopt.interpreters.common import as_result, dtype_of
+from qopt.numerics import torch_mean, torch_sum
 
 
 def compute_dtype(value: SSAValue) -> np.dtype:
@@ -68,7 +69,11 @@ def _reduce(op: red.ReduceOp, x: np.ndarray, fn: str) -> np.ndarray:
         data = data.astype(ct, copy=False)
     axes = op.axes()
     keep = flag(op.keepdim)
-    if fn == "sum":
+    if fn in ("sum", "mean") and np.dtype(ct) == np.float32:
+        # float32 sums add in torch's CPU order (qopt.numerics), bit for bit.
+        reducer = torch_sum if fn == "sum" else torch_mean
+        out = reducer(data, axes, keep)
+    elif fn == "sum":
         out = np.sum(data, axis=axes, keepdims=keep, dtype=ct)
     elif fn == "prod":
         out = np.prod(data, axis=axes, keepdims=keep, dtype=ct)

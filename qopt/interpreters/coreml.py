@@ -8,8 +8,9 @@ does; sub-byte integers live in int8 / uint8 containers.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from qopt.interpreters.aten_elementwise import erf
 from qopt.interpreters.aten_layers import attention
 from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.aten_reduction import softmax
+from qopt.numerics import sequential_sum, torch_mean, torch_sum
 from qopt.resources import store
 
 
@@ -156,9 +158,21 @@ _BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     coreml.MinimumOp: np.minimum,
 }
 
+def _ordered(ordered: Callable[..., np.ndarray], plain: Callable[..., np.ndarray]):
+    """float32 sums in torch's CPU order (qopt.numerics), so a package is checked
+    against torch bit for bit where a reduction feeds a quantizer."""
+
+    def body(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+        if x.dtype == np.float32:
+            return ordered(x, axis, keepdims)
+        return plain(x, axis=axis, keepdims=keepdims)
+
+    return body
+
+
 _REDUCE: dict[type, Callable[..., np.ndarray]] = {
-    coreml.ReduceMeanOp: np.mean,
-    coreml.ReduceSumOp: np.sum,
+    coreml.ReduceMeanOp: _ordered(torch_mean, np.mean),
+    coreml.ReduceSumOp: _ordered(torch_sum, np.sum),
     coreml.ReduceMaxOp: np.max,
 }
 
@@ -187,13 +201,36 @@ def _pool(op: coreml.MaxPoolOp | coreml.AvgPoolOp, x: np.ndarray) -> np.ndarray:
     ]
     if is_max:
         return np.max(windows, axis=(-2, -1))
-    total = np.sum(windows, axis=(-2, -1), dtype=x.dtype)
+    if x.dtype == np.float32:
+        total = sequential_sum(windows)  # torch's avg_pool2d order
+    else:
+        total = np.sum(windows, axis=(-2, -1), dtype=x.dtype)
     assert isinstance(op, coreml.AvgPoolOp)
     include_padding = 0 if _int(op.exclude_padding_from_average) else 1
     ones = np.pad(np.ones(x.shape[2:], x.dtype), pads[2:], constant_values=include_padding)
     counts = np.lib.stride_tricks.sliding_window_view(ones, kernel)
     counts = counts[: out_hw[0] * stride[0] : stride[0], : out_hw[1] * stride[1] : stride[1]]
     return total / np.sum(counts, axis=(-2, -1))
+
+
+_QUANTIZE_RULE = ["divide"]
+
+
+@contextlib.contextmanager
+def torch_quantize_rule() -> Iterator[None]:
+    """Interpret `coreml.quantize` as torch does, `round(x * f32(1 / scale))`,
+    instead of the MIL spec's `round(x / scale)`, inside the `with` block.
+
+    The two differ in the last bit for some x, which can move a value lying on
+    a rounding boundary by one quantization step. Tests use this to show that a
+    static-activation package computes exactly what torch computes apart from
+    that documented rounding rule.
+    """
+    _QUANTIZE_RULE[0] = "reciprocal"
+    try:
+        yield
+    finally:
+        _QUANTIZE_RULE[0] = "divide"
 
 
 class CoremlFunctions(InterpreterFunctions):
@@ -234,7 +271,11 @@ class CoremlFunctions(InterpreterFunctions):
         axis = None if op.axis is None else _int(op.axis)
         dtype = _result_dtype(op)
         info = np.iinfo(dtype)
-        q = np.round(x / _axis_params(scale, axis, x.ndim).astype(x.dtype))
+        s = _axis_params(scale, axis, x.ndim).astype(x.dtype)
+        if _QUANTIZE_RULE[0] == "reciprocal":
+            q = np.round(x * (np.asarray(1, x.dtype) / s))
+        else:
+            q = np.round(x / s)  # the MIL spec (and coremltools' value inference)
         if zp is not None:
             q = q + _axis_params(zp, axis, x.ndim).astype(x.dtype)
         return (np.clip(q, info.min, info.max).astype(dtype),)
@@ -391,4 +432,10 @@ for _table, _make in ((_UNARY, _unary_impl), (_BINARY, _binary_impl), (_REDUCE, 
         setattr(CoremlFunctions, f"run_{_op_type.__name__}", impl(_op_type)(_make(_body)))
 CoremlFunctions = register_impls(CoremlFunctions)
 
-__all__ = ["CoremlFunctions", "blockwise_shift_scale", "const_array", "lut_to_dense"]
+__all__ = [
+    "CoremlFunctions",
+    "blockwise_shift_scale",
+    "const_array",
+    "lut_to_dense",
+    "torch_quantize_rule",
+]

@@ -553,6 +553,11 @@ def lower_adaptive_pool(lw: Lowering, op: Operation) -> Sequence[Buf]:
     dims = shape(op.operands[0])
     oh, ow = shape(op.results[0])[-2:]
     x = lw.buffer(op.operands[0])
+    if (oh, ow) == (1, 1):
+        # torch computes a 1x1 adaptive average as `mean` over (H, W): same order here.
+        out = lw.alloc((numel(dims[:-2]),), "f32")
+        lw.dispatch("reduce_rows", [x, out], [numel(dims[:-2]), dims[-2] * dims[-1]], {"OP": 1})
+        return [lw.view(out, shape(op.results[0]))]
     out = lw.alloc(shape(op.results[0]), "f32")
     lw.dispatch("adaptive_avg_pool2d", [x, out], [numel(dims[:-2]), dims[-2], dims[-1], oh, ow])
     return [out]

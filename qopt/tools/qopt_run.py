@@ -21,6 +21,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -43,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--outputs", help="npz file to write the outputs to (default: summary)")
     parser.add_argument("--device", choices=DEVICES, default="interp")
     parser.add_argument("--function", default="forward", help="entry function (default: forward)")
+    parser.add_argument(
+        "--check-dispatches",
+        default=False,
+        action="store_true",
+        help="with --device vulkan: run each dispatch alone on the device from its "
+        "reference's inputs and report every kernel whose result differs from its numpy "
+        "reference (exit 1 if a kernel declared bit-exact differs)",
+    )
     parser.add_argument(
         "--trust-pickle",
         default=False,
@@ -132,10 +141,11 @@ def summary(name: str, array: np.ndarray) -> str:
 
 
 def run_vulkan(
-    path: str, inputs: Sequence[np.ndarray], trust_pickle: bool
+    path: str, inputs: Sequence[np.ndarray], trust_pickle: bool, check: bool = False
 ) -> tuple[np.ndarray, ...]:
     """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan, on the
-    Vulkan device."""
+    Vulkan device (with `check`, first compared dispatch by dispatch with the
+    kernels' references)."""
     from qopt.backends.vulkan.artifact import VulkanArtifact, compile_artifact
     from qopt.backends.vulkan.runtime import vulkan_available
 
@@ -152,14 +162,40 @@ def run_vulkan(
             QoptVulkanPipeline().apply(make_context(), module)
         artifact = compile_artifact(module)
     with artifact:
+        if check:
+            check_dispatches_report(artifact, inputs)
         return artifact(*inputs)
+
+
+def check_dispatches_report(artifact: Any, inputs: Sequence[np.ndarray]) -> None:
+    from qopt.backends.vulkan.bisect import check_dispatches
+
+    reports = check_dispatches(artifact.program, inputs, device=artifact.device)
+    steps = len(artifact.program.steps)
+    for report in reports:
+        print(report)
+    broken = [r for r in reports if r.exact]
+    print(
+        f"checked {steps} dispatch(es): {steps - len({r.step for r in reports})} equal their "
+        f"reference bit for bit; {len(reports)} report(s), {len(broken)} from kernels "
+        "declared exact"
+    )
+    if broken:
+        raise QoptError(
+            f"{len(broken)} dispatch(es) of kernels declared bit-exact differ from their "
+            "reference on this device (listed above): a kernel or driver bug"
+        )
 
 
 def run(args: argparse.Namespace) -> None:
     from qopt import interpret
 
+    if args.check_dispatches and args.device != "vulkan":
+        raise QoptError("--check-dispatches needs --device vulkan")
     if args.device == "vulkan":
-        outputs = run_vulkan(args.input_file, load_inputs(args.inputs), args.trust_pickle)
+        outputs = run_vulkan(
+            args.input_file, load_inputs(args.inputs), args.trust_pickle, args.check_dispatches
+        )
     elif os.path.splitext(args.input_file)[1] == ".qvk":
         raise QoptError(
             f"'{args.input_file}' is a Vulkan bundle: run it with --device vulkan "

@@ -302,3 +302,22 @@ def test_run_elided_weights_is_an_error(
     result = run(QOPT_RUN, elided, "--inputs", inputs, "--outputs", tmp_path / "out.npz")
     assert_user_error(result, "qopt-run", text="--print-weights")
     assert not (tmp_path / "out.npz").exists()
+
+
+def test_run_check_dispatches(tmp_path: Path, valid_mlir: Path) -> None:
+    """`--check-dispatches` compares every dispatch with its kernel's reference on the
+    device; without `--device vulkan` it is a user error."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, np.array([[1, -2, 3], [-4, 5, -6]], np.float32), np.ones(3, np.float32))
+    result = run(QOPT_RUN, valid_mlir, "--inputs", inputs, "--check-dispatches")
+    assert_user_error(result, "qopt-run", text="--check-dispatches needs --device vulkan")
+    if (reason := vulkan_available()) is not None:
+        pytest.skip(f"no Vulkan device: {reason}")
+    result = run(
+        QOPT_RUN, valid_mlir, "--inputs", inputs, "--device", "vulkan", "--check-dispatches"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0 from kernels declared exact" in result.stdout, result.stdout
+    assert "arr_0: shape [2, 3] float32" in result.stdout

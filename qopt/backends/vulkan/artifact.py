@@ -123,17 +123,10 @@ class VulkanArtifact:
         """Use the bundle's own SPIR-V (checked on load) for its kernels."""
         from qopt.backends.vulkan.spirv import compile_kernel
 
-        vk = dev.vk
-        modules = getattr(dev, "_modules", None)
         for entry in self.program.kernels:
             if entry.spirv is None:
                 entry.spirv = compile_kernel(entry.glsl)
-            if modules is None or entry.glsl in modules:
-                continue
-            code = entry.spirv
-            modules[entry.glsl] = vk.vkCreateShaderModule(
-                dev.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
-            )
+            dev.shader_module(entry.glsl, entry.spirv)
 
     def __call__(self, *inputs: Any) -> tuple[np.ndarray, ...]:
         program = self.program

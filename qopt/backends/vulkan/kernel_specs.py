@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from qopt.backends.vulkan.registry import Binding, KernelSpec, PushValues, SpecValues, register
+from qopt.numerics import sequential_sum, torch_sum_last
 
 F32 = np.float32
 MAX_GROUPS = 65535
@@ -319,6 +320,30 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
         _store(buffers, "y", np.asarray(fns[name](), dtype=F32))
 
 
+def _always(spec: SpecValues) -> bool:
+    return True
+
+
+# Unary ops whose GLSL builtins are not correctly rounded (exp, tanh, sin, log, ...).
+_TRANSCENDENTAL = {
+    "silu",
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "erf",
+    "gelu",
+    "gelu_tanh",
+}
+
+
+def _unary_exact(spec: SpecValues) -> bool:
+    names = {v: k for k, v in UNARY_OPS.items()}
+    return names[_spec(spec, "OP", 0)] not in _TRANSCENDENTAL
+
+
 UNARY = register(
     KernelSpec(
         name="unary",
@@ -328,6 +353,7 @@ UNARY = register(
         spec=(("OP", 0), ("DTYPE", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_unary_ref,
+        exact=_unary_exact,
     )
 )
 _doc(
@@ -426,6 +452,7 @@ BINARY = register(
         spec=(("OP", 0), ("DTYPE", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_binary_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -460,6 +487,7 @@ WHERE = register(
         spec=(("WG", 64),),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_where_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -494,6 +522,7 @@ COPY_STRIDED = register(
         spec=(("WG", 64),),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_copy_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -527,6 +556,7 @@ FILL = register(
         spec=(("MODE", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_fill_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -554,9 +584,9 @@ def _reduce_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     x = _rows(buffers, "x", push)
     op = _spec(spec, "OP", 0)
     if op in (0, 1):
-        r = x.astype(np.float64).sum(axis=1)
+        r = torch_sum_last(x)  # torch's CPU order, as the kernel adds
         if op == 1:
-            r = r / x.shape[1]
+            r = r / F32(x.shape[1])
     else:
         r = x.max(axis=1) if op == 2 else x.min(axis=1)
     _store(buffers, "y", r.astype(F32))
@@ -569,8 +599,10 @@ REDUCE_ROWS = register(
         bindings=(_b("x", "f32"), _b("y", "f32", True)),
         push=_push("rows", "cols"),
         spec=(("OP", 0),),
+        local_size=(32, 1, 1),
         workgroups=_rows_workgroups,
         reference=_reduce_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -757,9 +789,9 @@ def _pool_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
                 h1, w1 = min(h0 + kh, h + ph), min(w0 + kw, w + pw)
                 pool = (h1 - h0) * (w1 - w0)
                 hs_, ws_, he, we = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
-                s = x[:, hs_:he, ws_:we].astype(np.float64).sum(axis=(1, 2))
+                s = sequential_sum(x[:, hs_:he, ws_:we])  # torch's row-major f32 order
                 div = div_override or (pool if include_pad else (he - hs_) * (we - ws_))
-                out[:, oh, ow] = (s / div).astype(F32)
+                out[:, oh, ow] = s / F32(div)
     _store(buffers, "y", out)
 
 
@@ -779,6 +811,7 @@ POOL2D = register(
         spec=(("OP", 0), ("COUNT_INCLUDE_PAD", 1), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["planes"]) * int(p["OH"]) * int(p["OW"])),
         reference=_pool_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -791,13 +824,15 @@ OH/OW computed by the caller as torch does (ceil_mode included); avg divisor as 
 
 def _adaptive_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     planes, h, w, oh_n, ow_n = (int(push[k]) for k in ("planes", "H", "W", "OH", "OW"))
-    x = _f32(buffers["x"])[: planes * h * w].reshape(planes, h, w).astype(np.float64)
+    x = _f32(buffers["x"])[: planes * h * w].reshape(planes, h, w)
     out = np.empty((planes, oh_n, ow_n), dtype=F32)
     for oh in range(oh_n):
         hs, he = oh * h // oh_n, _ceil((oh + 1) * h, oh_n)
         for ow in range(ow_n):
             ws, we = ow * w // ow_n, _ceil((ow + 1) * w, ow_n)
-            out[:, oh, ow] = x[:, hs:he, ws:we].mean(axis=(1, 2))
+            # torch: row-major sum, then / height / width (f32)
+            total = sequential_sum(x[:, hs:he, ws:we])
+            out[:, oh, ow] = total / F32(he - hs) / F32(we - ws)
     _store(buffers, "y", out)
 
 
@@ -810,6 +845,7 @@ ADAPTIVE_AVG_POOL2D = register(
         spec=(("WG", 64),),
         workgroups=_grid_workgroups(lambda p: int(p["planes"]) * int(p["OH"]) * int(p["OW"])),
         reference=_adaptive_ref,
+        exact=_always,
     )
 )
 _doc(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d over [planes, H, W] -> [planes, OH, OW].")
@@ -838,6 +874,7 @@ GATHER_ROWS = register(
         spec=(("WG", 64),),
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_gather_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -925,6 +962,7 @@ QUANTIZE_PER_TENSOR = register(
         spec=(("ZP_BEFORE_ROUND", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_qpt_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -972,6 +1010,7 @@ DEQUANTIZE = register(
         spec=(("BITS", 32), ("HAS_ZERO_POINT", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_dequantize_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1015,6 +1054,7 @@ CHOOSE_QPARAMS_ROWS = register(
         spec=(("MAPPING", 0),),
         workgroups=_rows_workgroups,
         reference=_choose_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1049,6 +1089,7 @@ QUANTIZE_ROWS = register(
         spec=(("ZP_BEFORE_ROUND", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["rows"]) * int(p["cols"])),
         reference=_quantize_rows_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1238,6 +1279,7 @@ LINEAR_Q8TA_Q8CSW = register(
         ),
         workgroups=_grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
         reference=_linear_q8ta_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1301,6 +1343,7 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int) -> KernelSpec:
         ),
         workgroups=_grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
         reference=_linear_dq8ca_ref,
+        exact=_always,
     )
 
 
@@ -1396,6 +1439,7 @@ def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
         spec=(("WBITS", wbits), ("GROUP_SIZE", group), ("HAS_ZERO_POINT", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_embedding_q_ref,
+        exact=_always,
     )
 
 
@@ -1429,6 +1473,7 @@ EMBEDDING_LUT = register(
         spec=(("FBITS", 4), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_embedding_lut_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1493,6 +1538,7 @@ CONV2D_Q8TA_Q8CSW_Q8TO = register(
             lambda p: int(p["N"]) * int(p["OC"]) * int(p["OH"]) * int(p["OW"])
         ),
         reference=_conv_q8_ref,
+        exact=_always,
     )
 )
 _doc(
@@ -1556,6 +1602,7 @@ ADD_Q8TA_Q8TA_Q8TO = register(
         spec=(("A_QUANTIZED", 0), ("B_QUANTIZED", 0), ("REQUANT", 1), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_add_q8_ref,
+        exact=_always,
     )
 )
 _doc(

@@ -57,6 +57,13 @@ class KernelSpec:
         default=lambda buffers, push, spec: None
     )
     """Writes the kernel's outputs into `buffers` (flat numpy arrays by binding name)."""
+    exact: Callable[[SpecValues], bool] = field(default=lambda spec: False)
+    """Whether the device computes what `reference` computes bit for bit (given the
+    specialization values): integer arithmetic, or f32 adds/multiplies/divides/square
+    roots (correctly rounded in Vulkan's float32 rules for these kernels' operands) in
+    the reference's order, under `precise`. Kernels that accumulate floats in their own
+    tiling order or call transcendental builtins (exp, tanh, ...) are not; the tests
+    check both kinds dispatch by dispatch on the local device (qopt.backends.vulkan.bisect)."""
 
     def push_bytes(self, values: PushValues) -> bytes:
         words = []

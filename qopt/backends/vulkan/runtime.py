@@ -577,6 +577,22 @@ class VulkanDevice:
 
     # -- pipelines --------------------------------------------------------------------
 
+    def shader_module(self, glsl: str, spirv: bytes | None = None) -> Any:
+        """The shader module of kernel source `glsl` (a file under kernels/), created
+        once per device: from `spirv` when given (a bundle's own, checked code), else
+        compiled now (cached by content hash). Pipelines created later use it."""
+        self._check_open()
+        module = self._modules.get(glsl)
+        if module is None:
+            vk = self.vk
+            code = compile_kernel(glsl) if spirv is None else spirv
+            module = vk.vkCreateShaderModule(
+                self.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
+            )
+            self._modules[glsl] = module
+            self._check_validation(f"creating the shader module of {glsl}")
+        return module
+
     def pipeline(self, spec: KernelSpec | str, values: SpecValues | None = None) -> _Pipeline:
         """The compute pipeline of (kernel, specialization values), created once."""
         self._check_open()
@@ -586,13 +602,7 @@ class VulkanDevice:
         key = (spec.name, _spec_key(spec, values or {}))
         if key in self._pipelines:
             return self._pipelines[key]
-        module = self._modules.get(spec.glsl)
-        if module is None:
-            code = compile_kernel(spec.glsl)
-            module = vk.vkCreateShaderModule(
-                self.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
-            )
-            self._modules[spec.glsl] = module
+        module = self.shader_module(spec.glsl)
         bindings = [
             vk.VkDescriptorSetLayoutBinding(
                 binding=i,

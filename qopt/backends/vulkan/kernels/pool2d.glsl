@@ -37,12 +37,13 @@ void main() {
       int h1 = min(h0 + p.KH, p.H + p.ph), w1 = min(w0 + p.KW, p.W + p.pw);
       int pool = (h1 - h0) * (w1 - w0);
       int hs = max(h0, 0), ws = max(w0, 0), he = min(h1, p.H), we = min(w1, p.W);
-      float s = 0.0;
+      precise float s = 0.0;  // row-major, in f32: torch's order
       for (int ih = hs; ih < he; ++ih)
         for (int iw = ws; iw < we; ++iw) s += x[base + uint(ih * p.W + iw)];
       int div = p.divisor_override != 0 ? p.divisor_override
               : (COUNT_INCLUDE_PAD == 1 ? pool : (he - hs) * (we - ws));
-      y[i] = s / float(div);
+      precise float r = s / float(div);
+      y[i] = r;
     }
   }
 }

@@ -1,33 +1,92 @@
 #version 450
 // out[r] = reduce(in[r, 0:cols]) for a [rows, cols] view: OP 0 sum, 1 mean, 2 max, 3 min.
-// One workgroup per row (grid-stride over rows); each thread reduces a strided
-// slice, then a shared-memory tree.
-layout(local_size_x = 64) in;
+// One workgroup of 32 per row (grid-stride over rows).
+//
+// Sums add in torch's CPU order (qopt/numerics.py, ATen's cascade_sum), so a
+// quantizer after a mean sees torch's value bit for bit: thread t = 8 * chain +
+// lane accumulates vectors v = 4 i + chain (8 lanes each) with the 4-level
+// cascade (level 0 spills into level 1 every 16 vectors of the chain, level 1
+// into 2 every 256, 2 into 3 every 4096); lanes then take the leftover vectors,
+// combine chains ((c0 + c1) + c2) + c3, and thread 0 adds the scalar tail and
+// the 8 lanes in order. Rows shorter than 8 use torch's scalar 4-chain order.
+// max/min use a tree (order does not matter).
+layout(local_size_x = 32) in;
 layout(constant_id = 0) const int OP = 0;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
-shared float red[64];
+shared float red[32];
 
-float comb(float a, float b) {
-  if (OP == 2) return max(a, b);
-  if (OP == 3) return min(a, b);
-  return a + b;
+uint ceil_log2(uint v) { return v <= 2u ? 1u : uint(findMSB(v - 1u)) + 1u; }
+
+float chain_sum(uint base, uint t, uint full) {
+  // acc[level]: ATen's multi_row_sum for one (chain, lane) of a 4-chain row.
+  uint power = max(4u, ceil_log2(full) / 4u);
+  uint step = 1u << power, mask = step - 1u;
+  precise float a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+  uint i = 0u;
+  while (i + step <= full) {
+    for (uint j = 0u; j < step; ++j, ++i) a0 += x[base + i * 32u + t];
+    a1 += a0; a0 = 0.0;
+    if ((i & (mask << power)) != 0u) continue;
+    a2 += a1; a1 = 0.0;
+    if ((i & (mask << (2u * power))) != 0u) continue;
+    a3 += a2; a2 = 0.0;
+  }
+  for (; i < full; ++i) a0 += x[base + i * 32u + t];
+  a0 += a1;
+  a0 += a2;
+  a0 += a3;
+  return a0;
 }
 
 void main() {
   uint t = gl_LocalInvocationID.x;
-  float init = OP == 2 ? -1.0 / 0.0 : (OP == 3 ? 1.0 / 0.0 : 0.0);
   for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
-    float acc = init;
-    for (uint c = t; c < p.cols; c += 64) acc = comb(acc, x[r * p.cols + c]);
-    red[t] = acc;
-    barrier();
-    for (uint s = 32; s > 0; s >>= 1) {
-      if (t < s) red[t] = comb(red[t], red[t + s]);
+    uint base = r * p.cols;
+    if (OP >= 2) {
+      float acc = OP == 2 ? -1.0 / 0.0 : 1.0 / 0.0;
+      for (uint c = t; c < p.cols; c += 32u)
+        acc = OP == 2 ? max(acc, x[base + c]) : min(acc, x[base + c]);
+      red[t] = acc;
+      barrier();
+      for (uint s = 16u; s > 0u; s >>= 1) {
+        if (t < s) red[t] = OP == 2 ? max(red[t], red[t + s]) : min(red[t], red[t + s]);
+        barrier();
+      }
+      if (t == 0u) y[r] = red[0];
+      barrier();
+      continue;
+    }
+    uint vectors = p.cols / 8u, full = vectors / 4u;
+    if (p.cols >= 8u) {
+      red[t] = chain_sum(base, t, full);
+      barrier();
+      if (t < 8u) {
+        precise float c0 = red[t];
+        for (uint v = full * 4u; v < vectors; ++v) c0 += x[base + v * 8u + t];
+        c0 += red[8u + t];
+        c0 += red[16u + t];
+        c0 += red[24u + t];
+        red[t] = c0;
+      }
       barrier();
     }
-    if (t == 0) y[r] = OP == 1 ? red[0] / float(p.cols) : red[0];
+    if (t == 0u) {
+      precise float total = 0.0;
+      if (p.cols >= 8u) {
+        for (uint k = vectors * 8u; k < p.cols; ++k) total += x[base + k];
+        for (uint l = 0u; l < 8u; ++l) total += red[l];
+      } else {
+        // scalar row_sum: element k in chain k % 4, leftovers to chain 0
+        precise float c[4] = float[4](0.0, 0.0, 0.0, 0.0);
+        uint whole = (p.cols / 4u) * 4u;
+        for (uint k = 0u; k < whole; ++k) c[k % 4u] += x[base + k];
+        for (uint k = whole; k < p.cols; ++k) c[0] += x[base + k];
+        total = ((c[0] + c[1]) + c[2]) + c[3];
+      }
+      y[r] = OP == 1 ? total / float(p.cols) : total;
+    }
     barrier();
   }
 }

@@ -55,7 +55,7 @@ void main() {
     else if (OP == 5) r = exp(v);
     else if (OP == 6) r = log(v);
     else if (OP == 7) r = sqrt(v);
-    else if (OP == 8) r = inversesqrt(v);
+    else if (OP == 8) r = 1.0 / sqrt(v);  // torch: f32 sqrt, then f32 division
     else if (OP == 9) r = 1.0 / v;
     else if (OP == 10) r = sin(v);
     else if (OP == 11) r = cos(v);
