@@ -194,6 +194,19 @@ def binding_accepts(dtype: str, buffer: BufferType) -> bool:
     return buffer.dtype in ("f32", "i32") and buffer.layout.data == ROW_MAJOR
 
 
+def _packed_bindings(kernel: str) -> dict[str, str]:
+    """Binding name -> packed layout prefix, from the registered kernel (if any)."""
+    try:
+        from qopt.backends.vulkan.registry import kernels
+
+        spec = kernels().get(kernel)
+    except ImportError:  # the kernel specs are not installed: nothing to check against
+        return {}
+    if spec is None:
+        return {}
+    return {b.name: b.packed for b in spec.bindings if b.packed is not None}
+
+
 # ----- kernel symbols ---------------------------------------------------------------
 
 
@@ -426,11 +439,21 @@ class DispatchOp(IRDLOperation):
                 f"kernel {kernel.kernel.data} has {len(bindings)} bindings "
                 f"({', '.join(n for n, _, _ in bindings)}), got {len(self.buffers)} buffers"
             )
+        packed = _packed_bindings(kernel.kernel.data)
         for (name, dtype, _), buffer in zip(bindings, self.buffers, strict=True):
             if not binding_accepts(dtype, _buffer(buffer)):
                 raise VerifyException(
                     f"binding {name} of kernel {kernel.kernel.data} takes {dtype} elements, "
                     f"got {buffer.type}"
+                )
+            prefix = packed.get(name)
+            layout = _buffer(buffer).layout.data
+            if prefix is not None and not (
+                layout.startswith(prefix) and layout[len(prefix) :].isdigit()
+            ):
+                raise VerifyException(
+                    f"binding {name} of kernel {kernel.kernel.data} takes weights packed in a "
+                    f"'{prefix}<bits>' layout, got {buffer.type}"
                 )
         push = kernel.push_list()
         names = [n for n, _ in push]

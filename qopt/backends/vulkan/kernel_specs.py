@@ -144,8 +144,8 @@ def _spec(spec: SpecValues, name: str, default: int) -> int:
     return int(spec.get(name, default))
 
 
-def _b(name: str, dtype: str, writes: bool = False) -> Binding:
-    return Binding(name, dtype, writes)
+def _b(name: str, dtype: str, writes: bool = False, packed: str | None = None) -> Binding:
+    return Binding(name, dtype, writes, packed)
 
 
 def _push(*names: str, kind: str = "u32") -> tuple[tuple[str, str], ...]:
@@ -1163,7 +1163,7 @@ def _linear_qw_spec(name: str, wbits: int, group: int) -> KernelSpec:
         glsl="linear_qw.glsl",
         bindings=(
             _b("x", "f32"),
-            _b("w", "u32"),
+            _b("w", "u32", packed="q"),
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("bias", "f32"),
@@ -1263,7 +1263,7 @@ LINEAR_Q8TA_Q8CSW = register(
         glsl="linear_q8ta.glsl",
         bindings=(
             _b("x", "f32"),
-            _b("w", "u32"),
+            _b("w", "u32", packed="q"),
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("bias", "f32"),
@@ -1327,7 +1327,7 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int) -> KernelSpec:
             _b("xq", "i32"),
             _b("x_scale", "f32"),
             _b("x_zp", "i32"),
-            _b("w", "u32"),
+            _b("w", "u32", packed="q"),
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("bias", "f32"),
@@ -1388,7 +1388,7 @@ LINEAR_LUT = register(
         glsl="linear_lut.glsl",
         bindings=(
             _b("x", "f32"),
-            _b("codes", "u32"),
+            _b("codes", "u32", packed="lut"),
             _b("codebook", "f32"),
             _b("bias", "f32"),
             _b("out", "f32", True),
@@ -1430,7 +1430,7 @@ def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
         glsl="embedding_q.glsl",
         bindings=(
             _b("idx", "i32"),
-            _b("w", "u32"),
+            _b("w", "u32", packed="q"),
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("out", "f32", True),
@@ -1465,7 +1465,7 @@ EMBEDDING_LUT = register(
         glsl="embedding_lut.glsl",
         bindings=(
             _b("idx", "i32"),
-            _b("codes", "u32"),
+            _b("codes", "u32", packed="lut"),
             _b("codebook", "f32"),
             _b("out", "f32", True),
         ),
@@ -1521,7 +1521,7 @@ CONV2D_Q8TA_Q8CSW_Q8TO = register(
         glsl="conv2d_q8.glsl",
         bindings=(
             _b("x", "f32"),
-            _b("w", "u32"),
+            _b("w", "u32", packed="q"),
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("bias", "f32"),

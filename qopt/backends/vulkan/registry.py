@@ -33,8 +33,12 @@ SpecValues = Mapping[str, int]
 @dataclass(frozen=True)
 class Binding:
     name: str
-    dtype: str  # "f32" | "i32" | "u32" (packed words)
+    dtype: str  # "f32" | "i32" | "u32" (raw 32-bit words)
     writes: bool = False
+    packed: str | None = None
+    """For weight bindings: the layout prefix its constant must carry (`q` for
+    q4/q8 words, `lut` for packed codebook indices); the vkc verifier rejects any
+    other buffer there."""
 
 
 @dataclass(frozen=True)

@@ -105,3 +105,14 @@ func.func @buffer_elem() {
   func.return
 }
 // CHECK: buffer elements must be f32, i32 or ui32, got f64
+
+// -----
+
+vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", glsl = "linear_qw.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WBITS = 4 : i64, GROUP_SIZE = 32 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 0 : i64, NPW = 4 : i64, MT = 1 : i64, WG = 64 : i64}, bindings = ["x:f32", "w:u32", "scales:f32", "zeros:i32", "bias:f32", "out:f32:w"], push = ["M:u32", "N:u32", "K:u32", "row_words:u32", "ngroups:u32"]}
+func.func @packed_weights_row_major(%x: tensor<1x64xf32>) {
+  %b = vkc.input %x : tensor<1x64xf32> -> !vkc.buffer<1x64xf32>
+  %w = vkc.constant dense<[1, 2]> : tensor<2xui32> : !vkc.buffer<2xui32>
+  vkc.dispatch @linear_q4gsw_0(%b, %w, %b, %b, %b, %b) {push = {M = 1 : i64, N = 1 : i64, K = 64 : i64, row_words = 8 : i64, ngroups = 2 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<1x64xf32>, !vkc.buffer<2xui32>, !vkc.buffer<1x64xf32>, !vkc.buffer<1x64xf32>, !vkc.buffer<1x64xf32>, !vkc.buffer<1x64xf32>
+  func.return
+}
+// CHECK: binding w of kernel linear_q4gsw takes weights packed in a 'q<bits>' layout, got !vkc.buffer<2xui32>
