@@ -15,6 +15,7 @@ from qopt.errors import QoptError
 __all__ = [
     "QoptError",
     "compile",
+    "fold_constants",
     "fuse",
     "import_program",
     "interpret",
@@ -45,6 +46,15 @@ def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
     return module
 
 
+def fold_constants(module: ModuleOp) -> ModuleOp:
+    """Run `fold-constants` on `module` in place and return it."""
+    from qopt.context import make_context
+    from qopt.lowering.fold_constants import FoldConstantsPass
+
+    FoldConstantsPass().apply(make_context(), module)
+    return module
+
+
 def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
     """Import, fuse and lower a program for `target` ("coreml" or "vulkan").
 
@@ -56,6 +66,7 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
     if target not in ("coreml", "vulkan"):
         raise QoptError(f"unknown target '{target}': use 'coreml' or 'vulkan'")
     module = fuse(import_program(ep_or_path, trust_pickle=trust_pickle))
+    fold_constants(module)
     if target == "coreml":
         from qopt.backends.coreml import compile_coreml
 

@@ -118,6 +118,14 @@ def store() -> NumpyResourceInterface:
     return replacement
 
 
+def printable_inline(array: np.ndarray) -> bool:
+    """Whether `array` survives a print/parse round trip as an inline `dense<...>`:
+    xDSL prints inf/NaN as hex bit patterns (0xff800000) but its parser (0.75)
+    reads a hex float literal as an integer value, so non-finite floats go into a
+    `dense_resource` blob (exact bytes) instead."""
+    return array.dtype.kind != "f" or bool(np.isfinite(array).all())
+
+
 def make_resource(key_hint: str, array: np.ndarray, type: TensorType) -> DenseResourceAttr:
     """A `dense_resource` attribute holding `array` (which must match `type`)."""
     key = store().store(key_hint, array)

@@ -37,10 +37,11 @@ from xdsl.rewriter import InsertPoint
 
 from qopt.dialects.dtypes import element_type
 from qopt.errors import QoptError
-from qopt.resources import make_resource
+from qopt.resources import make_resource, printable_inline
 
 #: Constants with at most this many elements are printed inline (`dense<...>`).
 INLINE_CONSTANT_LIMIT = 16
+
 
 #: Graph nodes that carry no computation and are dropped.
 DROPPED_TARGETS = frozenset(
@@ -188,7 +189,7 @@ class Importer:
         array = np.asarray(array, order="C")
         type = tensor_type(array.dtype, array.shape)
         value: Attribute
-        if array.size <= INLINE_CONSTANT_LIMIT:
+        if array.size <= INLINE_CONSTANT_LIMIT and printable_inline(array):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
             value = make_resource(_key(name), array, type)

@@ -15,6 +15,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FuseQuantPass
 
+    def get_fold_constants() -> type[ModulePass]:
+        from qopt.lowering.fold_constants import FoldConstantsPass
+
+        return FoldConstantsPass
+
     def get_convert_to_coreml() -> type[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 
@@ -37,6 +42,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "fuse-quant": get_fuse_quant,
+        "fold-constants": get_fold_constants,
         "convert-to-coreml": get_convert_to_coreml,
         "convert-to-vkc": get_convert_to_vkc,
         "qopt-coreml": get_qopt_coreml,

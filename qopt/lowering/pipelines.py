@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass
 
 @dataclass(frozen=True)
 class QoptCoremlPipeline(ModulePass):
-    """`fuse-quant`, then `convert-to-coreml`."""
+    """`fuse-quant`, `fold-constants`, then `convert-to-coreml`."""
 
     name = "qopt-coreml"
 
@@ -24,23 +24,27 @@ class QoptCoremlPipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
+        from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
 
         FuseQuantPass().apply(ctx, op)
+        FoldConstantsPass().apply(ctx, op)
         op.verify()
         ConvertToCoremlPass(target=self.target).apply(ctx, op)
 
 
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
-    """`fuse-quant`, then `convert-to-vkc`."""
+    """`fuse-quant`, `fold-constants`, then `convert-to-vkc`."""
 
     name = "qopt-vulkan"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
+        from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
 
         FuseQuantPass().apply(ctx, op)
+        FoldConstantsPass().apply(ctx, op)
         op.verify()
         ConvertToVkcPass().apply(ctx, op)

@@ -67,6 +67,9 @@ BINARY = {
     "aten.logical_and": 13,
     "aten.logical_or": 14,
     "aten.remainder": 15,
+    "aten.bitwise_and": 17,
+    "aten.bitwise_or": 18,
+    "aten.bitwise_xor": 19,
 }
 FLOOR_DIV = 16
 REDUCE = {"aten.sum": 0, "aten.mean": 1, "aten.amax": 2, "aten.amin": 3}
@@ -245,6 +248,45 @@ def lower_slice(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [copy_strided(lw, x, out_dims, strides, offset)]
 
 
+@rule("aten.split")
+def lower_split(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """One strided copy per piece (a slice of `sizes[i]` along `dim`)."""
+    x = lw.buffer(op.operands[0])
+    dims_in = shape(op.operands[0])
+    d = norm_dim(integer(op.dim), len(dims_in))  # type: ignore[attr-defined]
+    strides = list(row_major(dims_in))
+    pieces, start = [], 0
+    for result in op.results:
+        out_dims = shape(result)
+        pieces.append(copy_strided(lw, x, out_dims, strides, start * strides[d]))
+        start += out_dims[d]
+    return pieces
+
+
+@rule("aten.index")
+def lower_index(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """Advanced indexing with compile-time index tensors (masks built from
+    `arange`, position tables: fold-constants makes them constants): the flat
+    source offset of every result element is computed now, and one gather_rows
+    dispatch with rows of one 32-bit word copies them."""
+    dims_in = shape(op.operands[0])
+    key: list[slice | np.ndarray] = [slice(None)] * len(dims_in)
+    for d, index in zip(op.indexed_dims.get_values(), op.operands[1:], strict=True):  # type: ignore[attr-defined]
+        found = lw.values[index]
+        if isinstance(found, Buf):
+            raise unsupported(
+                op, "indexing with run-time index tensors", "use constant indices or gather"
+            )
+        key[int(d)] = np.asarray(found, dtype=np.int64)
+    offsets = np.arange(max(numel(dims_in), 1), dtype=np.int64).reshape(dims_in)[tuple(key)]
+    x = lw.buffer(op.operands[0])
+    idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
+    out_dims = shape(op.results[0]) or (1,)
+    out = lw.alloc(out_dims, x.dtype)
+    lw.dispatch("gather_rows", [x, idx, out], [numel(out_dims), 1, numel(dims_in)])
+    return [out]
+
+
 @rule("aten.select")
 def lower_select(lw: Lowering, op: Operation) -> Sequence[Buf]:
     x = lw.buffer(op.operands[0])
@@ -329,6 +371,8 @@ def lower_binary(lw: Lowering, op: Operation) -> Sequence[Buf]:
             code = FLOOR_DIV
         else:
             raise unsupported(op, f"div rounding_mode '{mode}'", "use floor or true division")
+    if compute == "f32" and code in (17, 18, 19):
+        raise unsupported(op, f"{op.name} of floats", "bitwise ops take integer or bool tensors")
     if compute == "i32" and op.name == "aten.div":
         raise unsupported(op, "true division of integers", "cast the operands to float")
     a = lw.view(a, shape(op.lhs) or (1,))
@@ -453,6 +497,28 @@ def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [lw.view(out, shape(op.results[0]))]
 
 
+@rule("aten.addmm")
+def lower_addmm(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """beta * input + alpha * (mat1 @ mat2) with beta = alpha = 1 and a row-vector
+    input (GPT-2's Conv1D, nn.Linear traced as addmm): the matmul kernel's bias."""
+    (m, k), (_, n) = shape(op.operands[1]), shape(op.operands[2])
+    beta = op.beta.value.data if op.beta is not None else 1.0  # type: ignore[attr-defined]
+    alpha = op.alpha.value.data if op.alpha is not None else 1.0  # type: ignore[attr-defined]
+    bias_dims = shape(op.operands[0])
+    if beta != 1.0 or alpha != 1.0 or numel(bias_dims) != n or (bias_dims and bias_dims[-1] != n):
+        raise unsupported(
+            op,
+            f"addmm with beta={beta}, alpha={alpha} and a {list(bias_dims)} input",
+            "use beta = alpha = 1 and a bias of shape [N] (or write mm + add)",
+        )
+    a = lw.buffer(op.operands[1])
+    b = lw.buffer(op.operands[2])
+    bias = lw.buffer(op.operands[0])
+    out = lw.alloc((m, n), "f32")
+    lw.dispatch("matmul", [a, b, bias, out], [m, n, k, 1, 0, 0], {"TRANS_B": 0, "HAS_BIAS": 1})
+    return [out]
+
+
 @rule("aten.matmul")
 def lower_matmul(lw: Lowering, op: Operation) -> Sequence[Buf]:
     a_dims, b_dims = shape(op.operands[0]), shape(op.operands[1])
@@ -574,6 +640,16 @@ def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [out]
 
 
+def _bool_mask_to_float(lw: Lowering, mask: Buf, dims: Sequence[int]) -> Buf:
+    zero = lw.constant(np.zeros(1, np.float32), "f32")
+    neg = lw.constant(np.full(1, -np.inf, np.float32), "f32")
+    out = lw.alloc(tuple(dims), "f32")
+    strides = [broadcast_strides(tuple(dims), tuple(dims)), [0] * len(dims), [0] * len(dims)]
+    d, sc, sa, sb = pad6(tuple(dims), *strides)
+    lw.dispatch("where", [mask, zero, neg, out], [numel(dims), *d, *sc, *sa, *sb])
+    return out
+
+
 @rule("aten.scaled_dot_product_attention")
 def lower_sdpa(lw: Lowering, op: Operation) -> Sequence[Buf]:
     q_dims, k_dims, v_dims = (shape(v) for v in op.operands[:3])
@@ -590,9 +666,10 @@ def lower_sdpa(lw: Lowering, op: Operation) -> Sequence[Buf]:
     if mask_value is not None:
         m_dims = shape(mask_value)
         mask = lw.buffer(mask_value)
-        if mask.dtype != "f32":  # boolean mask: 0 -> -inf
-            neg = lw.constant(np.asarray([0.0, -np.inf], np.float32)[None], "f32")
-            raise unsupported(op, "boolean attention masks", "pass a float mask") if neg else None
+        if mask.dtype != "f32":
+            # A boolean mask keeps True positions: as torch does, turn it into an
+            # additive float mask, where(mask, 0, -inf).
+            mask = _bool_mask_to_float(lw, mask, m_dims or (1,))
         strides = broadcast_strides(m_dims, (b, h, l, s))
         mb, mh, ml, ms = strides
     else:

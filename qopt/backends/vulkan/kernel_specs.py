@@ -88,6 +88,9 @@ BINARY_OPS = {
     "logical_or": 14,
     "remainder": 15,
     "floor_divide": 16,
+    "bitwise_and": 17,
+    "bitwise_or": 18,
+    "bitwise_xor": 19,
 }
 BINARY_BOOL_OPS = tuple(range(7, 15))
 REDUCE_OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -392,6 +395,9 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
                 13: lambda: (x != 0) & (y != 0),
                 14: lambda: (x != 0) | (y != 0),
                 15: lambda: np.mod(x, y),
+                17: lambda: x & y,
+                18: lambda: x | y,
+                19: lambda: x ^ y,
             }[op]()
         _store(buffers, "out", np.asarray(r).astype(np.int64).astype(np.int32))
         return

@@ -56,6 +56,9 @@ void main() {
       else if (OP == 13) r = int(x != 0 && y != 0);
       else if (OP == 14) r = int(x != 0 || y != 0);
       else if (OP == 15) { int m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; r = m; }
+      else if (OP == 17) r = x & y;
+      else if (OP == 18) r = x | y;
+      else if (OP == 19) r = x ^ y;
       o[i] = uint(r);
     } else {
       precise float x = uintBitsToFloat(a[ia]), y = uintBitsToFloat(b[ib]);
