@@ -11,11 +11,14 @@ unless asked to print them.
 from __future__ import annotations
 
 import contextlib
+import sys
+import weakref
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import Builtin, DenseResourceAttr, TensorType
+from xdsl.parser.base_parser import BaseParser
 
 from qopt.dialects.dtypes import numpy_dtype
 
@@ -32,9 +35,30 @@ class NumpyResourceInterface(OpAsmDialectInterface):
         super().__init__()
         self._arrays: dict[str, np.ndarray | bytes] = {}
         self._next_suffix: dict[str, int] = {}
+        self._aliases: dict[int, dict[str, str]] = {}  # per live parser (by id)
         self.elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
 
     def declare_resource(self, key: str) -> str:
+        """A parser met `dense_resource<key>` (or the resource section's `key:`).
+
+        Keys already in the store (a module parsed in the process that printed it)
+        are renamed as xDSL does (`key_<n>`); within one parse every later mention
+        of `key`, the resource section's included, maps to that same new key.
+        (xDSL 0.75's parser de-duplicates by the *renamed* key, so without this map
+        each mention would declare a new, empty blob and the module would lose
+        its weights.)"""
+        parser = _calling_parser()
+        if parser is None:
+            return self._declare(key)
+        aliases = self._aliases.get(id(parser))
+        if aliases is None:
+            aliases = self._aliases[id(parser)] = {}
+            weakref.finalize(parser, self._aliases.pop, id(parser), None)
+        if key not in aliases:
+            aliases[key] = self._declare(key)
+        return aliases[key]
+
+    def _declare(self, key: str) -> str:
         """xDSL's de-duplication (`key`, else `key_<n>` with the smallest free n),
         without its scan from n = 0 on every duplicate: keys are only ever added
         (until `clear`), so the smallest free n for a key never decreases and the
@@ -69,9 +93,10 @@ class NumpyResourceInterface(OpAsmDialectInterface):
         self._blob_storage.clear()
         self._arrays.clear()
         self._next_suffix.clear()
+        self._aliases.clear()
 
     def store(self, key: str, array: np.ndarray) -> str:
-        key = self.declare_resource(key)
+        key = self._declare(key)
         self._arrays[key] = np.asarray(array, order="C")
         self._blob_storage[key] = "0x"
         return key
@@ -96,6 +121,13 @@ class NumpyResourceInterface(OpAsmDialectInterface):
                 continue
             out[key] = _to_hex(blob)
         return out
+
+
+def _calling_parser() -> object | None:
+    """The xDSL parser whose resource-handle parsing called `declare_resource`."""
+    frame = sys._getframe(2)  # declare_resource <- the parser's method
+    owner = frame.f_locals.get("self")
+    return owner if isinstance(owner, BaseParser) else None
 
 
 def _to_hex(blob: np.ndarray | bytes) -> str:
