@@ -23,6 +23,7 @@ containers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -535,10 +536,22 @@ class GatherOp(CoremlOp):
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
 
     def check(self) -> None:
+        if self.opset() < 17:
+            self.require(self.x, "x", FI)
+        else:
+            self.require(self.x, "x", FI | {"int8", "uint8", "int16", "uint16"})
         allowed = {"int32"} | ({"int16", "uint16"} if self.opset() >= 16 else set())
         if self.opset() >= 17:
             allowed |= {"int8", "uint8"}
         self.require(self.indices, "indices", frozenset(allowed))
+        x, indices = shape_of(self.x), shape_of(self.indices)
+        axis = self.axis.value.data
+        if not -len(x) <= axis < len(x):
+            raise self.fail(f"axis {axis} out of range for rank {len(x)}")
+        axis %= len(x)
+        out = (*x[:axis], *indices, *x[axis + 1 :])
+        if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.x):
+            raise self.fail(f"result must have shape {list(out)} and the element type of x")
 
 
 class BinaryOp(CoremlOp):
@@ -585,6 +598,43 @@ def _unary(mil_name: str, doc: str, **params: object) -> type[UnaryOp]:
     return irdl_op_definition(cls)
 
 
+def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+class CompareOp(BinaryOp):
+    """Elementwise comparison (numpy broadcasting): bool result; x and y share one
+    element type, fp16, fp32 or int32 (MIL's `T` in every opset up to iOS18)."""
+
+    def check(self) -> None:
+        if elem_of(self.operands[0]) != elem_of(self.operands[1]):
+            raise self.fail("x and y must have the same element type")
+        out = broadcast(shape_of(self.operands[0]), shape_of(self.operands[1]))
+        if out is None:
+            raise self.fail("x and y shapes do not broadcast")
+        if shape_of(self.results[0]) != out or mil_dtype_name(elem_of(self.results[0])) != "bool":
+            raise self.fail(f"result must be a bool tensor of shape {list(out)}")
+
+
+def _compare(mil_name: str, doc: str) -> type[CompareOp]:
+    cls = type(
+        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
+        (CompareOp,),
+        {
+            "__doc__": doc,
+            "name": f"coreml.{mil_name}",
+            "x": operand_def(TensorType),
+            "y": operand_def(TensorType),
+            "result": result_def(TensorType),
+            "__module__": __name__,
+        },
+    )
+    return irdl_op_definition(cls)
+
+
 AddOp = _binary("add", "x + y (numpy broadcasting)")
 SubOp = _binary("sub", "x - y")
 MulOp = _binary("mul", "x * y")
@@ -592,6 +642,13 @@ RealDivOp = _binary("real_div", "x / y")
 PowOp = _binary("pow", "x ** y")
 MaximumOp = _binary("maximum", "max(x, y)")
 MinimumOp = _binary("minimum", "min(x, y)")
+
+EqualOp = _compare("equal", "x == y")
+NotEqualOp = _compare("not_equal", "x != y")
+LessOp = _compare("less", "x < y")
+LessEqualOp = _compare("less_equal", "x <= y")
+GreaterOp = _compare("greater", "x > y")
+GreaterEqualOp = _compare("greater_equal", "x >= y")
 
 ReluOp = _unary("relu", "max(x, 0)")
 SiluOp = _unary("silu", "x * sigmoid(x)")
@@ -629,6 +686,50 @@ class LayerNormOp(CoremlOp):
     irdl_options = _no_segments()
     MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("x", "gamma", "beta")
     MIL_PARAMS: ClassVar[dict[str, str]] = {"axes": "ints", "epsilon": "float"}
+
+
+@irdl_op_definition
+class BatchNormOp(CoremlOp):
+    """`gamma * (x - mean) / sqrt(variance + epsilon) + beta` per channel (axis 1),
+    x `[N, C, *D]` of rank 3 to 5; every parameter a constant `[C]` (gamma 1 and
+    beta 0 when absent). Before iOS17 the parameters must have x's element type."""
+
+    name = "coreml.batch_norm"
+    x = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    variance = operand_def(TensorType)
+    gamma = opt_operand_def(TensorType)
+    beta = opt_operand_def(TensorType)
+    epsilon = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    irdl_options = _no_segments()
+    MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("x", "mean", "variance", "gamma", "beta")
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"epsilon": "float"}
+
+    def check(self) -> None:
+        x = shape_of(self.x)
+        if not 3 <= len(x) <= 5:
+            raise self.fail(f"x must be [N, C, *D] of rank 3 to 5, got {list(x)}")
+        params = {
+            "mean": self.mean,
+            "variance": self.variance,
+            "gamma": self.gamma,
+            "beta": self.beta,
+        }
+        for what, value in params.items():
+            if value is None:
+                continue
+            self.require_const(value, what)
+            if shape_of(value) != (x[1],):
+                raise self.fail(f"{what} must have shape [{x[1]}]")
+            if self.opset() < 17 and elem_of(value) != elem_of(self.x):
+                raise self.fail(
+                    f"{what} must have the element type of x before iOS17, got "
+                    f"{mil_dtype_name(elem_of(value))}"
+                )
+        _same_shape_result(self, self.x, self.result)
+        if elem_of(self.result) != elem_of(self.x):
+            raise self.fail("result must have the element type of x")
 
 
 class ReduceOp(CoremlOp):
@@ -701,18 +802,118 @@ class ConcatOp(CoremlOp):
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
 
 
+def _mask(attr: DenseArrayBase | None, rank: int) -> tuple[bool, ...]:
+    if attr is None:
+        return (False,) * rank
+    return tuple(bool(v) for v in attr.get_values())
+
+
+def slice_by_index_indices(
+    shape: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    stride: Sequence[int],
+    begin_mask: Sequence[bool],
+    end_mask: Sequence[bool],
+    squeeze_mask: Sequence[bool],
+) -> tuple[tuple[slice | int, ...], tuple[int, ...]]:
+    """MIL `slice_by_index` as a numpy index and the result shape.
+
+    Per axis i: `begin_mask[i]` ignores `begin[i]` (slice from the start, or from
+    the end for a negative stride), `end_mask[i]` ignores `end[i]` (to the end),
+    `squeeze_mask[i]` takes the single element at `begin[i]` and removes the
+    axis; negative bounds count from the end (coremltools'
+    `solve_slice_by_index_slice`, numpy's rules).
+    """
+    index: list[slice | int] = []
+    out: list[int] = []
+    for size, b, e, s, bm, em, sq in zip(
+        shape, begin, end, stride, begin_mask, end_mask, squeeze_mask, strict=True
+    ):
+        if sq:
+            b = 0 if bm else b
+            if not -size <= b < size:
+                raise ValueError(f"squeezed index {b} is out of range for a dim of size {size}")
+            index.append(b)
+            continue
+        if s == 0:
+            raise ValueError("stride must not be 0")
+        piece = slice(None if bm else b, None if em else e, s)
+        index.append(piece)
+        out.append(len(range(*piece.indices(size))))
+    return tuple(index), tuple(out)
+
+
 @irdl_op_definition
 class SliceByIndexOp(CoremlOp):
-    """`x[begin:end:stride]` per dimension (explicit bounds, no masks)."""
+    """`x[begin:end:stride]` per dimension, with MIL's masks: `begin_mask[i]`
+    ignores `begin[i]`, `end_mask[i]` ignores `end[i]`, `squeeze_mask[i]` takes
+    the element at `begin[i]` and removes the axis (absent masks: all false)."""
 
     name = "coreml.slice_by_index"
     x = operand_def(TensorType)
     begin = prop_def(DenseArrayBase)
     end = prop_def(DenseArrayBase)
     stride = prop_def(DenseArrayBase)
+    begin_mask = opt_prop_def(DenseArrayBase)
+    end_mask = opt_prop_def(DenseArrayBase)
+    squeeze_mask = opt_prop_def(DenseArrayBase)
     result = result_def(TensorType)
-    MIL_PARAMS: ClassVar[dict[str, str]] = {"begin": "ints", "end": "ints", "stride": "ints"}
+    MIL_PARAMS: ClassVar[dict[str, str]] = {
+        "begin": "ints",
+        "end": "ints",
+        "stride": "ints",
+        "begin_mask": "bools",
+        "end_mask": "bools",
+        "squeeze_mask": "bools",
+    }
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
+
+    def masks(self) -> tuple[tuple[bool, ...], tuple[bool, ...], tuple[bool, ...]]:
+        rank = len(shape_of(self.x))
+        return (
+            _mask(self.begin_mask, rank),
+            _mask(self.end_mask, rank),
+            _mask(self.squeeze_mask, rank),
+        )
+
+    def index(self) -> tuple[slice | int, ...]:
+        index, _ = slice_by_index_indices(
+            shape_of(self.x),
+            tuple(self.begin.get_values()),
+            tuple(self.end.get_values()),
+            tuple(self.stride.get_values()),
+            *self.masks(),
+        )
+        return index
+
+    def check(self) -> None:
+        if self.opset() < 17:
+            self.require(self.x, "x", FI | {"bool"})
+        shape = shape_of(self.x)
+        params = {
+            "begin": self.begin,
+            "end": self.end,
+            "stride": self.stride,
+            "begin_mask": self.begin_mask,
+            "end_mask": self.end_mask,
+            "squeeze_mask": self.squeeze_mask,
+        }
+        for key, attr in params.items():
+            if attr is not None and len(attr.get_values()) != len(shape):
+                raise self.fail(f"{key} must have one entry per dim of x (rank {len(shape)})")
+        try:
+            _, out = slice_by_index_indices(
+                shape,
+                tuple(self.begin.get_values()),
+                tuple(self.end.get_values()),
+                tuple(self.stride.get_values()),
+                *self.masks(),
+            )
+        except ValueError as e:
+            raise self.fail(str(e)) from None
+        if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.x):
+            raise self.fail(f"result must have shape {list(out)} and the element type of x")
 
 
 @irdl_op_definition
@@ -767,7 +968,17 @@ class SelectOp(CoremlOp):
     b = operand_def(TensorType)
     result = result_def(TensorType)
     MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("cond", "a", "b")
-    INPUT_TYPES: ClassVar[frozenset[str]] = ANY
+    INPUT_TYPES: ClassVar[frozenset[str]] = FI | {"bool"}
+
+    def check(self) -> None:
+        self.require(self.cond, "cond", frozenset({"bool"}))
+        if elem_of(self.a) != elem_of(self.b):
+            raise self.fail("a and b must have the same element type")
+        out = broadcast(shape_of(self.cond), shape_of(self.a), shape_of(self.b))
+        if out is None:
+            raise self.fail("cond, a and b shapes do not broadcast")
+        if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.a):
+            raise self.fail(f"result must have shape {list(out)} and the element type of a")
 
 
 class PoolOp(CoremlOp):
@@ -833,8 +1044,9 @@ class ScaledDotProductAttentionOp(CoremlOp):
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,
     AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp,
+    EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
-    SoftmaxOp, LayerNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
+    SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
     ReshapeOp, TransposeOp, ConcatOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip

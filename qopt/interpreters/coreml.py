@@ -158,6 +158,16 @@ _BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     coreml.MinimumOp: np.minimum,
 }
 
+_COMPARE: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    coreml.EqualOp: np.equal,
+    coreml.NotEqualOp: np.not_equal,
+    coreml.LessOp: np.less,
+    coreml.LessEqualOp: np.less_equal,
+    coreml.GreaterOp: np.greater,
+    coreml.GreaterEqualOp: np.greater_equal,
+}
+
+
 def _ordered(ordered: Callable[..., np.ndarray], plain: Callable[..., np.ndarray]):
     """float32 sums in torch's CPU order (qopt.numerics), so a package is checked
     against torch bit for bit where a reduction feeds a quantizer."""
@@ -348,6 +358,25 @@ class CoremlFunctions(InterpreterFunctions):
             y = y + (operands["beta"] if op.gamma is not None else operands["gamma"])
         return (y.astype(x.dtype, copy=False),)
 
+    @impl(coreml.BatchNormOp)
+    def run_batch_norm(self, interp: Interpreter, op: Any, args: PythonValues):
+        """In torch's inference order: `a = gamma / sqrt(var + eps)`,
+        `b = beta - mean * a`, `y = x * a + b`."""
+        x, mean, var, *rest = args
+        operands = dict(zip(("gamma", "beta"), rest, strict=False))
+        if op.gamma is None and rest:
+            operands = {"beta": rest[0]}
+        dtype = x.dtype
+        eps = np.asarray(_float(op.epsilon), dtype)
+        alpha = np.asarray(1, dtype) / np.sqrt(var.astype(dtype) + eps)
+        if (gamma := operands.get("gamma")) is not None:
+            alpha = alpha * gamma.astype(dtype)
+        beta = -mean.astype(dtype) * alpha
+        if (offset := operands.get("beta")) is not None:
+            beta = beta + offset.astype(dtype)
+        channel = (x.shape[1],) + (1,) * (x.ndim - 2)
+        return ((x * alpha.reshape(channel) + beta.reshape(channel)).astype(dtype),)
+
     @impl(coreml.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: Any, args: PythonValues):
         return (args[0].reshape(shape_of(op.result)),)
@@ -365,11 +394,8 @@ class CoremlFunctions(InterpreterFunctions):
 
     @impl(coreml.SliceByIndexOp)
     def run_slice(self, interp: Interpreter, op: Any, args: PythonValues):
-        index = tuple(
-            slice(b, e, s)
-            for b, e, s in zip(_ints(op.begin), _ints(op.end), _ints(op.stride), strict=True)
-        )
-        return (np.ascontiguousarray(args[0][index]),)
+        # begin/end masks drop a bound, squeezed axes are integer indices.
+        return (np.ascontiguousarray(args[0][op.index()]).reshape(shape_of(op.result)),)
 
     @impl(coreml.ExpandDimsOp)
     def run_expand_dims(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -418,6 +444,14 @@ def _binary_impl(body: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callab
     return run
 
 
+def _compare_impl(body: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Any]:
+    def run(self: Any, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        x, y = args
+        return (np.asarray(body(x, y.astype(x.dtype)), np.bool_),)
+
+    return run
+
+
 def _reduce_impl(body: Callable[..., np.ndarray]) -> Callable[..., Any]:
     def run(self: Any, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
         x = args[0]
@@ -427,7 +461,12 @@ def _reduce_impl(body: Callable[..., np.ndarray]) -> Callable[..., Any]:
     return run
 
 
-for _table, _make in ((_UNARY, _unary_impl), (_BINARY, _binary_impl), (_REDUCE, _reduce_impl)):
+for _table, _make in (
+    (_UNARY, _unary_impl),
+    (_BINARY, _binary_impl),
+    (_COMPARE, _compare_impl),
+    (_REDUCE, _reduce_impl),
+):
     for _op_type, _body in _table.items():
         setattr(CoremlFunctions, f"run_{_op_type.__name__}", impl(_op_type)(_make(_body)))
 CoremlFunctions = register_impls(CoremlFunctions)

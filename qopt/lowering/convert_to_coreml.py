@@ -24,7 +24,15 @@ How each kind of quantization lowers (PATTERNS.md §2.8, §3):
   the activation quantization error, not by float round-off).
 
 A scheme the target cannot express is a `QoptError` naming the op, the scheme
-and the lowest target that can: never a silent float fallback.
+(the qfused op's kernel name) and the lowest target that can: never a silent
+float fallback.
+
+Indexing and normalization (the same MIL ops on iOS16-18): `select` is
+`slice_by_index` with its dim in `squeeze_mask`; `index_select` is `gather`
+(int32 indices); comparisons are `equal` / `less` / ... on two operands of one
+type (fp32, fp16 or int32); `where` is `select`; inference `batch_norm` is MIL
+`batch_norm` for inputs of rank 3 to 5 and `x * a + b` with constant `a`, `b`
+(torch's order) for `[N, C]`.
 
 Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
@@ -73,7 +81,7 @@ from qopt.dialects.dtypes import element_type, numpy_dtype
 from qopt.errors import QoptError, where
 from qopt.interpreters.builtin import constant_array
 from qopt.interpreters.coreml import const_array
-from qopt.resources import make_resource
+from qopt.resources import make_resource, printable_inline
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 
@@ -88,6 +96,10 @@ def _int(value: int) -> IntegerAttr:
 
 def _bool(value: bool) -> IntegerAttr:
     return IntegerAttr(int(bool(value)), i1)
+
+
+def _bools(values: Sequence[bool]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i1, [bool(v) for v in values])
 
 
 def _float(value: float) -> FloatAttr:
@@ -136,6 +148,13 @@ def _describe(scheme: Attribute) -> str:
     return f"{scheme.bits.data}-bit affine (block {list(scheme.block_size)})"
 
 
+def _subject(op: Operation) -> str:
+    """The op and its location, with its scheme's kernel name for a qfused op."""
+    if isinstance(op, qfused.QFusedOp):
+        return f"{where(op)} (scheme {op.kernel_name()})"
+    return where(op)
+
+
 class Lowering:
     """Lowers one function in place, op by op, in program order."""
 
@@ -159,7 +178,7 @@ class Lowering:
         elem = element_type(array.dtype) if elem is None else elem
         type = TensorType(elem, list(array.shape))
         width = elem.width.data if isinstance(elem, IntegerType) else 32
-        if array.size <= 16 and width >= 8:
+        if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):
             value: Attribute = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
             value = make_resource(hint, array, type)
@@ -206,9 +225,20 @@ class Lowering:
         type = TensorType(i32, _shape(value))
         return self.build(coreml.CastOp, [value], type, dtype=StringAttr("int32"))
 
+    def as_elem(self, value: SSAValue, elem: Attribute) -> SSAValue:
+        """`value` with element type `elem`: a constant is converted at compile time,
+        anything else gets a `cast`."""
+        if _elem(value) == elem:
+            return value
+        if (array := self.array(value)) is not None:
+            return self.const(array.astype(storage_dtype(elem)), elem)
+        type = TensorType(elem, _shape(value))
+        name = StringAttr(coreml.mil_dtype_name(elem))
+        return self.build(coreml.CastOp, [value], type, dtype=name)
+
     def unsupported(self, op: Operation, scheme: Attribute, reason: str) -> QoptError:
         return QoptError(
-            f"convert-to-coreml: {where(op)} has {_describe(scheme)} weights, which CoreML "
+            f"convert-to-coreml: {_subject(op)} has {_describe(scheme)} weights, which CoreML "
             f"{self.target} cannot express ({reason}); the lowest target that can is iOS18: "
             "use convert-to-coreml{target=iOS18} / minimum_deployment_target='iOS18'"
         )
@@ -302,9 +332,10 @@ class Lowering:
     def need_opset(self, op: Operation, minimum: int, what: str) -> None:
         if self.opset < minimum:
             raise QoptError(
-                f"convert-to-coreml: {where(op)} needs {what}, which CoreML has from "
-                f"iOS{minimum}; the target is {self.target}: use "
-                f"convert-to-coreml{{target=iOS{minimum}}} or newer"
+                f"convert-to-coreml: {_subject(op)} needs {what}, which CoreML has from "
+                f"iOS{minimum}; the target is {self.target}; the lowest target that can is "
+                f"iOS{minimum}: use convert-to-coreml{{target=iOS{minimum}}} / "
+                f"minimum_deployment_target='iOS{minimum}'"
             )
 
     def quantize(
@@ -484,6 +515,49 @@ def _add_sub(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     return [lw.build(cls, [x, y], out)]
 
 
+_COMPARISONS: dict[type[Operation], type[coreml.CoremlOp]] = {
+    ew.EqOp: coreml.EqualOp,
+    ew.NeOp: coreml.NotEqualOp,
+    ew.LtOp: coreml.LessOp,
+    ew.LeOp: coreml.LessEqualOp,
+    ew.GtOp: coreml.GreaterOp,
+    ew.GeOp: coreml.GreaterEqualOp,
+}
+
+
+def _compared_elem(a: Attribute, b: Attribute) -> Attribute:
+    """The type both sides of a MIL comparison get (fp16, fp32 or int32)."""
+    for elem in (a, b):
+        if coreml.mil_dtype_name(elem) in ("fp32", "fp16"):
+            return f32 if f32 in (a, b) else elem
+    return i32
+
+
+@rule(*_COMPARISONS)
+def _compare(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """Comparisons: MIL compares two operands of one type (fp16, fp32, int32)."""
+    x, y = op.operands
+    elem = _compared_elem(mil_elem(_elem(x)), mil_elem(_elem(y)))
+    x, y = lw.as_elem(x, elem), lw.as_elem(y, elem)
+    out = mil_tensor(op.results[0].type)
+    return [lw.build(_COMPARISONS[type(op)], [x, y], out)]
+
+
+@rule(ew.WhereOp)
+def _where(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`where(cond, a, b)`: MIL select, both branches in the result's type."""
+    assert isinstance(op, ew.WhereOp)
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if coreml.mil_dtype_name(elem) not in ("fp16", "fp32", "int32", "bool"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL select takes fp16, fp32, int32 or bool "
+            f"values, not {coreml.mil_dtype_name(elem)}; cast the operands first"
+        )
+    a, b = lw.as_elem(op.lhs, elem), lw.as_elem(op.rhs, elem)
+    return [lw.build(coreml.SelectOp, [op.condition, a, b], out)]
+
+
 @rule(ew.DivOp)
 def _div(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     assert isinstance(op, ew.DivOp)
@@ -607,6 +681,57 @@ def _slice(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     ]
 
 
+@rule(shape.SelectOp)
+def _select(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`x.select(dim, i)`: slice_by_index taking `[i, i + 1)` on dim with its
+    squeeze_mask set (the dim is removed)."""
+    assert isinstance(op, shape.SelectOp)
+    dims = _shape(op.input)
+    axis = op.dim.value.data % len(dims)
+    index = op.index.value.data % dims[axis]
+    begin, end = [0] * len(dims), list(dims)
+    begin[axis], end[axis] = index, index + 1
+    squeeze = [i == axis for i in range(len(dims))]
+    return [
+        lw.build(
+            coreml.SliceByIndexOp,
+            [op.input],
+            mil_tensor(op.result.type),
+            begin=_ints(begin),
+            end=_ints(end),
+            stride=_ints([1] * len(dims)),
+            squeeze_mask=_bools(squeeze),
+        )
+    ]
+
+
+@rule(shape.IndexSelectOp)
+def _index_select(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`index_select(x, dim, index)`: MIL gather on `dim` with 1-D int32 indices."""
+    assert isinstance(op, shape.IndexSelectOp)
+    dims = _shape(op.input)
+    if not dims:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: index_select of a 0-d tensor is not supported; "
+            "reshape the input to 1-D first"
+        )
+    axis = op.dim.value.data % len(dims)
+    if (index := lw.array(op.index)) is not None:
+        flat = index.reshape(-1).astype(np.int64)
+        if np.any(flat < 0) or np.any(flat >= dims[axis]):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: index {flat.tolist()} is out of range for "
+                f"dim {axis} of size {dims[axis]}"
+            )
+        indices = lw.const(flat.astype(np.int32), i32, "indices")
+    else:
+        indices = lw.to_int32(op.index)
+        if not _shape(indices):
+            indices = lw.build(coreml.ReshapeOp, [indices], TensorType(i32, [1]), shape=_ints([1]))
+    out = mil_tensor(op.result.type)
+    return [lw.build(coreml.GatherOp, [op.input, indices], out, axis=_int(axis))]
+
+
 @rule(shape.CatOp)
 def _cat(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     assert isinstance(op, shape.CatOp)
@@ -663,6 +788,68 @@ def _layer_norm(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
             epsilon=_float(op.eps.value.data),
         )
     ]
+
+
+@rule(layers.BatchNormOp)
+def _batch_norm(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """Inference batch norm: MIL batch_norm for rank 3 to 5 (its range); a rank-2
+    input `[N, C]` becomes `x * a + b` with `a = weight / sqrt(var + eps)` and
+    `b = bias - mean * a` computed at compile time (torch's order)."""
+    assert isinstance(op, layers.BatchNormOp)
+    if any(r.uses for r in op.stats):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the saved batch statistics of batch_norm are "
+            "not supported (export the model in eval mode)"
+        )
+    x = op.input
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    dtype = storage_dtype(elem)
+    eps = op.eps.value.data if op.eps is not None else 1e-5
+    params = {
+        "running_mean": op.running_mean,
+        "running_var": op.running_var,
+        "weight": op.weight,
+        "bias": op.bias,
+    }
+    arrays: dict[str, np.ndarray | None] = {}
+    for key, value in params.items():
+        array = None if value is None else lw.array(value)
+        if value is not None and array is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: batch_norm's {key} is computed at run time; "
+                "Core ML takes constant statistics and affine parameters: export the model "
+                "in eval mode with the statistics as parameters or buffers"
+            )
+        arrays[key] = None if array is None else array.astype(dtype)
+    mean, var, gamma, beta = arrays.values()
+    assert mean is not None
+    assert var is not None
+    rank = len(_shape(x))
+    if 3 <= rank <= 5:
+        operands = [
+            x,
+            lw.const(mean, elem, "bn_mean"),
+            lw.const(var, elem, "bn_variance"),
+            None if gamma is None else lw.const(gamma, elem, "bn_gamma"),
+            None if beta is None else lw.const(beta, elem, "bn_beta"),
+        ]
+        value = lw.build(coreml.BatchNormOp, operands, out, epsilon=_float(eps))
+        return [value] * len(op.results)
+    if rank != 2:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: batch_norm needs an input [N, C, *] of rank 2 "
+            f"to 5, got rank {rank}"
+        )
+    alpha = np.asarray(1, dtype) / np.sqrt(var + np.asarray(eps, dtype))
+    if gamma is not None:
+        alpha = alpha * gamma
+    shift = -mean * alpha
+    if beta is not None:
+        shift = shift + beta
+    scaled = lw.build(coreml.MulOp, [x, lw.const(alpha, elem, "bn_scale")], out)
+    value = lw.build(coreml.AddOp, [scaled, lw.const(shift, elem, "bn_shift")], out)
+    return [value] * len(op.results)
 
 
 def _pool_props(op: layers.Pool2dOp) -> dict[str, Attribute]:

@@ -67,15 +67,33 @@ def _np_value(array: np.ndarray, elem: Attribute) -> np.ndarray:
     return array
 
 
-def _param(attr: Attribute, kind: str) -> Any:
+def _param(attr: Attribute, kind: str, float_type: Any = np.float32) -> Any:
     if isinstance(attr, DenseArrayBase):
+        if kind == "bools":
+            return np.asarray([bool(v) for v in attr.get_values()], np.bool_)
         return np.asarray(attr.get_values(), np.int32)
     if isinstance(attr, StringAttr):
         return attr.data
     if isinstance(attr, FloatAttr):
-        return np.float32(attr.value.data)
+        return float_type(attr.value.data)
     assert isinstance(attr, IntegerAttr)
     return bool(attr.value.data) if kind == "bool" else np.int32(attr.value.data)
+
+
+def _float_param_type(op: coreml.CoremlOp) -> Any:
+    """The type of a float parameter (epsilon, alpha ...): that of the op's constant
+    float parameters (batch_norm's mean, layer_norm's gamma: MIL's `U`), else
+    before iOS17 that of its input (`T`), else fp32."""
+    candidates = [v for v in op.operands[1:] if isinstance(v.owner, coreml.ConstOp)]
+    if op.opset() < 17:
+        candidates = [*candidates, *op.operands[:1]]
+    for value in candidates:
+        elem = elem_of(value)
+        if isinstance(elem, Float16Type):
+            return np.float16
+        if isinstance(elem, Float32Type):
+            return np.float32
+    return np.float32
 
 
 def target_of(func: FuncOp) -> Any:
@@ -146,10 +164,11 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
                     kwargs[mil_name] = env[value]
                 else:
                     kwargs[mil_name] = tuple(env[v] for v in value)
+            float_type = _float_param_type(op)
             for field, kind in op.MIL_PARAMS.items():
                 attr = getattr(op, field)
                 if attr is not None:
-                    kwargs[field] = _param(attr, kind)
+                    kwargs[field] = _param(attr, kind, float_type)
             result = op.results[0]
             kwargs["name"] = names.get(result) or fresh(op.mil_type)
             builder = getattr(mb, op.mil_type)

@@ -43,7 +43,7 @@ from qopt.backends.coreml.packing import packed_nbytes, unpack_bits
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, storage_dtype
 from qopt.errors import QoptError
-from qopt.resources import make_resource
+from qopt.resources import make_resource, printable_inline
 
 _BLOB_SENTINEL = 0xDEADBEEF
 
@@ -76,6 +76,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "gelu": {"mode": "EXACT"},
     "rsqrt": {"epsilon": 1e-12},
     "layer_norm": {"epsilon": 1e-5},
+    "batch_norm": {"epsilon": 1e-5},
     "max_pool": {"pad_type": "valid", "ceil_mode": False},
     "avg_pool": {"pad_type": "valid", "ceil_mode": False, "exclude_padding_from_average": False},
     "reduce_mean": {"keep_dims": False},
@@ -156,6 +157,8 @@ def _param_attr(array: Any, kind: str) -> Attribute:
         return StringAttr(str(array))
     if kind == "ints":
         return DenseArrayBase.from_list(i64, [int(v) for v in np.asarray(array).reshape(-1)])
+    if kind == "bools":
+        return DenseArrayBase.from_list(i1, [bool(v) for v in np.asarray(array).reshape(-1)])
     if kind == "float":
         return FloatAttr(float(np.asarray(array).reshape(())), 64)
     if kind == "bool":
@@ -173,7 +176,7 @@ class Reader:
     def const(self, array: np.ndarray, elem: Attribute, hint: str) -> SSAValue:
         type = TensorType(elem, list(array.shape))
         width = elem.width.data if isinstance(elem, IntegerType) else 32
-        if array.size <= 16 and width >= 8:
+        if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):
             attr: Attribute = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
             attr = make_resource(hint, np.asarray(array, order="C"), type)
@@ -212,6 +215,11 @@ class Reader:
         defaults = _DEFAULTS.get(op.type, {})
         out_elem, out_shape = _tensor_type(op.outputs[0].type)
         for key, kind in cls.MIL_PARAMS.items():
+            if key in op.inputs and arrays.get(key) is None:
+                raise QoptError(
+                    f"read_mlpackage: {op.type} '{op.outputs[0].name}' computes its "
+                    f"'{key}' at run time; qopt reads it only as a constant"
+                )
             value = arrays.get(key, defaults.get(key))
             if value is None:
                 value = self._derived_default(op.type, key, args, out_shape)

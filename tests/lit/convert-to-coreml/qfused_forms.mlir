@@ -11,8 +11,8 @@
 // CHECK-NEXT:    %[[Z:.*]] = "coreml.const"() <{value = dense_resource<{{.*}}> : tensor<3x2xi4>}>
 // CHECK-NEXT:    %[[W:.*]] = "coreml.constexpr_blockwise_shift_scale"(%[[D]], %[[S]], %[[Z]])
 // CHECK-NEXT:    "coreml.matmul"(%x, %[[W]]) <{transpose_x = false, transpose_y = true}>
-// IOS17: 'qfused.linear' has 4-bit affine (block [1, 2]) weights, which CoreML iOS17 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
-// IOS16: 'qfused.linear' has 4-bit affine (block [1, 2]) weights, which CoreML iOS16 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
+// IOS17: 'qfused.linear' (scheme linear_q4gaw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS17 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
+// IOS16: 'qfused.linear' (scheme linear_q4gaw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS16 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
 func.func @linear_w4g_asym(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<[[1, 2, 3, 4], [-1, -2, -3, -4], [0, 7, -8, 1]]> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x2xf32>
@@ -81,8 +81,8 @@ func.func @linear_lut4(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    %[[L:.*]] = "coreml.const"() <{value = dense<2.500000e-01> : tensor<1x2x8x1xf32>}>
 // CHECK-NEXT:    %[[W:.*]] = "coreml.constexpr_lut_to_dense"(%[[I]], %[[L]])
 // CHECK-NEXT:    "coreml.matmul"(%x, %[[W]])
-// IOS17: 'qfused.linear' has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS17 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
-// IOS16: 'qfused.linear' has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS16 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
+// IOS17: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS17 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
+// IOS16: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS16 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
 func.func @linear_lut3(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
   %c = arith.constant dense<1> : tensor<3x8xui8>
   %book = arith.constant dense<2.500000e-01> : tensor<1x2x8x1xf32>
@@ -95,8 +95,8 @@ func.func @linear_lut3(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 // A 3-bit whole-tensor palette: fine on iOS18; iOS16/17 palettes have 1, 2, 4, 6 or 8 bits.
 // CHECK-LABEL: func.func @linear_lut3_tensor(
 // CHECK:         "coreml.constexpr_lut_to_dense"({{.*}}) : (tensor<3x8xui3>, tensor<1x1x8x1xf32>) -> tensor<3x8xf32>
-// IOS17: 'qfused.linear' has 3-bit LUT (block [-1, -1]) weights, which CoreML iOS17 cannot express (3-bit palettes need iOS18); the lowest target that can is iOS18
-// IOS16: 'qfused.linear' has 3-bit LUT (block [-1, -1]) weights, which CoreML iOS16 cannot express (3-bit palettes need iOS18); the lowest target that can is iOS18
+// IOS17: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, -1]) weights, which CoreML iOS17 cannot express (3-bit palettes need iOS18); the lowest target that can is iOS18
+// IOS16: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, -1]) weights, which CoreML iOS16 cannot express (3-bit palettes need iOS18); the lowest target that can is iOS18
 func.func @linear_lut3_tensor(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
   %c = arith.constant dense<1> : tensor<3x8xui8>
   %book = arith.constant dense<2.500000e-01> : tensor<1x1x8x1xf32>
@@ -123,7 +123,7 @@ func.func @linear_lut3_tensor(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 // IOS17:         "coreml.constexpr_affine_dequantize"
 // IOS17:         "coreml.clip"
 // IOS17:         "coreml.quantize"
-// IOS16: 'qfused.linear' needs static activation quantization (dequantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'qfused.linear' (scheme linear_q8ta_q8csw_q8to) needs static activation quantization (dequantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @linear_static_requant_clamp(%x: tensor<2x4xi8>) -> tensor<2x3xi8> {
   %w = arith.constant dense<1> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x1xf32>
@@ -147,7 +147,7 @@ func.func @linear_static_requant_clamp(%x: tensor<2x4xi8>) -> tensor<2x3xi8> {
 // IOS17:         "coreml.quantize"(%x,
 // IOS17:         "coreml.constexpr_affine_dequantize"
 // IOS17:         "coreml.linear"
-// IOS16: 'qfused.linear' needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'qfused.linear' (scheme linear_q8ta_q8csw) needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @linear_static_float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x1xf32>
@@ -192,7 +192,7 @@ func.func @linear_dynamic(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // IOS17-LABEL: func.func @conv2d_static(
 // IOS17:         %[[W:.*]] = "coreml.constexpr_affine_dequantize"({{.*}}) <{axis = 0 : i64}> : (tensor<4x2x3x3xi8>, tensor<4xi8>, tensor<4xf32>)
 // IOS17-NEXT:    "coreml.conv"(%{{.*}}, %[[W]], %{{.*}})
-// IOS16: 'qfused.conv2d' needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'qfused.conv2d' (scheme conv2d_q8ta_q8csw_q8to) needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @conv2d_static(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xi8> {
   %w = arith.constant dense<1> : tensor<4x2x3x3xi8>
   %s = arith.constant dense<2.500000e-01> : tensor<4x1x1x1xf32>
@@ -256,7 +256,7 @@ func.func @embedding_lut(%i: tensor<3xi32>) -> tensor<3x4xf32> {
 // CHECK-NEXT:    func.return %[[O]]
 // IOS17-LABEL: func.func @add(
 // IOS17:         "coreml.add"
-// IOS16: 'qfused.add' needs static activation quantization (dequantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'qfused.add' (scheme add_q8ta_q8ta_q8to) needs static activation quantization (dequantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @add(%a: tensor<2x4xi8>, %b: tensor<4xf32>) -> tensor<2x4xi8> {
   %y = qfused.add %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.1, zero_point = -2, range = [-128, 127]>, alpha = 2.0 : f64, requant = #qfused.static<scale = 0.15, zero_point = 0, range = [-128, 127]>, clamp_min = 0.0 : f64, kernel = "add_q8ta_q8ta_q8to"} : tensor<2x4xi8>, tensor<4xf32> -> tensor<2x4xi8>
   func.return %y : tensor<2x4xi8>
@@ -273,7 +273,7 @@ func.func @add(%a: tensor<2x4xi8>, %b: tensor<4xf32>) -> tensor<2x4xi8> {
 // CHECK-NEXT:    func.return %[[S]] : tensor<2x4xf32>
 // IOS17-LABEL: func.func @add_uint8(
 // IOS17:         "coreml.quantize"(%b, {{.*}}) <{output_dtype = "uint8"
-// IOS16: 'qfused.add' needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'qfused.add' (scheme add_q8ta_q8ta) needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @add_uint8(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = qfused.add %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.1, zero_point = 2, range = [0, 255]>, kernel = "add_q8ta_q8ta"} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   func.return %y : tensor<2x4xf32>

@@ -15,7 +15,7 @@
 // IOS17-LABEL: func.func @static_qdq(
 // IOS17:         "coreml.quantize"
 // IOS17:         "coreml.dequantize"
-// IOS16: 'quant.quantize' needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16
+// IOS16: 'quant.quantize' needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @static_qdq(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %s = arith.constant dense<5.000000e-02> : tensor<f32>
   %z = arith.constant dense<3> : tensor<i8>

@@ -13,7 +13,7 @@
 // OLD-NEXT:    %[[S:.*]] = "coreml.matmul"(%q, %k) <{transpose_x = false, transpose_y = true}>
 // OLD-NEXT:    %[[F:.*]] = "coreml.const"() <{value = dense<0.353553385> : tensor<f32>}>
 // OLD-NEXT:    %[[SS:.*]] = "coreml.mul"(%[[S]], %[[F]])
-// OLD-NEXT:    %[[NINF:.*]] = "coreml.const"() <{value = dense<0xff800000> : tensor<f32>}>
+// OLD-NEXT:    %[[NINF:.*]] = "coreml.const"() <{value = dense_resource<{{.*}}> : tensor<f32>}>
 // OLD-NEXT:    %[[SEL:.*]] = "coreml.select"(%[[MASK]], %[[SS]], %[[NINF]])
 // OLD-NEXT:    %[[P:.*]] = "coreml.softmax"(%[[SEL]]) <{axis = -1 : i64}>
 // OLD-NEXT:    %[[R:.*]] = "coreml.matmul"(%[[P]], %v) <{transpose_x = false, transpose_y = false}>

@@ -44,3 +44,109 @@ func.func @quantize_int_input(%x: tensor<2x4xi32>) -> tensor<2x4xi8> {
   func.return %q : tensor<2x4xi8>
 }
 // CHECK: 'coreml.quantize': operand must be one of ['fp16', 'fp32', 'int8', 'uint8'], got int32
+
+// -----
+
+func.func @slice_mask_rank(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %s = "coreml.slice_by_index"(%x) <{begin = array<i64: 0, 0>, end = array<i64: 4, 5>, stride = array<i64: 1, 1>, end_mask = array<i1: true>}> : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  func.return %s : tensor<4x5xf32>
+}
+// CHECK: end_mask must have one entry per dim of x (rank 2)
+
+// -----
+
+func.func @slice_squeeze_shape(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %s = "coreml.slice_by_index"(%x) <{begin = array<i64: 0, 1>, end = array<i64: 4, 5>, stride = array<i64: 1, 1>, squeeze_mask = array<i1: false, true>}> : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  func.return %s : tensor<4x5xf32>
+}
+// CHECK: 'coreml.slice_by_index': result must have shape [4] and the element type of x
+
+// -----
+
+func.func @slice_squeeze_range(%x: tensor<4x5xf32>) -> tensor<4xf32> {
+  %s = "coreml.slice_by_index"(%x) <{begin = array<i64: 0, 5>, end = array<i64: 4, 5>, stride = array<i64: 1, 1>, squeeze_mask = array<i1: false, true>}> : (tensor<4x5xf32>) -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}
+// CHECK: squeezed index 5 is out of range for a dim of size 5
+
+// -----
+
+func.func @slice_int8_needs_ios17(%x: tensor<4xi8>) -> tensor<2xi8> attributes {coreml.opset = "iOS16"} {
+  %s = "coreml.slice_by_index"(%x) <{begin = array<i64: 0>, end = array<i64: 2>, stride = array<i64: 1>}> : (tensor<4xi8>) -> tensor<2xi8>
+  func.return %s : tensor<2xi8>
+}
+// CHECK: 'coreml.slice_by_index': x must be one of ['bool', 'fp16', 'fp32', 'int32'], got int8
+
+// -----
+
+func.func @compare_types(%x: tensor<3xf32>, %y: tensor<3xi32>) -> tensor<3xi1> {
+  %c = "coreml.greater"(%x, %y) : (tensor<3xf32>, tensor<3xi32>) -> tensor<3xi1>
+  func.return %c : tensor<3xi1>
+}
+// CHECK: 'coreml.greater': x and y must have the same element type
+
+// -----
+
+func.func @compare_result(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %c = "coreml.less"(%x, %x) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %c : tensor<3xf32>
+}
+// CHECK: 'coreml.less': result must be a bool tensor of shape [3]
+
+// -----
+
+func.func @select_cond(%c: tensor<3xf32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+  %s = "coreml.select"(%c, %x, %x) : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %s : tensor<3xf32>
+}
+// CHECK: 'coreml.select': cond must be one of ['bool'], got fp32
+
+// -----
+
+func.func @select_branches(%c: tensor<3xi1>, %x: tensor<3xf32>, %y: tensor<3xi32>) -> tensor<3xf32> {
+  %s = "coreml.select"(%c, %x, %y) : (tensor<3xi1>, tensor<3xf32>, tensor<3xi32>) -> tensor<3xf32>
+  func.return %s : tensor<3xf32>
+}
+// CHECK: 'coreml.select': a and b must have the same element type
+
+// -----
+
+func.func @gather_shape(%x: tensor<4x5xf32>, %i: tensor<2xi32>) -> tensor<4x5xf32> {
+  %g = "coreml.gather"(%x, %i) <{axis = 1 : i64}> : (tensor<4x5xf32>, tensor<2xi32>) -> tensor<4x5xf32>
+  func.return %g : tensor<4x5xf32>
+}
+// CHECK: 'coreml.gather': result must have shape [4, 2] and the element type of x
+
+// -----
+
+func.func @gather_int8_indices_need_ios17(%x: tensor<4x5xf32>, %i: tensor<2xi8>) -> tensor<2x5xf32> attributes {coreml.opset = "iOS16"} {
+  %g = "coreml.gather"(%x, %i) <{axis = 0 : i64}> : (tensor<4x5xf32>, tensor<2xi8>) -> tensor<2x5xf32>
+  func.return %g : tensor<2x5xf32>
+}
+// CHECK: 'coreml.gather': indices must be one of ['int16', 'int32', 'uint16'], got int8
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %m = "coreml.const"() <{value = dense<0.000000e+00> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %y = "coreml.batch_norm"(%x, %m, %m) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<4x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  func.return %y : tensor<4x2xf32>
+}
+// CHECK: 'coreml.batch_norm': x must be [N, C, *D] of rank 3 to 5, got [4, 2]
+
+// -----
+
+func.func @batch_norm_const(%x: tensor<1x2x3xf32>, %m: tensor<2xf32>) -> tensor<1x2x3xf32> {
+  %y = "coreml.batch_norm"(%x, %m, %m) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
+  func.return %y : tensor<1x2x3xf32>
+}
+// CHECK: 'coreml.batch_norm': mean must be a compile-time constant
+
+// -----
+
+func.func @batch_norm_param_type(%x: tensor<1x2x3xf16>) -> tensor<1x2x3xf16> attributes {coreml.opset = "iOS16"} {
+  %m = "coreml.const"() <{value = dense<0.000000e+00> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %y = "coreml.batch_norm"(%x, %m, %m) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<1x2x3xf16>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf16>
+  func.return %y : tensor<1x2x3xf16>
+}
+// CHECK: 'coreml.batch_norm': mean must have the element type of x before iOS17, got fp32

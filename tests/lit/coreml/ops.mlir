@@ -47,3 +47,38 @@ func.func @float_ops(%x: tensor<2x4xf32>) -> tensor<4x1xf32> {
   %g = "coreml.gelu"(%m) <{mode = "EXACT"}> : (tensor<4x1xf32>) -> tensor<4x1xf32>
   func.return %g : tensor<4x1xf32>
 }
+
+// CHECK-LABEL: func.func @indexing(
+// CHECK:         "coreml.slice_by_index"(%x) <{begin = array<i64: 7, -2, 0>, end = array<i64: 2, 0, 0>, stride = array<i64: 1, 1, -1>, begin_mask = array<i1: true, false, true>, end_mask = array<i1: false, false, true>, squeeze_mask = array<i1: false, true, false>}>
+// CHECK:         "coreml.gather"(%x, %{{.*}}) <{axis = 2 : i64}>
+// CHECK:         "coreml.greater"
+// CHECK:         "coreml.less_equal"
+// CHECK:         "coreml.equal"
+// CHECK:         "coreml.not_equal"
+// CHECK:         "coreml.less"
+// CHECK:         "coreml.greater_equal"
+// CHECK:         "coreml.select"
+func.func @indexing(%x: tensor<4x5x6xf32>) -> (tensor<2x6xf32>, tensor<4x5x2xf32>, tensor<4x5x6xf32>) attributes {coreml.opset = "iOS16"} {
+  %s = "coreml.slice_by_index"(%x) <{begin = array<i64: 7, -2, 0>, end = array<i64: 2, 0, 0>, stride = array<i64: 1, 1, -1>, begin_mask = array<i1: true, false, true>, end_mask = array<i1: false, false, true>, squeeze_mask = array<i1: false, true, false>}> : (tensor<4x5x6xf32>) -> tensor<2x6xf32>
+  %i = "coreml.const"() <{value = dense<[5, 0]> : tensor<2xi32>}> : () -> tensor<2xi32>
+  %g = "coreml.gather"(%x, %i) <{axis = 2 : i64}> : (tensor<4x5x6xf32>, tensor<2xi32>) -> tensor<4x5x2xf32>
+  %z = "coreml.const"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+  %c0 = "coreml.greater"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %c1 = "coreml.less_equal"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %c2 = "coreml.equal"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %c3 = "coreml.not_equal"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %c4 = "coreml.less"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %c5 = "coreml.greater_equal"(%x, %z) : (tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xi1>
+  %w = "coreml.select"(%c0, %x, %z) : (tensor<4x5x6xi1>, tensor<4x5x6xf32>, tensor<f32>) -> tensor<4x5x6xf32>
+  func.return %s, %g, %w : tensor<2x6xf32>, tensor<4x5x2xf32>, tensor<4x5x6xf32>
+}
+
+// CHECK-LABEL: func.func @batch_norm(
+// CHECK:         "coreml.batch_norm"(%x, %{{.*}}, %{{.*}}, %{{.*}}) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}>
+func.func @batch_norm(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
+  %m = "coreml.const"() <{value = dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %v = "coreml.const"() <{value = dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %b = "coreml.const"() <{value = dense<[5.000000e-01, 0.000000e+00]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %y = "coreml.batch_norm"(%x, %m, %v, %b) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}> : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  func.return %y : tensor<1x2x3x3xf32>
+}
