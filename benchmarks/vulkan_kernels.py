@@ -37,11 +37,11 @@ from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_availabl
 DEFAULT_TILES = {
     (4, True): (4, 1, 64),
     (8, True): (4, 1, 64),
-    (4, False): (1, 1, 64),
-    (8, False): (1, 1, 64),
+    (4, False): (4, 1, 64),
+    (8, False): (4, 1, 64),
 }
 TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64)]
-TUNE_CANDIDATES_M16 = [(1, 4, 64), (1, 8, 64), (1, 16, 64), (1, 2, 64), (2, 4, 32)]
+TUNE_CANDIDATES_M16 = [(2, 4, 64), (1, 4, 64), (2, 2, 64), (2, 4, 32), (4, 1, 64), (1, 8, 64)]
 
 
 def gpu_median(dev: VulkanDevice, dispatches: list[Dispatch], runs: int, warmup: int = 2) -> float:

@@ -700,6 +700,13 @@ def _weight(bits: int, n: int, k: int, group: int, asym: bool):
         ("linear_q8csw", 8, 64, 64, False, 1, (4, 1, 64)),
         ("linear_q8csw", 8, 48, 48, True, 2, (2, 1, 4)),
         ("linear_q8csw", 8, 64, 16, False, 1, (4, 1, 2)),  # int8 per-group
+        # multi-row path (gemm_sym: NPW <= 2, MT 2..4): decoded words shared by MT rows
+        ("linear_q4gsw", 4, 128, 32, False, 5, (2, 4, 64)),
+        ("linear_q4gsw", 4, 128, 32, True, 3, (1, 2, 8)),
+        ("linear_q4gsw", 4, 64, 64, False, 4, (2, 4, 4)),
+        ("linear_q8csw", 8, 64, 64, False, 7, (2, 3, 8)),
+        ("linear_q8csw", 8, 48, 48, True, 2, (1, 4, 4)),
+        ("linear_q8csw", 8, 64, 16, False, 6, (2, 2, 4)),
     ],
 )
 def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:

@@ -11,7 +11,8 @@
 // for the MT rows); the x values of a chunk are the same for every invocation of the
 // workgroup (uniform loads, broadcast on SIMD CPUs such as lavapipe; cached on GPUs).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
-// M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1.
+// M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
+// gemm_sym (NPW <= 2, MT 2..4) decodes each weight word once for MT rows.
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -152,6 +153,69 @@ void gemv_sym(uint m, uint n0, uint cpr, bool whole_row) {
   }
 }
 
+// NPW (<= 2) columns x MT (2..4) rows of x, every chunk on the fast path: each weight word
+// is decoded once and used for the MT rows (the M > 1 case, e.g. a 16-token prefill).
+void gemm_sym(uint m0, uint n0, uint cpr, bool whole_row) {
+  vec4 part[8];
+  float acc[8];
+  for (int i = 0; i < 8; ++i) {
+    part[i] = vec4(0.0);
+    acc[i] = 0.0;
+  }
+  uint rows[2] = uint[2](min(n0, p.N - 1), min(n0 + 1u, p.N - 1));
+  uint xrow[4];
+  for (int mm = 0; mm < 4; ++mm) xrow[mm] = min(m0 + uint(mm), p.M - 1) * (p.K / 4u);
+  for (uint c = 0; c < cpr; ++c) {
+    uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
+    for (int r = 0; r < NPW; ++r) {
+      uvec4 q = w4[rows[r] * cpr + c] ^ uvec4(HAS_ZERO_POINT == 1 ? 0u : FLIP);
+      float z = zero_of(rows[r] * p.ngroups + g);
+      for (int j = 0; j < 4; ++j) {
+        uint v = q[j];
+        vec4 f0, f1;
+        if (WBITS == 4) {
+          if (HAS_ZERO_POINT == 1) {
+            f0 = vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z;
+            f1 = vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z;
+          } else {
+            f0 = vec4(ivec4((uvec4(v) << uvec4(28u, 24u, 20u, 16u)) & uvec4(TOP)));
+            f1 = vec4(ivec4((uvec4(v) << uvec4(12u, 8u, 4u, 0u)) & uvec4(TOP)));
+          }
+          for (int mm = 0; mm < MT; ++mm) {
+            uint xi = xrow[mm] + c * uint(VPC / 4) + uint(2 * j);
+            part[r * MT + mm] = fma(f0, xv[xi], part[r * MT + mm]);
+            part[r * MT + mm] = fma(f1, xv[xi + 1u], part[r * MT + mm]);
+          }
+        } else {
+          if (HAS_ZERO_POINT == 1) f0 = vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z;
+          else f0 = vec4(ivec4((uvec4(v) << uvec4(24u, 16u, 8u, 0u)) & uvec4(TOP)));
+          for (int mm = 0; mm < MT; ++mm) {
+            uint xi = xrow[mm] + c * uint(VPC / 4) + uint(j);
+            part[r * MT + mm] = fma(f0, xv[xi], part[r * MT + mm]);
+          }
+        }
+      }
+      if (!whole_row) {
+        float s = scales[rows[r] * p.ngroups + g];
+        for (int mm = 0; mm < MT; ++mm) {
+          acc[r * MT + mm] += s * hsum(part[r * MT + mm]);
+          part[r * MT + mm] = vec4(0.0);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < NPW; ++r) {
+    uint n = n0 + uint(r);
+    if (n >= p.N) break;
+    for (int mm = 0; mm < MT; ++mm) {
+      uint m = m0 + uint(mm);
+      if (m >= p.M) break;
+      float a = whole_row ? scales[rows[r]] * hsum(part[r * MT + mm]) : acc[r * MT + mm];
+      o[m * p.N + n] = a * UNSCALE + (HAS_BIAS == 1 ? bias[n] : 0.0);
+    }
+  }
+}
+
 void main() {
   uint cpr = p.row_words / 4;
   for (uint m0 = gl_WorkGroupID.y * MT; m0 < p.M; m0 += gl_NumWorkGroups.y * MT) {
@@ -161,6 +225,13 @@ void main() {
       // the rest (a K tail, or groups narrower than a chunk) take the per-element path.
       bool aligned = (GROUP_SIZE % VPC) == 0 || p.ngroups == 1;
       uint nfast = aligned && (p.K % 4u) == 0u ? p.K / uint(VPC) : 0u;
+      if (SYM == 1 && NPW <= 2 && MT > 1 && MT <= 4 && nfast == cpr) {
+        if (m0 < p.M) {
+          if (p.ngroups == 1) gemm_sym(m0, n0, cpr, true);
+          else gemm_sym(m0, n0, cpr, false);
+        }
+        continue;
+      }
       if (SYM == 1 && NPW <= 4 && MT == 1 && nfast == cpr) {
         if (m0 < p.M) {
           if (p.ngroups == 1) gemv_sym(m0, n0, cpr, true);
