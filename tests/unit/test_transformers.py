@@ -163,6 +163,7 @@ def test_transformers_on_vulkan(name: str, attn: str, scheme: str):
     """Real exported transformers (causal and padding masks, fused QKV split, GPT-2's
     addmm, grouped KV heads expanded by transformers) compile to a Vulkan program
     that matches torch on the local device."""
+    from qopt.backends.vulkan.bisect import check_dispatches
     from qopt.backends.vulkan.runtime import vulkan_available
 
     if (reason := vulkan_available()) is not None:
@@ -173,4 +174,7 @@ def test_transformers_on_vulkan(name: str, attn: str, scheme: str):
     want = ep.module()(*fresh).detach().numpy()
     with qopt.compile(ep, target="vulkan") as artifact:
         (got,) = artifact(*fresh)
+        reports = check_dispatches(artifact.program, fresh, device=artifact.device)
     assert _rel(got, want) < (1e-3 if scheme == "8da4w" else 1e-4), _rel(got, want)
+    # every kernel declared bit-exact equals its reference on the device
+    assert not [str(r) for r in reports if r.exact]
