@@ -117,6 +117,12 @@ def node_location(node: Node) -> FileLineColLoc | None:
     frame outside torch and torchao (`nn.Linear.forward` is not the user's line)."""
     trace = node.meta.get("stack_trace")
     if not trace:
+        # PT2E inserts quantize/dequantize nodes without a trace: they belong to
+        # the line of the value they (de)quantize.
+        if str(node.target).startswith("quantized_decomposed.") and node.args:
+            source = node.args[0]
+            if isinstance(source, Node) and source.meta.get("stack_trace"):
+                return _location_of_trace(source.meta["stack_trace"])
         return None
     return _location_of_trace(trace)
 
