@@ -42,15 +42,17 @@ def tolerance(scheme: str) -> float:
 
 
 def device_tolerance(model: str, scheme: str) -> float:
-    """Every kernel that computes in integers, and every float kernel declared
-    exact (reductions and pooling add in torch's order, qopt.numerics), equals its
-    reference on the device bit for bit (test_dispatches_match_references). What
-    remains is the GLSL builtins exp/tanh/... (not correctly rounded; silu and sdpa
-    use exp): in llama they can move a value lying on a rounding boundary of a
-    static activation quantizer by one step (1 seed in 6 on lavapipe: 1.3e-2), so
-    llama's quantized-activation schemes allow 5e-2; every other pair keeps the
-    interpreter bounds (pt2e_static on mlp and convnet: exact)."""
-    if model == "llama" and (scheme == "pt2e_static" or scheme in DYNAMIC):
+    """The device computes what the vkc interpreter computes: bit for bit for
+    pt2e_static (checked below), and every kernel declared exact equals its
+    reference (test_dispatches_match_references). What can still differ from torch
+    is fuse-quant's own semantics: a fused static-activation linear/conv/add
+    accumulates the integer products exactly and scales once, where torch's
+    reference graph runs a float32 GEMM on dequantized values; the two roundings
+    can put a value on opposite sides of the output quantizer's rounding boundary
+    (llama, one seed in six: 1.3e-2 relative, identical at the qfused level, in the
+    vkc interpreter and on the device). Llama under pt2e_static therefore allows
+    5e-2; every other pair keeps the interpreter bounds."""
+    if model == "llama" and scheme == "pt2e_static":
         return 5e-2
     return tolerance(scheme)
 
@@ -104,9 +106,14 @@ def test_vulkan_device_matches_torch(vulkan_device: None, model: str, scheme: st
             inputs = random_inputs(model, seed)
             got = artifact(*inputs)
             want = torch_outputs(model, scheme, inputs)
-            for g, w in zip(got, want, strict=True):
+            interpreted = qopt.interpret(artifact.module, *inputs)
+            for g, w, v in zip(got, want, interpreted, strict=True):
                 assert g.shape == w.shape
                 assert rel_err(g, w) <= device_tolerance(model, scheme), (model, scheme)
+                if scheme == "pt2e_static":  # integer kernels and torch-order reductions
+                    np.testing.assert_array_equal(g, v)
+                else:
+                    assert rel_err(g, v) <= 1e-5
 
 
 @pytest.mark.parametrize(("model", "scheme"), PAIRS)
