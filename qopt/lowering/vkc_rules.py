@@ -640,6 +640,29 @@ def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [out]
 
 
+def _kv_heads(
+    lw: Lowering, op: Operation, kv: Buf, dims: Sequence[int], bh: tuple[int, int]
+) -> Buf:
+    """k or v [B', H', S, E] in the query's [B, H] heads: as is when they match; a
+    strided copy when B'/H' broadcast (size 1) or serve H / H' consecutive query
+    heads each (`enable_gqa`: head h reads kv head h // (H / H'))."""
+    b, h = bh
+    if len(dims) != 4:
+        raise unsupported(op, f"sdpa with a rank-{len(dims)} key/value", "reshape to 4-d")
+    kb, kh, s, e = dims
+    if (kb, kh) == (b, h):
+        return kv
+    gqa = flag(op.enable_gqa)  # type: ignore[attr-defined]
+    if kb not in (1, b) or not (kh in (1, h) or (gqa and h % kh == 0)):
+        raise unsupported(
+            op, f"sdpa key/value heads {[kb, kh]} for query heads {[b, h]}", "expand k/v"
+        )
+    group = h // kh
+    # [B, H', G, S, E] with stride 0 on G (and on B if broadcast), flattened to [B, H, S, E]
+    strides = [0 if kb == 1 else kh * s * e, 0 if kh == 1 else s * e, 0, e, 1]
+    return lw.view(copy_strided(lw, kv, (b, kh, group, s, e), strides), (b, h, s, e))
+
+
 def _bool_mask_to_float(lw: Lowering, mask: Buf, dims: Sequence[int]) -> Buf:
     zero = lw.constant(np.zeros(1, np.float32), "f32")
     neg = lw.constant(np.full(1, -np.inf, np.float32), "f32")
@@ -653,14 +676,17 @@ def _bool_mask_to_float(lw: Lowering, mask: Buf, dims: Sequence[int]) -> Buf:
 @rule("aten.scaled_dot_product_attention")
 def lower_sdpa(lw: Lowering, op: Operation) -> Sequence[Buf]:
     q_dims, k_dims, v_dims = (shape(v) for v in op.operands[:3])
-    if len(q_dims) != 4 or k_dims[:-2] != q_dims[:-2] or v_dims[:-2] != q_dims[:-2]:
+    out_dims = shape(op.results[0])
+    if len(q_dims) != 4 or len(out_dims) != 4 or q_dims[:-2] != out_dims[:-2]:
         raise unsupported(
-            op, "sdpa with broadcast or grouped heads", "expand k/v to the query's heads"
+            op, "sdpa whose query is broadcast or not 4-d", "reshape q to [B, H, L, E]"
         )
     b, h, l, e = q_dims
     s, ev = k_dims[-2], v_dims[-1]
     scale = op.scale.value.data if op.scale is not None else 1.0 / float(np.sqrt(e))  # type: ignore[attr-defined]
-    q, k, v = (lw.buffer(x) for x in op.operands[:3])
+    q = lw.buffer(op.operands[0])
+    k = _kv_heads(lw, op, lw.buffer(op.operands[1]), k_dims, (b, h))
+    v = _kv_heads(lw, op, lw.buffer(op.operands[2]), v_dims, (b, h))
     mask_value = op.attn_mask  # type: ignore[attr-defined]
     mb = mh = ml = ms = 0
     if mask_value is not None:

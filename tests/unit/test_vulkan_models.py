@@ -23,6 +23,7 @@ import functools
 
 import numpy as np
 import pytest
+import torch
 
 import qopt
 from qopt.context import make_context
@@ -207,3 +208,33 @@ def test_unsupported_op_names_op_and_remedy() -> None:
     module = Parser(make_context(), text).parse_module()
     with pytest.raises(qopt.QoptError, match=r"'aten.cumsum'.*no Vulkan lowering.*fuse-quant"):
         ConvertToVkcPass().apply(make_context(), module)
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self, gqa: bool):
+        super().__init__()
+        self.gqa = gqa
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True, enable_gqa=self.gqa
+        )
+
+
+@pytest.mark.parametrize(
+    ("kv_heads", "gqa"), [(2, True), (1, True), (1, False)], ids=["gqa", "mqa", "broadcast"]
+)
+def test_sdpa_grouped_and_broadcast_heads(vulkan_device: None, kv_heads: int, gqa: bool) -> None:
+    """Key/value heads serving several query heads (enable_gqa: head h reads kv head
+    h // (H / H')), or broadcast from one head, are expanded by a strided copy."""
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(2, 4, 5, 8, generator=gen)
+    k = torch.randn(2, kv_heads, 5, 8, generator=gen)
+    v = torch.randn(2, kv_heads, 5, 6, generator=gen)
+    ep = torch.export.export(_Attention(gqa), (q, k, v))
+    want = ep.module()(q, k, v).numpy()
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(q, k, v)
+        (interpreted,) = qopt.interpret(artifact.module, q, k, v)
+    assert rel_err(got, want) < 1e-5
+    assert rel_err(interpreted, want) < 1e-5

@@ -58,3 +58,19 @@ func.func @forward(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<
   %p = aten.adaptive_avg_pool2d %x {output_size = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32>
   func.return %r, %p : tensor<1x2x3x8xf32>, tensor<1x2x1x1xf32>
 }
+
+// -----
+
+// sdpa with grouped key/value heads (enable_gqa, 4 query heads, 2 kv heads):
+// k and v are copied into [1, 2, 2, 5, 8] with stride 0 on the group dim (query
+// head h reads kv head h // 2) and viewed as [1, 4, 5, 8].
+// CHECK-LABEL: func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>)
+// CHECK:         vkc.dispatch @copy_strided_0(%[[K:.*]], %[[KX:.*]]) {push = {n = 160 : i64, {{.*}} d2 = 2 : i64, d3 = 2 : i64, d4 = 5 : i64, d5 = 8 : i64, {{.*}} si2 = 40 : i64, si3 = 0 : i64, si4 = 8 : i64, si5 = 1 : i64
+// CHECK-NEXT:    %[[KV:.*]] = vkc.view %[[KX]] : !vkc.buffer<1x2x2x5x8xf32> -> !vkc.buffer<1x4x5x8xf32>
+// CHECK:         vkc.dispatch @copy_strided_0
+// CHECK-NEXT:    %[[VV:.*]] = vkc.view
+// CHECK:         vkc.dispatch @sdpa_0(%{{.*}}, %[[KV]], %[[VV]], %{{.*}}, %{{.*}}) {push = {BH = 4 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64
+func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %r = aten.scaled_dot_product_attention %q, %k, %v {enable_gqa = true} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return %r : tensor<1x4x3x8xf32>
+}
