@@ -783,3 +783,209 @@ def lower_dequantize(lw: Lowering, op: Operation) -> Sequence[Buf]:
 
 
 # (the fused quantized ops: qopt/lowering/vkc_fused.py)
+
+
+# ----- more layers and shape ops ---------------------------------------------------------
+# (each as a composition of the generic kernels: strided copies, fills, elementwise)
+
+_ADD, _MUL, _NE, _XOR = 0, 2, 8, 19
+_LOGICAL_NOT = 24
+
+
+def _constant_of(lw: Lowering, op: Operation, value: SSAValue, what: str, remedy: str):
+    found = lw.values[value]
+    if isinstance(found, Buf):
+        raise unsupported(op, f"{op.name} with a run-time {what}", remedy)
+    return np.asarray(found)
+
+
+@rule("aten.batch_norm")
+def lower_batch_norm(lw: Lowering, op: Operation) -> Sequence[Buf | np.ndarray]:
+    """Inference batch norm with constant statistics: y = x * alpha + beta per channel,
+    alpha = weight / sqrt(var + eps) and beta = bias - mean * alpha computed now in f32,
+    as the interpreter does (two f32 dispatches: mul, add)."""
+    x_dims = shape(op.operands[0])
+    remedy = "export the model in eval mode (constant running statistics)"
+    mean = _constant_of(lw, op, op.running_mean, "running mean", remedy).astype(np.float32)  # type: ignore[attr-defined]
+    var = _constant_of(lw, op, op.running_var, "running variance", remedy).astype(np.float32)  # type: ignore[attr-defined]
+    eps = np.asarray(real(op.eps, 1e-5), np.float32)  # type: ignore[attr-defined]
+    alpha = np.asarray(1, np.float32) / np.sqrt(var + eps)
+    if op.weight is not None:  # type: ignore[attr-defined]
+        alpha = alpha * _constant_of(lw, op, op.weight, "weight", remedy).astype(np.float32)  # type: ignore[attr-defined]
+    beta = -mean * alpha
+    if op.bias is not None:  # type: ignore[attr-defined]
+        beta = beta + _constant_of(lw, op, op.bias, "bias", remedy).astype(np.float32)  # type: ignore[attr-defined]
+    channel = (1, x_dims[1], *([1] * (len(x_dims) - 2)))
+    x = same_dtype(lw, lw.buffer(op.operands[0]), "f32")
+    a = lw.view(lw.constant(alpha.reshape(-1), "f32"), channel)
+    b = lw.view(lw.constant(beta.reshape(-1), "f32"), channel)
+    y = binary(lw, binary(lw, x, a, _MUL, x_dims, "f32"), b, _ADD, x_dims, "f32")
+    stats = [np.empty(tuple(shape(r)), np.float32) for r in op.results[1:]]
+    if any(r.uses for r in op.results[1:]):
+        raise unsupported(op, "batch_norm statistics outputs", "use only the normalized output")
+    return [y, *stats]
+
+
+@rule("aten.constant_pad_nd")
+def lower_constant_pad(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """Fill the output with the pad value, then copy the input's kept region into it
+    (negative pads crop)."""
+    in_dims = shape(op.operands[0])
+    out_dims = shape(op.results[0])
+    if abi_dtype(op.results[0]) != "f32":
+        raise unsupported(op, "constant_pad_nd of an integer tensor", "pad a float tensor")
+    pads = list(ints(op.pad))  # type: ignore[attr-defined]
+    before = [0] * len(in_dims)
+    after = [0] * len(in_dims)
+    for i in range(len(pads) // 2):
+        d = len(in_dims) - 1 - i
+        before[d], after[d] = pads[2 * i], pads[2 * i + 1]
+    value = float(op.value.value.data)  # type: ignore[attr-defined]
+    out = lw.alloc(out_dims, "f32")
+    bits = int(np.asarray(value, np.float32).view(np.uint32))
+    lw.dispatch("fill", [out], [numel(out_dims), bits, 0])
+    lengths = [
+        n - max(0, -lo) - max(0, -hi) for n, lo, hi in zip(in_dims, before, after, strict=True)
+    ]
+    if numel(lengths) == 0 or min(lengths) <= 0:
+        return [out]
+    src_strides, out_strides = row_major(in_dims), row_major(out_dims)
+    src_offset = sum(max(0, -lo) * s for lo, s in zip(before, src_strides, strict=True))
+    out_offset = sum(max(0, lo) * s for lo, s in zip(before, out_strides, strict=True))
+    x = lw.buffer(op.operands[0])
+    copy_strided(lw, x, lengths, src_strides, src_offset, out, out_strides, out_offset)
+    return [out]
+
+
+@rule("aten.stack")
+def lower_stack(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    out_dims = shape(op.results[0])
+    d = norm_dim(integer(op.dim), len(out_dims))  # type: ignore[attr-defined]
+    dtype = abi_dtype(op.results[0])
+    out = lw.alloc(out_dims, dtype)
+    out_strides = row_major(out_dims)
+    for i, operand in enumerate(op.operands):
+        part_dims = (*out_dims[:d], 1, *out_dims[d + 1 :])
+        part = same_dtype(lw, lw.buffer(operand), dtype)
+        copy_strided(
+            lw, part, part_dims, row_major(part_dims), 0, out, out_strides, i * out_strides[d]
+        )
+    return [out]
+
+
+@rule("aten.index_select")
+def lower_index_select(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """Constant indices: a gather of precomputed flat offsets (any dim); run-time
+    indices on dim 0: gather_rows of whole rows."""
+    dims = shape(op.operands[0]) or (1,)
+    d = norm_dim(integer(op.dim), len(dims))  # type: ignore[attr-defined]
+    x = lw.buffer(op.operands[0])
+    out_dims = shape(op.results[0]) or (1,)
+    out = lw.alloc(out_dims, x.dtype)
+    found = lw.values[op.operands[1]]
+    if not isinstance(found, Buf):
+        index = np.asarray(found, np.int64).reshape(-1) % dims[d]
+        offsets = np.take(np.arange(numel(dims), dtype=np.int64).reshape(dims), index, axis=d)
+        idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
+        lw.dispatch("gather_rows", [x, idx, out], [numel(out_dims), 1, numel(dims)])
+        return [out]
+    if d != 0:
+        raise unsupported(
+            op, f"index_select on dim {d} with run-time indices", "use dim 0 or constant indices"
+        )
+    count = numel(shape(op.operands[1]) or (1,))
+    lw.dispatch("gather_rows", [x, found, out], [count, numel(dims[1:]), dims[0]])
+    return [out]
+
+
+def _as_bool(lw: Lowering, value: SSAValue) -> Buf:
+    buf = lw.buffer(value)
+    if str(value.type.get_element_type()) == "i1":  # type: ignore[attr-defined]
+        return buf
+    return unary(lw, buf, NONZERO, out_dtype="i32")
+
+
+@rule("aten.logical_not")
+def lower_logical_not(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    return [unary(lw, lw.buffer(op.operands[0]), _LOGICAL_NOT, out_dtype="i32")]
+
+
+@rule("aten.bitwise_not")
+def lower_bitwise_not(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    x = lw.buffer(op.operands[0])
+    if str(op.operands[0].type.get_element_type()) == "i1":  # type: ignore[attr-defined]
+        return [unary(lw, x, _LOGICAL_NOT, out_dtype="i32")]
+    if x.dtype != "i32":
+        raise unsupported(op, "bitwise_not of floats", "bitwise ops take integer or bool tensors")
+    ones = lw.constant(np.full(1, -1, np.int32), "i32")
+    return [binary(lw, x, ones, _XOR, x.shape, "i32")]
+
+
+@rule("aten.logical_xor")
+def lower_logical_xor(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    out_dims = shape(op.results[0]) or (1,)
+    a, b = (_as_bool(lw, v) for v in op.operands)
+    a = lw.view(a, shape(op.operands[0]) or (1,))
+    b = lw.view(b, shape(op.operands[1]) or (1,))
+    return [binary(lw, a, b, _NE, out_dims, "i32")]
+
+
+@rule("aten.isnan")
+def lower_isnan(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    x = lw.buffer(op.operands[0])
+    return [binary(lw, x, x, _NE, x.shape, "i32")]  # NaN != NaN (integers: never)
+
+
+@rule("aten.repeat")
+def lower_repeat(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """Tile: the output [r0*d0, r1*d1, ...] is the row-major copy of the view
+    [r0, d0, r1, d1, ...] with stride 0 on every r (pairs with r = 1 collapse)."""
+    reps = list(ints(op.repeats))  # type: ignore[attr-defined]
+    in_dims = [1] * (len(reps) - len(shape(op.operands[0]))) + list(shape(op.operands[0]))
+    strides = row_major(in_dims)
+    view_dims: list[int] = []
+    view_strides: list[int] = []
+    for r, n, s in zip(reps, in_dims, strides, strict=True):
+        if r != 1:
+            view_dims.append(r)
+            view_strides.append(0)
+        view_dims.append(n)
+        view_strides.append(s)
+    if len(view_dims) > MAX_RANK:
+        raise unsupported(op, f"repeat needing a rank-{len(view_dims)} copy", "repeat fewer dims")
+    x = lw.buffer(op.operands[0])
+    out = copy_strided(lw, x, view_dims, view_strides)
+    return [lw.view(out, shape(op.results[0]))]
+
+
+@rule("aten.tril", "aten.triu")
+def lower_triangular(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """where(mask, x, 0) with the [H, W] mask of kept positions built now."""
+    dims = shape(op.operands[0])
+    h, w = dims[-2:]
+    k = integer(op.diagonal, 0)  # type: ignore[attr-defined]
+    offset = np.arange(w)[None, :] - np.arange(h)[:, None]
+    keep = offset <= k if op.name == "aten.tril" else offset >= k
+    mask = lw.view(lw.constant(keep.astype(np.int32).reshape(-1), "i32"), (h, w))
+    x = lw.buffer(op.operands[0])
+    zero = lw.constant(np.zeros(1, np.float32 if x.dtype == "f32" else np.int32), x.dtype)
+    out = lw.alloc(dims, x.dtype)
+    strides = [broadcast_strides((h, w), dims), row_major(dims), [0] * len(dims)]
+    d, sc, sa, sb = pad6(dims, *strides)
+    lw.dispatch("where", [mask, x, zero, out], [numel(dims), *d, *sc, *sa, *sb])
+    return [out]
+
+
+@rule("aten.pixel_shuffle")
+def lower_pixel_shuffle(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """out[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w]: one strided copy over
+    (N, C, H, r, W, r)."""
+    dims = shape(op.operands[0])
+    r = integer(op.upscale_factor)  # type: ignore[attr-defined]
+    c_in, h, w = dims[-3:]
+    c = c_in // (r * r)
+    n = numel(dims[:-3])
+    src = [c_in * h * w, r * r * h * w, w, r * h * w, 1, h * w]
+    x = lw.buffer(op.operands[0])
+    out = copy_strided(lw, x, (n, c, h, r, w, r), src)
+    return [lw.view(out, shape(op.results[0]))]

@@ -58,6 +58,7 @@ _unary(
     "aten.contiguous.default",
     "aten.alias.default",
     "aten.detach.default",
+    "aten.detach_.default",  # value-preserving: only drops autograd history
     "aten.lift_fresh_copy.default",
 )
 _unary(
