@@ -989,3 +989,48 @@ def lower_pixel_shuffle(lw: Lowering, op: Operation) -> Sequence[Buf]:
     x = lw.buffer(op.operands[0])
     out = copy_strided(lw, x, (n, c, h, r, w, r), src)
     return [lw.view(out, shape(op.results[0]))]
+
+
+def _arg_reduce(lw: Lowering, op: Operation, dim: int | None, code: int) -> tuple[Buf, Buf, int]:
+    """(input moved to [rows, cols], the i32 [rows] indices, rows) of reduce_rows
+    argmax (4) / argmin (5) over `dim` (None: every element)."""
+    dims = shape(op.operands[0]) or (1,)
+    x = same_dtype(lw, lw.buffer(op.operands[0]), "f32")
+    reduce = list(range(len(dims))) if dim is None else [norm_dim(dim, len(dims))]
+    moved, rows, cols = to_last(lw, x, dims, reduce)
+    index = lw.alloc((rows,), "i32")
+    lw.dispatch("reduce_rows", [moved, index], [rows, cols], {"OP": code})
+    return moved, index, rows
+
+
+@rule("aten.argmax", "aten.argmin")
+def lower_argmax(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    if abi_dtype(op.operands[0]) != "f32":
+        raise unsupported(op, f"{op.name} of an integer tensor", "cast it to float first")
+    dim = None if op.dim is None else integer(op.dim)  # type: ignore[attr-defined]
+    _, index, _ = _arg_reduce(lw, op, dim, 4 if op.name == "aten.argmax" else 5)
+    return [lw.view(index, shape(op.results[0]) or (1,))]
+
+
+@rule("aten.max_dim", "aten.min_dim")
+def lower_max_dim(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    if abi_dtype(op.operands[0]) != "f32":
+        raise unsupported(op, f"{op.name} of an integer tensor", "cast it to float first")
+    is_max = op.name == "aten.max_dim"
+    moved, index, rows = _arg_reduce(lw, op, integer(op.dim), 4 if is_max else 5)  # type: ignore[attr-defined]
+    cols = moved.numel // max(rows, 1)
+    values = lw.alloc((rows,), "f32")
+    # the value at the chosen index (so NaN and ties agree with the index)
+    lw.dispatch(
+        "gather_rows",
+        [lw.view(moved, (rows * cols,)), _row_offsets(lw, index, rows, cols), values],
+        [rows, 1, rows * cols],
+    )
+    out = shape(op.results[0]) or (1,)
+    return [lw.view(values, out), lw.view(index, out)]
+
+
+def _row_offsets(lw: Lowering, index: Buf, rows: int, cols: int) -> Buf:
+    """index[r] + r * cols (flat offsets of each row's chosen element)."""
+    base = lw.constant((np.arange(rows, dtype=np.int64) * cols).astype(np.int32), "i32")
+    return binary(lw, index, base, _ADD, (rows,), "i32")

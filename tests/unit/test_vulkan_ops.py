@@ -108,3 +108,27 @@ def test_op_on_vulkan(case: str) -> None:
         (interpreted,) = qopt.interpret(artifact.module, *inputs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(interpreted, want, rtol=1e-5, atol=1e-6)
+
+
+class ArgReductions(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        values, index = torch.max(x, dim=1)
+        low, where = torch.min(x, dim=0, keepdim=True)
+        return torch.argmax(x, dim=-1), torch.argmin(x), values, index, low, where
+
+
+def test_argmax_and_max_dim_on_vulkan() -> None:
+    """argmax/argmin (the first extreme, NaN counting as the extreme) and max/min
+    with indices, as torch defines them, including ties and a NaN."""
+    x = torch.randn(5, 70, generator=_gen())
+    x[1, 3] = x[1, 40] = 9.0  # a tie: the first index wins
+    x[2, 50] = float("nan")  # NaN is the extreme
+    x[4, :] = 1.0  # all equal
+    ep = torch.export.export(ArgReductions(), (x,))
+    want = ep.module()(x)
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x)
+        interpreted = qopt.interpret(artifact.module, x)
+    for g, v, w in zip(got, interpreted, want, strict=True):
+        np.testing.assert_array_equal(g, w.numpy())
+        np.testing.assert_array_equal(v, w.numpy())

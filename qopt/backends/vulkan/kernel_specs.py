@@ -93,7 +93,7 @@ BINARY_OPS = {
     "bitwise_xor": 19,
 }
 BINARY_BOOL_OPS = tuple(range(7, 15))
-REDUCE_OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+REDUCE_OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}
 POOL_OPS = {"max": 0, "avg": 1}
 MAPPINGS = {"asymmetric": 0, "symmetric": 1, "symmetric_no_clipping_err": 2}
 CONV_ACT = {"none": 0, "static": 1, "quantized": 2}
@@ -599,6 +599,11 @@ def _reduce_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
         r = torch_sum_last(x)  # torch's CPU order, as the kernel adds
         if op == 1:
             r = r / F32(x.shape[1])
+    elif op in (4, 5):
+        # torch: the first extreme; NaN is the extreme (numpy's argmax/argmin agree)
+        index = np.argmax(x, axis=1) if op == 4 else np.argmin(x, axis=1)
+        _store(buffers, "y", index.astype(np.int32).view(F32))
+        return
     else:
         r = x.max(axis=1) if op == 2 else x.min(axis=1)
     _store(buffers, "y", r.astype(F32))

@@ -1,5 +1,7 @@
 #version 450
-// out[r] = reduce(in[r, 0:cols]) for a [rows, cols] view: OP 0 sum, 1 mean, 2 max, 3 min.
+// out[r] = reduce(in[r, 0:cols]) for a [rows, cols] view: OP 0 sum, 1 mean, 2 max, 3 min,
+// 4 argmax, 5 argmin (the index as i32 bits; torch's rule: the first extreme, a NaN
+// counting as the extreme).
 // One workgroup of 32 per row (grid-stride over rows).
 //
 // Sums add in torch's CPU order (qopt/numerics.py, ATen's cascade_sum), so a
@@ -16,6 +18,15 @@ layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
 shared float red[32];
+shared int ridx[32];
+
+// whether (v, i) beats (b, j) for argmax (ARGMAX) or argmin: NaN first, then the
+// value, ties to the smaller index
+bool beats(float v, uint i, float b, int j, bool argmax) {
+  if (isnan(v) || isnan(b)) return isnan(v) && (!isnan(b) || int(i) < j);
+  if (v == b) return int(i) < j;
+  return argmax ? v > b : v < b;
+}
 
 uint ceil_log2(uint v) { return v <= 2u ? 1u : uint(findMSB(v - 1u)) + 1u; }
 
@@ -44,6 +55,32 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
     uint base = r * p.cols;
+    if (OP >= 4) {
+      bool argmax = OP == 4;
+      float best = 0.0;
+      int at = -1;
+      for (uint c = t; c < p.cols; c += 32u) {
+        float v = x[base + c];
+        if (at < 0 || beats(v, c, best, at, argmax)) {
+          best = v;
+          at = int(c);
+        }
+      }
+      red[t] = best;
+      ridx[t] = at;
+      barrier();
+      for (uint s = 16u; s > 0u; s >>= 1) {
+        if (t < s && ridx[t + s] >= 0 &&
+            (ridx[t] < 0 || beats(red[t + s], uint(ridx[t + s]), red[t], ridx[t], argmax))) {
+          red[t] = red[t + s];
+          ridx[t] = ridx[t + s];
+        }
+        barrier();
+      }
+      if (t == 0u) y[r] = intBitsToFloat(max(ridx[0], 0));
+      barrier();
+      continue;
+    }
     if (OP >= 2) {
       float acc = OP == 2 ? -1.0 / 0.0 : 1.0 / 0.0;
       for (uint c = t; c < p.cols; c += 32u)
