@@ -1034,3 +1034,28 @@ def _row_offsets(lw: Lowering, index: Buf, rows: int, cols: int) -> Buf:
     """index[r] + r * cols (flat offsets of each row's chosen element)."""
     base = lw.constant((np.arange(rows, dtype=np.int64) * cols).astype(np.int32), "i32")
     return binary(lw, index, base, _ADD, (rows,), "i32")
+
+
+@rule("aten.var", "aten.std")
+def lower_moment(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """sum((x - mean)^2) / (N - correction) over the reduced dims (mean and sum in
+    torch's summation order), then sqrt for std."""
+    from qopt.dialects.aten.reduction import correction_of
+
+    dims = shape(op.operands[0]) or (1,)
+    x = same_dtype(lw, lw.buffer(op.operands[0]), "f32")
+    axes = ints(op.dims)  # type: ignore[attr-defined]
+    reduce = sorted({norm_dim(a, len(dims)) for a in axes}) if axes else list(range(len(dims)))
+    moved, rows, cols = to_last(lw, x, dims, reduce)
+    moved = lw.view(moved, (rows, cols))
+    mean = lw.alloc((rows, 1), "f32")
+    lw.dispatch("reduce_rows", [moved, mean], [rows, cols], {"OP": 1})
+    centered = binary(lw, moved, mean, 1, (rows, cols), "f32")
+    squares = binary(lw, centered, centered, _MUL, (rows, cols), "f32")
+    total = lw.alloc((rows,), "f32")
+    lw.dispatch("reduce_rows", [squares, total], [rows, cols], {"OP": 0})
+    denom = lw.constant(np.full(1, max(0.0, cols - correction_of(op)), np.float32), "f32")  # type: ignore[arg-type]
+    var = binary(lw, total, denom, 3, (rows,), "f32")
+    if op.name == "aten.std":
+        var = unary(lw, var, UNARY["aten.sqrt"])
+    return [lw.view(var, shape(op.results[0]) or (1,))]

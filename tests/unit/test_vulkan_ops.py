@@ -132,3 +132,18 @@ def test_argmax_and_max_dim_on_vulkan() -> None:
     for g, v, w in zip(got, interpreted, want, strict=True):
         np.testing.assert_array_equal(g, w.numpy())
         np.testing.assert_array_equal(v, w.numpy())
+
+
+class Moments(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.var(-1, keepdim=True), x.std(dim=(0, 2), correction=0), torch.var(x)
+
+
+def test_var_std_on_vulkan() -> None:
+    x = torch.randn(3, 4, 50, generator=_gen()) * 3 + 1
+    ep = torch.export.export(Moments(), (x,))
+    want = ep.module()(x)
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w.numpy(), rtol=2e-6, atol=1e-6)
