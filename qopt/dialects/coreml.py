@@ -650,6 +650,41 @@ LessEqualOp = _compare("less_equal", "x <= y")
 GreaterOp = _compare("greater", "x > y")
 GreaterEqualOp = _compare("greater_equal", "x >= y")
 
+
+class LogicalOp(BinaryOp):
+    """Elementwise logic on bools (numpy broadcasting): x and y bool, bool result
+    (MIL's `T` is bool only in every opset up to iOS18)."""
+
+    INPUT_TYPES: ClassVar[frozenset[str]] = frozenset({"bool"})
+
+    def check(self) -> None:
+        out = broadcast(shape_of(self.operands[0]), shape_of(self.operands[1]))
+        if out is None:
+            raise self.fail("x and y shapes do not broadcast")
+        if shape_of(self.results[0]) != out or mil_dtype_name(elem_of(self.results[0])) != "bool":
+            raise self.fail(f"result must be a bool tensor of shape {list(out)}")
+
+
+def _logical(mil_name: str, doc: str) -> type[LogicalOp]:
+    cls = type(
+        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
+        (LogicalOp,),
+        {
+            "__doc__": doc,
+            "name": f"coreml.{mil_name}",
+            "x": operand_def(TensorType),
+            "y": operand_def(TensorType),
+            "result": result_def(TensorType),
+            "__module__": __name__,
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+LogicalAndOp = _logical("logical_and", "x AND y")
+LogicalOrOp = _logical("logical_or", "x OR y")
+LogicalXorOp = _logical("logical_xor", "x XOR y")
+
 ReluOp = _unary("relu", "max(x, 0)")
 SiluOp = _unary("silu", "x * sigmoid(x)")
 SigmoidOp = _unary("sigmoid", "1 / (1 + exp(-x))")
@@ -800,6 +835,32 @@ class ConcatOp(CoremlOp):
     MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("values",)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"axis": "int", "interleave": "bool"}
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
+
+
+@irdl_op_definition
+class TileOp(CoremlOp):
+    """`numpy.tile(x, reps)`: dim i repeated `reps[i]` times (`reps` has one entry
+    per dim of x, each at least 1). x is fp16, fp32, int32 or bool (every opset
+    up to iOS18): coremltools' `iOS15.tensor_operation.tile`.
+    """
+
+    name = "coreml.tile"
+    x = operand_def(TensorType)
+    reps = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"reps": "ints"}
+    INPUT_TYPES: ClassVar[frozenset[str]] = FI | {"bool"}
+
+    def check(self) -> None:
+        x = shape_of(self.x)
+        reps = tuple(self.reps.get_values())
+        if len(reps) != len(x) or not reps:
+            raise self.fail(f"reps must have one entry per dim of x (rank {len(x)})")
+        if any(r < 1 for r in reps):
+            raise self.fail(f"reps {list(reps)} must all be at least 1")
+        out = tuple(d * r for d, r in zip(x, reps, strict=True))
+        if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.x):
+            raise self.fail(f"result must have shape {list(out)} and the element type of x")
 
 
 def _mask(attr: DenseArrayBase | None, rank: int) -> tuple[bool, ...]:
@@ -1045,9 +1106,10 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,
     AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+    LogicalAndOp, LogicalOrOp, LogicalXorOp,
     ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
-    ReshapeOp, TransposeOp, ConcatOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
+    ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip
 COMPRESSION_OPS: tuple[type[CoremlOp], ...] = (

@@ -180,6 +180,13 @@ def _ordered(ordered: Callable[..., np.ndarray], plain: Callable[..., np.ndarray
     return body
 
 
+_LOGICAL: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    coreml.LogicalAndOp: np.logical_and,
+    coreml.LogicalOrOp: np.logical_or,
+    coreml.LogicalXorOp: np.logical_xor,
+}
+
+
 _REDUCE: dict[type, Callable[..., np.ndarray]] = {
     coreml.ReduceMeanOp: _ordered(torch_mean, np.mean),
     coreml.ReduceSumOp: _ordered(torch_sum, np.sum),
@@ -392,6 +399,10 @@ class CoremlFunctions(InterpreterFunctions):
             return (stacked.reshape(shape_of(op.result)),)
         return (np.concatenate(args, axis=_int(op.axis)),)
 
+    @impl(coreml.TileOp)
+    def run_tile(self, interp: Interpreter, op: Any, args: PythonValues):
+        return (np.tile(args[0], _ints(op.reps)),)
+
     @impl(coreml.SliceByIndexOp)
     def run_slice(self, interp: Interpreter, op: Any, args: PythonValues):
         # begin/end masks drop a bound, squeezed axes are integer indices.
@@ -465,6 +476,7 @@ for _table, _make in (
     (_UNARY, _unary_impl),
     (_BINARY, _binary_impl),
     (_COMPARE, _compare_impl),
+    (_LOGICAL, _compare_impl),
     (_REDUCE, _reduce_impl),
 ):
     for _op_type, _body in _table.items():

@@ -34,6 +34,17 @@ type (fp32, fp16 or int32); `where` is `select`; inference `batch_norm` is MIL
 `batch_norm` for inputs of rank 3 to 5 and `x * a + b` with constant `a`, `b`
 (torch's order) for `[N, C]`.
 
+Transformer glue (what tiny Llama / GPT-2 / BERT keep after fold-constants):
+`expand` is `reshape` (when it adds leading dims) + MIL `tile`; `addmm` with a
+constant `[K, N]` weight (GPT-2's Conv1D) is `linear` with the weight
+transposed at compile time, else `matmul` + `add` (alpha / beta by `mul`);
+`split` is one `slice_by_index` per piece; `index` with compile-time index
+tensors is one `gather` of flat offsets computed with numpy on the input
+reshaped to 1-D (run-time indices are an error); `&`, `|`, `^` on bools and
+`logical_and/or/xor` are MIL `logical_and/or/xor` (integer bitwise ops have no
+MIL op: an error). MIL `select` is typed by coremltools from its branches only,
+so `where` gives one branch the result's shape when cond is the larger.
+
 Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
 the package.
@@ -235,6 +246,30 @@ class Lowering:
         type = TensorType(elem, _shape(value))
         name = StringAttr(coreml.mil_dtype_name(elem))
         return self.build(coreml.CastOp, [value], type, dtype=name)
+
+    def broadcast_to(self, op: Operation, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`x` broadcast to `shape` (numpy rules): a `reshape` to the rank of `shape`
+        (leading 1s), then MIL `tile` of the size-1 dims (fp16, fp32, int32, bool)."""
+        src, dst = _shape(x), tuple(shape)
+        elem = _elem(x)
+        name = coreml.mil_dtype_name(elem)
+        if name not in ("fp16", "fp32", "int32", "bool"):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: broadcasting a {name} tensor has no CoreML "
+                "lowering (MIL tile takes fp16, fp32, int32 or bool): cast the input first"
+            )
+        if 0 in dst:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: broadcasting to the empty shape {list(dst)} "
+                "is not supported (Core ML tensors are not empty)"
+            )
+        ranked = (1,) * (len(dst) - len(src)) + src
+        if ranked != src:
+            x = self.build(coreml.ReshapeOp, [x], TensorType(elem, ranked), shape=_ints(ranked))
+        reps = [d if s == 1 else 1 for s, d in zip(ranked, dst, strict=True)]
+        if all(r == 1 for r in reps):
+            return x
+        return self.build(coreml.TileOp, [x], TensorType(elem, dst), reps=_ints(reps))
 
     def unsupported(self, op: Operation, scheme: Attribute, reason: str) -> QoptError:
         return QoptError(
@@ -555,7 +590,45 @@ def _where(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
             f"values, not {coreml.mil_dtype_name(elem)}; cast the operands first"
         )
     a, b = lw.as_elem(op.lhs, elem), lw.as_elem(op.rhs, elem)
+    shape = tuple(out.get_shape())
+    if coreml.broadcast(_shape(a), _shape(b)) != shape:
+        # coremltools types select as broadcast(a, b), without cond: one branch
+        # gets the result's shape (a constant at compile time).
+        if (array := lw.array(b)) is not None:
+            b = lw.const(np.broadcast_to(array.astype(storage_dtype(elem)), shape), elem, "where")
+        elif (array := lw.array(a)) is not None:
+            a = lw.const(np.broadcast_to(array.astype(storage_dtype(elem)), shape), elem, "where")
+        else:
+            a = lw.broadcast_to(op, a, shape)
     return [lw.build(coreml.SelectOp, [op.condition, a, b], out)]
+
+
+_LOGICAL: dict[type[Operation], type[coreml.CoremlOp]] = {
+    ew.BitwiseAndOp: coreml.LogicalAndOp,
+    ew.BitwiseOrOp: coreml.LogicalOrOp,
+    ew.BitwiseXorOp: coreml.LogicalXorOp,
+    ew.LogicalAndOp: coreml.LogicalAndOp,
+    ew.LogicalOrOp: coreml.LogicalOrOp,
+    ew.LogicalXorOp: coreml.LogicalXorOp,
+}
+_BITWISE = (ew.BitwiseAndOp, ew.BitwiseOrOp, ew.BitwiseXorOp)
+
+
+@rule(*_LOGICAL)
+def _logical(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`&`, `|`, `^` on bools and `logical_and/or/xor`: MIL logical_and/or/xor,
+    which take bools only. Integer bitwise ops have no MIL op (an error); the
+    operands of a logical op that are not bools become `x != 0` through a cast."""
+    x, y = op.operands
+    if isinstance(op, _BITWISE) and (_elem(x) != i1 or _elem(y) != i1):
+        names = ", ".join(coreml.mil_dtype_name(mil_elem(_elem(v))) for v in (x, y))
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: integer bitwise operations ({names} operands) "
+            "have no CoreML (MIL) op; only bool operands lower (to logical_and/or/xor): "
+            "compute the mask as a bool tensor in the model, or run this model on Vulkan"
+        )
+    out = mil_tensor(op.results[0].type)
+    return [lw.build(_LOGICAL[type(op)], [lw.as_elem(x, i1), lw.as_elem(y, i1)], out)]
 
 
 @rule(ew.DivOp)
@@ -606,6 +679,55 @@ def _matmul(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     out = mil_tensor(op.results[0].type)
     f = _bool(False)
     return [lw.build(coreml.MatmulOp, list(op.operands), out, transpose_x=f, transpose_y=f)]
+
+
+@rule(nn.AddmmOp)
+def _addmm(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`beta * input + alpha * (mat1 @ mat2)` (GPT-2's Conv1D: bias + x @ W, W `[K, N]`).
+
+    A constant 2-D mat2 with alpha = beta = 1 and a constant bias of N values is
+    MIL `linear` with the weight transposed at compile time (`[N, K]`) and the
+    bias. Otherwise `matmul`, scaled by alpha with `mul`, plus `input` scaled by
+    beta (at compile time when constant); beta = 0 drops `input`, as torch does.
+    A compressed mat2 (constexpr op) stays compressed and feeds the matmul.
+    """
+    assert isinstance(op, nn.AddmmOp)
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if coreml.mil_dtype_name(elem) not in ("fp16", "fp32"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: addmm on {coreml.mil_dtype_name(elem)} tensors "
+            "is not supported (CoreML lowers float addmm only): cast the operands to float"
+        )
+    dtype = storage_dtype(elem)
+    beta = 1.0 if op.beta is None else float(op.beta.value.data)
+    alpha = 1.0 if op.alpha is None else float(op.alpha.value.data)
+    n = _shape(op.result)[-1]
+    weight = lw.array(op.mat2)
+    bias = lw.array(op.input) if beta != 0.0 else None
+    if (
+        weight is not None
+        and weight.ndim == 2
+        and bias is not None
+        and bias.size == n
+        and bias.shape[-1:] == (n,)
+        and alpha == beta == 1.0
+    ):
+        w = lw.const(np.ascontiguousarray(weight.T).astype(dtype), elem, "addmm_weight")
+        b = lw.const(bias.reshape(n).astype(dtype), elem, "addmm_bias")
+        return [lw.build(coreml.LinearOp, [op.mat1, w, b], out)]
+    f = _bool(False)
+    y = lw.build(coreml.MatmulOp, [op.mat1, op.mat2], out, transpose_x=f, transpose_y=f)
+    if alpha != 1.0:
+        y = lw.build(coreml.MulOp, [y, lw.scalar(alpha, y)], out)
+    if beta == 0.0:
+        return [y]
+    term = op.input
+    if bias is not None and beta != 1.0:
+        term = lw.const((bias * beta).astype(dtype), elem, "addmm_bias")
+    elif beta != 1.0:
+        term = lw.build(coreml.MulOp, [term, lw.scalar(beta, term)], term.type)
+    return [lw.build(coreml.AddOp, [term, y], out)]
 
 
 @rule(nn.EmbeddingOp)
@@ -744,6 +866,106 @@ def _cat(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
         result_types=[out],
     )
     return [lw.emit(concat)]
+
+
+@rule(shape.ExpandOp)
+def _expand(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`expand` (broadcast to the result shape): MIL `tile` with `reps[i] =
+    result[i]` on the input's size-1 dims; a `reshape` first gives the input
+    the result's rank (leading 1s). An expand that changes nothing is its input."""
+    assert isinstance(op, shape.ExpandOp)
+    return [lw.broadcast_to(op, op.input, _shape(op.result))]
+
+
+@rule(shape.SplitOp)
+def _split(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`split` / `split_with_sizes` / `chunk`: one `slice_by_index` per piece."""
+    assert isinstance(op, shape.SplitOp)
+    dims = _shape(op.input)
+    axis = op.dim.value.data % len(dims)
+    sizes = [int(v) for v in op.sizes.get_values()]
+    if 0 in sizes:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: split into an empty piece (sizes {sizes}) is "
+            "not supported (Core ML tensors are not empty)"
+        )
+    if len(sizes) == 1:
+        return [op.input]
+    pieces: list[SSAValue] = []
+    start = 0
+    for size, result in zip(sizes, op.outputs, strict=True):
+        begin, end = [0] * len(dims), list(dims)
+        begin[axis], end[axis] = start, start + size
+        start += size
+        pieces.append(
+            lw.build(
+                coreml.SliceByIndexOp,
+                [op.input],
+                mil_tensor(result.type),
+                begin=_ints(begin),
+                end=_ints(end),
+                stride=_ints([1] * len(dims)),
+            )
+        )
+    return pieces
+
+
+@rule(shape.IndexOp)
+def _index(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """Advanced indexing with compile-time index tensors (after fold-constants,
+    the position and mask indices of transformers are constants): the flat
+    offsets `arange(numel).reshape(shape)[indices]` are computed with numpy, and
+    the input, reshaped to 1-D, is read with one MIL `gather` of those int32
+    offsets, which has the result's shape. Offsets that read the whole input in
+    order are a `reshape`. Bool (and, before iOS17, 8/16-bit) inputs are gathered
+    as int32 (MIL gather takes no bools)."""
+    assert isinstance(op, shape.IndexOp)
+    dims = _shape(op.input)
+    key: list[slice | np.ndarray] = [slice(None)] * len(dims)
+    for dim, index in zip(op.indexed_dims.get_values(), op.indices, strict=True):
+        array = lw.array(index)
+        if array is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: index tensor {index.type} is computed at "
+                "run time; CoreML lowers advanced indexing only with compile-time indices "
+                "(use index_select / gather on one dim, or make the indices constants)"
+            )
+        key[int(dim)] = array.astype(np.int64)
+    numel = math.prod(dims)
+    if numel >= 2**31:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the input has {numel} elements, more than "
+            "int32 gather offsets address"
+        )
+    try:
+        offsets = np.arange(numel, dtype=np.int64).reshape(dims)[tuple(key)]
+    except IndexError as e:
+        raise QoptError(f"convert-to-coreml: {where(op)}: {e}") from None
+    out = mil_tensor(op.result.type)
+    result_shape = tuple(out.get_shape())
+    assert offsets.shape == result_shape, (offsets.shape, result_shape)
+    x = op.input
+    if offsets.size == numel and np.array_equal(offsets.reshape(-1), np.arange(numel)):
+        if result_shape == dims:
+            return [x]
+        return [lw.build(coreml.ReshapeOp, [x], out, shape=_ints(result_shape))]
+    elem = out.get_element_type()
+    gathered = coreml.mil_dtype_name(elem)
+    allowed = {"fp16", "fp32", "int32"}
+    if lw.opset >= 17:
+        allowed |= {"int8", "uint8", "int16", "uint16"}
+    work = elem if gathered in allowed else i32
+    if gathered not in allowed and gathered != "bool":
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: indexing a {gathered} tensor needs iOS17 "
+            f"(MIL gather), the target is {lw.target}: cast the input to int32 or float first"
+        )
+    if len(dims) != 1:
+        x = lw.build(coreml.ReshapeOp, [x], TensorType(_elem(x), [numel]), shape=_ints([numel]))
+    x = lw.as_elem(x, work)
+    indices = lw.const(offsets.astype(np.int32), i32, "index_offsets")
+    value = lw.build(coreml.GatherOp, [x, indices], TensorType(work, result_shape), axis=_int(0))
+    return [lw.as_elem(value, elem)]
 
 
 def _reduce(cls: type[coreml.CoremlOp]) -> Rule:

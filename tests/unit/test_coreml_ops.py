@@ -5,8 +5,9 @@ Each model is exported with torch.export, compiled with
 `qopt.compile(ep, target="coreml")`, saved as an `.mlpackage`, read back with
 `qopt.read_mlpackage` and interpreted on random inputs; the result must match
 torch eager within a relative L2 error of 1e-4 (fp32 compute; measured 0 for the
-data-movement ops, below 1e-7 for batch norm), or 1e-2 with fp16 compute
-(measured 5.1e-4 to 5.4e-4).
+data-movement ops, split, constant-index gathers and bool masks, below 1e-7 for
+batch norm, 4.9e-8 for expand (tile), 1.2e-7 for addmm), or 1e-2 with fp16
+compute (measured 5.1e-4 to 5.4e-4).
 """
 
 from __future__ import annotations
@@ -87,6 +88,71 @@ class LayerNormBlock(torch.nn.Module):
         return self.norm(self.linear(x))
 
 
+class ExpandKV(torch.nn.Module):
+    """Llama's repeat_kv (a new size-1 dim expanded) and an expand adding a leading dim."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        heads = x[:, :, None, :, :].expand(1, 2, 3, 8, 4).reshape(1, 6, 8, 4)
+        batch = x[0].expand(2, 2, 8, 4)
+        return heads.sum(1) + batch.sum(0) * 0.5
+
+
+class Addmm(torch.nn.Module):
+    """GPT-2's Conv1D (bias + x @ W, constant W [K, N]) and a scaled run-time addmm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(4)
+        self.weight = torch.nn.Parameter(torch.randn(6, 5, generator=g))
+        self.bias = torch.nn.Parameter(torch.randn(5, generator=g))
+
+    def forward(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        y = torch.addmm(self.bias, x, self.weight)
+        return torch.addmm(c, y, y.transpose(0, 1) @ y / 4, beta=0.5, alpha=2.0)
+
+
+class SplitPieces(torch.nn.Module):
+    """GPT-2's fused QKV split (equal pieces) and split_with_sizes."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = x.split(4, dim=-1)
+        a, b, c = x.split([4, 5, 3], dim=-1)
+        return q * k + v - a + b[..., 1:] * c.sum(-1, keepdim=True)
+
+
+class ConstantIndex(torch.nn.Module):
+    """Advanced indexing with constant index tensors, on floats and on a bool mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("rows", torch.tensor([3, 0, -1]))
+        self.register_buffer("cols", torch.tensor([[4], [1]]))
+        self.register_buffer("mid", torch.tensor([[2], [0]]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        picked = x[self.rows, :, self.cols]  # non-adjacent dims: [2, 3, 3]
+        mask = (x > 0)[self.rows, :, self.cols]  # a bool gather
+        adjacent = x[self.rows, self.mid]  # [2, 3, 5]
+        return torch.where(mask, picked, -picked) + adjacent[..., :3]
+
+
+class BoolMasks(torch.nn.Module):
+    """BERT's padding mask: & of two bool masks; | and ^ and logical_and too."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        both = (x[:, :, None] > 0) & (y[:, None, :] < 0.5)
+        either = (x[:, :, None] > 0) | (y[:, None, :] < 0.5)
+        one = torch.bitwise_xor(x[:, :, None] > 0, y[:, None, :] < 0.5)
+        scores = x[:, :, None] * y[:, None, :]
+        masked = torch.where(both, scores, torch.full_like(scores, -1e4))
+        return masked + either.float() * 2 + torch.logical_and(one, scores).float()
+
+
+class IntBitwise(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a & b
+
+
 def _randomize_stats(bn: torch.nn.Module, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     assert isinstance(bn, torch.nn.modules.batchnorm._BatchNorm)
@@ -117,6 +183,18 @@ def _model(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         return SelectIndex().eval(), (torch.randn(2, 4, 5, generator=g),)
     if name == "index_select":
         return IndexSelect().eval(), (torch.randn(4, 5, generator=g), torch.tensor([1, 3, 1]))
+    if name == "expand":
+        return ExpandKV().eval(), (torch.randn(1, 2, 8, 4, generator=g),)
+    if name == "addmm":
+        return Addmm().eval(), (torch.randn(4, 6, generator=g), torch.randn(4, 5, generator=g))
+    if name == "split":
+        return SplitPieces().eval(), (torch.randn(2, 3, 12, generator=g),)
+    if name == "index":
+        return ConstantIndex().eval(), (torch.randn(4, 3, 5, generator=g),)
+    if name == "bool_masks":
+        return BoolMasks().eval(), (torch.randn(2, 5, generator=g), torch.rand(2, 4, generator=g))
+    if name == "int_bitwise":
+        return IntBitwise().eval(), (torch.tensor([5, 3, 12]), torch.tensor([6, 1, 10]))
     if name == "layer_norm":
         return LayerNormBlock().eval(), (torch.randn(2, 3, 16, generator=g),)
     raise KeyError(name)
@@ -158,6 +236,11 @@ EXPECTED_OPS = {
     "where": {"coreml.greater", "coreml.less_equal", "coreml.equal", "coreml.select"},
     "select": {"coreml.slice_by_index"},
     "index_select": {"coreml.gather"},
+    "expand": {"coreml.tile"},
+    "addmm": {"coreml.linear", "coreml.matmul", "coreml.mul", "coreml.add"},
+    "split": {"coreml.slice_by_index"},
+    "index": {"coreml.gather", "coreml.cast"},
+    "bool_masks": {"coreml.logical_and", "coreml.logical_or", "coreml.logical_xor"},
 }
 
 
@@ -191,6 +274,34 @@ def test_index_select_indices_are_int32(tmp_path: Path) -> None:
     gathers = [op for op in back.walk() if isinstance(op, coreml.GatherOp)]
     assert len(gathers) == 2
     assert all(str(coreml.elem_of(op.indices)) == "i32" for op in gathers)
+
+
+def test_addmm_with_constant_weight_is_linear(tmp_path: Path) -> None:
+    """GPT-2's Conv1D: the constant [K, N] weight is stored transposed ([N, K]) for
+    MIL linear; the run-time, scaled addmm is matmul, mul and add."""
+    back, _, _ = round_trip("addmm", "iOS18", tmp_path)
+    (linear,) = [op for op in back.walk() if isinstance(op, coreml.LinearOp)]
+    assert coreml.shape_of(linear.weight) == (5, 6)
+    assert linear.bias is not None
+
+
+def test_constant_index_is_one_gather_of_flat_offsets(tmp_path: Path) -> None:
+    back, _, _ = round_trip("index", "iOS17", tmp_path)
+    gathers = [op for op in back.walk() if isinstance(op, coreml.GatherOp)]
+    assert len(gathers) == 3
+    assert all(len(coreml.shape_of(op.x)) == 1 for op in gathers)
+
+
+def test_integer_bitwise_is_a_clear_error() -> None:
+    ep, _ = exported("int_bitwise")
+    with pytest.raises(qopt.QoptError, match=r"integer bitwise operations .* have no CoreML"):
+        qopt.compile(ep, target="coreml")
+
+
+@pytest.mark.parametrize("name", ["expand", "addmm", "index", "bool_masks"])
+def test_transformer_ops_fp16(name: str, tmp_path: Path) -> None:
+    _, got, want = round_trip(name, "iOS18", tmp_path, "fp16")
+    assert rel_err(got, want) < 1e-2
 
 
 @pytest.mark.parametrize("target", ["iOS16", "iOS18"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import keyword
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -118,7 +119,7 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
     out_names += [f"output_{i}" for i in range(len(out_names), len(ret.operands))]
     if len(out_names) != len(ret.operands):
         raise QoptError(f"{len(out_names)} output names for {len(ret.operands)} outputs")
-    input_names = [a.name_hint or f"input_{i}" for i, a in enumerate(block.args)]
+    input_names = _input_names([a.name_hint for a in block.args])
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     renamed_outputs: list[tuple[str, SSAValue]] = []
     for name, value in zip(out_names, ret.operands, strict=True):
@@ -187,6 +188,33 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
     return program
 
 
+def _input_names(hints: Sequence[str | None]) -> list[str]:
+    """Distinct Python identifiers for the inputs, from their SSA name hints.
+
+    xDSL drops a hint's `_<digits>` suffix, so torch.export's `args_0, args_1`
+    both arrive as `args`: a hint shared by several inputs is numbered again
+    (`args_0`, `args_1`). Characters an identifier cannot hold become `_`.
+    """
+    bases = []
+    for i, hint in enumerate(hints):
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint or "")
+        if not base or not base.isidentifier() or keyword.iskeyword(base):
+            base = f"input_{base}" if base else f"input_{i}"
+        bases.append(base)
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for base in bases:
+        if bases.count(base) == 1:
+            names.append(base)
+            continue
+        k = seen.get(base, 0)
+        while f"{base}_{k}" in bases or f"{base}_{k}" in names:
+            k += 1
+        seen[base] = k + 1
+        names.append(f"{base}_{k}")
+    return names
+
+
 def _with_arg_names(fn: Any, names: Sequence[str]) -> Any:
     """A function whose positional parameters carry `names` (MIL names the inputs
     after the builder function's parameters)."""
@@ -253,7 +281,8 @@ def to_fp16(module: ModuleOp) -> None:
         if isinstance(op, coreml.ConstOp) and isinstance(elem_of(op.result), Float32Type):
             if all(isinstance(u.operation, qdq) for u in op.result.uses):
                 continue  # activation quantization parameters stay fp32
-            array = const_array(op).astype(np.float16)
+            with np.errstate(over="ignore"):  # +-3.4e38 mask fills become +-inf, as in
+                array = const_array(op).astype(np.float16)  # coremltools' fp16 pass
             type = TensorType(f16, shape_of(op.result))
             new = coreml.ConstOp.build(
                 properties={"value": make_resource("fp16", array, type)}, result_types=[type]
@@ -269,6 +298,8 @@ def to_fp16(module: ModuleOp) -> None:
         for result in op.results:
             if isinstance(result.type, TensorType) and isinstance(elem_of(result), Float32Type):
                 Rewriter.replace_value_with_new_type(result, TensorType(f16, shape_of(result)))
+                if isinstance(op, coreml.CastOp):  # a cast to float (of a bool mask) names it
+                    op.dtype = StringAttr("fp16")
     for arg in block.args:
         if not isinstance(elem_of(arg), Float32Type) or not arg.uses:
             continue

@@ -150,3 +150,59 @@ func.func @batch_norm_param_type(%x: tensor<1x2x3xf16>) -> tensor<1x2x3xf16> att
   func.return %y : tensor<1x2x3xf16>
 }
 // CHECK: 'coreml.batch_norm': mean must have the element type of x before iOS17, got fp32
+
+// -----
+
+func.func @tile_reps_rank(%x: tensor<2x4xf32>) -> tensor<2x12xf32> {
+  %t = "coreml.tile"(%x) <{reps = array<i64: 3>}> : (tensor<2x4xf32>) -> tensor<2x12xf32>
+  func.return %t : tensor<2x12xf32>
+}
+// CHECK: 'coreml.tile': reps must have one entry per dim of x (rank 2)
+
+// -----
+
+func.func @tile_reps_positive(%x: tensor<2x4xf32>) -> tensor<0x4xf32> {
+  %t = "coreml.tile"(%x) <{reps = array<i64: 0, 1>}> : (tensor<2x4xf32>) -> tensor<0x4xf32>
+  func.return %t : tensor<0x4xf32>
+}
+// CHECK: 'coreml.tile': reps [0, 1] must all be at least 1
+
+// -----
+
+func.func @tile_shape(%x: tensor<2x4xf32>) -> tensor<2x8xf32> {
+  %t = "coreml.tile"(%x) <{reps = array<i64: 1, 3>}> : (tensor<2x4xf32>) -> tensor<2x8xf32>
+  func.return %t : tensor<2x8xf32>
+}
+// CHECK: 'coreml.tile': result must have shape [2, 12] and the element type of x
+
+// -----
+
+func.func @tile_type(%x: tensor<2x4xi8>) -> tensor<2x8xi8> {
+  %t = "coreml.tile"(%x) <{reps = array<i64: 1, 2>}> : (tensor<2x4xi8>) -> tensor<2x8xi8>
+  func.return %t : tensor<2x8xi8>
+}
+// CHECK: 'coreml.tile': operand must be one of ['bool', 'fp16', 'fp32', 'int32'], got int8
+
+// -----
+
+func.func @logical_operands(%x: tensor<3xf32>, %y: tensor<3xi1>) -> tensor<3xi1> {
+  %l = "coreml.logical_and"(%x, %y) : (tensor<3xf32>, tensor<3xi1>) -> tensor<3xi1>
+  func.return %l : tensor<3xi1>
+}
+// CHECK: 'coreml.logical_and': operand must be one of ['bool'], got fp32
+
+// -----
+
+func.func @logical_result(%x: tensor<3xi1>, %y: tensor<2x1xi1>) -> tensor<3xi1> {
+  %l = "coreml.logical_or"(%x, %y) : (tensor<3xi1>, tensor<2x1xi1>) -> tensor<3xi1>
+  func.return %l : tensor<3xi1>
+}
+// CHECK: 'coreml.logical_or': result must be a bool tensor of shape [2, 3]
+
+// -----
+
+func.func @logical_broadcast(%x: tensor<3xi1>, %y: tensor<2xi1>) -> tensor<3xi1> {
+  %l = "coreml.logical_xor"(%x, %y) : (tensor<3xi1>, tensor<2xi1>) -> tensor<3xi1>
+  func.return %l : tensor<3xi1>
+}
+// CHECK: 'coreml.logical_xor': x and y shapes do not broadcast

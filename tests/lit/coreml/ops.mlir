@@ -82,3 +82,18 @@ func.func @batch_norm(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
   %y = "coreml.batch_norm"(%x, %m, %v, %b) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>}> : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
   func.return %y : tensor<1x2x3x3xf32>
 }
+
+// CHECK-LABEL: func.func @tile_and_logic(
+// CHECK:         "coreml.tile"(%x) <{reps = array<i64: 1, 3>}> : (tensor<2x4xf32>) -> tensor<2x12xf32>
+// CHECK:         "coreml.tile"(%a) <{reps = array<i64: 1, 1, 8, 1>}> : (tensor<1x1x1x8xi1>) -> tensor<1x1x8x8xi1>
+// CHECK:         "coreml.logical_and"(%a, %b) : (tensor<1x1x1x8xi1>, tensor<1x1x8x1xi1>) -> tensor<1x1x8x8xi1>
+// CHECK:         "coreml.logical_or"
+// CHECK:         "coreml.logical_xor"
+func.func @tile_and_logic(%x: tensor<2x4xf32>, %a: tensor<1x1x1x8xi1>, %b: tensor<1x1x8x1xi1>) -> (tensor<2x12xf32>, tensor<1x1x8x8xi1>, tensor<1x1x8x8xi1>) attributes {coreml.opset = "iOS16"} {
+  %t = "coreml.tile"(%x) <{reps = array<i64: 1, 3>}> : (tensor<2x4xf32>) -> tensor<2x12xf32>
+  %m = "coreml.tile"(%a) <{reps = array<i64: 1, 1, 8, 1>}> : (tensor<1x1x1x8xi1>) -> tensor<1x1x8x8xi1>
+  %l0 = "coreml.logical_and"(%a, %b) : (tensor<1x1x1x8xi1>, tensor<1x1x8x1xi1>) -> tensor<1x1x8x8xi1>
+  %l1 = "coreml.logical_or"(%l0, %m) : (tensor<1x1x8x8xi1>, tensor<1x1x8x8xi1>) -> tensor<1x1x8x8xi1>
+  %l2 = "coreml.logical_xor"(%l1, %b) : (tensor<1x1x8x8xi1>, tensor<1x1x8x1xi1>) -> tensor<1x1x8x8xi1>
+  func.return %t, %l0, %l2 : tensor<2x12xf32>, tensor<1x1x8x8xi1>, tensor<1x1x8x8xi1>
+}
