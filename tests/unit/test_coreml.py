@@ -16,8 +16,10 @@ eager on fresh random inputs):
   quantization error, so the comparison with torch allows 3e-2 (measured
   1.7e-3 to 8.7e-3); the package is also checked to within 1e-4 of the same
   program with the activation quantization removed (its exact float semantics);
-- fp16 compute: < 1e-2 (pt2e_static under fp16: < 5e-2, because fp16 round-off
-  moves many requantized values by one step; measured 5e-3 to 2.4e-2).
+- fp16 compute: < 1e-2 for every non-dynamic pair. Under pt2e_static the int8
+  regions (dequantize -> linear/conv/add/pool -> quantize), which Core ML runs as
+  int8 kernels, stay fp32 (emitter.to_fp16); everything else computes in fp16
+  (measured ~2e-4; convnet up to 8.2e-3 from the MIL quantize rounding rule above).
 """
 
 from __future__ import annotations
@@ -145,15 +147,29 @@ def test_compression_ops_used() -> None:
     assert all(str(t) == "i4" for t in data)
 
 
-@pytest.mark.parametrize("scheme", ["float", "w4g32", "w8c", "codebook4", "pt2e_static"])
-def test_pair_fp16(scheme: str) -> None:
-    inputs = random_inputs("mlp", 7)
-    module = read_back("mlp", scheme, "fp16")
+FP16_PAIRS = [(m, s) for m in MODELS for s in SCHEMES if s not in DYNAMIC]
+
+
+@pytest.mark.parametrize(("model", "scheme"), FP16_PAIRS)
+def test_pair_fp16(model: str, scheme: str) -> None:
+    inputs = random_inputs(model, 7)
+    module = read_back(model, scheme, "fp16")
     got = qopt.interpret(module, *inputs)[0]
-    err = rel_err(got, torch_out("mlp", scheme, inputs))
-    assert err < (5e-2 if scheme == "pt2e_static" else 1e-2), err
-    assert any(str(op.result.type.get_element_type()) == "f16" for op in module.walk()
-               if isinstance(op, coreml.ConstOp))  # fmt: skip
+    err = rel_err(got, torch_out(model, scheme, inputs))
+    assert err < 1e-2, err
+    if scheme != "pt2e_static":
+        assert any(str(op.result.type.get_element_type()) == "f16" for op in module.walk()
+                   if isinstance(op, coreml.ConstOp))  # fmt: skip
+    else:
+        # the int8 regions (dequantize -> linear/conv/add -> quantize) stay fp32
+        region = [
+            op
+            for op in module.walk()
+            if not isinstance(op, coreml.CastOp | coreml.QuantizeOp)
+            and any(isinstance(v.owner, coreml.DequantizeOp) for v in op.operands)
+        ]
+        assert region
+        assert all(str(op.results[0].type.get_element_type()) == "f32" for op in region)
 
 
 @pytest.mark.parametrize("target", ["iOS16", "iOS17"])
