@@ -1059,3 +1059,50 @@ def lower_moment(lw: Lowering, op: Operation) -> Sequence[Buf]:
     if op.name == "aten.std":
         var = unary(lw, var, UNARY["aten.sqrt"])
     return [lw.view(var, shape(op.results[0]) or (1,))]
+
+
+def _permute_by_offsets(lw: Lowering, op: Operation, offsets: np.ndarray) -> Buf:
+    """A static data movement (flip, roll, ...) as one gather of compile-time flat
+    source offsets (gather_rows with rows of one word)."""
+    dims = shape(op.operands[0]) or (1,)
+    x = lw.buffer(op.operands[0])
+    out = lw.alloc(shape(op.results[0]) or (1,), x.dtype)
+    idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
+    lw.dispatch("gather_rows", [x, idx, out], [offsets.size, 1, numel(dims)])
+    return out
+
+
+@rule("aten.flip")
+def lower_flip(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    dims = shape(op.operands[0]) or (1,)
+    axes = tuple(norm_dim(d, len(dims)) for d in ints(op.dims))  # type: ignore[attr-defined]
+    flat = np.arange(numel(dims), dtype=np.int64).reshape(dims)
+    return [_permute_by_offsets(lw, op, np.flip(flat, axis=axes) if axes else flat)]
+
+
+@rule("aten.roll")
+def lower_roll(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    dims = shape(op.operands[0]) or (1,)
+    shifts, axes = ints(op.shifts), ints(op.dims)  # type: ignore[attr-defined]
+    flat = np.arange(numel(dims), dtype=np.int64).reshape(dims)
+    if not axes:
+        rolled = np.roll(flat.reshape(-1), shifts[0]).reshape(dims)
+    else:
+        rolled = np.roll(flat, tuple(shifts), axis=tuple(norm_dim(d, len(dims)) for d in axes))
+    return [_permute_by_offsets(lw, op, rolled)]
+
+
+@rule("aten.any", "aten.all")
+def lower_any_all(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """max (any) or min (all) of (x != 0) over the reduced dims, as 0/1."""
+    dims = shape(op.operands[0]) or (1,)
+    truth = unary(lw, lw.buffer(op.operands[0]), NONZERO, out_dtype="i32")
+    as_float = unary(lw, truth, CAST_I2F, out_dtype="f32")
+    axes = ints(op.dims)  # type: ignore[attr-defined]
+    reduce = sorted({norm_dim(a, len(dims)) for a in axes}) if axes else list(range(len(dims)))
+    moved, rows, cols = to_last(lw, as_float, dims, reduce)
+    out = lw.alloc((rows,), "f32")
+    lw.dispatch(
+        "reduce_rows", [moved, out], [rows, cols], {"OP": 2 if op.name == "aten.any" else 3}
+    )
+    return [lw.view(unary(lw, out, CAST_F2I, out_dtype="i32"), shape(op.results[0]) or (1,))]

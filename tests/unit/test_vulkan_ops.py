@@ -147,3 +147,24 @@ def test_var_std_on_vulkan() -> None:
         got = artifact(x)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w.numpy(), rtol=2e-6, atol=1e-6)
+
+
+class Movement(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.flip(x, (0, 2)) + 1,
+            torch.roll(x, shifts=(1, -2), dims=(1, 2)) * 2,
+            torch.roll(x, 3) - 1,
+            torch.any(x > 1.0, dim=1),
+            torch.all(x > -1.5, dim=-1, keepdim=True),
+        )
+
+
+def test_flip_roll_any_all_on_vulkan() -> None:
+    x = torch.randn(2, 3, 4, generator=_gen())
+    ep = torch.export.export(Movement(), (x,))
+    want = ep.module()(x)
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w.numpy())
