@@ -1106,3 +1106,14 @@ def lower_any_all(lw: Lowering, op: Operation) -> Sequence[Buf]:
         "reduce_rows", [moved, out], [rows, cols], {"OP": 2 if op.name == "aten.any" else 3}
     )
     return [lw.view(unary(lw, out, CAST_F2I, out_dtype="i32"), shape(op.results[0]) or (1,))]
+
+
+@rule("aten.max", "aten.min")
+def lower_reduce_all(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """torch.max(x) / torch.min(x): one row of every element."""
+    x = lw.buffer(op.operands[0])
+    if x.dtype != "f32":
+        raise unsupported(op, f"{op.name} of an integer tensor", "cast it to float first")
+    out = lw.alloc((1,), "f32")
+    lw.dispatch("reduce_rows", [x, out], [1, x.numel], {"OP": 2 if op.name == "aten.max" else 3})
+    return [lw.view(out, shape(op.results[0]) or (1,))]

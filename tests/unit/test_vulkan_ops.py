@@ -157,6 +157,8 @@ class Movement(torch.nn.Module):
             torch.roll(x, 3) - 1,
             torch.any(x > 1.0, dim=1),
             torch.all(x > -1.5, dim=-1, keepdim=True),
+            torch.max(x),
+            torch.min(x * 2),
         )
 
 
