@@ -642,6 +642,11 @@ RealDivOp = _binary("real_div", "x / y")
 PowOp = _binary("pow", "x ** y")
 MaximumOp = _binary("maximum", "max(x, y)")
 MinimumOp = _binary("minimum", "min(x, y)")
+ModOp = _binary(
+    "mod",
+    "`x % y` with Python's sign rule (the result has the sign of y; coremltools' "
+    "`iOS15.elementwise_binary.mod` defines it as `operator.mod`); fp16, fp32 or int32",
+)
 
 EqualOp = _compare("equal", "x == y")
 NotEqualOp = _compare("not_equal", "x != y")
@@ -705,6 +710,46 @@ ClipOp = _unary(
     alpha=(prop_def(FloatAttr), "float"),
     beta=(prop_def(FloatAttr), "float"),
 )
+SigmoidHardOp = _unary(
+    "sigmoid_hard",
+    "`min(max(alpha * x + beta, 0), 1)`; x fp16 or fp32: coremltools' "
+    "`iOS15.activation.sigmoid_hard`",
+    alpha=(prop_def(FloatAttr), "float"),
+    beta=(prop_def(FloatAttr), "float"),
+)
+LeakyReluOp = _unary(
+    "leaky_relu",
+    "`x` where `x >= 0`, else `alpha * x`; x fp16 or fp32: coremltools' "
+    "`iOS15.activation.leaky_relu`",
+    alpha=(prop_def(FloatAttr), "float"),
+)
+CeilOp = _unary("ceil", "ceil(x); x fp16 or fp32")
+FloorOp = _unary("floor", "floor(x) (towards -inf); x fp16 or fp32")
+LogOp = _unary(
+    "log",
+    "`log(x + epsilon)` (MIL's default epsilon is 1e-45; qopt emits 0); x fp16 or fp32",
+    epsilon=(prop_def(FloatAttr), "float"),
+)
+InverseOp = _unary(
+    "inverse",
+    "`1 / (x + epsilon)` (MIL's default epsilon is 1e-4; qopt emits 0); x fp16 or fp32",
+    epsilon=(prop_def(FloatAttr), "float"),
+)
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """`|x|`; x fp16, fp32 or int32 (coremltools' `elementwise_unary_with_int`)."""
+
+    name = "coreml.abs"
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+    INPUT_TYPES: ClassVar[frozenset[str]] = FI
+
+    def check(self) -> None:
+        super().check()
+        if elem_of(self.result) != elem_of(self.x):
+            raise self.fail("result must have the element type of x")
 
 
 @irdl_op_definition
@@ -792,6 +837,7 @@ def _reduce(mil_name: str, doc: str) -> type[ReduceOp]:
 ReduceMeanOp = _reduce("reduce_mean", "mean over axes")
 ReduceSumOp = _reduce("reduce_sum", "sum over axes")
 ReduceMaxOp = _reduce("reduce_max", "max over axes")
+ReduceMinOp = _reduce("reduce_min", "min over axes")
 
 
 @irdl_op_definition
@@ -1104,11 +1150,12 @@ class ScaledDotProductAttentionOp(CoremlOp):
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,
-    AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp,
+    AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
     ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
-    SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
+    SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
+    SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
     ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip

@@ -132,6 +132,22 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
 
+def _log(op: Any, x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf, log(-1) = NaN
+        return np.log(x + np.asarray(_float(op.epsilon), x.dtype))
+
+
+def _inverse(op: Any, x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):  # 1 / 0 = inf
+        return np.asarray(1, x.dtype) / (x + np.asarray(_float(op.epsilon), x.dtype))
+
+
+def _mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Python's `%` (coremltools' definition of MIL mod): the sign of y."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mod(x, y)
+
+
 _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.ReluOp: _same(lambda x: np.maximum(x, 0)),
     coreml.SiluOp: _same(lambda x: x * _sigmoid(x)),
@@ -146,6 +162,17 @@ _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.GeluOp: _gelu,
     coreml.SoftmaxOp: lambda op, x: softmax(x, _int(op.axis)),
     coreml.ClipOp: lambda op, x: np.clip(x, _float(op.alpha), _float(op.beta)).astype(x.dtype),
+    coreml.SigmoidHardOp: lambda op, x: np.clip(
+        np.asarray(_float(op.alpha), x.dtype) * x + np.asarray(_float(op.beta), x.dtype), 0, 1
+    ),
+    coreml.LeakyReluOp: lambda op, x: np.where(
+        x >= 0, x, np.asarray(_float(op.alpha), x.dtype) * x
+    ),
+    coreml.AbsOp: _same(np.abs),
+    coreml.CeilOp: _same(np.ceil),
+    coreml.FloorOp: _same(np.floor),
+    coreml.LogOp: _log,
+    coreml.InverseOp: _inverse,
 }
 
 _BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -156,6 +183,7 @@ _BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     coreml.PowOp: np.power,
     coreml.MaximumOp: np.maximum,
     coreml.MinimumOp: np.minimum,
+    coreml.ModOp: _mod,
 }
 
 _COMPARE: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -191,6 +219,7 @@ _REDUCE: dict[type, Callable[..., np.ndarray]] = {
     coreml.ReduceMeanOp: _ordered(torch_mean, np.mean),
     coreml.ReduceSumOp: _ordered(torch_sum, np.sum),
     coreml.ReduceMaxOp: np.max,
+    coreml.ReduceMinOp: np.min,
 }
 
 

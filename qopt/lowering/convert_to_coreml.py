@@ -45,6 +45,17 @@ reshaped to 1-D (run-time indices are an error); `&`, `|`, `^` on bools and
 MIL op: an error). MIL `select` is typed by coremltools from its branches only,
 so `where` gives one branch the result's shape when cond is the larger.
 
+Activations, rounding and index reductions: `hardsigmoid` is MIL `sigmoid_hard`
+(alpha 1/6, beta 0.5) and `hardswish` is `x * sigmoid_hard(x)`; `leaky_relu`,
+`abs`, `floor`, `ceil` are the MIL ops of their names; `log` and `reciprocal`
+are `log` / `inverse` with epsilon 0. MIL leaves the rounding of halves, the sign
+rule of `mod` on device and the ties of `reduce_argmax` unspecified or
+untested, so torch's semantics are composed from exact steps: `round` (half to
+even) from floor and comparisons, `remainder` as `mod` plus a sign fix-up, and
+`argmax` / `argmin` (first extreme, first NaN) as the first index where x equals
+its `reduce_max` / `reduce_min`. `log_softmax` is `(x - max) - log(sum(exp(x -
+max)))`; `amin` is `reduce_min`; `masked_fill` is `select` with the fill value.
+
 Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
 the package.
@@ -177,6 +188,9 @@ class Lowering:
         self.full_precision: dict[SSAValue, np.ndarray] = {}
         self.float_of: dict[SSAValue, SSAValue] = {}
         """Dynamic-quantized values (quant.quantize results) -> their float input."""
+        self.weights: dict[tuple[object, ...], SSAValue] = {}
+        """Constant-weight dequantizes already lowered, by (data, scale, zero point,
+        range, block): a weight the model uses several times is stored once."""
 
     # ----- building blocks ------------------------------------------------------------
 
@@ -985,6 +999,7 @@ def _reduce(cls: type[coreml.CoremlOp]) -> Rule:
 RULES[reduction.MeanOp] = _reduce(coreml.ReduceMeanOp)
 RULES[reduction.SumOp] = _reduce(coreml.ReduceSumOp)
 RULES[reduction.AmaxOp] = _reduce(coreml.ReduceMaxOp)
+RULES[reduction.AminOp] = _reduce(coreml.ReduceMinOp)
 
 
 @rule(reduction.SoftmaxOp)
@@ -1173,6 +1188,257 @@ def _sdpa(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     return [lw.build(coreml.MatmulOp, [probs, v], out, transpose_x=f, transpose_y=f)]
 
 
+# ----- activations, rounding, logs and index reductions ---------------------------------
+
+_BOOL = i1
+
+
+def _float_input(lw: Lowering, op: Operation) -> tuple[SSAValue, TensorType]:
+    """The input of a float-valued unary op in the result's float type (torch's
+    `log` / `reciprocal` of an integer tensor computes in float)."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in ("fp16", "fp32"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the result is a {name} tensor; CoreML lowers "
+            f"{op.name.removeprefix('aten.')} on fp16 / fp32 tensors only: cast the input "
+            "to float first"
+        )
+    return lw.as_elem(op.operands[0], elem), out
+
+
+def _bool_like(value: SSAValue) -> TensorType:
+    return TensorType(_BOOL, _shape(value))
+
+
+@rule(ew.HardsigmoidOp, ew.HardswishOp)
+def _hard_activation(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`hardsigmoid(x) = clamp(x + 3, 0, 6) / 6` is MIL `sigmoid_hard(x, alpha=1/6,
+    beta=0.5)` = `clip(x / 6 + 0.5, 0, 1)`; `hardswish(x) = x * hardsigmoid(x)` is a
+    `mul` with it (coremltools' MIL has no hardswish op in any opset up to iOS18).
+    The two forms round differently: a few ulp from torch (measured in
+    tests/unit/test_coreml_ops.py)."""
+    x, out = _float_input(lw, op)
+    gate = lw.build(coreml.SigmoidHardOp, [x], out, alpha=_float(1.0 / 6.0), beta=_float(0.5))
+    if isinstance(op, ew.HardsigmoidOp):
+        return [gate]
+    return [lw.build(coreml.MulOp, [x, gate], out)]
+
+
+@rule(ew.LeakyReluOp)
+def _leaky_relu(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """MIL `leaky_relu` with `alpha = negative_slope` (torch's default 0.01)."""
+    assert isinstance(op, ew.LeakyReluOp)
+    x, out = _float_input(lw, op)
+    slope = 0.01 if op.negative_slope is None else float(op.negative_slope.value.data)
+    return [lw.build(coreml.LeakyReluOp, [x], out, alpha=_float(slope))]
+
+
+@rule(ew.LogOp)
+def _log(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """MIL `log` with epsilon 0 (its default 1e-45 would make log(0) finite)."""
+    x, out = _float_input(lw, op)
+    return [lw.build(coreml.LogOp, [x], out, epsilon=_float(0.0))]
+
+
+@rule(ew.ReciprocalOp)
+def _reciprocal(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """MIL `inverse` with epsilon 0 (its default 1e-4 would shift every value)."""
+    x, out = _float_input(lw, op)
+    return [lw.build(coreml.InverseOp, [x], out, epsilon=_float(0.0))]
+
+
+@rule(ew.AbsOp)
+def _abs(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    x = op.operands[0]
+    name = coreml.mil_dtype_name(_elem(x))
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: abs of a {name} tensor has no CoreML lowering "
+            "(MIL abs takes fp16, fp32 or int32): cast the input first"
+        )
+    return [lw.build(coreml.AbsOp, [x], mil_tensor(op.results[0].type))]
+
+
+@rule(ew.FloorOp, ew.CeilOp)
+def _floor_ceil(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """MIL `floor` / `ceil`; of an integer tensor they are the input, as in torch."""
+    x = op.operands[0]
+    if isinstance(_elem(x), IntegerType):
+        return [x]
+    cls = coreml.FloorOp if isinstance(op, ew.FloorOp) else coreml.CeilOp
+    return [lw.build(cls, [x], mil_tensor(op.results[0].type))]
+
+
+@rule(ew.RoundOp)
+def _round(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """torch rounds halves to even. MIL `round` leaves halves to the backend (the
+    spec's "0.5 is rounded to 0"; Apple: X.5 may go up or down depending on the
+    compute unit, webmachinelearning/webnn#817), so round is composed from exact
+    steps: `f = floor(x)`, `d = x - f` (exact), `f + 1` where `d > 0.5`, or where
+    `d == 0.5` and f is odd (`floor(f / 2) != f / 2`), else `f`. NaN and +-inf
+    pass through; a negative result that rounds to zero is +0 where torch has -0.
+    Integer tensors are their input."""
+    x = op.operands[0]
+    if isinstance(_elem(x), IntegerType):
+        return [x]
+    out = mil_tensor(op.results[0].type)
+    flags = TensorType(_BOOL, out.get_shape())
+    floor = lw.build(coreml.FloorOp, [x], out)
+    frac = lw.build(coreml.SubOp, [x, floor], out)
+    half = lw.scalar(0.5, x)
+    above = lw.build(coreml.GreaterOp, [frac, half], flags)
+    tie = lw.build(coreml.EqualOp, [frac, half], flags)
+    halved = lw.build(coreml.MulOp, [floor, half], out)
+    odd = lw.build(coreml.NotEqualOp, [lw.build(coreml.FloorOp, [halved], out), halved], flags)
+    odd_tie = lw.build(coreml.LogicalAndOp, [tie, odd], flags)
+    bump = lw.build(coreml.LogicalOrOp, [above, odd_tie], flags)
+    up = lw.build(coreml.AddOp, [floor, lw.scalar(1.0, x)], out)
+    return [lw.build(coreml.SelectOp, [bump, up, floor], out)]
+
+
+@rule(ew.RemainderOp)
+def _remainder(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """torch's `remainder` has the sign of the divisor (floor-mod, computed as
+    `m = fmod(x, y)`, then `m + y` where `m != 0` and its sign differs from y's).
+    MIL `mod` is Python's `%` in coremltools' definition, but its device tests
+    use positive operands only, so the sign fix-up is emitted too: it is exact
+    whether the backend computes floor-mod (never fires) or fmod. With a constant
+    divisor of one sign the fix-up is one comparison."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: remainder on {name} tensors has no CoreML "
+            "lowering (MIL mod takes fp16, fp32 or int32): cast the operands first"
+        )
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    flags = TensorType(_BOOL, out.get_shape())
+    rem = lw.build(coreml.ModOp, [x, y], out)
+    zero = lw.scalar(0, rem)
+    divisor = lw.array(y)
+    if divisor is not None and np.all(divisor > 0):
+        fix = lw.build(coreml.LessOp, [rem, zero], flags)
+    elif divisor is not None and np.all(divisor < 0):
+        fix = lw.build(coreml.GreaterOp, [rem, zero], flags)
+    else:
+        nonzero = lw.build(coreml.NotEqualOp, [rem, zero], flags)
+        rem_negative = lw.build(coreml.LessOp, [rem, zero], flags)
+        y_negative = lw.build(coreml.LessOp, [y, lw.scalar(0, y)], _bool_like(y))
+        signs = lw.build(coreml.LogicalXorOp, [rem_negative, y_negative], flags)
+        fix = lw.build(coreml.LogicalAndOp, [nonzero, signs], flags)
+    shifted = lw.build(coreml.AddOp, [rem, y], out)
+    return [lw.build(coreml.SelectOp, [fix, shifted, rem], out)]
+
+
+@rule(ew.MaskedFillOp)
+def _masked_fill(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`select(mask, value, input)`: the 0-d value (a constant in the input's type,
+    or a run-time 0-d tensor cast to it) broadcasts against the input, which has
+    the result's shape, so coremltools types the select from its branches."""
+    assert isinstance(op, ew.MaskedFillOp)
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in ("fp16", "fp32", "int32", "bool"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: masked_fill of a {name} tensor has no CoreML "
+            "lowering (MIL select takes fp16, fp32, int32 or bool): cast the input first"
+        )
+    x = lw.as_elem(op.input, elem)
+    if (array := lw.array(op.value)) is not None:
+        value = lw.const(np.asarray(array).reshape(()).astype(storage_dtype(elem)), elem, "fill")
+    else:
+        value = lw.as_elem(op.value, elem)
+    return [lw.build(coreml.SelectOp, [op.mask, value, x], out)]
+
+
+@rule(reduction.LogSoftmaxOp)
+def _log_softmax(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """`(x - max) - log(sum(exp(x - max)))` along dim, torch's order (MIL has no
+    log_softmax, and `log(softmax(x))` underflows to -inf for large negative
+    logits): reduce_max, sub, exp, reduce_sum, log (epsilon 0), sub."""
+    assert isinstance(op, reduction.LogSoftmaxOp)
+    x, out = _float_input(lw, op)
+    dims = _shape(x)
+    axis = op.dim.value.data % len(dims)
+    kept = TensorType(out.get_element_type(), [1 if i == axis else d for i, d in enumerate(dims)])
+    axes, keep = _ints([axis]), _bool(True)
+    top = lw.build(coreml.ReduceMaxOp, [x], kept, axes=axes, keep_dims=keep)
+    shifted = lw.build(coreml.SubOp, [x, top], out)
+    exp = lw.build(coreml.ExpOp, [shifted], out)
+    total = lw.build(coreml.ReduceSumOp, [exp], kept, axes=axes, keep_dims=keep)
+    log_total = lw.build(coreml.LogOp, [total], kept, epsilon=_float(0.0))
+    return [lw.build(coreml.SubOp, [shifted, log_total], out)]
+
+
+@rule(reduction.ArgmaxOp, reduction.ArgminOp)
+def _arg_extreme(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+    """torch's argmax / argmin: the first index of the extreme, and the first NaN
+    where a slice has one. MIL `reduce_argmax` / `reduce_argmin` leave ties
+    unspecified ("the identity of the return value is not guaranteed"), so the
+    index is composed: `hit = x == reduce_max(x)` (a NaN slice: `hit = x != x`),
+    then `reduce_min(select(hit, iota, n))` over the dim, in int32 (the int64
+    result is int32 in MIL, as every integer result). No dim: the flattened
+    input."""
+    assert isinstance(op, reduction.ArgmaxOp | reduction.ArgminOp)
+    x = op.input
+    name = coreml.mil_dtype_name(_elem(x))
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: {op.name.removeprefix('aten.')} of a {name} "
+            "tensor has no CoreML lowering (MIL reductions take fp16, fp32 or int32): cast "
+            "the input first"
+        )
+    out = mil_tensor(op.result.type)
+    dims = _shape(x)
+    keep = op.keepdim is not None and bool(op.keepdim.value.data)
+    if not dims or math.prod(dims) == 0:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: {op.name.removeprefix('aten.')} of a tensor "
+            f"of shape {list(dims)} is not supported (Core ML reduces non-empty tensors of "
+            "rank 1 or more): reshape the input to 1-D first"
+        )
+    if op.dim is None:
+        numel = math.prod(dims)
+        if len(dims) != 1:
+            x = lw.build(coreml.ReshapeOp, [x], TensorType(_elem(x), [numel]), shape=_ints([numel]))
+        dims, axis = (numel,), 0
+    else:
+        axis = op.dim.value.data % len(dims)
+    elem = _elem(x)
+    n = dims[axis]
+    kept = [1 if i == axis else d for i, d in enumerate(dims)]
+    axes = _ints([axis])
+    flags = TensorType(_BOOL, dims)
+    reduce = coreml.ReduceMaxOp if isinstance(op, reduction.ArgmaxOp) else coreml.ReduceMinOp
+    extreme = lw.build(reduce, [x], TensorType(elem, kept), axes=axes, keep_dims=_bool(True))
+    hit = lw.build(coreml.EqualOp, [x, extreme], flags)
+    if coreml.mil_dtype_name(elem) != "int32":
+        nan = lw.build(coreml.NotEqualOp, [x, x], flags)
+        nan_count = lw.as_elem(nan, i32)
+        has_nan = lw.build(
+            coreml.ReduceMaxOp, [nan_count], TensorType(i32, kept), axes=axes, keep_dims=_bool(True)
+        )
+        hit = lw.build(coreml.SelectOp, [lw.as_elem(has_nan, _BOOL), nan, hit], flags)
+    iota_shape = [1] * len(dims)
+    iota_shape[axis] = n
+    iota = lw.const(np.arange(n, dtype=np.int32).reshape(iota_shape), i32, "arg_index")
+    iota = lw.broadcast_to(op, iota, dims)
+    missing = lw.const(np.asarray(n, np.int32), i32, "arg_size")
+    candidates = lw.build(coreml.SelectOp, [hit, iota, missing], TensorType(i32, dims))
+    result_shape = tuple(out.get_shape())
+    if op.dim is not None or not keep:
+        reduced = lw.build(coreml.ReduceMinOp, [candidates], out, axes=axes, keep_dims=_bool(keep))
+        return [reduced]
+    first = lw.build(
+        coreml.ReduceMinOp, [candidates], TensorType(i32, [1]), axes=axes, keep_dims=_bool(True)
+    )
+    return [lw.build(coreml.ReshapeOp, [first], out, shape=_ints(result_shape))]
+
+
 # ----- qfused ----------------------------------------------------------------------------
 
 
@@ -1259,7 +1525,7 @@ def _dequantize(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     if data is None:
         scale, zp = _per_tensor(lw, op, op.scale, op.zero_point)
         return [lw.dequantize(op, op.input, scale, zp)]
-    # A constant weight: keep it compressed.
+    # A constant weight: keep it compressed (and store it once however often it is used).
     block = quant.resolve_block_size(op.block_size.get_values(), data.shape)
     grid = quant.reduced_shape(block, data.shape)
     scale = lw.const_of(op.scale, op, "the weight scale").reshape(grid)
@@ -1267,8 +1533,19 @@ def _dequantize(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     if op.zero_point is not None:
         zp = lw.const_of(op.zero_point, op, "the weight zero point").reshape(grid)
         zp = None if not np.any(zp) else zp
+    key = (
+        op.input,
+        scale.astype(np.float32).tobytes(),
+        None if zp is None else zp.tobytes(),
+        op.qmin.value.data,
+        op.qmax.value.data,
+        tuple(block),
+    )
+    if key in lw.weights:
+        return [lw.weights[key]]
     scheme = qfused.AffineWeightAttr.get(op.qmin.value.data, op.qmax.value.data, block)
-    return [lw.weight(op, scheme, data, scale.astype(np.float32), zp)]
+    lw.weights[key] = lw.weight(op, scheme, data, scale.astype(np.float32), zp)
+    return [lw.weights[key]]
 
 
 @rule(quant.DequantizeCodebookOp)

@@ -409,3 +409,217 @@ def test_reader_rejects_run_time_slice_bounds(tmp_path: Path) -> None:
                minimum_deployment_target=ct.target.iOS18).save(str(path))  # fmt: skip
     with pytest.raises(qopt.QoptError, match="computes its 'begin' at run time"):
         qopt.read_mlpackage(path)
+
+
+# ----- activations, rounding, logs, remainder, masked_fill, index reductions -------------
+#
+# These must match torch eager within a relative L2 error of 1e-5 (fp32) and integer
+# results exactly. Measured (fp32, every target): 0 for abs / floor / ceil / round /
+# leaky_relu / remainder / masked_fill / amin / argmax / argmin (bit for bit),
+# below 1e-7 for hardswish and hardsigmoid (MIL's sigmoid_hard computes x / 6 + 0.5
+# where torch computes (x + 3) / 6) and for log / reciprocal / log_softmax.
+
+
+def _specials() -> torch.Tensor:
+    """Halves (round's ties), hardswish's kinks, zeros of both signs, big values."""
+    halves = torch.arange(-5, 6, dtype=torch.float32) + 0.5
+    kinks = torch.tensor([-3.0, 3.0, -0.0, 0.0, 2.4999998, -2.5000002, 1e7 + 1, -8388609.0])
+    return torch.cat([halves, kinks])
+
+
+class HardActivations(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.nn.functional.hardswish(x),
+            torch.nn.functional.hardsigmoid(x),
+            torch.nn.functional.leaky_relu(x),
+            torch.nn.functional.leaky_relu(x, 0.2),
+        )
+
+
+class Rounding(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.round(x), torch.floor(x), torch.ceil(x), torch.abs(x), torch.abs(n)
+
+
+class Logs(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.log(x.abs() + 0.01),
+            torch.reciprocal(x),
+            torch.log_softmax(x, dim=-1),
+            torch.log_softmax(x * 60.0, dim=0),  # log(softmax) would give -inf here
+        )
+
+
+class Remainder(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        return (
+            torch.remainder(x, y),
+            x % 1.5,
+            torch.remainder(x, -0.75),
+            torch.remainder(a, b),
+        )
+
+
+class MaskedFill(torch.nn.Module):
+    def forward(self, x: torch.Tensor, m: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            x.masked_fill(x > 0.5, -1e4),
+            x.masked_fill(m, 0.25),  # a [1, 6] mask broadcast over [4, 6]
+            (x > 0).masked_fill(m, True),
+        )
+
+
+class Extremes(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.amin(x, dim=(0, 2)),
+            torch.amin(x, dim=-1, keepdim=True),
+            torch.argmax(x, dim=1),
+            torch.argmin(x, dim=-1, keepdim=True),
+            torch.argmax(x, keepdim=True),
+            torch.argmin(n, dim=0),
+            torch.argmax(n, dim=1),
+        )
+
+
+def _ties() -> torch.Tensor:
+    """[3, 4, 5] with repeated extremes (the first must win) and NaN slices."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(-2, 3, (3, 4, 5), generator=g).float()
+    x[0, 1, 3] = float("nan")
+    x[2, :, 0] = float("nan")
+    x[1, 2, 2] = float("nan")
+    x[1, 2, 4] = float("nan")
+    return x
+
+
+def _ops_model(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    g = torch.Generator().manual_seed(11)
+    if name == "hard_activations":
+        x = torch.cat([_specials(), torch.randn(45, generator=g) * 4]).reshape(4, 16)
+        return HardActivations(), (x,)
+    if name == "rounding":
+        x = torch.cat([_specials(), torch.randn(45, generator=g) * 6]).reshape(4, 16)
+        return Rounding(), (x, torch.randint(-9, 9, (2, 5), generator=g))
+    if name == "logs":
+        return Logs(), (torch.randn(3, 7, generator=g) * 3,)
+    if name == "remainder":
+        x = torch.randn(4, 6, generator=g) * 5
+        y = torch.randn(4, 6, generator=g) * 2
+        a = torch.randint(-20, 20, (3, 4), generator=g)
+        b = torch.randint(1, 6, (3, 4), generator=g) * torch.where(torch.rand(3, 4) > 0.5, 1, -1)
+        x[0, :3] = torch.tensor([3.0, -3.0, 0.0])  # exact multiples: +0 remainders
+        return Remainder(), (x, y, a, b)
+    if name == "masked_fill":
+        m = torch.tensor([[True, False, False, True, False, True]])
+        return MaskedFill(), (torch.rand(4, 6, generator=g), m)
+    if name == "extremes":
+        n = torch.randint(-3, 3, (4, 6), generator=g)
+        return Extremes(), (_ties(), n)
+    raise KeyError(name)
+
+
+OPS_EXPECTED = {
+    "hard_activations": {"coreml.sigmoid_hard", "coreml.mul", "coreml.leaky_relu"},
+    "rounding": {"coreml.floor", "coreml.ceil", "coreml.abs", "coreml.select"},
+    "logs": {"coreml.log", "coreml.inverse", "coreml.reduce_max", "coreml.reduce_sum"},
+    "remainder": {"coreml.mod", "coreml.select", "coreml.logical_xor"},
+    "masked_fill": {"coreml.select"},
+    "extremes": {"coreml.reduce_min", "coreml.reduce_max", "coreml.tile", "coreml.select"},
+}
+
+
+@functools.cache
+def _ops_exported(name: str) -> Any:
+    model, inputs = _ops_model(name)
+    return torch.export.export(model.eval(), inputs), inputs
+
+
+def _ops_round_trip(
+    name: str, target: str, tmp_path: Path, precision: str = "fp32"
+) -> tuple[ModuleOp, list[np.ndarray], list[np.ndarray]]:
+    ep, inputs = _ops_exported(name)
+    artifact = qopt.compile(
+        ep, target="coreml", minimum_deployment_target=target, compute_precision=precision
+    )
+    path = tmp_path / f"{name}-{target}-{precision}.mlpackage"
+    artifact.save(path)
+    back = qopt.read_mlpackage(path)
+    got = list(qopt.interpret(back, *inputs))
+    lowered = qopt.interpret(artifact.module, *inputs)
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got, lowered, strict=True))
+    want = [t.detach().numpy() for t in ep.module()(*inputs)]
+    return back, got, want
+
+
+def _assert_matches(got: list[np.ndarray], want: list[np.ndarray], tol: float) -> list[float]:
+    errors = []
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        if w.dtype.kind in "biu":
+            assert np.array_equal(g, w), (g, w)
+            errors.append(0.0)
+            continue
+        assert np.array_equal(np.isnan(g), np.isnan(w))
+        finite = ~np.isnan(w)
+        errors.append(rel_err(g[finite], w[finite]))
+    assert max(errors) < tol, errors
+    return errors
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", list(OPS_EXPECTED))
+def test_unary_and_index_ops(name: str, target: str, tmp_path: Path) -> None:
+    back, got, want = _ops_round_trip(name, target, tmp_path)
+    assert OPS_EXPECTED[name] <= op_names(back)
+    _assert_matches(got, want, 1e-5)
+
+
+def test_exact_ops_are_bit_exact(tmp_path: Path) -> None:
+    """round (halves to even), floor, ceil, abs, leaky_relu, remainder (sign of the
+    divisor, with a run-time or constant divisor), masked_fill, amin and the first
+    extreme / first NaN of argmax / argmin equal torch's results exactly."""
+    for name in ("rounding", "remainder", "masked_fill", "extremes"):
+        _, got, want = _ops_round_trip(name, "iOS18", tmp_path)
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g, w, equal_nan=True), (name, g, w)
+    _, got, want = _ops_round_trip("hard_activations", "iOS18", tmp_path)
+    assert np.array_equal(got[2], want[2])
+    assert np.array_equal(got[3], want[3])
+
+
+def test_round_half_to_even(tmp_path: Path) -> None:
+    _, (rounded, *_), _ = _ops_round_trip("rounding", "iOS17", tmp_path)
+    assert rounded.reshape(-1)[:11].tolist() == [-4, -4, -2, -2, 0, 0, 2, 2, 4, 4, 6]
+
+
+def test_log_softmax_stays_finite(tmp_path: Path) -> None:
+    """x * 60 along dim 0 makes softmax underflow to 0; the lowered form is finite."""
+    _, got, want = _ops_round_trip("logs", "iOS18", tmp_path)
+    assert np.isfinite(got[3]).all()
+    assert np.isfinite(want[3]).all()
+    assert rel_err(got[3], want[3]) < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("name", list(OPS_EXPECTED))
+def test_unary_and_index_ops_fp16(name: str, tmp_path: Path) -> None:
+    """fp16 programs against torch on the inputs rounded to fp16 (rounding is not
+    continuous: -2.5000002 is -2.5 in fp16): integer results stay exact (argmax's
+    NaN and tie rules survive the cast), float results within 1e-2 (measured up to
+    2.4e-3, remainder) where both sides are finite (1e7 overflows fp16)."""
+    _, got, _ = _ops_round_trip(name, "iOS18", tmp_path, "fp16")
+    ep, inputs = _ops_exported(name)
+    halved = [t.half().float() if t.is_floating_point() else t for t in inputs]
+    want = [t.detach().numpy() for t in ep.module()(*halved)]
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        if w.dtype.kind in "biu":
+            assert np.array_equal(g, w)
+            continue
+        finite = np.isfinite(w) & np.isfinite(g)
+        assert rel_err(g[finite], w[finite]) < 1e-2

@@ -82,6 +82,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "reduce_mean": {"keep_dims": False},
     "reduce_sum": {"keep_dims": False},
     "reduce_max": {"keep_dims": False},
+    "reduce_min": {"keep_dims": False},
+    "log": {"epsilon": 1e-45},
+    "inverse": {"epsilon": 1e-4},
 }
 
 

@@ -206,3 +206,75 @@ func.func @logical_broadcast(%x: tensor<3xi1>, %y: tensor<2xi1>) -> tensor<3xi1>
   func.return %l : tensor<3xi1>
 }
 // CHECK: 'coreml.logical_xor': x and y shapes do not broadcast
+
+// -----
+
+func.func @sigmoid_hard_type(%x: tensor<3xi32>) -> tensor<3xi32> {
+  %y = "coreml.sigmoid_hard"(%x) <{alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}> : (tensor<3xi32>) -> tensor<3xi32>
+  func.return %y : tensor<3xi32>
+}
+// CHECK: 'coreml.sigmoid_hard': operand must be one of ['fp16', 'fp32'], got int32
+
+// -----
+
+func.func @leaky_relu_shape(%x: tensor<3xf32>) -> tensor<4xf32> {
+  %y = "coreml.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}> : (tensor<3xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+// CHECK: 'coreml.leaky_relu': result must have the input's shape
+
+// -----
+
+func.func @abs_type(%x: tensor<3xi1>) -> tensor<3xi1> {
+  %y = "coreml.abs"(%x) : (tensor<3xi1>) -> tensor<3xi1>
+  func.return %y : tensor<3xi1>
+}
+// CHECK: 'coreml.abs': operand must be one of ['fp16', 'fp32', 'int32'], got bool
+
+// -----
+
+func.func @abs_result(%x: tensor<3xi32>) -> tensor<3xf32> {
+  %y = "coreml.abs"(%x) : (tensor<3xi32>) -> tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+// CHECK: 'coreml.abs': result must have the element type of x
+
+// -----
+
+func.func @floor_type(%x: tensor<3xi32>) -> tensor<3xi32> {
+  %y = "coreml.floor"(%x) : (tensor<3xi32>) -> tensor<3xi32>
+  func.return %y : tensor<3xi32>
+}
+// CHECK: 'coreml.floor': operand must be one of ['fp16', 'fp32'], got int32
+
+// -----
+
+func.func @log_type(%x: tensor<3xi32>) -> tensor<3xi32> {
+  %y = "coreml.log"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<3xi32>) -> tensor<3xi32>
+  func.return %y : tensor<3xi32>
+}
+// CHECK: 'coreml.log': operand must be one of ['fp16', 'fp32'], got int32
+
+// -----
+
+func.func @inverse_shape(%x: tensor<3xf32>) -> tensor<1xf32> {
+  %y = "coreml.inverse"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<3xf32>) -> tensor<1xf32>
+  func.return %y : tensor<1xf32>
+}
+// CHECK: 'coreml.inverse': result must have the input's shape
+
+// -----
+
+func.func @mod_type(%x: tensor<3xi1>) -> tensor<3xi1> {
+  %y = "coreml.mod"(%x, %x) : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
+  func.return %y : tensor<3xi1>
+}
+// CHECK: 'coreml.mod': operand must be one of ['fp16', 'fp32', 'int32'], got bool
+
+// -----
+
+func.func @reduce_min_type(%x: tensor<3xi8>) -> tensor<i8> {
+  %y = "coreml.reduce_min"(%x) <{axes = array<i64: 0>, keep_dims = false}> : (tensor<3xi8>) -> tensor<i8>
+  func.return %y : tensor<i8>
+}
+// CHECK: 'coreml.reduce_min': operand must be one of ['fp16', 'fp32', 'int32'], got int8

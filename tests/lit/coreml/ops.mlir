@@ -97,3 +97,26 @@ func.func @tile_and_logic(%x: tensor<2x4xf32>, %a: tensor<1x1x1x8xi1>, %b: tenso
   %l2 = "coreml.logical_xor"(%l1, %b) : (tensor<1x1x8x8xi1>, tensor<1x1x8x1xi1>) -> tensor<1x1x8x8xi1>
   func.return %t, %l0, %l2 : tensor<2x12xf32>, tensor<1x1x8x8xi1>, tensor<1x1x8x8xi1>
 }
+
+// CHECK-LABEL: func.func @activations_and_rounding(
+// CHECK:         "coreml.sigmoid_hard"(%x) <{alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.abs"(%n) : (tensor<2x4xi32>) -> tensor<2x4xi32>
+// CHECK:         "coreml.floor"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.ceil"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.log"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.inverse"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.mod"(%n, %n) : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+// CHECK:         "coreml.reduce_min"(%x) <{axes = array<i64: 1>, keep_dims = false}> : (tensor<2x4xf32>) -> tensor<2xf32>
+func.func @activations_and_rounding(%x: tensor<2x4xf32>, %n: tensor<2x4xi32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2xf32>) attributes {coreml.opset = "iOS16"} {
+  %h = "coreml.sigmoid_hard"(%x) <{alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = "coreml.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %a = "coreml.abs"(%n) : (tensor<2x4xi32>) -> tensor<2x4xi32>
+  %f = "coreml.floor"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c = "coreml.ceil"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %g = "coreml.log"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %i = "coreml.inverse"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m = "coreml.mod"(%n, %n) : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+  %r = "coreml.reduce_min"(%x) <{axes = array<i64: 1>, keep_dims = false}> : (tensor<2x4xf32>) -> tensor<2xf32>
+  func.return %h, %l, %a, %f, %c, %g, %i, %m, %r : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2xf32>
+}
