@@ -24,7 +24,7 @@ containers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -564,10 +564,14 @@ class UnaryOp(CoremlOp):
         _same_shape_result(self, self.operands[0], self.results[0])
 
 
-def _binary(mil_name: str, doc: str) -> type[BinaryOp]:
+_OpT = TypeVar("_OpT", bound="CoremlOp")
+
+
+def _two_operand(base: type[_OpT], mil_name: str, doc: str) -> type[_OpT]:
+    """An `x`, `y` -> `result` MIL op class on `base` (elementwise, compare, logical)."""
     cls = type(
         f"{''.join(p.title() for p in mil_name.split('_'))}Op",
-        (BinaryOp,),
+        (base,),
         {
             "__doc__": doc,
             "name": f"coreml.{mil_name}",
@@ -578,6 +582,10 @@ def _binary(mil_name: str, doc: str) -> type[BinaryOp]:
         },
     )
     return irdl_op_definition(cls)
+
+
+def _binary(mil_name: str, doc: str) -> type[BinaryOp]:
+    return _two_operand(BinaryOp, mil_name, doc)
 
 
 def _unary(mil_name: str, doc: str, **params: object) -> type[UnaryOp]:
@@ -620,19 +628,7 @@ class CompareOp(BinaryOp):
 
 
 def _compare(mil_name: str, doc: str) -> type[CompareOp]:
-    cls = type(
-        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
-        (CompareOp,),
-        {
-            "__doc__": doc,
-            "name": f"coreml.{mil_name}",
-            "x": operand_def(TensorType),
-            "y": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+    return _two_operand(CompareOp, mil_name, doc)
 
 
 AddOp = _binary("add", "x + y (numpy broadcasting)")
@@ -671,19 +667,7 @@ class LogicalOp(BinaryOp):
 
 
 def _logical(mil_name: str, doc: str) -> type[LogicalOp]:
-    cls = type(
-        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
-        (LogicalOp,),
-        {
-            "__doc__": doc,
-            "name": f"coreml.{mil_name}",
-            "x": operand_def(TensorType),
-            "y": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+    return _two_operand(LogicalOp, mil_name, doc)
 
 
 LogicalAndOp = _logical("logical_and", "x AND y")

@@ -300,31 +300,31 @@ def lower_select(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [copy_strided(lw, x, out_dims, strides or [1], offset)]
 
 
-@rule("aten.cat")
-def lower_cat(lw: Lowering, op: Operation) -> Sequence[Buf]:
+def concat_into(
+    lw: Lowering, op: Operation, d: int, parts: Sequence[tuple[SSAValue, Sequence[int]]]
+) -> Buf:
+    """Copy each (value, dims as placed) into consecutive slices of the result along d."""
     out_dims = shape(op.results[0])
-    d = norm_dim(integer(op.dim), len(out_dims))  # type: ignore[attr-defined]
     dtype = abi_dtype(op.results[0])
     out = lw.alloc(out_dims, dtype)
     out_strides = row_major(out_dims)
     offset = 0
-    for operand in op.operands:
-        part_dims = shape(operand)
-        if part_dims == (0,) or numel(part_dims) == 0:
+    for value, part_dims in parts:
+        if numel(part_dims) == 0:
             continue
-        part = same_dtype(lw, lw.buffer(operand), dtype)
+        part = same_dtype(lw, lw.buffer(value), dtype)
         copy_strided(
-            lw,
-            part,
-            part_dims,
-            row_major(part_dims),
-            0,
-            out,
-            out_strides,
-            offset * out_strides[d],
+            lw, part, part_dims, row_major(part_dims), 0, out, out_strides, offset * out_strides[d]
         )
         offset += part_dims[d]
-    return [out]
+    return out
+
+
+@rule("aten.cat")
+def lower_cat(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    d = norm_dim(integer(op.dim), len(shape(op.results[0])))  # type: ignore[attr-defined]
+    parts = [(v, shape(v)) for v in op.operands if shape(v) != (0,)]
+    return [concat_into(lw, op, d, parts)]
 
 
 # ----- elementwise ---------------------------------------------------------------------------
@@ -859,18 +859,11 @@ def lower_constant_pad(lw: Lowering, op: Operation) -> Sequence[Buf]:
 
 @rule("aten.stack")
 def lower_stack(lw: Lowering, op: Operation) -> Sequence[Buf]:
+    """cat of the inputs, each placed as a slice of size 1 along the new dim."""
     out_dims = shape(op.results[0])
     d = norm_dim(integer(op.dim), len(out_dims))  # type: ignore[attr-defined]
-    dtype = abi_dtype(op.results[0])
-    out = lw.alloc(out_dims, dtype)
-    out_strides = row_major(out_dims)
-    for i, operand in enumerate(op.operands):
-        part_dims = (*out_dims[:d], 1, *out_dims[d + 1 :])
-        part = same_dtype(lw, lw.buffer(operand), dtype)
-        copy_strided(
-            lw, part, part_dims, row_major(part_dims), 0, out, out_strides, i * out_strides[d]
-        )
-    return [out]
+    piece = (*out_dims[:d], 1, *out_dims[d + 1 :])
+    return [concat_into(lw, op, d, [(v, piece) for v in op.operands])]
 
 
 @rule("aten.index_select")
