@@ -854,10 +854,11 @@ def _index_select(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
     axis = op.dim.value.data % len(dims)
     if (index := lw.array(op.index)) is not None:
         flat = index.reshape(-1).astype(np.int64)
-        if np.any(flat < 0) or np.any(flat >= dims[axis]):
+        bad = flat[(flat < 0) | (flat >= dims[axis])]
+        if bad.size:
             raise QoptError(
-                f"convert-to-coreml: {where(op)}: index {flat.tolist()} is out of range for "
-                f"dim {axis} of size {dims[axis]}"
+                f"convert-to-coreml: {where(op)}: index {int(bad[0])} ({bad.size} in all) is out "
+                f"of range for dim {axis} of size {dims[axis]}"
             )
         indices = lw.const(flat.astype(np.int32), i32, "indices")
     else:

@@ -99,8 +99,8 @@ func.func @index_select_scalar(%x: tensor<4x5xf32>, %i: tensor<i64>) -> tensor<4
 
 // -----
 
-// CHECK: 'aten.index_select': index [0, 7] is out of range for dim 1 of size 5
-// IOS16: 'aten.index_select': index [0, 7] is out of range for dim 1 of size 5
+// CHECK: 'aten.index_select': index 7 (1 in all) is out of range for dim 1 of size 5
+// IOS16: 'aten.index_select': index 7 (1 in all) is out of range for dim 1 of size 5
 func.func @index_out_of_range(%x: tensor<4x5xf32>) -> tensor<4x2xf32> {
   %0 = arith.constant dense<[0, 7]> : tensor<2xi64>
   %1 = aten.index_select %x, %0 {dim = 1 : i64} : (tensor<4x5xf32>, tensor<2xi64>) -> tensor<4x2xf32>
