@@ -96,16 +96,7 @@ def run_dispatch(op: vkc.DispatchOp, buffers: list[np.ndarray]) -> None:
         raise QoptError(
             f"{where(op)}: no Vulkan kernel named '{kernel_op.kernel.data}' is registered"
         )
-    named = {b.name: array for b, array in zip(spec.bindings, buffers, strict=True)}
-    given = dict(named)
-    spec_values = {name: default for name, default in spec.spec}
-    spec_values.update(kernel_op.spec_values())
-    spec.reference(named, op.push_values(), spec_values)
-    for binding in spec.bindings:
-        result = named[binding.name]
-        original = given[binding.name]
-        if binding.writes and result is not original:
-            original[...] = np.asarray(result).reshape(-1).astype(original.dtype, copy=False)
+    spec.run_reference(buffers, op.push_values(), kernel_op.spec_values())
 
 
 @register_impls

@@ -21,7 +21,7 @@ Buffer ABI (every binding is a std430 storage buffer of 4-byte words):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,6 +68,25 @@ class KernelSpec:
     the reference's order, under `precise`. Kernels that accumulate floats in their own
     tiling order or call transcendental builtins (exp, tanh, ...) are not; the tests
     check both kinds dispatch by dispatch on the local device (qopt.backends.vulkan.bisect)."""
+
+    def spec_values(self, given: SpecValues) -> dict[str, int]:
+        """`given` over the specialization constants' defaults."""
+        values = {name: default for name, default in self.spec}
+        values.update(given)
+        return values
+
+    def run_reference(
+        self, buffers: Sequence[np.ndarray], push: PushValues, spec: SpecValues
+    ) -> None:
+        """Run `reference` on `buffers` (in binding order), writing every written
+        binding back into its array in place."""
+        named = {b.name: array for b, array in zip(self.bindings, buffers, strict=True)}
+        given = dict(named)
+        self.reference(named, push, self.spec_values(spec))
+        for binding in self.bindings:
+            result, original = named[binding.name], given[binding.name]
+            if binding.writes and result is not original:
+                original[...] = np.asarray(result).reshape(-1).astype(original.dtype, copy=False)
 
     def push_bytes(self, values: PushValues) -> bytes:
         words = []
