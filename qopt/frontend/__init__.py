@@ -10,8 +10,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.frontend import Frontend
 
 
-def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
-    """Import a `torch.export.ExportedProgram` or a `.pt2` path into aten + quant."""
+def import_program(
+    ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None
+) -> ModuleOp:
+    """Import a `torch.export.ExportedProgram` or a `.pt2` path into aten + quant
+    (`limits`: a `qopt.Limits` or spec string bounding what a `.pt2` may declare)."""
     from torch.export import ExportedProgram
 
     from qopt.frontend.converters import get_converters
@@ -24,7 +27,7 @@ def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
     elif isinstance(ep_or_path, str | os.PathLike):
         from qopt.frontend.pt2 import load_pt2
 
-        ep = load_pt2(os.fspath(ep_or_path), trust_pickle=trust_pickle)
+        ep = load_pt2(os.fspath(ep_or_path), trust_pickle=trust_pickle, limits=limits)
     else:
         from qopt.errors import QoptError
 

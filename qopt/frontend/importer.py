@@ -338,6 +338,20 @@ class Importer:
             value = self.ep.constants.get(target)
         if value is None:
             raise QoptError(f"the program has no data for {target} (input {node.name})")
+        if not isinstance(value, torch.Tensor):
+            raise QoptError(
+                f"the data of {target} (input {node.name}) is a {type(value).__name__}, "
+                "not a tensor"
+            )
+        expected = node.meta.get("val")
+        if isinstance(expected, torch.Tensor) and (
+            tuple(value.shape) != tuple(expected.shape) or value.dtype != expected.dtype
+        ):
+            raise QoptError(
+                f"the data of {target} (input {node.name}) is a {value.dtype} tensor of shape "
+                f"{list(value.shape)}, but the graph uses it as {expected.dtype} of shape "
+                f"{list(expected.shape)}: the program and its weights do not belong together"
+            )
         if type(value) not in (torch.Tensor, torch.nn.Parameter) and hasattr(
             value, "__tensor_flatten__"
         ):
@@ -408,6 +422,9 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     subclass = imp.subclass_params.get(owner)
     if subclass is None:
         raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
+    parts, _ = subclass.__tensor_flatten__()
+    if attr not in parts:
+        raise imp.error(f"{type(subclass).__name__} has no tensor part {str(attr)[:40]!r}")
     inner = getattr(subclass, attr, None)
     if not isinstance(inner, torch.Tensor):
         raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")

@@ -2,19 +2,32 @@
 
 `torch.export.load` unpickles with `weights_only=False` (full pickle, which can run any
 code) for pickled weights and constants, custom/opaque objects, legacy weight files, and
-as a fallback for sample inputs; it also hands shape expressions to `sympy.sympify`,
-which evaluates them. `load_pt2` rebuilds the program from the same archive records
-with torch's own pieces, but:
+as a fallback for sample inputs; it hands shape expressions to `sympy.sympify`, which
+evaluates them; and it builds tensors from whatever shapes and strides the archive
+declares. `load_pt2` treats the archive as untrusted input and rebuilds the program
+from the same records with torch's own pieces, but:
 
+* the zip's central directory is checked first (`qopt.limits.Limits`): member count,
+  declared sizes (per member, in total, and against the archive's size on disk, so a
+  small deflated archive cannot inflate to gigabytes), duplicate names, names outside
+  the archive's root;
+* the graph (`models/model.json`) is parsed as JSON and checked before torch sees it:
+  node count, node targets (only `torch.ops.*` operators and torch's symbolic-int
+  operators resolve; nothing else is looked up), symbol names and value ranges; every
+  symbolic shape expression is parsed by `qopt.frontend.shape_expr` (never evaluated)
+  and replaced by the text of the expression qopt built; metadata qopt does not use
+  (`source_fn_stack`, `torch_fn`, `custom`, `from_node`) and guard code are dropped;
 * every pickle goes through `torch.load(weights_only=True)` (no fallback), after a
   scan of its `GLOBAL` opcodes that admits only torch's built-in weights-only globals
   plus `_allowed_subclasses()` (torchao registers more types globally at import; the
   scan keeps qopt's list exact);
+* raw weights are checked against their record before any tensor is built (dtype,
+  shape, strides, offset: no zero or negative strides, no overlapping views, numel
+  overflow, the extent inside the record), and every tensor a pickle rebuilds is
+  checked the same way (a view must not claim more elements than its storage holds);
 * records that need full pickle (custom/opaque objects, legacy `.pt` weight files,
   archives from before torch 2.7) are refused;
 * sample inputs (unused by qopt) are loaded the same restricted way, or dropped;
-* symbolic shape expressions must be made of numbers, operators, shape symbols and
-  known sympy/torch functions;
 * ahead-of-time compiled (AOTInductor) records are never loaded.
 
 `trust_pickle=True` hands the file to `torch.export.load` as is.
@@ -22,19 +35,26 @@ with torch's own pieces, but:
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import functools
 import io
 import json
 import os
 import pickletools
 import re
+import types
+import typing
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
 from qopt.errors import QoptError
+from qopt.frontend.shape_expr import canonical_shape_expr
+from qopt.limits import Limits, check_zip, resolve
 
 _TRUST_HINT = "pass --trust-pickle / trust_pickle=True only if you trust this file"
 
@@ -88,13 +108,15 @@ def _pickle_globals(data: bytes) -> Iterator[str]:
             yield f"<pickle opcode {opcode.name}>"
 
 
-def _restricted_load(data: bytes, what: str) -> Any:
-    """`torch.load(weights_only=True)` of a `torch.save` payload, allow-list enforced.
+def _restricted_load(data: bytes, what: str, limits: Limits) -> Any:
+    """`torch.load(weights_only=True)` of a `torch.save` payload, allow-list enforced,
+    and every tensor it rebuilds checked (`check_tensor`).
 
     `what` names the file and record for messages. Raises QoptError on any refusal.
     """
     from torch._weights_only_unpickler import _get_allowed_globals
 
+    check_zip(data, limits, what)
     allowed = _allowed_subclasses()
     permitted = set(_get_allowed_globals()) | {_global_name(t) for t in allowed}
     try:
@@ -119,101 +141,404 @@ def _restricted_load(data: bytes, what: str) -> Any:
     missing = [t for t in allowed if t not in already]
     try:
         with torch.serialization.safe_globals(missing):
-            return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+            loaded = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as e:
         raise QoptError(
             f"{what}: the restricted unpickler refused it ({_first_line(e)}); {_TRUST_HINT}"
         ) from e
+    _check_loaded(loaded, what, limits)
+    return loaded
 
 
-# Shape expressions (torch writes them with `sympy.srepr`, e.g.
-# "Mul(Integer(3), Symbol('s77', positive=True, integer=True))") are evaluated by
-# `sympy.sympify`, i.e. by Python `eval`. Admit only numbers, operators, plain string
-# literals, and names that are sympy/torch expression classes or that sympy would turn
-# into symbols; refuse builtins (`chr`, `exec`, ...), sympy helpers that are not expression
-# classes (`lambdify`, `sympify`, ...), attribute access, subscripts and dunders.
-_TOKEN_RE = re.compile(
-    r"\s+|'[A-Za-z0-9_]*'|'[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?'"
-    r"|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|[A-Za-z_][A-Za-z0-9_]*"
-    r"|\*\*|//|<=|>=|==|!=|[-+*/%(),<>&|~^=]"
+# ----- the graph ------------------------------------------------------------------------
+
+#: Node metadata qopt reads; everything else is dropped before torch deserializes it.
+_KEPT_METADATA = ("stack_trace", "nn_module_stack")
+#: `torch.ops.<namespace>.<op>[.<overload>]`: no dunder namespace (which would find
+#: the namespace object's own attributes) and no underscore-led overload; op names may be
+#: dunders (`aten.__and__.Tensor`). check_graph_targets checks what they resolve to.
+_OP_TARGET = re.compile(
+    r"torch\.ops\.(?!__)[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)?"
 )
+_SYMBOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_NUMBERED_SYMBOL = re.compile(r"[a-z]+([0-9]+)")
+_MAX_SYMBOL_INDEX = 1_000_000
 
 
-def _expr_names() -> tuple[frozenset[str], frozenset[str]]:
-    """(expression class names that may be called, names that must not appear)."""
-    import builtins
+def _symbolic_targets() -> frozenset[str]:
+    """The serialized names of the symbolic-int operators torch's deserializer
+    resolves outside `torch.ops` (`_operator.add`, `torch.sym_max`, ...)."""
+    from torch._export.serde.serialize import _SYM_OPS
 
-    import sympy
-    from torch.utils._sympy import functions
-
-    ok: set[str] = set()
-    for module in (sympy, functions):
-        for name in dir(module):
-            obj = getattr(module, name, None)
-            if isinstance(obj, type) and issubclass(obj, sympy.Basic):
-                ok.add(name)
-            elif isinstance(obj, sympy.Basic):  # oo, zoo, nan, pi, E, I, true, false
-                ok.add(name)
-    banned = (set(dir(builtins)) | set(getattr(sympy, "__all__", dir(sympy)))) - ok
-    ok |= {"True", "False"}
-    banned -= {"True", "False"}
-    return frozenset(ok), frozenset(banned)
+    return frozenset(f"{op.__module__}.{op.__name__}" for op in _SYM_OPS)
 
 
-def _check_expr(expr: str, names: tuple[frozenset[str], frozenset[str]]) -> str | None:
-    """None if `expr` is a plain shape expression, else the offending token."""
-    ok, banned = names
-    pos = 0
-    while pos < len(expr):
-        m = _TOKEN_RE.match(expr, pos)
-        if m is None:
-            return expr[pos]
-        tok = m.group()
-        if (tok[0].isalpha() or tok[0] == "_") and tok not in ok:
-            if tok.startswith("_") or tok in banned:
-                return tok
-        pos = m.end()
-    return None
+def _check_target(target: Any, what: str) -> None:
+    if not isinstance(target, str):
+        raise QoptError(f"{what}: a node target is {type(target).__name__}, not an operator name")
+    if _OP_TARGET.fullmatch(target):
+        return
+    if target in _symbolic_targets():
+        return
+    shown = target if len(target) <= 80 else target[:77] + "..."
+    raise QoptError(
+        f"{what}: node target {shown!r} is not an operator (torch.ops.<namespace>.<op>) "
+        "or a symbolic-int operator; qopt does not look up other names"
+    )
 
 
-def _check_exprs(node: Any, names: tuple[frozenset[str], frozenset[str]], what: str) -> None:
-    stack = [node]
+def _bounded_int(value: Any, what: str, limits: Limits) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise QoptError(f"{what} is {value!r}, not an integer")
+    if value.bit_length() > limits.max_int_bits:
+        raise limits.exceeded(what + "'s size in bits", value.bit_length(), "max_int_bits")
+
+
+def _check_symbol_name(name: Any, what: str) -> None:
+    if not isinstance(name, str) or not _SYMBOL_NAME.fullmatch(name):
+        raise QoptError(f"{what}: symbol name {str(name)[:40]!r} is not an identifier")
+    numbered = _NUMBERED_SYMBOL.fullmatch(name)
+    if numbered and int(numbered.group(1)) > _MAX_SYMBOL_INDEX:
+        raise QoptError(
+            f"{what}: symbol {name} is numbered beyond {_MAX_SYMBOL_INDEX} (torch counts "
+            "unbacked symbols up to that number when it loads them)"
+        )
+
+
+def sanitize_program(program: Any, limits: Limits, what: str) -> None:
+    """Check and rewrite the JSON of a serialized ExportedProgram in place (see the
+    module docstring): after it, torch's deserializer sees only operator names it
+    may resolve and shape expressions qopt generated."""
+    if not isinstance(program, dict):
+        raise QoptError(f"{what}: the serialized program is not a JSON object")
+    ranges = program.get("range_constraints")
+    if ranges is not None:
+        if not isinstance(ranges, dict):
+            raise QoptError(f"{what}: range_constraints is not an object")
+        for name, bounds in ranges.items():
+            _check_symbol_name(name, what)
+            if not isinstance(bounds, dict):
+                raise QoptError(f"{what}: the range of {name} is not an object")
+            for key in ("min_val", "max_val"):
+                _bounded_int(bounds.get(key), f"{what}: {key} of {name}", limits)
+    if "guards_code" in program:
+        program["guards_code"] = []
+    expressions: dict[str, str] = {}
+    nodes = 0
+    stack: list[Any] = [program]
     while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "expr_str" and isinstance(value, str):
-                    bad = _check_expr(value, names)
-                    if bad is not None:
-                        raise QoptError(
-                            f"{what}: symbolic shape expression {value[:60]!r} contains "
-                            f"{bad!r}, which is not a shape symbol or known function "
-                            f"(torch would evaluate it as code); {_TRUST_HINT}"
-                        )
-                else:
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        if not isinstance(item, dict):
+            continue
+        if "target" in item and "inputs" in item:  # a graph node
+            nodes += 1
+            if nodes > limits.max_graph_nodes:
+                raise limits.exceeded(
+                    f"{what}: the number of graph nodes", f"more than {nodes - 1}",
+                    "max_graph_nodes",
+                )  # fmt: skip
+            _check_target(item["target"], what)
+            metadata = item.get("metadata")
+            if isinstance(metadata, dict):
+                item["metadata"] = {k: v for k, v in metadata.items() if k in _KEPT_METADATA}
+        for key, value in item.items():
+            if key == "expr_str":
+                if not isinstance(value, str):
+                    raise QoptError(f"{what}: a symbolic shape expression is not a string")
+                text = expressions.get(value)
+                if text is None:
+                    text = canonical_shape_expr(value, limits, what)
+                    expressions[value] = text
+                item[key] = text
+            elif isinstance(value, dict | list):
+                stack.append(value)
+
+
+def check_graph_targets(ep: torch.export.ExportedProgram, what: str) -> None:
+    """After deserialization: every call is an operator or a symbolic-int function."""
+    import operator
+
+    from torch._export.serde.serialize import _SYM_OPS
+
+    modules = [ep.graph_module, *ep.graph_module.modules()]
+    for module in modules:
+        graph = getattr(module, "graph", None)
+        if graph is None:
+            continue
+        for node in graph.nodes:
+            if node.op != "call_function":
+                continue
+            target = node.target
+            if isinstance(target, torch._ops.OpOverload | torch._ops.HigherOrderOperator):
+                continue
+            if target in _SYM_OPS or target is operator.getitem:
+                continue
+            raise QoptError(f"{what}: node {node.name} calls {target!r}, which is not an operator")
+
+
+# ----- JSON -> torch's schema dataclasses ------------------------------------------------
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _schema_class(cls: Any) -> Any:
+    from torch._export.serde import schema
+
+    if isinstance(cls, typing.ForwardRef):
+        cls = cls.__forward_arg__
+    if isinstance(cls, str):
+        return getattr(schema, cls)
+    return cls
+
+
+def _expect(kinds: type | tuple[type, ...], what: str) -> Callable[[Any], Any]:
+    def convert(data: Any) -> Any:
+        if not isinstance(data, kinds) or isinstance(data, bool) is not (kinds is bool):
+            raise _Malformed(f"expected {what}, got {str(data)[:20]!r}")
+        return data
+
+    return convert
+
+
+def _to_float(data: Any) -> float:
+    if isinstance(data, bool) or not isinstance(data, int | float | str):
+        raise _Malformed(f"expected a number, got {str(data)[:20]!r}")
+    return float(data)
+
+
+@functools.cache
+def _converter(cls: Any) -> Callable[[Any], Any]:
+    """A function turning parsed JSON into an instance of torch's serialization schema
+    class `cls`, as torch's `_dict_to_dataclass` builds it, with every value's JSON type
+    checked. Built once per schema type (torch inspects the type hints per object,
+    which was 80% of loading a large graph)."""
+    from torch._export.serde import schema
+    from torch._export.serde.union import _Union
+
+    cls = _schema_class(cls)
+    origin = typing.get_origin(cls)
+    if origin is typing.Annotated:
+        return _converter(typing.get_args(cls)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(cls) if a is not type(None)]
+        if len(args) != 1 or len(typing.get_args(cls)) != 2:
+            raise TypeError(f"no schema rule for {cls}")
+        inner = _converter(args[0])
+        return lambda data: None if data is None else inner(data)
+    if isinstance(cls, type) and issubclass(cls, _Union):
+        from torch._export.serde.union import _UnionTag
+
+        hints = typing.get_type_hints(cls, globalns=vars(schema))
+        variants = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+        unset = dict.fromkeys(variants)
+        cls.create(**{next(iter(variants)): None})  # torch's own checks of the class, once
+        name = cls.__name__
+
+        def union(data: Any) -> Any:
+            if not isinstance(data, dict) or len(data) != 1:
+                raise _Malformed(f"{name} must be an object with one key")
+            ((key, value),) = data.items()
+            if key not in variants:
+                raise _Malformed(f"{name} has no variant {str(key)[:40]!r}")
+            # What `cls.create(key=value)` builds, without re-checking the class's
+            # fields per object (80% of the conversion).
+            obj = object.__new__(cls)
+            fields = object.__getattribute__(obj, "__dict__")  # _Union overrides lookups
+            fields.update(unset)
+            fields[key] = _converter(variants[key])(value)
+            fields["_type"] = _UnionTag.create(key, cls)
+            return obj
+
+        return union
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        hints = typing.get_type_hints(cls, globalns=vars(schema))
+        fields = [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
+        name = cls.__name__
+
+        def record(data: Any) -> Any:
+            if not isinstance(data, dict):
+                raise _Malformed(f"{name} must be an object")
+            # Unknown keys are ignored, as torch does (forward compatibility).
+            return cls(**{n: _converter(t)(data[n]) for n, t in fields if n in data})
+
+        return record
+    if origin is list:
+        (item_type,) = typing.get_args(cls)
+
+        def items(data: Any) -> Any:
+            if not isinstance(data, list):
+                raise _Malformed(f"expected a list of {item_type}")
+            item = _converter(item_type)
+            return [item(d) for d in data]
+
+        return items
+    if origin is dict:
+        _, value_type = typing.get_args(cls)
+
+        def mapping(data: Any) -> Any:
+            if not isinstance(data, dict):
+                raise _Malformed(f"expected an object of {value_type}")
+            value = _converter(value_type)
+            return {k: value(v) for k, v in data.items()}
+
+        return mapping
+    if cls is bool:
+        return _expect(bool, "a boolean")
+    if cls is int:
+        return _expect(int, "an integer")
+    if cls is str:
+        return _expect(str, "a string")
+    if cls is float:
+        return _to_float
+    if isinstance(cls, type) and issubclass(cls, enum.Enum):
+        return cls
+    raise TypeError(f"no schema rule for {cls}")
+
+
+def to_schema(cls: Any, data: Any) -> Any:
+    """`data` (parsed JSON) as torch's schema class `cls` (see `_converter`)."""
+    return _converter(cls)(data)
+
+
+# ----- tensors --------------------------------------------------------------------------
+
+
+def check_view(
+    what: str,
+    sizes: Sequence[int],
+    strides: Sequence[int],
+    offset: int,
+    storage_numel: int,
+    limits: Limits,
+) -> int:
+    """The element count of a strided view of a storage of `storage_numel` elements,
+    after checking that it lies inside the storage and does not overlap itself (so
+    materializing it never takes more memory than the storage)."""
+    if len(sizes) != len(strides):
+        raise QoptError(f"{what}: {len(sizes)} sizes but {len(strides)} strides")
+    limits.check(f"{what}: the rank", len(sizes), "max_tensor_rank")
+    for v in (*sizes, *strides, offset):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise QoptError(
+                f"{what}: sizes {list(sizes)}, strides {list(strides)} and offset {offset} "
+                "must be non-negative integers"
+            )
+    numel = 1
+    for d in sizes:
+        numel *= d
+    limits.check(f"{what}: the element count", numel, "max_tensor_elements")
+    if numel == 0:
+        return 0
+    dims = sorted((s, d) for d, s in zip(sizes, strides, strict=True) if d > 1)
+    reach = 1  # elements a prefix of the dims (by increasing stride) spans
+    for stride, d in dims:
+        if stride < reach:
+            raise QoptError(
+                f"{what}: strides {list(strides)} make the view of shape {list(sizes)} "
+                "overlap itself (zero or overlapping strides are refused)"
+            )
+        reach = stride * (d - 1) + reach
+    if offset + reach > storage_numel:
+        raise QoptError(
+            f"{what}: shape {list(sizes)} with strides {list(strides)} and offset {offset} "
+            f"reaches element {offset + reach}, but its data holds {storage_numel}"
+        )
+    return numel
+
+
+def check_tensor(t: Any, what: str, limits: Limits) -> None:
+    """A tensor (or the inner tensors of a tensor subclass) rebuilt from a pickle
+    must be a non-overlapping view inside its storage."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) and hasattr(t, "__tensor_flatten__"):
+        try:
+            names, _ = t.__tensor_flatten__()
+        except Exception as e:
+            raise QoptError(f"{what}: a broken tensor subclass ({_first_line(e)})") from None
+        for name in names:
+            check_tensor(getattr(t, name), f"{what} (part {name})", limits)
+        return
+    if not isinstance(t, torch.Tensor):
+        return
+    if t.layout != torch.strided or t.device.type != "cpu":
+        raise QoptError(f"{what}: only dense CPU tensors are read, got {t.layout} on {t.device}")
+    if t.numel() == 0:
+        return
+    storage = t.untyped_storage().nbytes() // t.element_size()
+    check_view(what, list(t.shape), list(t.stride()), int(t.storage_offset()), storage, limits)
+
+
+def _check_loaded(obj: Any, what: str, limits: Limits) -> None:
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            check_tensor(item, what, limits)
+
+
+def _raw_tensor(
+    reader: Any, entry: str, meta: Any, what: str, limits: Limits
+) -> torch.Tensor:
+    """A raw (unpickled) weight: its dtype, shape, strides and offset checked against
+    the record's size before the storage is read and viewed."""
+    from torch._export.serde.schema import ScalarType
+    from torch._export.serde.serialize import _SERIALIZE_TO_TORCH_DTYPE
+
+    tm = meta.tensor_meta
+    if tm is None:
+        raise QoptError(f"{what}: raw tensor without tensor_meta")
+    try:
+        dtype = _SERIALIZE_TO_TORCH_DTYPE[ScalarType(tm.dtype)]
+    except (KeyError, ValueError):
+        raise QoptError(f"{what}: unknown dtype code {tm.dtype!r}") from None
+
+    def ints(values: Any, kind: str) -> list[int]:
+        out: list[int] = []
+        for v in values:
+            if getattr(v, "type", None) != "as_int":
+                raise QoptError(f"{what}: a symbolic {kind} in a stored weight")
+            out.append(v.as_int)
+        return out
+
+    sizes = ints(tm.sizes, "size")
+    strides = ints(tm.strides, "stride")
+    (offset,) = ints([tm.storage_offset], "storage offset")
+    nbytes = reader.archive_file.get_record_size(entry)
+    itemsize = torch._utils._element_size(dtype)
+    if nbytes % itemsize:
+        raise QoptError(f"{what}: {nbytes} bytes is not a whole number of {dtype} elements")
+    storage_numel = nbytes // itemsize
+    numel = check_view(what, sizes, strides, offset, storage_numel, limits)
+    if numel == 0:
+        return torch.empty(sizes, dtype=dtype)
+    raw = reader.archive_file.get_storage_from_record(entry, storage_numel, dtype)
+    flat = torch.empty(0, dtype=dtype)
+    flat.set_(raw.untyped_storage(), 0, (storage_numel,), (1,))
+    return torch.as_strided(flat, sizes, strides, offset)
 
 
 def _load_payloads(
-    reader: Any, path: str, config_file: str, base_dir: str, kind: str
+    reader: Any, path: str, config_file: str, base_dir: str, kind: str, limits: Limits
 ) -> dict[str, Any]:
     """Weights or constants of the model, as `_load_state_dict`/`_load_constants` build them,
-    with restricted unpickling and custom/opaque objects refused."""
-    from torch._export.serde.serialize import (
-        deserialize_size,
-        deserialize_storage_offset,
-        deserialize_stride,
-    )
-    from torch.export.pt2_archive import _package
+    with restricted unpickling, checked tensors and custom/opaque objects refused."""
     from torch.export.pt2_archive.constants import (
         CUSTOM_OBJ_FILENAME_PREFIX,
         OPAQUE_OBJ_FILENAME_PREFIX,
         TENSOR_CONSTANT_FILENAME_PREFIX,
     )
 
-    names = reader.get_file_names()
+    names = set(reader.get_file_names())
     legacy = f"{base_dir}{_MODEL}.pt"
     if legacy in names:
         raise QoptError(
@@ -223,10 +548,17 @@ def _load_payloads(
         )
     if config_file not in names:
         raise QoptError(f"{path}: missing entry '{config_file}'; not a complete .pt2 archive")
-    config = _package._load_payload_config(reader, config_file)
+    from torch._export.serde import schema
+
+    try:
+        config = to_schema(schema.PayloadConfig, json.loads(reader.read_string(config_file)))
+    except (_Malformed, ValueError, TypeError, KeyError, AttributeError) as e:
+        raise QoptError(f"{path}: entry '{config_file}' is malformed: {e}") from None
     is_weight = kind == "weights"
+    loaded: dict[str, Any] = {}
     for fqn, meta in config.config.items():
-        what = f"{path}: entry '{base_dir}{meta.path_name}' ({kind[:-1]} '{fqn}')"
+        entry = base_dir + meta.path_name
+        what = f"{path}: entry '{entry}' ({kind[:-1]} '{fqn}')"
         if not is_weight and meta.path_name.startswith(
             (CUSTOM_OBJ_FILENAME_PREFIX, OPAQUE_OBJ_FILENAME_PREFIX)
         ):
@@ -236,31 +568,19 @@ def _load_payloads(
             )
         if not is_weight and not meta.path_name.startswith(TENSOR_CONSTANT_FILENAME_PREFIX):
             raise QoptError(f"{what}: unsupported constant kind")
-    file_map = _package._build_file_map(reader, config, base_dir)
-
-    loaded: dict[str, Any] = {}
-    for fqn, meta in config.config.items():
-        entry = base_dir + meta.path_name
-        what = f"{path}: entry '{entry}' ({kind[:-1]} '{fqn}')"
+        if entry not in names:
+            raise QoptError(f"{what}: the entry is missing from the archive")
         if meta.use_pickle:
-            loaded[fqn] = _restricted_load(reader.read_bytes(entry), what)
+            loaded[fqn] = _restricted_load(reader.read_bytes(entry), what, limits)
             continue
-        tm = meta.tensor_meta
-        if tm is None:
-            raise QoptError(f"{what}: raw tensor without tensor_meta")
-        tensor = torch.as_strided(
-            input=file_map[meta.path_name],
-            size=deserialize_size(tm.sizes),
-            stride=deserialize_stride(tm.strides),
-            storage_offset=deserialize_storage_offset(tm.storage_offset),
-        )
+        tensor = _raw_tensor(reader, entry, meta, what, limits)
         if is_weight and meta.is_param:
-            tensor = torch.nn.Parameter(tensor, requires_grad=tm.requires_grad)
+            tensor = torch.nn.Parameter(tensor, requires_grad=bool(meta.tensor_meta.requires_grad))
         loaded[fqn] = tensor
     return loaded
 
 
-def _load_sample_inputs(reader: Any, path: str) -> Any:
+def _load_sample_inputs(reader: Any, path: str, limits: Limits) -> Any:
     """Sample inputs, restricted; qopt does not need them, so a refusal drops them."""
     from torch.export.pt2_archive.constants import SAMPLE_INPUTS_FILENAME_FORMAT
 
@@ -271,19 +591,16 @@ def _load_sample_inputs(reader: Any, path: str) -> Any:
     if not data:
         return None
     try:
-        inputs = _restricted_load(data, f"{path}: entry '{entry}'")
+        inputs = _restricted_load(data, f"{path}: entry '{entry}'", limits)
     except QoptError as e:
         warnings.warn(f"sample inputs dropped: {e}", stacklevel=3)
         return None
     return inputs if isinstance(inputs, tuple) else None
 
 
-def _load_restricted(path: str) -> torch.export.ExportedProgram:
+def _load_restricted(path: str, limits: Limits) -> torch.export.ExportedProgram:
     from torch._export.serde import schema
-    from torch._export.serde.serialize import (
-        ExportedProgramDeserializer,
-        _dict_to_dataclass,
-    )
+    from torch._export.serde.serialize import ExportedProgramDeserializer
     from torch.export.pt2_archive._package import PT2ArchiveReader
     from torch.export.pt2_archive.constants import (
         ARCHIVE_VERSION_PATH,
@@ -308,19 +625,33 @@ def _load_restricted(path: str) -> torch.export.ExportedProgram:
         version = reader.read_string(ARCHIVE_VERSION_PATH).strip()
         if version != ARCHIVE_VERSION_VALUE:
             raise QoptError(
-                f"{path}: archive version {version!r}, this torch reads "
+                f"{path}: archive version {version[:20]!r}, this torch reads "
                 f"{ARCHIVE_VERSION_VALUE!r}; re-save it with this torch version"
             )
         model_file = MODELS_FILENAME_FORMAT.format(_MODEL)
         if model_file not in names:
             raise QoptError(f"{path}: no '{model_file}' entry; not a torch.export.save archive")
         stage = f"entry '{model_file}'"
+        limits.check(
+            f"{path}: {stage}'s size",
+            reader.archive_file.get_record_size(model_file),
+            "max_graph_bytes",
+        )
         program_json = json.loads(reader.read_bytes(model_file).decode("utf-8"))
-        _check_exprs(program_json, _expr_names(), f"{path}: {stage}")
-        serialized = _dict_to_dataclass(schema.ExportedProgram, program_json)
+        sanitize_program(program_json, limits, f"{path}: {stage}")
+        try:
+            serialized = to_schema(schema.ExportedProgram, program_json)
+        except (_Malformed, ValueError, TypeError, KeyError, AttributeError) as e:
+            raise QoptError(f"{path}: {stage} is not a serialized ExportedProgram: {e}") from None
+        del program_json
         stage = "weights"
         state_dict = _load_payloads(
-            reader, path, WEIGHTS_CONFIG_FILENAME_FORMAT.format(_MODEL), WEIGHTS_DIR, "weights"
+            reader,
+            path,
+            WEIGHTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
+            WEIGHTS_DIR,
+            "weights",
+            limits,
         )
         stage = "constants"
         constants = _load_payloads(
@@ -329,13 +660,16 @@ def _load_restricted(path: str) -> torch.export.ExportedProgram:
             CONSTANTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
             CONSTANTS_DIR,
             "constants",
+            limits,
         )
         stage = "sample inputs"
-        sample_inputs = _load_sample_inputs(reader, path)
+        sample_inputs = _load_sample_inputs(reader, path, limits)
         stage = f"entry '{model_file}' (rebuilding the program)"
-        return ExportedProgramDeserializer(None).deserialize(
+        ep = ExportedProgramDeserializer(None).deserialize(
             serialized, state_dict, constants, sample_inputs
         )
+        check_graph_targets(ep, f"{path}: {stage}")
+        return ep
     except QoptError:
         raise
     except Exception as e:
@@ -346,12 +680,16 @@ def _load_restricted(path: str) -> torch.export.ExportedProgram:
         raise QoptError(f"{path}: cannot load {stage}: {_first_line(e)}; {hint}") from e
 
 
-def load_pt2(path: str, *, trust_pickle: bool = False) -> torch.export.ExportedProgram:
+def load_pt2(
+    path: str, *, trust_pickle: bool = False, limits: Limits | str | None = None
+) -> torch.export.ExportedProgram:
     """Load the ExportedProgram of a `.pt2` written by `torch.export.save`.
 
     Nothing in the file is run unless `trust_pickle` is True (then the file goes to
-    `torch.export.load`, which uses full pickle). Every failure is a one-line QoptError.
+    `torch.export.load`, which uses full pickle); what the file declares is bounded by
+    `limits` (`qopt.limits.Limits`). Every failure is a one-line QoptError.
     """
+    limits = resolve(limits)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise QoptError(f"{path}: no such file")
@@ -367,8 +705,9 @@ def load_pt2(path: str, *, trust_pickle: bool = False) -> torch.export.ExportedP
         raise QoptError(
             f"{path}: not a .pt2 file: {why}; expected a file written by torch.export.save"
         )
+    check_zip(path, limits, path)
     if not trust_pickle:
-        return _load_restricted(path)
+        return _load_restricted(path, limits)
     try:
         return torch.export.load(path)
     except Exception as e:

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.frontend import Frontend
 
 from qopt.errors import QoptError
+from qopt.limits import DEFAULT_LIMITS, Limits
 
 
 def precheck_pt2(path: str) -> None:
@@ -52,6 +53,7 @@ class PT2Frontend(Frontend):
     name = "pt2"
 
     trust_pickle: bool = False
+    limits: Limits = DEFAULT_LIMITS
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         from qopt import import_program
@@ -60,10 +62,10 @@ class PT2Frontend(Frontend):
         register_qopt_dialects(ctx)
         if getattr(input, "name", None) == input_name and os.path.isfile(input_name):
             precheck_pt2(input_name)
-            return import_program(input_name, trust_pickle=self.trust_pickle)
+            return import_program(input_name, trust_pickle=self.trust_pickle, limits=self.limits)
         with tempfile.TemporaryDirectory(prefix="qopt-pt2-") as tmp:
             path = os.path.join(tmp, "input.pt2")
             with open(path, "wb") as f:
                 shutil.copyfileobj(input, f)
             precheck_pt2(path)
-            return import_program(path, trust_pickle=self.trust_pickle)
+            return import_program(path, trust_pickle=self.trust_pickle, limits=self.limits)

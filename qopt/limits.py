@@ -1,0 +1,208 @@
+"""Resource bounds for untrusted inputs (`.pt2`, `.mlpackage`, `.qvk`, `.mlir`, `.npz`).
+
+Every file a user hands qopt is untrusted: before qopt builds anything from it,
+what the file declares (members, sizes, shapes, node counts, expression lengths)
+is checked against these bounds, so that no input can make qopt allocate more
+than a small multiple of its own size, or work for more than a time linear in
+it, before it is refused with a `QoptError` that names the bound and how to
+raise it.
+
+The defaults fit every real model qopt is meant for (a `.pt2` of a 70B-parameter
+model included); `Limits.parse("max_graph_nodes=5000000,max_expansion=8")`,
+`qopt-opt --limits ...` / `qopt-run --limits ...` and `limits=` on the Python
+API raise them for one call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+
+from qopt.errors import QoptError
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what an input file may declare (see the module docstring)."""
+
+    max_archive_members: int = 200_000
+    """Entries of a `.pt2` zip archive."""
+    max_member_bytes: int = 256 * GiB
+    """Uncompressed bytes of one archive entry."""
+    max_expansion: float = 2.0
+    """Uncompressed bytes of all entries together, as a multiple of the archive's
+    size on disk (plus `expansion_slack_bytes`): `torch.export.save` stores its
+    entries uncompressed, so a real archive is about 1.0."""
+    expansion_slack_bytes: int = 64 * MiB
+    max_graph_bytes: int = 2 * GiB
+    """The serialized graph (`models/model.json` of a `.pt2`)."""
+    max_graph_nodes: int = 2_000_000
+    """Nodes of an exported graph (all subgraphs together)."""
+    max_expr_chars: int = 4096
+    """Characters of one symbolic shape expression."""
+    max_expr_nodes: int = 512
+    """Syntax-tree nodes of one symbolic shape expression."""
+    max_int_bits: int = 64
+    """Bits of an integer literal, a shape bound or a value range in a `.pt2`."""
+    max_tensor_elements: int = 1 << 31
+    """Elements of one tensor a file declares (shape checked before any allocation):
+    8 GiB of float32, more than any tensor of an on-device model."""
+    max_tensor_rank: int = 16
+    max_device_bytes: int = 64 * GiB
+    """Device memory a `.qvk` bundle may ask for (all its buffers together)."""
+    max_dispatches: int = 1_000_000
+    """Dispatches of one `.qvk` program."""
+    max_manifest_bytes: int = 256 * MiB
+    """The JSON manifest of a `.qvk` bundle, an `.mlpackage`'s Manifest.json."""
+
+    @classmethod
+    def parse(cls, spec: str) -> Limits:
+        """`"name=value,name=value"` over the defaults; QoptError on a bad spec."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, int | float] = {}
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            name, sep, text = item.partition("=")
+            name = name.strip().replace("-", "_")
+            if not sep or name not in fields:
+                raise QoptError(
+                    f"bad limit '{item}': use name=value with a name among "
+                    f"{', '.join(sorted(fields))}"
+                )
+            try:
+                value: int | float = (
+                    float(text) if fields[name].type in ("float", float) else int(text, 0)
+                )
+            except ValueError:
+                raise QoptError(f"bad limit '{item}': '{text}' is not a number") from None
+            if value <= 0:
+                raise QoptError(f"bad limit '{item}': limits are positive")
+            values[name] = value
+        return cls(**values)  # pyright: ignore[reportArgumentType]
+
+    def exceeded(self, what: str, value: float, name: str) -> QoptError:
+        """The error for `what` (with `value`) over the bound `name`."""
+        bound = getattr(self, name)
+        return QoptError(
+            f"{what} is {value}, over qopt's limit {name}={bound} for untrusted inputs; "
+            f"if the file is genuine, raise it with --limits {name}=N "
+            f"(Python: limits=qopt.Limits(...))"
+        )
+
+    def check(self, what: str, value: float, name: str) -> None:
+        if value > getattr(self, name):
+            raise self.exceeded(what, value, name)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def resolve(limits: Limits | str | None) -> Limits:
+    """`limits` as given (a Limits, a spec string) or the defaults."""
+    if limits is None:
+        return DEFAULT_LIMITS
+    if isinstance(limits, str):
+        return Limits.parse(limits)
+    if not isinstance(limits, Limits):
+        raise QoptError(
+            f"limits must be a qopt.Limits or a 'name=value,...' string, got {limits!r}"
+        )
+    return limits
+
+
+def check_zip(
+    source: str | bytes, limits: Limits, what: str, *, single_root: bool = True
+) -> None:
+    """A zip's central directory against `limits`, before any member is read.
+
+    `source` is a path or the bytes of a zip (a `.pt2`, a `torch.save` payload inside
+    one, an `.npz`). Names must be relative, without `..`, unique and (with
+    `single_root`, as in a `.pt2`) under one root folder; declared sizes are bounded
+    per member, in total and relative to the zip's own size (a zip bomb declares far
+    more than it holds)."""
+    size = os.path.getsize(source) if isinstance(source, str) else len(source)
+    try:
+        with zipfile.ZipFile(source if isinstance(source, str) else io.BytesIO(source)) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as e:
+        raise QoptError(f"{what}: not a readable zip archive ({type(e).__name__})") from None
+    limits.check(f"{what}: the number of archive members", len(infos), "max_archive_members")
+    names: set[str] = set()
+    roots: set[str] = set()
+    total = 0
+    for info in infos:
+        name = info.filename
+        parts = name.split("/")
+        if (
+            not name
+            or name.startswith("/")
+            or "\\" in name
+            or "\0" in name
+            or ":" in parts[0]
+            or any(p in ("..", ".") for p in parts)
+        ):
+            raise QoptError(f"{what}: archive member {name!r} lies outside the archive's root")
+        if name in names:
+            raise QoptError(f"{what}: archive member {name!r} appears twice")
+        names.add(name)
+        roots.add(parts[0])
+        limits.check(
+            f"{what}: the uncompressed size of archive member {name!r}",
+            info.file_size,
+            "max_member_bytes",
+        )
+        total += info.file_size
+    if single_root and len(roots) > 1:
+        shown = ", ".join(sorted(roots)[:3])
+        raise QoptError(f"{what}: archive members lie under several root folders ({shown}, ...)")
+    budget = limits.max_expansion * size + limits.expansion_slack_bytes
+    if total > budget:
+        raise QoptError(
+            f"{what}: the archive's members declare {total} bytes uncompressed, "
+            f"{total / max(size, 1):.1f}x its {size} bytes (qopt's limit is max_expansion="
+            f"{limits.max_expansion} plus {limits.expansion_slack_bytes} bytes): a zip bomb, "
+            "or raise the limit with --limits max_expansion=N if the file is genuine"
+        )
+
+
+#: `<dims>x<element>` shapes of tensor/vector/memref/buffer types in MLIR text.
+_SHAPE = re.compile(rb"<((?:\d+x)+)")
+#: A splat `dense<value>` literal and the type after it (the parser expands it).
+_SPLAT = re.compile(rb"dense<([^<>\[\]\"]*|\"0x[0-9A-Fa-f]{0,64}\")>\s*:\s*[a-z]+<((?:\d+x)*)")
+#: Bytes the parser spends per element of an expanded splat (a Python list entry + data).
+_SPLAT_BYTES_PER_ELEMENT = 16
+
+
+def check_mlir_text(text: bytes, limits: Limits, what: str) -> None:
+    """MLIR text, before xDSL parses it: every shape's element count within
+    `max_tensor_elements`, and splat literals (`dense<0.0> : tensor<...>`, which the
+    parser expands element by element) within a budget proportional to the text."""
+    for match in _SHAPE.finditer(text):
+        count = 1
+        for d in match.group(1).split(b"x")[:-1]:
+            count *= int(d)
+        if count > limits.max_tensor_elements:
+            line = text.count(b"\n", 0, match.start()) + 1
+            raise limits.exceeded(
+                f"{what}:{line}: a type's element count", count, "max_tensor_elements"
+            )
+    budget = max(limits.expansion_slack_bytes, int(limits.max_expansion * 16 * len(text)))
+    spent = 0
+    for match in _SPLAT.finditer(text):
+        count = 1
+        for d in match.group(2).split(b"x")[:-1]:
+            count *= int(d)
+        spent += count * _SPLAT_BYTES_PER_ELEMENT
+        if spent > budget:
+            line = text.count(b"\n", 0, match.start()) + 1
+            raise QoptError(
+                f"{what}:{line}: splat literals would expand to more than {budget} bytes of "
+                f"memory in the parser ({spent}), {spent // max(len(text), 1)}x the text; "
+                "store large constants as dense_resource blobs, or raise "
+                "--limits max_expansion=N if the file is genuine"
+            )
