@@ -1,19 +1,71 @@
 """`.mlpackage` (any ML Program) -> the coreml dialect, for the ops qopt knows.
 
-The package's protobuf spec is loaded through coremltools
-(`ct.models.MLModel(path, skip_model_load=True).get_spec()`); constants come
-from immediate values or from `weights/weight.bin` (MILBlob storage format,
-PATTERNS.md §3.5: 64-byte header, then per blob a 64-byte metadata record
-`{sentinel, dtype, size, data offset}` and the data; sub-byte data is an
-LSB-first bit stream). Inputs MIL requires to be constants of a fixed form
-become op properties (the op's `MIL_PARAMS`), with MIL's defaults where the
-package omits them. Ops outside the dialect are reported all at once.
+A package is untrusted input: it is parsed here, without coremltools' loader,
+and every name, offset, size and shape in it is checked before it is used.
+
+Layout (coremltools' `ModelPackage`, modelpackage/src/ModelPackage.cpp):
+`<pkg>/Manifest.json` is `{"fileFormatVersion": "1.0.0", "itemInfoEntries":
+{id: {"path", "name", "author", "description"}}, "rootModelIdentifier": id}`;
+an item's file is `<pkg>/Data/<path>`. The root item is the protobuf `Model`
+spec (`com.apple.CoreML/model.mlmodel`), parsed with `Model_pb2`. Blob values
+name their file as `@model_path/<relative path>`, relative to the root model's
+directory (`@model_path/weights/weight.bin`).
+
+Constants come from immediate values or from blob files in the MILBlob storage
+format (PATTERNS.md §3.5): a 64-byte header `{count: u32, version: u32 = 2,
+reserved}`, then per blob a 64-byte metadata record `{sentinel 0xDEADBEEF: u32,
+dtype: u32, size: u64, data offset: u64, padding bits: u64, reserved}` and the
+data; sub-byte data is an LSB-first bit stream (packing.py). Inputs MIL requires
+to be constants of a fixed form become op properties (the op's `MIL_PARAMS`),
+with MIL's defaults where the package omits them. Ops outside the dialect are
+reported all at once.
+
+What is refused (each a `QoptError` naming the package, and the op by its
+output name where there is one, on one line):
+- files outside the package: absolute paths, `..` components, and any path
+  whose `os.path.realpath` leaves the package's realpath (symlinks); files that
+  are not regular files (devices, fifos, directories); files above their cap;
+- a manifest that is not JSON of the structure above, a spec that is not a
+  protobuf `Model` holding an ML Program with a `main` function;
+- blob records outside the file or with a bad sentinel, data outside the file
+  or inside its header, a data size other than the declared type needs (for
+  sub-byte types the packed size), a dtype code other than the declared
+  element type's, and blobs of one file that together decode more bytes than
+  the file holds (overlapping blobs: a blob referenced several times is
+  decoded once and shared, read-only);
+- types that are not tensors of a fixed shape (unknown dimensions or rank:
+  qopt reads fixed shapes), rank above `MAX_RANK`, more than `MAX_ELEMENTS`
+  elements; immediate values whose count is not the element count;
+- any other malformed structure (an input naming an undefined value, a missing
+  output or attribute, wrong arity, an unknown opset, a module that does not
+  verify).
+
+Resource bounds (module constants):
+- `MAX_MANIFEST_BYTES`: Manifest.json (coremltools writes under 1 KiB);
+- `MAX_SPEC_BYTES`: the root model spec (its size bounds every immediate value);
+- `MAX_BLOB_FILE_BYTES`: one blob file. Blob files are never read whole: each
+  record and each blob's data is read with `pread`, after its checks, and the
+  decoded blobs of a file hold at most as many bytes as the file (at most 8x
+  that once sub-byte values are unpacked into byte containers), so memory is
+  bounded by the package's own size;
+- `MAX_RANK`, `MAX_ELEMENTS`: every declared tensor type (constants, function
+  inputs, op results); nothing is allocated from a declared shape before it
+  is checked against the bytes present (a blob's size, an immediate value's
+  count or byte length);
+- `MAX_PARAM_ENTRIES`: list-valued MIL parameters (axes, perm, pad, ...).
+
+They fit every package coremltools or qopt writes; a genuine package above one
+can be read by raising the constant (they are module attributes).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import stat
 import struct
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,15 +89,39 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import OptOperandDef, VarOperandDef
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from qopt.backends.coreml.packing import packed_nbytes, unpack_bits
 from qopt.dialects import coreml
-from qopt.dialects.coreml import OPSET_ATTR, storage_dtype
+from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.errors import QoptError
+from qopt.limits import DEFAULT_LIMITS
 from qopt.resources import make_resource, printable_inline
 
+#: Largest Manifest.json read (coremltools writes well under 1 KiB).
+MAX_MANIFEST_BYTES = 1 << 20
+#: Largest root model spec (model.mlmodel) read; it holds every immediate value
+#: (coremltools stores constants of more than 10 elements in blob files, so a spec
+#: is ~1 KiB per op: a few MiB for the largest models).
+MAX_SPEC_BYTES = 64 << 20
+#: Largest blob file opened (never read whole; see the module docstring).
+MAX_BLOB_FILE_BYTES = 1 << 38
+#: Largest rank of a declared tensor type.
+MAX_RANK = DEFAULT_LIMITS.max_tensor_rank
+#: Most elements of one declared tensor (a constant, a function input, an op result).
+MAX_ELEMENTS = DEFAULT_LIMITS.max_tensor_elements
+#: Most entries of a list-valued MIL parameter (axes, perm, pad, begin, ...: <= 2 * rank).
+MAX_PARAM_ENTRIES = 2 * MAX_RANK
+
 _BLOB_SENTINEL = 0xDEADBEEF
+_BLOB_VERSION = 2
+_HEADER_BYTES = 64  # MILBlob storage header
+_RECORD_BYTES = 64  # MILBlob per-blob metadata record
+_UNPACK_CHUNK = 1 << 20  # sub-byte elements unpacked at a time (a multiple of 8)
+_MAX_NAME = 120  # characters of a package-supplied name shown in a message
+_MAX_MESSAGE = 2000
 
 _TYPES: dict[str, Attribute] = {
     "FLOAT16": f16,
@@ -65,6 +141,29 @@ _BLOB_DTYPES = {
     1: "FLOAT16", 2: "FLOAT32", 3: "UINT8", 4: "INT8", 6: "INT16", 7: "UINT16", 8: "INT4",
     9: "UINT1", 10: "UINT2", 11: "UINT4", 12: "UINT3", 13: "UINT6", 14: "INT32", 15: "UINT32",
 }  # fmt: skip
+_BLOB_CODES = {name: code for code, name in _BLOB_DTYPES.items()}
+#: numpy dtype of each repeated field of an immediate `TensorValue` (read with
+#: `np.fromiter`: no Python list of its values).
+_FIELD_DTYPES = {
+    "floats": np.float32,
+    "doubles": np.float64,
+    "ints": np.int32,
+    "longInts": np.int64,
+    "bools": np.bool_,
+}
+
+#: Errors malformed input raises in code that reads it (numpy, xDSL builders and
+#: verifiers, struct); at the op and package boundaries they become a QoptError.
+_MALFORMED = (
+    KeyError,
+    IndexError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    struct.error,
+    VerifyException,
+    DiagnosticException,
+)
 
 #: MIL's defaults for parameters a package may omit.
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -88,74 +187,290 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-class _Package:
-    def __init__(self, path: str):
-        self.path = path
-        self.weights: dict[str, bytes] = {}
-
-    def blob(self, file_name: str, offset: int) -> tuple[bytes, str]:
-        rel = file_name.replace("@model_path/", "")
-        full = os.path.join(self.path, "Data", "com.apple.CoreML", rel)
-        if full not in self.weights:
-            try:
-                with open(full, "rb") as f:
-                    self.weights[full] = f.read()
-            except OSError as e:
-                raise QoptError(f"read_mlpackage: cannot read weights {full}: {e}") from None
-        raw = self.weights[full]
-        sentinel, code, size, data_offset = struct.unpack_from("<IIQQ", raw, offset)
-        if sentinel != _BLOB_SENTINEL or code not in _BLOB_DTYPES:
-            raise QoptError(f"read_mlpackage: bad blob record at offset {offset} of {full}")
-        return raw[data_offset : data_offset + size], _BLOB_DTYPES[code]
+def _line(text: str) -> str:
+    """`text` on one printable line, at most `_MAX_MESSAGE` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: _MAX_MESSAGE + 1])
+    return out if len(out) <= _MAX_MESSAGE else out[:_MAX_MESSAGE] + "..."
 
 
-def _tensor_type(value_type: Any) -> tuple[Attribute, tuple[int, ...]]:
-    from coremltools.proto import MIL_pb2
-
-    tensor = value_type.tensorType
-    name = MIL_pb2.DataType.Name(tensor.dataType)
-    if name == "STRING":
-        return StringAttr(""), ()
-    if name not in _TYPES:
-        raise QoptError(f"read_mlpackage: unsupported MIL data type {name}")
-    dims = tuple(int(d.constant.size) for d in tensor.dimensions)
-    return _TYPES[name], dims
+def _name(text: object, limit: int = _MAX_NAME) -> str:
+    """A package-supplied name, quoted, shortened and made printable."""
+    s = str(text)
+    if len(s) > limit:
+        s = s[:limit] + "..."
+    return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in s) + "'"
 
 
-def _decode(raw: bytes, elem: Attribute, shape: tuple[int, ...]) -> np.ndarray:
-    count = int(np.prod(shape, dtype=np.int64))
-    if (isinstance(elem, IntegerType) and 1 < elem.width.data < 8) or elem == IntegerType(
-        1, Signedness.UNSIGNED
-    ):
+def _inside(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _pread(fd: int, size: int, offset: int) -> bytearray:
+    """Exactly `size` bytes of `fd` at `offset` (OSError if the file is shorter)."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    try:
+        done = 0
+        while done < size:
+            if hasattr(os, "preadv"):
+                n = os.preadv(fd, [view[done:]], offset + done)
+            else:  # pragma: no cover - platforms without preadv
+                chunk = os.pread(fd, min(size - done, 1 << 30), offset + done)
+                n = len(chunk)
+                view[done : done + n] = chunk
+            if n == 0:
+                raise OSError(f"the file ends before byte {offset + size} (it changed?)")
+            done += n
+    finally:
+        view.release()
+    return buf
+
+
+def _sub_byte(elem: Attribute) -> bool:
+    return isinstance(elem, IntegerType) and (
+        1 < elem.width.data < 8 or elem == IntegerType(1, Signedness.UNSIGNED)
+    )
+
+
+def _nbytes(elem: Attribute, count: int) -> int:
+    """Bytes `count` values of `elem` take in a blob or an immediate `bytes` value."""
+    if _sub_byte(elem):
+        assert isinstance(elem, IntegerType)
+        return packed_nbytes(count, elem.width.data)
+    return count * storage_dtype(elem).itemsize
+
+
+def _unpack(data: np.ndarray, nbits: int, count: int, signed: bool) -> np.ndarray:
+    """`unpack_bits`, a chunk at a time (its temporaries are ~50x the chunk)."""
+    out = np.empty(count, np.int8 if signed else np.uint8)
+    for start in range(0, count, _UNPACK_CHUNK):
+        k = min(_UNPACK_CHUNK, count - start)
+        first = start * nbits // 8  # chunks start on a byte boundary
+        out[start : start + k] = unpack_bits(
+            data[first : first + packed_nbytes(k, nbits)], nbits, k, signed
+        )
+    return out
+
+
+def _decode(raw: bytes | bytearray, elem: Attribute, count: int) -> np.ndarray:
+    """The `count` values of `elem` in `raw` (exactly `_nbytes(elem, count)` long), flat."""
+    assert len(raw) == _nbytes(elem, count)
+    if _sub_byte(elem):
         assert isinstance(elem, IntegerType)
         signed = elem.signedness.data != Signedness.UNSIGNED
-        n = elem.width.data
-        return unpack_bits(raw[: packed_nbytes(count, n)], n, count, signed).reshape(shape)
+        return _unpack(np.frombuffer(raw, np.uint8), elem.width.data, count, signed)
     dtype = storage_dtype(elem)
     if dtype == np.bool_:
-        return np.frombuffer(raw, np.uint8)[:count].astype(np.bool_).reshape(shape)
-    return np.frombuffer(raw, dtype)[:count].reshape(shape).copy()
+        return np.frombuffer(raw, np.uint8, count).astype(np.bool_)
+    return np.frombuffer(raw, dtype, count)
 
 
-def _value(pkg: _Package, value: Any) -> tuple[Any, Attribute, tuple[int, ...]]:
-    """(numpy array or str, element type, shape) of a proto `Value`."""
-    elem, shape = _tensor_type(value.type)
-    kind = value.WhichOneof("value")
-    if kind == "blobFileValue":
-        raw, _ = pkg.blob(value.blobFileValue.fileName, value.blobFileValue.offset)
-        return _decode(raw, elem, shape), elem, shape
-    tensor = value.immediateValue.tensor
-    which = tensor.WhichOneof("value")
-    if which == "strings":
-        return str(tensor.strings.values[0]), elem, shape
-    if which == "bytes":
-        return _decode(tensor.bytes.values, elem, shape), elem, shape
-    values = np.asarray(list(getattr(tensor, which).values))  # small immediate values only
-    dtype = storage_dtype(elem)
-    return values.astype(dtype).reshape(shape), elem, shape
+@dataclass(frozen=True)
+class _TType:
+    """A checked tensor type: MIL data type name, element type, shape, element count."""
+
+    name: str
+    elem: Attribute
+    shape: tuple[int, ...]
+    count: int
+
+
+@dataclass
+class _BlobFile:
+    fd: int
+    size: int
+    decoded: int = 0  # bytes of distinct blob data decoded from this file
+    ranges: set[tuple[int, int]] = field(default_factory=set[tuple[int, int]])
+
+
+class _Package:
+    """The package's files, opened only after their paths are checked."""
+
+    def __init__(self, path: str):
+        self.path = path  # as given, for messages
+        self.root = os.path.realpath(path)
+        self.model_dir = ""  # the root model's directory: `@model_path`
+        self.files: dict[str, _BlobFile] = {}
+        self.blobs: dict[tuple[str, int, int, int, int], np.ndarray] = {}
+
+    def error(self, message: str) -> QoptError:
+        return QoptError(_line(f"read_mlpackage: {self.path}: {message}"))
+
+    def close(self) -> None:
+        for f in self.files.values():
+            os.close(f.fd)
+        self.files.clear()
+        self.blobs.clear()
+
+    # ----- files ---------------------------------------------------------------
+
+    def _join(self, base: str, rel: str, what: str) -> str:
+        """`base/rel` for a package-relative `rel`: no absolute path, no `..`."""
+        if not rel or "\x00" in rel:
+            raise self.error(f"{what}: empty path or a NUL byte in {_name(rel)}; refused")
+        if rel.startswith(("/", "\\")) or os.path.isabs(rel):
+            raise self.error(f"{what}: absolute path {_name(rel)}; refused")
+        if ".." in re.split(r"[/\\]", rel):
+            raise self.error(f"{what}: path {_name(rel)} has a '..' component; refused")
+        return os.path.join(base, rel)
+
+    def _open(self, full: str, cap: int, what: str) -> tuple[int, int]:
+        """(fd, size) of the regular file `full` inside the package, at most `cap` bytes."""
+        real = os.path.realpath(full)
+        if not _inside(real, self.root):
+            raise self.error(
+                f"{what} resolves outside the package (to {_name(real, 400)}); refused"
+            )
+        try:
+            st = os.stat(real)
+        except OSError as e:
+            raise self.error(f"{what}: cannot read it: {e.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise self.error(f"{what} is not a regular file; refused")
+        if st.st_size > cap:
+            raise self.error(f"{what} has {st.st_size} bytes, more than the limit {cap}; refused")
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise self.error(f"{what}: cannot read it: {e.strerror}") from None
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or opened.st_size > cap:
+            os.close(fd)  # replaced between the checks and the open
+            raise self.error(f"{what} changed while being opened; refused")
+        return fd, opened.st_size
+
+    def _read_file(self, full: str, cap: int, what: str) -> bytearray:
+        fd, size = self._open(full, cap, what)
+        try:
+            return _pread(fd, size, 0)
+        except OSError as e:
+            raise self.error(f"{what}: cannot read: {e}") from None
+        finally:
+            os.close(fd)
+
+    def read_manifest(self) -> str:
+        """The path of the root model (the spec), from Manifest.json."""
+        what = "Manifest.json"
+        raw = self._read_file(os.path.join(self.root, what), MAX_MANIFEST_BYTES, what)
+        try:
+            manifest = json.loads(raw)
+        except (ValueError, RecursionError) as e:
+            raise self.error(f"{what} is not valid JSON: {e}") from None
+        if not isinstance(manifest, dict):
+            raise self.error(f"{what} is not a JSON object")
+        version = manifest.get("fileFormatVersion")
+        if not isinstance(version, str) or not re.fullmatch(r"1\.\d{1,9}\.\d{1,9}", version):
+            raise self.error(
+                f"{what}: fileFormatVersion {_name(version)} is not a 1.x.y package format"
+            )
+        entries = manifest.get("itemInfoEntries")
+        root_id = manifest.get("rootModelIdentifier")
+        if not isinstance(entries, dict):
+            raise self.error(f"{what} has no itemInfoEntries object")
+        if not isinstance(root_id, str) or root_id not in entries:
+            raise self.error(f"{what}: rootModelIdentifier {_name(root_id)} names no item")
+        entry = entries[root_id]
+        item_path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(item_path, str):
+            raise self.error(f"{what}: the root model item has no path")
+        full = self._join(os.path.join(self.root, "Data"), item_path, f"{what}: root model item")
+        self.model_dir = os.path.dirname(os.path.realpath(full))
+        return full
+
+    def read_spec(self, full: str) -> Any:
+        from coremltools.proto import Model_pb2
+        from google.protobuf.message import DecodeError
+
+        raw = self._read_file(full, MAX_SPEC_BYTES, "the root model (Manifest.json's root item)")
+        spec = Model_pb2.Model()
+        try:
+            spec.ParseFromString(raw)
+        except (DecodeError, RecursionError, ValueError) as e:
+            raise self.error(f"the root model is not a Core ML protobuf spec: {e}") from None
+        return spec
+
+    # ----- blobs ---------------------------------------------------------------
+
+    def _blob_file(self, file_name: str, what: str) -> tuple[str, _BlobFile]:
+        prefix = "@model_path/"
+        if not file_name.startswith(prefix):
+            raise self.error(
+                f"{what}: blob file {_name(file_name)} is not @model_path/...; refused"
+            )
+        full = self._join(self.model_dir, file_name[len(prefix) :], f"{what}: blob file")
+        real = os.path.realpath(full)
+        if real not in self.files:
+            where = f"{what}: blob file {_name(file_name)}"
+            fd, size = self._open(full, MAX_BLOB_FILE_BYTES, where)
+            blob_file = _BlobFile(fd, size)
+            self.files[real] = blob_file  # closed by close()
+            if size < _HEADER_BYTES:
+                raise self.error(f"{where} is shorter than its {_HEADER_BYTES}-byte header")
+            header = self._pread(blob_file, _HEADER_BYTES, 0, where)
+            _, version = struct.unpack_from("<II", header)
+            if version != _BLOB_VERSION:
+                raise self.error(
+                    f"{where} has storage version {version}; qopt reads version {_BLOB_VERSION}"
+                )
+        return real, self.files[real]
+
+    def _pread(self, f: _BlobFile, size: int, offset: int, what: str) -> bytearray:
+        try:
+            return _pread(f.fd, size, offset)
+        except OSError as e:
+            raise self.error(f"{what}: cannot read: {e}") from None
+
+    def blob(self, what: str, file_name: str, offset: int, t: _TType) -> np.ndarray:
+        """The flat, read-only values of the blob record at `offset` of `file_name`."""
+        real, f = self._blob_file(file_name, what)
+        where = f"{what}: blob at offset {offset} of {_name(file_name)}"
+        if offset < _HEADER_BYTES or offset > f.size - _RECORD_BYTES:
+            raise self.error(f"{where}: the record lies outside the file ({f.size} bytes)")
+        record = self._pread(f, _RECORD_BYTES, offset, where)
+        sentinel, code, size, data_offset = struct.unpack_from("<IIQQ", record)
+        if sentinel != _BLOB_SENTINEL:
+            raise self.error(f"{where}: no blob record there (sentinel {sentinel:#x})")
+        want_code = _BLOB_CODES.get(t.name)
+        if want_code is None:
+            raise self.error(f"{where}: {t.name} values cannot come from a blob")
+        if code != want_code:
+            raise self.error(
+                f"{where}: the blob holds dtype code {code} ({_BLOB_DTYPES.get(code, 'unknown')}), "
+                f"the value is declared {t.name}"
+            )
+        need = _nbytes(t.elem, t.count)
+        if size != need:
+            raise self.error(
+                f"{where}: the blob holds {size} bytes, the declared {t.name} "
+                f"{list(t.shape)} needs {need}"
+            )
+        if data_offset < _HEADER_BYTES or data_offset > f.size or size > f.size - data_offset:
+            raise self.error(
+                f"{where}: its data [{data_offset}, {data_offset + size}) lies outside the "
+                f"file's blob area [{_HEADER_BYTES}, {f.size})"
+            )
+        key = (real, data_offset, size, code, t.count)
+        if key in self.blobs:
+            return self.blobs[key]
+        if (data_offset, size) not in f.ranges:
+            f.ranges.add((data_offset, size))
+            f.decoded += size
+            if f.decoded > f.size:
+                raise self.error(
+                    f"{where}: the file's blobs overlap (they hold more bytes than the file)"
+                )
+        array = _decode(self._pread(f, size, data_offset, where), t.elem, t.count)
+        array.flags.writeable = False
+        self.blobs[key] = array
+        return array
 
 
 def _param_attr(array: Any, kind: str) -> Attribute:
+    if (kind == "str") != isinstance(array, str):
+        raise TypeError(f"expected {'a string' if kind == 'str' else 'a number'}")
+    if kind in ("ints", "bools") and np.size(array) > MAX_PARAM_ENTRIES:
+        raise ValueError(f"it has {np.size(array)} entries, more than {MAX_PARAM_ENTRIES}")
     if kind == "str":
         return StringAttr(str(array))
     if kind == "ints":
@@ -169,12 +484,120 @@ def _param_attr(array: Any, kind: str) -> Attribute:
     return IntegerAttr(int(np.asarray(array).reshape(())), i64)
 
 
+def _operand_kinds(cls: type[coreml.CoremlOp]) -> dict[str, str]:
+    """MIL input name -> `single`, `optional` or `variadic`, for each operand."""
+    kinds: dict[str, str] = {}
+    defs = cls.get_irdl_definition().operands
+    for key, (_, definition) in zip(cls.MIL_OPERANDS, defs, strict=True):
+        if isinstance(definition, OptOperandDef):
+            kinds[key] = "optional"
+        elif isinstance(definition, VarOperandDef):
+            kinds[key] = "variadic"
+        else:
+            kinds[key] = "single"
+    return kinds
+
+
 class Reader:
     def __init__(self, pkg: _Package):
         self.pkg = pkg
         self.block = Block()
         self.values: dict[str, SSAValue] = {}
         self.arrays: dict[str, Any] = {}
+        self.where = ""  # the op being read, for messages
+        self.names: dict[Operation, str] = {}  # op -> its MIL op type and output name
+
+    def fail(self, message: str) -> QoptError:
+        return self.pkg.error(f"{self.where}: {message}" if self.where else message)
+
+    # ----- types and values ----------------------------------------------------
+
+    def tensor_type(self, value_type: Any, what: str, string_ok: bool = False) -> _TType:
+        from coremltools.proto import MIL_pb2
+
+        kind = value_type.WhichOneof("type")
+        if kind != "tensorType":
+            raise self.fail(f"{what} is {'a ' + kind if kind else 'untyped'}; qopt reads tensors")
+        tensor = value_type.tensorType
+        try:
+            name = MIL_pb2.DataType.Name(tensor.dataType)
+        except ValueError:
+            raise self.fail(f"{what} has unknown MIL data type {tensor.dataType}") from None
+        dims = tensor.dimensions
+        if name == "STRING":
+            if not string_ok:
+                raise self.fail(f"{what} is a string; qopt reads numeric tensors")
+            if len(dims) or tensor.rank:
+                raise self.fail(f"{what} is a string tensor; qopt reads string scalars only")
+            return _TType(name, StringAttr(""), (), 1)
+        if name not in _TYPES:
+            raise self.fail(f"{what} has unsupported MIL data type {name}")
+        if tensor.rank < 0:
+            raise self.fail(f"{what} has an unknown rank; qopt reads fixed shapes")
+        if len(dims) > MAX_RANK:
+            raise self.fail(f"{what} has rank {len(dims)}, more than {MAX_RANK}")
+        if tensor.rank != len(dims):
+            raise self.fail(f"{what} declares rank {tensor.rank} but has {len(dims)} dimensions")
+        shape: list[int] = []
+        count = 1
+        for dim in dims:
+            if dim.WhichOneof("dimension") != "constant":
+                raise self.fail(
+                    f"{what} has a dimension that is not a constant; qopt reads fixed shapes"
+                )
+            size = int(dim.constant.size)
+            if size > MAX_ELEMENTS:
+                raise self.fail(f"{what} has a dimension of {size}, more than {MAX_ELEMENTS}")
+            shape.append(size)
+            count *= size
+        if count > MAX_ELEMENTS:
+            raise self.fail(f"{what} has shape {shape}: more than {MAX_ELEMENTS} elements")
+        return _TType(name, _TYPES[name], tuple(shape), count)
+
+    def value(self, value: Any, what: str) -> tuple[Any, _TType]:
+        """(numpy array or str, type) of a proto `Value`."""
+        t = self.tensor_type(value.type, what, string_ok=True)
+        kind = value.WhichOneof("value")
+        if kind == "blobFileValue":
+            if t.name == "STRING":
+                raise self.fail(f"{what} is a string stored in a blob")
+            blob = value.blobFileValue
+            where = f"{self.where}: {what}" if self.where else what
+            return self.pkg.blob(where, blob.fileName, blob.offset, t).reshape(t.shape), t
+        if kind != "immediateValue":
+            raise self.fail(f"{what} has no value")
+        if value.immediateValue.WhichOneof("value") != "tensor":
+            raise self.fail(f"{what} is not a tensor value")
+        tensor = value.immediateValue.tensor
+        which = tensor.WhichOneof("value")
+        if t.name == "STRING":
+            if which != "strings" or len(tensor.strings.values) != 1:
+                raise self.fail(f"{what} is declared a string but holds no single string")
+            return str(tensor.strings.values[0]), t
+        dtype = storage_dtype(t.elem)
+        if which == "strings":
+            raise self.fail(f"{what} holds strings but is declared {t.name}")
+        if which is None:
+            if t.count:
+                raise self.fail(f"{what} has no values; its type {list(t.shape)} needs {t.count}")
+            return np.zeros(t.shape, dtype), t
+        if which == "bytes":
+            raw = tensor.bytes.values
+            need = _nbytes(t.elem, t.count)
+            if len(raw) != need:
+                raise self.fail(
+                    f"{what} holds {len(raw)} bytes; its type {t.name} {list(t.shape)} needs {need}"
+                )
+            return _decode(raw, t.elem, t.count).reshape(t.shape).copy(), t
+        values = getattr(tensor, which).values
+        if len(values) != t.count:
+            raise self.fail(
+                f"{what} holds {len(values)} values; its type {list(t.shape)} needs {t.count}"
+            )
+        array = np.fromiter(values, _FIELD_DTYPES[which], count=len(values))
+        return array.astype(dtype).reshape(t.shape), t
+
+    # ----- ops -----------------------------------------------------------------
 
     def const(self, array: np.ndarray, elem: Attribute, hint: str) -> SSAValue:
         type = TensorType(elem, list(array.shape))
@@ -186,56 +609,101 @@ class Reader:
         op = coreml.ConstOp.build(properties={"value": attr}, result_types=[type])
         op.result.name_hint = _hint(hint)
         self.block.add_op(op)
+        self.names[op] = self.where
         return op.result
 
-    def argument(self, name: str, binding: Any) -> tuple[SSAValue | None, Any]:
-        if binding.WhichOneof("binding") == "name":
-            key = binding.name
-            return self.values.get(key), self.arrays.get(key)
-        array, elem, _ = _value(self.pkg, binding.value)
+    def output(self, op: Any) -> tuple[str, Any]:
+        """The name and type of the op's single output (not defined before)."""
+        if len(op.outputs) != 1:
+            raise self.fail(f"has {len(op.outputs)} outputs; qopt reads ops with one")
+        name = op.outputs[0].name
+        if not name:
+            raise self.fail("its output has no name")
+        if name in self.values or name in self.arrays:
+            raise self.fail("its output name is defined twice")
+        return name, op.outputs[0].type
+
+    def const_op(self, op: Any) -> None:
+        name, _ = self.output(op)
+        if "val" not in op.attributes:
+            raise self.fail("has no 'val' attribute")
+        array, t = self.value(op.attributes["val"], "its value")
+        self.arrays[name] = array
+        if not isinstance(array, str):
+            self.values[name] = self.const(array, t.elem, name)
+
+    def argument(self, key: str, binding: Any) -> tuple[SSAValue | None, Any]:
+        which = binding.WhichOneof("binding")
+        if which == "name":
+            ref = binding.name
+            if ref not in self.values and ref not in self.arrays:
+                raise self.fail(f"input '{key}' names {_name(ref)}, which is not defined before it")
+            return self.values.get(ref), self.arrays.get(ref)
+        if which != "value":
+            raise self.fail(f"input '{key}' has an argument with no binding")
+        array, t = self.value(binding.value, f"input '{key}'")
         if isinstance(array, str):
             return None, array
-        return self.const(array, elem, name), array
+        return self.const(array, t.elem, key), array
 
     def op(self, op: Any) -> None:
         cls = coreml.BY_MIL_NAME[op.type]
+        out_name, out_type = self.output(op)
+        if len(op.blocks):
+            raise self.fail("has nested blocks; qopt reads none for this op")
+        kinds = _operand_kinds(cls)
         args: dict[str, Any] = {}
         arrays: dict[str, Any] = {}
         for key, arg in op.inputs.items():
+            if not len(arg.arguments):
+                raise self.fail(f"input '{key}' has no arguments")
             bound = [self.argument(key, b) for b in arg.arguments]
-            if key in cls.MIL_OPERANDS and cls is coreml.ConcatOp and key == "values":
+            if kinds.get(key) == "variadic":
+                if any(v is None for v, _ in bound):
+                    raise self.fail(f"input '{key}' must be tensors")
                 args[key] = [v for v, _ in bound]
+            elif len(bound) != 1:
+                raise self.fail(f"input '{key}' has {len(bound)} arguments; {op.type} takes one")
             else:
                 args[key], arrays[key] = bound[0]
         for key, attr in op.attributes.items():  # iOS16/17 constexpr parameters
             if key == "name":
                 continue
-            array, elem, _ = _value(self.pkg, attr)
+            array, t = self.value(attr, f"attribute '{key}'")
             arrays[key] = array
             if key in cls.MIL_OPERANDS:
-                args[key] = self.const(array, elem, key)
+                if isinstance(array, str):
+                    raise self.fail(f"attribute '{key}' must be a tensor")
+                args[key] = self.const(array, t.elem, key)
+        for key in cls.MIL_PARAMS:
+            if key in op.inputs and arrays.get(key) is None:
+                raise self.fail(
+                    f"computes its '{key}' at run time; qopt reads it only as a constant"
+                )
+        out = self.tensor_type(out_type, "its output")
         props: dict[str, Attribute] = {}
         defaults = _DEFAULTS.get(op.type, {})
-        out_elem, out_shape = _tensor_type(op.outputs[0].type)
         for key, kind in cls.MIL_PARAMS.items():
-            if key in op.inputs and arrays.get(key) is None:
-                raise QoptError(
-                    f"read_mlpackage: {op.type} '{op.outputs[0].name}' computes its "
-                    f"'{key}' at run time; qopt reads it only as a constant"
-                )
             value = arrays.get(key, defaults.get(key))
             if value is None:
-                value = self._derived_default(op.type, key, args, out_shape)
+                value = self._derived_default(op.type, key, args, out.shape)
             if value is not None:
-                props[key] = _param_attr(value, kind)
+                try:
+                    props[key] = _param_attr(value, kind)
+                except (ValueError, TypeError, OverflowError, VerifyException) as e:
+                    raise self.fail(f"parameter '{key}' is not a valid {kind}: {e}") from None
         operands: list[Any] = []
         for key in cls.MIL_OPERANDS:
-            operands.append(args.get(key))
-        result = TensorType(out_elem, list(out_shape))
+            operand = args.get(key)
+            if operand is None and kinds[key] != "optional":
+                raise self.fail(f"input '{key}' is missing (or is not a tensor)")
+            operands.append(operand)
+        result = TensorType(out.elem, list(out.shape))
         new = cls.build(operands=operands, properties=props, result_types=[result])
-        new.results[0].name_hint = _hint(op.outputs[0].name)
+        new.results[0].name_hint = _hint(out_name)
         self.block.add_op(new)
-        self.values[op.outputs[0].name] = new.results[0]
+        self.names[new] = self.where
+        self.values[out_name] = new.results[0]
 
     def _derived_default(
         self, op_type: str, key: str, args: dict[str, Any], out_shape: tuple[int, ...]
@@ -261,70 +729,107 @@ def _hint(name: str) -> str | None:
     return clean if clean and not clean[0].isdigit() else None
 
 
-def read_mlpackage(path: Any) -> ModuleOp:
-    """Read an ML Program `.mlpackage` into a module with one coreml function."""
-    from qopt.logs import quiet_third_party_logs
+def _op_label(op: Any) -> str:
+    out = op.outputs[0].name if len(op.outputs) else "<no output>"
+    return f"{_name(op.type)[1:-1]} {_name(out)}"
 
-    quiet_third_party_logs()
-    import coremltools as ct
-    from coremltools.proto import MIL_pb2  # noqa: F401
 
-    path = os.fspath(path)
-    if not os.path.isdir(path):
-        raise QoptError(f"read_mlpackage: {path} is not an .mlpackage directory")
-    try:
-        spec = ct.models.MLModel(path, skip_model_load=True).get_spec()
-    except Exception as e:  # coremltools raises many kinds
-        raise QoptError(f"read_mlpackage: cannot load {path}: {e}") from None
-    if spec.WhichOneof("Type") != "mlProgram":
-        raise QoptError(
-            f"read_mlpackage: {path} is not an ML Program (it is a {spec.WhichOneof('Type')})"
-        )
+def _read(pkg: _Package) -> ModuleOp:
+    spec = pkg.read_spec(pkg.read_manifest())
+    kind = spec.WhichOneof("Type")
+    if kind != "mlProgram":
+        raise pkg.error(f"not an ML Program (it is {'a ' + kind if kind else 'empty'})")
     program = spec.mlProgram
     if "main" not in program.functions:
-        raise QoptError(f"read_mlpackage: {path} has no main function")
+        raise pkg.error("has no main function")
     function = program.functions["main"]
+    match = re.fullmatch(r"CoreML(\d{1,3})", function.opset)
+    opset = f"iOS{int(match.group(1)) + 10}" if match else ""
+    if opset not in OPSETS:
+        raise pkg.error(
+            f"main has opset {_name(function.opset)}; qopt reads "
+            + ", ".join(f"CoreML{int(o[3:]) - 10} ({o})" for o in OPSETS)
+        )
+    if function.opset not in function.block_specializations:
+        raise pkg.error(f"main has no block for its opset {function.opset}")
     block_spec = function.block_specializations[function.opset]
     unknown = sorted({op.type for op in block_spec.operations} - {"const", *coreml.BY_MIL_NAME})
     if unknown:
-        raise QoptError(
-            f"read_mlpackage: {path} uses MIL ops qopt does not know: {', '.join(unknown)}"
-        )
-    reader = Reader(_Package(path))
-    arg_types = []
+        shown = ", ".join(_name(t)[1:-1] for t in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        raise pkg.error(f"uses MIL ops qopt does not know: {shown}{more}")
+    reader = Reader(pkg)
+    arg_types: list[Attribute] = []
+    seen: set[str] = set()
     for named in function.inputs:
-        elem, shape = _tensor_type(named.type)
-        arg_types.append(TensorType(elem, list(shape)))
+        reader.where = f"input {_name(named.name)}"
+        if not named.name or named.name in seen:
+            raise reader.fail("is unnamed or defined twice")
+        seen.add(named.name)
+        t = reader.tensor_type(named.type, "its type")
+        arg_types.append(TensorType(t.elem, list(t.shape)))
     reader.block = Block(arg_types=arg_types)
     for named, arg in zip(function.inputs, reader.block.args, strict=True):
         arg.name_hint = _hint(named.name)
         reader.values[named.name] = arg
     for op in block_spec.operations:
-        if op.type == "const":
-            array, elem, _ = _value(reader.pkg, op.attributes["val"])
-            name = op.outputs[0].name
-            reader.arrays[name] = array
-            if not isinstance(array, str):
-                reader.values[name] = reader.const(array, elem, name)
-            continue
-        reader.op(op)
-    outputs = [reader.values[name] for name in block_spec.outputs]
+        reader.where = _op_label(op)
+        try:
+            if op.type == "const":
+                reader.const_op(op)
+            else:
+                reader.op(op)
+        except QoptError:
+            raise
+        except _MALFORMED as e:
+            raise reader.fail(f"malformed: {type(e).__name__}: {e}") from None
+    reader.where = ""
+    if not len(block_spec.outputs):
+        raise pkg.error("main has no outputs")
+    outputs: list[SSAValue] = []
+    for name in block_spec.outputs:
+        if name not in reader.values:
+            raise pkg.error(f"output {_name(name)} is not a tensor defined in main")
+        outputs.append(reader.values[name])
     reader.block.add_op(ReturnOp(*outputs))
-    func = FuncOp.from_region(
-        "forward",
-        arg_types,
-        [v.type for v in outputs],
-        Region(reader.block),
-    )
-    opset = f"iOS{int(function.opset.removeprefix('CoreML')) + 10}"
+    func = FuncOp.from_region("forward", arg_types, [v.type for v in outputs], Region(reader.block))
     func.attributes[OPSET_ATTR] = StringAttr(opset)
     module = ModuleOp([func])
     # Constants only used as MIL parameters (now properties) are dropped.
     for op in reversed(list(reader.block.ops)):
         if isinstance(op, coreml.ConstOp) and not op.result.uses:
             reader.block.erase_op(op)
+    for op in reader.block.ops:
+        try:
+            op.verify()
+        except (VerifyException, DiagnosticException) as e:
+            where = reader.names.get(op, op.name)
+            raise pkg.error(f"{where}: does not verify: {e}") from None
     module.verify()
     return module
 
 
-__all__ = ["read_mlpackage"]
+def read_mlpackage(path: Any) -> ModuleOp:
+    """Read an ML Program `.mlpackage` into a module with one coreml function.
+
+    The package is untrusted: see the module docstring for what is checked.
+    """
+    from qopt.logs import quiet_third_party_logs
+
+    quiet_third_party_logs()
+    path = os.fsdecode(os.fspath(path))
+    if not os.path.isdir(path):
+        raise QoptError(_line(f"read_mlpackage: {path} is not an .mlpackage directory"))
+    pkg = _Package(path)
+    try:
+        return _read(pkg)
+    except QoptError:
+        raise
+    except _MALFORMED as e:  # the last resort: malformed input a check above missed
+        raise pkg.error(f"malformed package: {type(e).__name__}: {e}") from None
+    finally:
+        pkg.close()
+
+
+__all__ = ["MAX_BLOB_FILE_BYTES", "MAX_ELEMENTS", "MAX_MANIFEST_BYTES", "MAX_PARAM_ENTRIES",
+           "MAX_RANK", "MAX_SPEC_BYTES", "read_mlpackage"]  # fmt: skip
