@@ -68,6 +68,8 @@ from xdsl.utils.exceptions import VerifyException
 from qopt.dialects.dtypes import is_bool, is_float, is_int, ui32
 
 ROW_MAJOR = "row_major"
+MAX_WORKGROUPS = 65535
+"""Workgroup count limit per dimension (Vulkan's guaranteed maxComputeWorkGroupCount)."""
 BINDING_DTYPES = {"f32": f32, "i32": i32, "u32": ui32}
 PUSH_KINDS = ("i32", "u32", "f32")
 
@@ -300,13 +302,10 @@ class KernelOp(IRDLOperation):
                 f"push constants of kernel {self.kernel.data} are "
                 f"{[f'{n}:{k}' for n, k in spec.push]}"
             )
-        known = {name for name, _ in spec.spec}
-        for key in self.spec.data:
-            if key not in known:
-                raise VerifyException(
-                    f"kernel {self.kernel.data} has no specialization constant {key} "
-                    f"(it has {sorted(known)})"
-                )
+        try:
+            spec.check_spec(self.spec_values())
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
 
 
 # ----- buffers ------------------------------------------------------------------------
@@ -430,8 +429,10 @@ class DispatchOp(IRDLOperation):
 
     def verify_(self) -> None:
         groups = tuple(int(v) for v in self.workgroups.get_values())
-        if len(groups) != 3 or any(g < 1 for g in groups):
-            raise VerifyException(f"workgroups must be 3 positive counts, got {list(groups)}")
+        if len(groups) != 3 or any(not 1 <= g <= MAX_WORKGROUPS for g in groups):
+            raise VerifyException(
+                f"workgroups must be 3 counts in [1, {MAX_WORKGROUPS}], got {list(groups)}"
+            )
         kernel = self.kernel_op()
         bindings = kernel.binding_list()
         if len(self.buffers) != len(bindings):
@@ -472,6 +473,28 @@ class DispatchOp(IRDLOperation):
                 isinstance(attr, IntegerAttr) and attr.type in (i32, ui32, i64)
             ):
                 raise VerifyException(f"push constant {name} must be an {kind} integer")
+        self.check_extents(kernel)
+
+
+    def check_extents(self, kernel: KernelOp) -> None:
+        """Everything the dispatch can touch lies inside its buffers (with the
+        registered kernel's `check_dispatch`: push constants, specialization values,
+        workgroup counts and the words each binding can reach), so no program, parsed
+        or lowered, gets an out-of-bounds dispatch past the verifier."""
+        from qopt.backends.vulkan.registry import kernels
+
+        try:
+            spec = kernels().get(kernel.kernel.data)
+        except ImportError:  # the kernel specs are not installed: nothing to check against
+            return
+        if spec is None:
+            return
+        words = [_buffer(b).numel for b in self.buffers]
+        groups = [int(g) for g in self.workgroups.get_values()]
+        try:
+            spec.check_dispatch(self.push_values(), kernel.spec_values(), groups, words)
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
 
 
 @irdl_op_definition

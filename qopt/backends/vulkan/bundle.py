@@ -36,6 +36,7 @@ from xdsl.utils.target import Target
 from qopt.dialects import vkc
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.limits import DEFAULT_LIMITS, Limits
 
 MAGIC = b"QVKB"
 VERSION = 1
@@ -240,8 +241,164 @@ def bundle_bytes(program: BundleProgram) -> bytes:
     return _HEADER.pack(MAGIC, VERSION, len(text)) + text + b"".join(blobs)
 
 
-def load_bundle(data: bytes, path: str = "<bundle>") -> BundleProgram:
-    """Parse and check a `.qvk` file; QoptError if anything does not match."""
+def _int(value: Any, what: str, low: int = 0, high: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise QoptError(f"{what} must be an integer >= {low}, got {str(value)[:40]!r}")
+    if high is not None and value > high:
+        raise QoptError(f"{what} must be at most {high}, got {value}")
+    return value
+
+
+def _record(value: Any, what: str, keys: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict) or not keys <= set(value):
+        raise QoptError(f"{what} must be an object with {', '.join(sorted(keys))}")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise QoptError(f"{what} must be a list")
+    return value
+
+
+#: Tensor dtypes a bundle's inputs and outputs may have (the ABI narrows them to words).
+TENSOR_DTYPES = frozenset(
+    {"float32", "float16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"}
+)
+_CONSTANT_DTYPES = {"float32": np.float32, "int32": np.int32, "uint32": np.uint32}
+
+
+def _verify_spirv(entry: KernelEntry, what: str) -> None:
+    """The bundle's SPIR-V must be what qopt compiles from its own GLSL for the kernel;
+    where glslang is missing, it must at least pass spirv-val."""
+    from qopt.backends.vulkan.spirv import compile_kernel, have_tool, validate_spirv
+
+    assert entry.spirv is not None
+    if have_tool("glslangValidator"):
+        if entry.spirv != compile_kernel(entry.glsl):
+            raise QoptError(
+                f"{what}: its SPIR-V is not qopt's compilation of {entry.glsl} (modified, or "
+                "built by another qopt or glslang): recompile the bundle with "
+                "`qopt-opt ... -t vkbundle`"
+            )
+        return
+    if not have_tool("spirv-val"):
+        raise QoptError(
+            f"{what}: cannot verify its SPIR-V: install glslang-tools or spirv-tools "
+            "(Debian/Ubuntu: `apt-get install glslang-tools spirv-tools`)"
+        )
+    validate_spirv(entry.spirv, f"{what} ({entry.glsl})")
+
+
+def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    """Check a whole dispatch program before any device runs it: kernels registered
+    with in-range specialization values; buffer ids, kinds, sizes, slots and constants
+    consistent; inputs and outputs inside their buffers; every dispatch with the
+    kernel's push constants and positive, bounded workgroup counts, touching only
+    words inside its buffers (KernelSpec.check_dispatch) and writing only transient
+    buffers; device memory within `limits`. QoptError (one line) otherwise."""
+    from qopt.backends.vulkan.registry import kernels
+
+    table = kernels()
+    for i, entry in enumerate(program.kernels):
+        what = f"'{path}': kernel {i}"
+        spec = table.get(entry.kernel)
+        if spec is None:
+            raise QoptError(f"{what}: '{entry.kernel[:40]}' is not one of qopt's Vulkan kernels")
+        if entry.glsl != spec.glsl:
+            raise QoptError(
+                f"{what}: {entry.kernel} is compiled from {spec.glsl}, not {entry.glsl[:40]}"
+            )
+        try:
+            spec.check_spec(entry.spec)
+        except ValueError as e:
+            raise QoptError(f"{what}: {e}") from None
+    sizes = [0] * len(program.buffers)
+    device_bytes = sum(int(c.nbytes) for c in program.constants)
+    for i, n in enumerate(program.slots):
+        device_bytes += max(_int(n, f"'{path}': slot {i}'s size"), 4)
+    n_inputs = len(program.inputs)
+    for i, record in enumerate(program.buffers):
+        what = f"'{path}': buffer {i}"
+        record = _record(record, what, {"kind", "nbytes"})
+        nbytes = _int(record["nbytes"], f"{what}'s nbytes")
+        if nbytes % 4:
+            raise QoptError(f"{what}: nbytes {nbytes} is not a whole number of 4-byte words")
+        kind = record["kind"]
+        if kind == "constant":
+            c = _int(record.get("constant"), f"{what}'s constant", 0, len(program.constants) - 1)
+            if program.constants[c].nbytes != nbytes:
+                raise QoptError(f"{what}: constant {c} holds {program.constants[c].nbytes} bytes")
+        elif kind == "slot":
+            slot = _int(record.get("slot"), f"{what}'s slot", 0, len(program.slots) - 1)
+            if max(program.slots[slot], 4) < nbytes:
+                raise QoptError(f"{what}: slot {slot} holds fewer than its {nbytes} bytes")
+        elif kind == "input":
+            _int(record.get("index"), f"{what}'s input index", 0, n_inputs - 1)
+            device_bytes += max(nbytes, 4)
+        elif kind == "alloc":
+            device_bytes += max(nbytes, 4)
+        else:
+            raise QoptError(f"{what}: unknown kind {str(kind)[:20]!r}")
+        sizes[i] = max(nbytes, 4) // 4
+    limits.check(f"'{path}': the device memory it asks for", device_bytes, "max_device_bytes")
+
+    def check_tensor(t: Tensor, what: str) -> int:
+        _int(t.buffer, f"{what}'s buffer", 0, len(program.buffers) - 1)
+        if t.dtype not in TENSOR_DTYPES:
+            raise QoptError(f"{what}: dtype {str(t.dtype)[:20]!r} is not a tensor dtype")
+        dims = _list(t.shape, f"{what}'s shape")
+        limits.check(f"{what}'s rank", len(dims), "max_tensor_rank")
+        numel = 1
+        for d in dims:
+            numel *= _int(d, f"{what}'s dimension")
+        if max(numel, 1) > sizes[t.buffer]:
+            raise QoptError(
+                f"{what}: {numel} elements do not fit buffer {t.buffer} ({sizes[t.buffer]} words)"
+            )
+        return numel
+
+    seen: set[int] = set()
+    for i, t in enumerate(program.inputs):
+        what = f"'{path}': input {i}"
+        check_tensor(t, what)
+        record = program.buffers[t.buffer]
+        index = _int(t.index, f"{what}'s index", 0, n_inputs - 1)
+        if record["kind"] != "input" or record.get("index") != index or index in seen:
+            raise QoptError(f"{what}: buffer {t.buffer} is not the upload buffer of input {index}")
+        seen.add(index)
+    for i, t in enumerate(program.outputs):
+        check_tensor(t, f"'{path}': output {i}")
+    limits.check(f"'{path}': the number of dispatches", len(program.steps), "max_dispatches")
+    for i, step in enumerate(program.steps):
+        what = f"'{path}': dispatch {i}"
+        k = _int(step.kernel, f"{what}'s kernel", 0, len(program.kernels) - 1)
+        entry = program.kernels[k]
+        spec = table[entry.kernel]
+        ids = _list(step.buffers, f"{what}'s buffers")
+        for b in ids:
+            _int(b, f"{what}'s buffer id", 0, len(program.buffers) - 1)
+        if not isinstance(step.push, dict):
+            raise QoptError(f"{what}: push constants must be an object")
+        groups = _list(step.groups, f"{what}'s workgroups")
+        try:
+            spec.check_dispatch(step.push, entry.spec, groups, [sizes[b] for b in ids])
+        except ValueError as e:
+            raise QoptError(f"{what}: {e}") from None
+        for binding, b in zip(spec.bindings, ids, strict=True):
+            if binding.writes and program.buffers[b]["kind"] not in ("alloc", "slot"):
+                raise QoptError(
+                    f"{what}: kernel {entry.kernel} writes binding {binding.name} into "
+                    f"{program.buffers[b]['kind']} buffer {b} (only transient buffers are written)"
+                )
+
+
+def load_bundle(
+    data: bytes, path: str = "<bundle>", limits: Limits = DEFAULT_LIMITS
+) -> BundleProgram:
+    """Parse and check a `.qvk` file (untrusted input): the header, every blob's size
+    and hash, the SPIR-V (`_verify_spirv`) and the whole program (`check_program`).
+    QoptError (one line) if anything does not match."""
     if len(data) < _HEADER.size:
         raise QoptError(f"'{path}' is not a qopt Vulkan bundle: too short")
     magic, version, size = _HEADER.unpack_from(data)
@@ -252,52 +409,81 @@ def load_bundle(data: bytes, path: str = "<bundle>") -> BundleProgram:
             f"'{path}' is a version {version} Vulkan bundle; this qopt reads version "
             f"{VERSION}: recompile it with `qopt-opt ... -t vkbundle`"
         )
+    limits.check(f"'{path}': its manifest's size", size, "max_manifest_bytes")
     start = _HEADER.size + size
     if start > len(data):
         raise QoptError(f"'{path}' is truncated (manifest)")
     try:
         manifest = json.loads(data[_HEADER.size : start].decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise QoptError(f"'{path}' has a corrupted manifest: {e}") from None
-    blobs = data[start:]
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise QoptError(f"'{path}' has a corrupted manifest: {type(e).__name__}") from None
+    blobs = memoryview(data)[start:]
+    manifest = _record(
+        manifest,
+        f"'{path}': the manifest",
+        {"kernels", "constants", "buffers", "slots", "inputs", "outputs", "steps"},
+    )
 
-    def blob(record: dict[str, Any], what: str) -> bytes:
-        lo, n = int(record["offset"]), int(record["size"])
-        chunk = blobs[lo : lo + n]
-        if len(chunk) != n:
+    def blob(record: Any, what: str) -> bytes:
+        record = _record(record, f"'{path}': {what}'s blob", {"offset", "size", "sha256"})
+        lo = _int(record["offset"], f"'{path}': {what}'s offset")
+        n = _int(record["size"], f"'{path}': {what}'s size")
+        if lo + n > len(blobs):
             raise QoptError(f"'{path}' is truncated ({what})")
+        chunk = bytes(blobs[lo : lo + n])
         if _sha(chunk) != record["sha256"]:
             raise QoptError(f"'{path}' is corrupted: the hash of {what} does not match")
         return chunk
 
+    program = BundleProgram()
+    for i, k in enumerate(_list(manifest["kernels"], f"'{path}': kernels")):
+        k = _record(k, f"'{path}': kernel {i}", {"kernel", "glsl", "spec", "spirv"})
+        if not isinstance(k["kernel"], str) or not isinstance(k["glsl"], str):
+            raise QoptError(f"'{path}': kernel {i}'s names must be strings")
+        spec_values = _record(k["spec"], f"'{path}': kernel {i}'s spec", set())
+        spirv = blob(k["spirv"], f"kernel {i}")
+        program.kernels.append(KernelEntry(k["kernel"], k["glsl"], dict(spec_values), spirv))
+    for i, c in enumerate(_list(manifest["constants"], f"'{path}': constants")):
+        c = _record(c, f"'{path}': constant {i}", {"dtype"})
+        dtype = _CONSTANT_DTYPES.get(c["dtype"]) if isinstance(c["dtype"], str) else None
+        if dtype is None:
+            raise QoptError(f"'{path}': constant {i} has dtype {str(c['dtype'])[:20]!r}")
+        raw = blob(c, f"constant {i}")
+        if len(raw) % 4:
+            raise QoptError(f"'{path}': constant {i} is not a whole number of words")
+        program.constants.append(np.frombuffer(raw, dtype=dtype).copy())
+    program.buffers = _list(manifest["buffers"], f"'{path}': buffers")
+    program.slots = _list(manifest["slots"], f"'{path}': slots")
     try:
-        program = BundleProgram()
-        for k in manifest["kernels"]:
-            program.kernels.append(
-                KernelEntry(k["kernel"], k["glsl"], dict(k["spec"]), blob(k["spirv"], k["kernel"]))
-            )
-        for i, c in enumerate(manifest["constants"]):
-            raw = blob(c, f"constant {i}")
-            program.constants.append(np.frombuffer(raw, dtype=np.dtype(c["dtype"])).copy())
-        program.buffers = list(manifest["buffers"])
-        program.slots = [int(s) for s in manifest["slots"]]
-        program.inputs = [Tensor(**t) for t in manifest["inputs"]]
-        program.outputs = [Tensor(**t) for t in manifest["outputs"]]
-        program.steps = [Step(**s) for s in manifest["steps"]]
-    except (KeyError, TypeError, ValueError) as e:
-        if isinstance(e, QoptError):
-            raise
-        raise QoptError(f"'{path}' has a corrupted manifest: {e!r}") from None
+        program.inputs = [
+            Tensor(**_record(t, f"'{path}': input", {"buffer", "shape", "dtype"}))
+            for t in _list(manifest["inputs"], f"'{path}': inputs")
+        ]
+        program.outputs = [
+            Tensor(**_record(t, f"'{path}': output", {"buffer", "shape", "dtype"}))
+            for t in _list(manifest["outputs"], f"'{path}': outputs")
+        ]
+        program.steps = [
+            Step(**_record(s, f"'{path}': dispatch", {"kernel", "buffers", "push", "groups"}))
+            for s in _list(manifest["steps"], f"'{path}': dispatches")
+        ]
+    except TypeError as e:  # unknown keys
+        raise QoptError(f"'{path}' has a corrupted manifest: {e}") from None
+    check_program(program, path, limits)
+    for i, entry in enumerate(program.kernels):
+        _verify_spirv(entry, f"'{path}': kernel {i} ({entry.kernel})")
     return program
 
 
-def read_bundle(path: str | os.PathLike[str]) -> BundleProgram:
+def read_bundle(
+    path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
+) -> BundleProgram:
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise QoptError(f"cannot read Vulkan bundle '{path}': {e.strerror}") from None
-    return load_bundle(data, str(path))
+    return load_bundle(data, str(path), limits)
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:

@@ -210,6 +210,121 @@ def _rows_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]
     return (max(1, min(int(push["rows"]), MAX_GROUPS)), 1, 1)
 
 
+# ----- buffer extents ----------------------------------------------------------------------
+# Each kernel's `extents(push, spec)` mirrors the index expressions of its shader in exact
+# integers: one more than the highest 4-byte word of each binding a dispatch can read or
+# write (0 for a binding it does not touch). Every shader loop is bounded by push constants
+# (grid-stride loops, clamped tiles), so the workgroup count never widens an extent. Push
+# values the shaders cannot index with safely (a divisor of 0, a 32-bit index or loop bound
+# that would wrap) raise ValueError; `_guarded` adds the kernel name and the wrap check.
+
+Extents = dict[str, int]
+ExtentsFn = Callable[[PushValues, SpecValues], Extents]
+U32_LIMIT = 1 << 32
+"""The shaders index with uint32: an extent above 2^32 words means an index wrapped."""
+FLAG = (0, 1)
+WG_RANGE = (1, 1024)
+"""Local size x (WG): lavapipe and desktop GPUs accept 1024 (Vulkan guarantees 128)."""
+TILE_RANGE = (1, 8)
+"""NPW / MT (linear_qw, matmul): they size private arrays (NPW * MT floats)."""
+GROUP_RANGE = (1, 2**31 - 1)
+"""GROUP_SIZE: any positive int (the per-channel kernels default to 2^30)."""
+AFFINE_BITS = (4, 8)
+LUT_BITS = (1, 2, 4, 8)
+
+
+def _guarded(name: str, fn: ExtentsFn) -> ExtentsFn:
+    """`fn` with its ValueErrors naming kernel `name`, refusing extents past 2^32 words."""
+
+    def extents(push: PushValues, spec: SpecValues) -> Extents:
+        try:
+            found = fn(push, spec)
+            for binding, words in found.items():
+                if words < 0:
+                    raise ValueError(f"binding {binding} gets a negative extent {words}")
+                if words > U32_LIMIT:
+                    raise ValueError(
+                        f"binding {binding} would be indexed up to word {words - 1}: "
+                        "past 2^32 the shader's uint32 index wraps"
+                    )
+        except ValueError as e:
+            raise ValueError(f"kernel {name}: {e}") from None
+        return found
+
+    extents.__doc__ = fn.__doc__
+    extents.__name__ = fn.__name__
+    return extents
+
+
+def _ints(push: PushValues, *names: str) -> tuple[int, ...]:
+    return tuple(int(push[n]) for n in names)
+
+
+def _count(value: int, what: str) -> int:
+    """A loop bound the shader computes in uint32 (`p.n * p.D`, ...): it must not wrap."""
+    if value >= U32_LIMIT:
+        raise ValueError(f"{what} = {value} does not fit 32 bits")
+    return value
+
+
+def _nonzero(push: PushValues, *names: str) -> None:
+    """Push constants the shader divides by (reached: the caller knows there is work)."""
+    for n in names:
+        if int(push[n]) == 0:
+            raise ValueError(f"push constant {n} is 0 and the shader divides by it")
+
+
+def _one_of(spec: SpecValues, name: str, allowed: tuple[int, ...]) -> int:
+    value = int(spec[name])
+    if value not in allowed:
+        raise ValueError(f"specialization constant {name} = {value} is not one of {allowed}")
+    return value
+
+
+def _max_digits(n: int, dims: tuple[int, ...], weights: list[Callable[[int], int]]) -> int:
+    """max over i < n (n >= 1, dims >= 1) of sum_k weights[k](digit k of i), the digits of i
+    in the mixed radix `dims` (last fastest; the first one modulo dims[0], as the shaders'
+    `rem % d[k]; rem /= d[k]` leaves it), for nondecreasing weights. Beyond n - 1 itself,
+    the best index below it lowers one nonzero digit of n - 1 and maxes every later one."""
+    if n >= int(np.prod(dims, dtype=object)):
+        return sum(w(d - 1) for w, d in zip(weights, dims, strict=True))
+    digits, rem = [], n - 1
+    for d in reversed(dims):
+        digits.append(rem % d)
+        rem //= d
+    digits.reverse()
+    best = sum(w(t) for w, t in zip(weights, digits, strict=True))
+    prefix = 0
+    for k, (w, t) in enumerate(zip(weights, digits, strict=True)):
+        if t > 0:
+            rest = sum(wj(dj - 1) for wj, dj in zip(weights[k + 1 :], dims[k + 1 :], strict=True))
+            best = max(best, prefix + w(t - 1) + rest)
+        prefix += w(t)
+    return best
+
+
+def _strided_extent(n: int, dims: tuple[int, ...], strides: tuple[int, ...], offset: int) -> int:
+    """Words read or written at `offset + idx . strides` for the first n indices idx of the
+    6-D space `dims` (binary / where / copy_strided: `idx = rem % d[k]`, uint32 sums)."""
+    if n == 0:
+        return 0
+    if 0 in dims:
+        raise ValueError(f"a dimension of size 0 in {list(dims)} with n = {n}")
+    return offset + _max_digits(n, dims, [lambda i, s=s: i * s for s in strides]) + 1
+
+
+def _per_element(*names: str) -> ExtentsFn:
+    def extents(push: PushValues, spec: SpecValues) -> Extents:
+        return dict.fromkeys(names, int(push["n"]))
+
+    extents.__doc__ = f"Element i < n of each of {', '.join(names)} (`for (i < p.n)`, `[i]`)."
+    return extents
+
+
+def _rows_cols(push: PushValues) -> tuple[int, int]:
+    return int(push["rows"]), int(push["cols"])
+
+
 def _quant(x: np.ndarray, inv: float, zp: int, qmin: int, qmax: int, zp_first: bool = False):
     v = x.astype(F32) * F32(inv)
     r = np.round(v + F32(zp)) if zp_first else np.round(v) + F32(zp)
@@ -357,6 +472,8 @@ UNARY = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_unary_ref,
         exact=_unary_exact,
+        extents=_guarded("unary", _per_element("x", "y")),
+        spec_bounds={"OP": (0, max(UNARY_OPS.values())), "DTYPE": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -447,6 +564,17 @@ def _binary_exact(spec: SpecValues) -> bool:
     return not (_spec(spec, "OP", 0) == BINARY_OPS["pow"] and _spec(spec, "DTYPE", 0) == 0)
 
 
+def _binary_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """binary.glsl: out[i] for i < n, a[a_off + idx . sa], b[b_off + idx . sb] (idx the
+    6-D index of i)."""
+    n, dims = int(push["n"]), _shape6(push, "d")
+    return {
+        "a": _strided_extent(n, dims, _shape6(push, "sa"), int(push["a_off"])),
+        "b": _strided_extent(n, dims, _shape6(push, "sb"), int(push["b_off"])),
+        "out": n,
+    }
+
+
 BINARY = register(
     KernelSpec(
         name="binary",
@@ -465,6 +593,8 @@ BINARY = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_binary_ref,
         exact=_binary_exact,
+        extents=_guarded("binary", _binary_extents),
+        spec_bounds={"OP": (0, max(BINARY_OPS.values())), "DTYPE": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -484,6 +614,18 @@ def _where_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
     _store(buffers, "out", np.where(c != 0, a, b).astype(np.uint32))
 
 
+def _where_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """where.glsl: out[i] for i < n, cond[idx . sc], a[idx . sa], b[idx . sb] (both a and b
+    counted: either may be read)."""
+    n, dims = int(push["n"]), _shape6(push, "d")
+    return {
+        "cond": _strided_extent(n, dims, _shape6(push, "sc"), 0),
+        "a": _strided_extent(n, dims, _shape6(push, "sa"), 0),
+        "b": _strided_extent(n, dims, _shape6(push, "sb"), 0),
+        "out": n,
+    }
+
+
 WHERE = register(
     KernelSpec(
         name="where",
@@ -500,6 +642,8 @@ WHERE = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_where_ref,
         exact=_always,
+        extents=_guarded("where", _where_extents),
+        spec_bounds={"WG": WG_RANGE},
     )
 )
 _doc(
@@ -516,6 +660,16 @@ def _copy_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
     out = buffers["y"]
     words = out.reshape(-1).view(np.uint32)
     words[dst] = src
+
+
+def _copy_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """copy_strided.glsl: y[out_off + idx . so] = x[in_off + idx . si] for the first n
+    indices idx of the 6-D space d."""
+    n, dims = int(push["n"]), _shape6(push, "d")
+    return {
+        "x": _strided_extent(n, dims, _shape6(push, "si"), int(push["in_off"])),
+        "y": _strided_extent(n, dims, _shape6(push, "so"), int(push["out_off"])),
+    }
 
 
 COPY_STRIDED = register(
@@ -535,6 +689,8 @@ COPY_STRIDED = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_copy_ref,
         exact=_always,
+        extents=_guarded("copy_strided", _copy_extents),
+        spec_bounds={"WG": WG_RANGE},
     )
 )
 _doc(
@@ -569,6 +725,8 @@ FILL = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_fill_ref,
         exact=_always,
+        extents=_guarded("fill", _per_element("y")),
+        spec_bounds={"MODE": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -609,6 +767,15 @@ def _reduce_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     _store(buffers, "y", r.astype(F32))
 
 
+def _reduce_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """reduce_rows.glsl: row r < rows reads x[r * cols + c] for c < cols (the chains
+    `base + i * 32 + t` with i < cols / 32, the leftover vectors `base + v * 8 + t` with
+    v < cols / 8 and the scalar tail all stay below cols) and writes y[r] (also when
+    cols = 0)."""
+    rows, cols = _rows_cols(push)
+    return {"x": rows * cols, "y": rows}
+
+
 REDUCE_ROWS = register(
     KernelSpec(
         name="reduce_rows",
@@ -620,6 +787,8 @@ REDUCE_ROWS = register(
         workgroups=_rows_workgroups,
         reference=_reduce_ref,
         exact=_always,
+        extents=_guarded("reduce_rows", _reduce_extents),
+        spec_bounds={"OP": (0, max(REDUCE_OPS.values()))},
     )
 )
 _doc(
@@ -637,6 +806,12 @@ def _softmax_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecVal
     _store(buffers, "y", r.astype(F32))
 
 
+def _softmax_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """softmax_rows.glsl: x[r * cols + c] and y[r * cols + c] for r < rows, c < cols."""
+    rows, cols = _rows_cols(push)
+    return {"x": rows * cols, "y": rows * cols}
+
+
 SOFTMAX_ROWS = register(
     KernelSpec(
         name="softmax_rows",
@@ -646,6 +821,8 @@ SOFTMAX_ROWS = register(
         spec=(("LOG", 0),),
         workgroups=_rows_workgroups,
         reference=_softmax_ref,
+        extents=_guarded("softmax_rows", _softmax_extents),
+        spec_bounds={"LOG": FLAG},
     )
 )
 _doc(SOFTMAX_ROWS, "softmax (LOG = 1: log_softmax) over the last dim of [rows, cols].")
@@ -667,6 +844,19 @@ def _layer_norm_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spec
     _store(buffers, "y", y.astype(F32))
 
 
+def _layer_norm_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """layer_norm_rows.glsl: x[r * cols + c], y[r * cols + c] (r < rows, c < cols),
+    w[c] (HAS_WEIGHT), bias[c] (HAS_BIAS)."""
+    rows, cols = _rows_cols(push)
+    per_col = cols if rows else 0
+    return {
+        "x": rows * cols,
+        "weight": per_col if int(spec["HAS_WEIGHT"]) == 1 else 0,
+        "bias": per_col if int(spec["HAS_BIAS"]) == 1 else 0,
+        "y": rows * cols,
+    }
+
+
 LAYER_NORM_ROWS = register(
     KernelSpec(
         name="layer_norm_rows",
@@ -676,6 +866,8 @@ LAYER_NORM_ROWS = register(
         spec=(("HAS_WEIGHT", 1), ("HAS_BIAS", 1), ("RMS", 0)),
         workgroups=_rows_workgroups,
         reference=_layer_norm_ref,
+        extents=_guarded("layer_norm_rows", _layer_norm_extents),
+        spec_bounds={"HAS_WEIGHT": FLAG, "HAS_BIAS": FLAG, "RMS": FLAG},
     )
 )
 _doc(
@@ -709,6 +901,25 @@ def _matmul_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     _store(buffers, "out", out.astype(F32))
 
 
+def _matmul_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """matmul.glsl: for z < batch, m < M, n < N: a[z*a_bs + m*K + k], b[z*b_bs + k*N + n]
+    (TRANS_B 0) or b[z*b_bs + n*K + k] (TRANS_B 1: rows clamped to M - 1, columns to
+    N - 1; the vec4 path reads a4/b4 at the same words, 16-byte aligned as it requires
+    K, a_bs, b_bs % 4 == 0), bias[n] (HAS_BIAS), out[z*M*N + m*N + n]. Both layouts of b
+    end at word (batch - 1) * b_bs + K * N."""
+    m, n, k, batch, a_bs, b_bs = _ints(push, "M", "N", "K", "batch", "a_bs", "b_bs")
+    ext = dict.fromkeys(("a", "b", "bias", "out"), 0)
+    if 0 in (m, n, batch):
+        return ext
+    ext["out"] = batch * m * n
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    if k:
+        ext["a"] = (batch - 1) * a_bs + m * k
+        ext["b"] = (batch - 1) * b_bs + n * k
+    return ext
+
+
 MATMUL = register(
     KernelSpec(
         name="matmul",
@@ -718,6 +929,14 @@ MATMUL = register(
         spec=(("TRANS_B", 1), ("HAS_BIAS", 0), ("NPW", 1), ("MT", 1), ("WG", 64)),
         workgroups=_matmul_workgroups,
         reference=_matmul_ref,
+        extents=_guarded("matmul", _matmul_extents),
+        spec_bounds={
+            "TRANS_B": FLAG,
+            "HAS_BIAS": FLAG,
+            "NPW": TILE_RANGE,
+            "MT": TILE_RANGE,
+            "WG": WG_RANGE,
+        },
     )
 )
 _doc(
@@ -764,6 +983,52 @@ def _torch_conv(torch: Any, x: np.ndarray, w: np.ndarray, bias: Any, push: PushV
     return y.numpy()
 
 
+def _conv_extents(push: PushValues, spec: SpecValues, quantized: bool) -> Extents:
+    """conv2d.glsl / conv2d_q8.glsl: output i < N*OC*OH*OW (n, oc, oh, ow), g = oc / (OC /
+    groups), channels g*cg + c (c < cg = C / groups; OC need not divide evenly, so g can
+    reach (OC - 1) / ocg); x[((n*C + g*cg + c)*H + ih)*W + iw] only for 0 <= ih < H,
+    0 <= iw < W (int checks); tap k = (c*KH + kh)*KW + kw of w[((oc*cg + c)*KH + kh)*KW
+    + kw] (float) or of the int8 row w[oc*row_words + k/4] (q8); scales[oc], zeros[oc]
+    (HAS_ZERO_POINT), bias[oc] (HAS_BIAS), y[i]."""
+    n, c, h, w, oc, oh, ow, kh, kw = _ints(push, "N", "C", "H", "W", "OC", "OH", "OW", "KH", "KW")
+    groups = int(push["groups"])
+    total = _count(n * oc * oh * ow, "N * OC * OH * OW")
+    names = ("x", "w", "scales", "zeros", "bias", "y") if quantized else ("x", "w", "bias", "y")
+    ext = dict.fromkeys(names, 0)
+    _nonzero(push, "groups")  # cg = C / groups runs before the loop
+    if total == 0:
+        return ext
+    cg, ocg = c // groups, oc // groups
+    if ocg == 0:
+        raise ValueError(f"OC = {oc} < groups = {groups}: the shader divides by OC / groups")
+    ext["y"] = total
+    taps = cg * kh * kw
+    if taps and h and w:
+        channels = ((oc - 1) // ocg + 1) * cg  # of the last image, read by the last group
+        ext["x"] = ((n - 1) * c + channels) * h * w
+        if quantized:
+            ext["w"] = (oc - 1) * int(push["row_words"]) + (taps - 1) // 4 + 1
+        else:
+            ext["w"] = oc * taps
+    if quantized:
+        ext["scales"] = oc
+        if int(spec["HAS_ZERO_POINT"]) == 1:
+            ext["zeros"] = oc
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = oc
+    return ext
+
+
+def _conv2d_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """conv2d.glsl (float weights [OC, C / groups, KH, KW]): `_conv_extents`."""
+    return _conv_extents(push, spec, False)
+
+
+def _conv2d_q8_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """conv2d_q8.glsl (int8 weight rows of row_words words): `_conv_extents`."""
+    return _conv_extents(push, spec, True)
+
+
 CONV2D = register(
     KernelSpec(
         name="conv2d",
@@ -779,6 +1044,8 @@ CONV2D = register(
             lambda p: int(p["N"]) * int(p["OC"]) * int(p["OH"]) * int(p["OW"])
         ),
         reference=_conv_ref,
+        extents=_guarded("conv2d", _conv2d_extents),
+        spec_bounds={"HAS_BIAS": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(CONV2D, """Float NCHW conv2d (stride/pad/dilation/groups, optional bias).""")
@@ -812,6 +1079,20 @@ def _pool_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
     _store(buffers, "y", out)
 
 
+def _pool_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """pool2d.glsl: output i < planes*OH*OW reads x[plane * uint(H*W) + uint(ih*W + iw)]
+    only for 0 <= ih < H, 0 <= iw < W (max: the bounds checks; avg: the window clipped
+    to the input), in int32 arithmetic; writes y[i]."""
+    planes, h, w, oh, ow = _ints(push, "planes", "H", "W", "OH", "OW")
+    total = _count(planes * oh * ow, "planes * OH * OW")
+    x = 0
+    if total and h > 0 and w > 0:
+        if h * w >= 1 << 31:
+            raise ValueError(f"H * W = {h * w} overflows the shader's int32")
+        x = planes * h * w
+    return {"x": x, "y": total}
+
+
 POOL2D = register(
     KernelSpec(
         name="pool2d",
@@ -829,6 +1110,8 @@ POOL2D = register(
         workgroups=_grid_workgroups(lambda p: int(p["planes"]) * int(p["OH"]) * int(p["OW"])),
         reference=_pool_ref,
         exact=_always,
+        extents=_guarded("pool2d", _pool_extents),
+        spec_bounds={"OP": (0, max(POOL_OPS.values())), "COUNT_INCLUDE_PAD": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -853,6 +1136,19 @@ def _adaptive_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecVa
     _store(buffers, "y", out)
 
 
+def _adaptive_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """adaptive_avg_pool2d.glsl: output i < planes*OH*OW (plane, oh, ow) reads
+    x[plane*H*W + h*W + w] for h in [oh*H / OH, ceil((oh + 1)*H / OH)) (inside [0, H),
+    likewise w), computed in uint32; writes y[i]."""
+    planes, h, w, oh, ow = _ints(push, "planes", "H", "W", "OH", "OW")
+    total = _count(planes * oh * ow, "planes * OH * OW")
+    if total == 0:
+        return {"x": 0, "y": 0}
+    _count(oh * (h + 1) - 1, "OH * H + OH - 1")  # the window end (oh + 1) * H + OH - 1
+    _count(ow * (w + 1) - 1, "OW * W + OW - 1")
+    return {"x": planes * h * w, "y": total}
+
+
 ADAPTIVE_AVG_POOL2D = register(
     KernelSpec(
         name="adaptive_avg_pool2d",
@@ -863,6 +1159,8 @@ ADAPTIVE_AVG_POOL2D = register(
         workgroups=_grid_workgroups(lambda p: int(p["planes"]) * int(p["OH"]) * int(p["OW"])),
         reference=_adaptive_ref,
         exact=_always,
+        extents=_guarded("adaptive_avg_pool2d", _adaptive_extents),
+        spec_bounds={"WG": WG_RANGE},
     )
 )
 _doc(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d over [planes, H, W] -> [planes, OH, OW].")
@@ -882,6 +1180,22 @@ def _gather_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     _store(buffers, "y", np.where(ok[:, None], table[rows], np.uint32(0)).astype(np.uint32))
 
 
+def _index_rows(v: int) -> None:
+    """Row indices read from a buffer are checked in the shader as `r < int(p.V)` (after
+    `r += int(p.V)` for negative r): V must be a valid int32."""
+    if v >= 1 << 31:
+        raise ValueError(f"V = {v} does not fit the shader's int32 row check")
+
+
+def _gather_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """gather_rows.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
+    (checked in the shader), table[r*D + i % D]; writes y[i]."""
+    n, d, v = _ints(push, "n", "D", "V")
+    total = _count(n * d, "n * D")
+    _index_rows(v)
+    return {"table": v * d if total else 0, "idx": n if total else 0, "y": total}
+
+
 GATHER_ROWS = register(
     KernelSpec(
         name="gather_rows",
@@ -892,6 +1206,8 @@ GATHER_ROWS = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_gather_ref,
         exact=_always,
+        extents=_guarded("gather_rows", _gather_extents),
+        spec_bounds={"WG": WG_RANGE},
     )
 )
 _doc(
@@ -922,6 +1238,32 @@ def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
     _store(buffers, "out", out.astype(F32))
 
 
+def _sdpa_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """sdpa.glsl: query row = bh*L + l < BH*L reads q[row*E + e], keys s < S (CAUSAL:
+    s <= l, so s < min(S, L)) of k[(bh*S + s)*E + e] and v[(bh*S + s)*EV + e], the mask
+    at (bh / H)*mb + (bh % H)*mh + l*ml + s*ms (HAS_MASK), and reads/writes
+    out[row*EV + e]."""
+    bh, heads, lq, s, e, ev = _ints(push, "BH", "H", "L", "S", "E", "EV")
+    rows = _count(bh * lq, "BH * L")
+    ext = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
+    if rows == 0:
+        return ext
+    ext["out"] = rows * ev
+    causal = int(spec["CAUSAL"]) == 1
+    keys = min(s, lq) if causal else s  # keys a row can reach: s < keys
+    if keys == 0:
+        return ext
+    ext["q"] = rows * e
+    ext["k"] = ((bh - 1) * s + keys) * e
+    ext["v"] = ((bh - 1) * s + keys) * ev
+    if int(spec["HAS_MASK"]) == 1:
+        _nonzero(push, "H")
+        mb, mh, ml, ms = _ints(push, "mb", "mh", "ml", "ms")
+        head_max = _max_digits(bh, (-(-bh // heads), heads), [lambda b: b * mb, lambda h: h * mh])
+        ext["mask"] = head_max + (lq - 1) * ml + (keys - 1) * ms + 1
+    return ext
+
+
 SDPA = register(
     KernelSpec(
         name="sdpa",
@@ -941,6 +1283,8 @@ SDPA = register(
         spec=(("HAS_MASK", 0), ("CAUSAL", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["BH"]) * int(p["L"])),
         reference=_sdpa_ref,
+        extents=_guarded("sdpa", _sdpa_extents),
+        spec_bounds={"HAS_MASK": FLAG, "CAUSAL": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -980,6 +1324,8 @@ QUANTIZE_PER_TENSOR = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_qpt_ref,
         exact=_always,
+        extents=_guarded("quantize_per_tensor", _per_element("x", "q")),
+        spec_bounds={"ZP_BEFORE_ROUND": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -1011,6 +1357,35 @@ def _dequantize_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spec
     _store(buffers, "y", (f * _f32(buffers["scales"])[blk]).astype(F32))
 
 
+def _dequantize_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """dequantize.glsl: element i < n (4-D index idx of d0..d3) writes y[i] and reads
+    scales / zeros (HAS_ZERO_POINT) at blk = sum_j (idx_j / b_j) * ps_j, and data[i]
+    (BITS 32) or the packed word data[(i / d3) * row_words + (i % d3) / (32 / BITS)]."""
+    n = int(push["n"])
+    bits = _one_of(spec, "BITS", (4, 8, 32))
+    ext = dict.fromkeys(("data", "scales", "zeros", "y"), 0)
+    if n == 0:
+        return ext
+    dims = tuple(int(push[f"d{j}"]) for j in range(4))
+    _nonzero(push, *(f"d{j}" for j in range(4)), *(f"b{j}" for j in range(4)))
+    blocks = [(int(push[f"b{j}"]), int(push[f"ps{j}"])) for j in range(4)]
+    blk = _max_digits(n, dims, [lambda i, b=b, s=s: (i // b) * s for b, s in blocks])
+    ext["y"] = n
+    ext["scales"] = blk + 1
+    if int(spec["HAS_ZERO_POINT"]) == 1:
+        ext["zeros"] = blk + 1
+    if bits == 32:
+        ext["data"] = n
+    else:
+        cols, row_words, vpw = dims[3], int(push["row_words"]), 32 // bits
+        row, col = divmod(n - 1, cols)  # the last element; the row before may end further
+        last = row * row_words + col // vpw
+        if row:
+            last = max(last, (row - 1) * row_words + (cols - 1) // vpw)
+        ext["data"] = last + 1
+    return ext
+
+
 DEQUANTIZE = register(
     KernelSpec(
         name="dequantize",
@@ -1028,6 +1403,8 @@ DEQUANTIZE = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_dequantize_ref,
         exact=_always,
+        extents=_guarded("dequantize", _dequantize_extents),
+        spec_bounds={"BITS": (4, 32), "HAS_ZERO_POINT": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -1062,6 +1439,13 @@ def _choose_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     _store(buffers, "zp", zp.astype(np.int32))
 
 
+def _choose_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """choose_qparams_rows.glsl: row r < rows reads x[r * cols + c] (c < cols) and writes
+    scale_out[r], zp_out[r]."""
+    rows, cols = _rows_cols(push)
+    return {"x": rows * cols, "scale": rows, "zp": rows}
+
+
 CHOOSE_QPARAMS_ROWS = register(
     KernelSpec(
         name="choose_qparams_rows",
@@ -1072,6 +1456,8 @@ CHOOSE_QPARAMS_ROWS = register(
         workgroups=_rows_workgroups,
         reference=_choose_ref,
         exact=_always,
+        extents=_guarded("choose_qparams_rows", _choose_extents),
+        spec_bounds={"MAPPING": (0, max(MAPPINGS.values()))},
     )
 )
 _doc(
@@ -1097,6 +1483,15 @@ def _quantize_rows_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: S
     _store(buffers, "q", q.astype(np.int32))
 
 
+def _quantize_rows_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """quantize_rows.glsl: element i < rows*cols reads x[i], scales[i / cols], zps[i / cols]
+    and writes q[i]."""
+    rows, cols = _rows_cols(push)
+    total = _count(rows * cols, "rows * cols")
+    per_row = rows if total else 0
+    return {"x": total, "scale": per_row, "zp": per_row, "q": total}
+
+
 QUANTIZE_ROWS = register(
     KernelSpec(
         name="quantize_rows",
@@ -1107,6 +1502,8 @@ QUANTIZE_ROWS = register(
         workgroups=_grid_workgroups(lambda p: int(p["rows"]) * int(p["cols"])),
         reference=_quantize_rows_ref,
         exact=_always,
+        extents=_guarded("quantize_rows", _quantize_rows_extents),
+        spec_bounds={"ZP_BEFORE_ROUND": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -1174,6 +1571,57 @@ def _linear_qw_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecV
     _store(buffers, "out", y.astype(F32))
 
 
+def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_qw.glsl. cpr = row_words / 4 chunks (uvec4 w4[n*cpr + c]) per weight row,
+    VPC = 128 / WBITS values per chunk; rows n0 + r clamped to N - 1, x rows m0 + mm to
+    M - 1; nfast = K / VPC when groups align with chunks and K % 4 == 0, else 0.
+    - gemm_sym / gemv_sym (NPW <= 2 and MT in 2..4, or NPW <= 4 and MT 1; nfast == cpr):
+      x as vec4 xv[m*K/4 + c*VPC/4 + j] (words below (M - 1)*K + cpr*VPC), group
+      g = c*VPC / GROUP_SIZE of scales / zeros[n*ngroups + g], or scales[n] when
+      ngroups == 1 (also read when cpr == 0);
+    - the scalar GEMV (NPW = MT = 1) and the tiled loop: fast chunks c < nfast read
+      x4(m*K + c*VPC + ...) (below (M - 1)*K + nfast*VPC) and group c*VPC / GROUP_SIZE
+      (the tiled loop clamps it to ngroups - 1: bounded by the unclamped value); the
+      other chunks read x[m*K + k] for k < K only and groups min(k / GROUP_SIZE,
+      ngroups - 1) for k < cpr*VPC;
+    bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path."""
+    wbits = _one_of(spec, "WBITS", AFFINE_BITS)
+    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    m, n, k, row_words, ngroups = _ints(push, "M", "N", "K", "row_words", "ngroups")
+    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    if m == 0 or n == 0:
+        return ext
+    _nonzero(push, "ngroups")
+    ext["out"] = m * n
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    vpc, cpr = 128 // wbits, row_words // 4
+    whole_row = ngroups == 1
+    nfast = k // vpc if (group % vpc == 0 or whole_row) and k % 4 == 0 else 0
+    if cpr:
+        ext["w"] = 4 * n * cpr
+    x = params = 0  # words of x, of scales / zeros (indexed alike)
+    if nfast == cpr and ((npw <= 2 and 2 <= mt <= 4) or (npw <= 4 and mt == 1)):
+        if cpr:
+            x = (m - 1) * k + cpr * vpc
+            params = (n - 1) * ngroups + (0 if whole_row else (cpr - 1) * vpc // group) + 1
+        ext["scales"] = n if whole_row else params
+    else:
+        if nfast:
+            x = (m - 1) * k + nfast * vpc
+            params = (n - 1) * ngroups + (0 if whole_row else (nfast - 1) * vpc // group) + 1
+        if cpr > nfast:
+            if k > nfast * vpc:
+                x = max(x, (m - 1) * k + min(k, cpr * vpc))
+            last_group = min((cpr * vpc - 1) // group, ngroups - 1)
+            params = max(params, (n - 1) * ngroups + last_group + 1)
+        ext["scales"] = params
+    ext["x"] = x
+    if int(spec["HAS_ZERO_POINT"]) == 1:
+        ext["zeros"] = params
+    return ext
+
+
 def _linear_qw_spec(name: str, wbits: int, group: int) -> KernelSpec:
     return KernelSpec(
         name=name,
@@ -1198,6 +1646,16 @@ def _linear_qw_spec(name: str, wbits: int, group: int) -> KernelSpec:
         ),
         workgroups=_linear_qw_workgroups,
         reference=_linear_qw_ref,
+        extents=_guarded(name, _linear_qw_extents),
+        spec_bounds={
+            "WBITS": AFFINE_BITS,
+            "GROUP_SIZE": GROUP_RANGE,
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "NPW": TILE_RANGE,
+            "MT": TILE_RANGE,
+            "WG": WG_RANGE,
+        },
     )
 
 
@@ -1274,6 +1732,27 @@ def static_io_push(
     return values
 
 
+def _linear_q8ta_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_q8ta.glsl: output i = m*N + n < M*N reads x[m*K + k] and the int8 field
+    w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n], bias[n]
+    (HAS_BIAS); writes o[i]."""
+    m, n, k, row_words = _ints(push, "M", "N", "K", "row_words")
+    total = _count(m * n, "M * N")
+    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    if total == 0:
+        return ext
+    ext["out"] = total
+    ext["scales"] = n
+    if int(spec["HAS_ZERO_POINT"]) == 1:
+        ext["zeros"] = n
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    if k:
+        ext["x"] = m * k
+        ext["w"] = (n - 1) * row_words + (k - 1) // 4 + 1
+    return ext
+
+
 LINEAR_Q8TA_Q8CSW = register(
     KernelSpec(
         name="linear_q8ta_q8csw",
@@ -1297,6 +1776,14 @@ LINEAR_Q8TA_Q8CSW = register(
         workgroups=_grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
         reference=_linear_q8ta_ref,
         exact=_always,
+        extents=_guarded("linear_q8ta_q8csw", _linear_q8ta_extents),
+        spec_bounds={
+            "INPUT_QUANTIZED": FLAG,
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "REQUANT": FLAG,
+            "WG": WG_RANGE,
+        },
     )
 )
 _doc(
@@ -1336,6 +1823,36 @@ def _linear_dq8ca_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Sp
     _store(buffers, "out", y.astype(F32))
 
 
+def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_dq8ca.glsl: output i = m*N + n < M*N reads x_zp[m], x_scale[m], for each
+    g < ngroups zeros[n*ngroups + g] (HAS_ZERO_POINT) and scales[n*ngroups + g], and for
+    k in [g*GROUP_SIZE, min(K, (g + 1)*GROUP_SIZE)) (always below K, also if the uint32
+    group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)];
+    bias[n] (HAS_BIAS); writes o[i]."""
+    wbits = _one_of(spec, "WBITS", AFFINE_BITS)
+    group = int(spec["GROUP_SIZE"])
+    m, n, k, row_words, ngroups = _ints(push, "M", "N", "K", "row_words", "ngroups")
+    total = _count(m * n, "M * N")
+    names = ("xq", "x_scale", "x_zp", "w", "scales", "zeros", "bias", "out")
+    ext = dict.fromkeys(names, 0)
+    if total == 0:
+        return ext
+    ext["out"] = total
+    ext["x_scale"] = ext["x_zp"] = m
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    if ngroups:
+        ext["scales"] = n * ngroups
+        if int(spec["HAS_ZERO_POINT"]) == 1:
+            ext["zeros"] = n * ngroups
+        covered = ngroups * group
+        last_k = min(k, covered) - 1 if covered < U32_LIMIT else k - 1
+        if last_k >= 0:
+            ext["xq"] = (m - 1) * k + last_k + 1
+            ext["w"] = (n - 1) * row_words + last_k // (32 // wbits) + 1
+    return ext
+
+
 def _linear_dq8ca_spec(name: str, wbits: int, group: int) -> KernelSpec:
     return KernelSpec(
         name=name,
@@ -1361,6 +1878,14 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int) -> KernelSpec:
         workgroups=_grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
         reference=_linear_dq8ca_ref,
         exact=_always,
+        extents=_guarded(name, _linear_dq8ca_extents),
+        spec_bounds={
+            "WBITS": AFFINE_BITS,
+            "GROUP_SIZE": GROUP_RANGE,
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "WG": WG_RANGE,
+        },
     )
 
 
@@ -1387,7 +1912,8 @@ def _lut_table(
     codes = _fields(buffers, "codes", rows, int(push["row_words"]), _spec(spec, "FBITS", 4), cols)
     br, bc, gc, lut = (int(push[x]) for x in (block_rows, block_cols, col_groups, "L"))
     base = (np.arange(rows)[:, None] // br) * gc + (np.arange(cols)[None, :] // bc)
-    return _f32(buffers["codebook"])[base * lut + codes]
+    # a code >= L (pack_lut never writes one) reads the palette's last entry, as the shaders
+    return _f32(buffers["codebook"])[base * lut + np.minimum(codes, lut - 1)]
 
 
 def _linear_lut_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
@@ -1397,6 +1923,45 @@ def _linear_lut_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spec
     if _spec(spec, "HAS_BIAS", 0):
         y = y + _f32(buffers["bias"])[:n]
     _store(buffers, "out", y.astype(F32))
+
+
+def _lut_rows_extents(
+    push: PushValues,
+    spec: SpecValues,
+    rows: int,
+    cols: int,
+    block_rows: str,
+    block_cols: str,
+    col_groups: str,
+) -> tuple[int, int]:
+    """(codes, codebook) words of the LUT kernels reading rows r < rows, columns j < cols:
+    the field codes[r*row_words + j / (32 / FBITS)], and the palette entry cb[((r / BR)*GC
+    + j / BC)*L + min(code, L - 1)] (the shaders clamp the code read from the buffer)."""
+    fbits = _one_of(spec, "FBITS", LUT_BITS)
+    if rows == 0 or cols == 0:
+        return 0, 0
+    _nonzero(push, block_rows, block_cols, "L")
+    br, bc, gc, lut = _ints(push, block_rows, block_cols, col_groups, "L")
+    codes = (rows - 1) * int(push["row_words"]) + (cols - 1) // (32 // fbits) + 1
+    palette = (rows - 1) // br * gc + (cols - 1) // bc
+    return codes, (palette + 1) * lut
+
+
+def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_lut.glsl: output i = m*N + n < M*N reads x[m*K + k], the codes of weight row n
+    and its palettes (`_lut_rows_extents`, k < K), bias[n] (HAS_BIAS); writes o[i]."""
+    m, n, k = _ints(push, "M", "N", "K")
+    total = _count(m * n, "M * N")
+    ext = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
+    if total == 0:
+        return ext
+    _nonzero(push, "BN")  # cbrow = (n / BN) * GK, also when K = 0
+    ext["out"] = total
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    ext["codes"], ext["codebook"] = _lut_rows_extents(push, spec, n, k, "BN", "BK", "GK")
+    ext["x"] = m * k
+    return ext
 
 
 LINEAR_LUT = register(
@@ -1414,6 +1979,8 @@ LINEAR_LUT = register(
         spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64)),
         workgroups=_grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
         reference=_linear_lut_ref,
+        extents=_guarded("linear_lut", _linear_lut_extents),
+        spec_bounds={"FBITS": (1, 8), "HAS_BIAS": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(
@@ -1441,6 +2008,27 @@ def _embedding_q_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spe
     _store(buffers, "out", np.where(ok[:, None], out, F32(0)).astype(F32))
 
 
+def _embedding_q_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """embedding_q.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
+    (checked in the shader), column d = i % D: the field w[r*row_words + d / (32 /
+    WBITS)], scales / zeros (HAS_ZERO_POINT) [r*ngroups + d / GROUP_SIZE] (not clamped
+    to ngroups - 1); writes o[i]."""
+    wbits = _one_of(spec, "WBITS", AFFINE_BITS)
+    n, d, v, row_words, ngroups = _ints(push, "n", "D", "V", "row_words", "ngroups")
+    total = _count(n * d, "n * D")
+    _index_rows(v)
+    ext = dict.fromkeys(("idx", "w", "scales", "zeros", "out"), 0)
+    if total == 0:
+        return ext
+    ext["idx"], ext["out"] = n, total
+    if v:
+        ext["w"] = (v - 1) * row_words + (d - 1) // (32 // wbits) + 1
+        ext["scales"] = (v - 1) * ngroups + (d - 1) // int(spec["GROUP_SIZE"]) + 1
+        if int(spec["HAS_ZERO_POINT"]) == 1:
+            ext["zeros"] = ext["scales"]
+    return ext
+
+
 def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
     return KernelSpec(
         name=name,
@@ -1457,6 +2045,13 @@ def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_embedding_q_ref,
         exact=_always,
+        extents=_guarded(name, _embedding_q_extents),
+        spec_bounds={
+            "WBITS": AFFINE_BITS,
+            "GROUP_SIZE": GROUP_RANGE,
+            "HAS_ZERO_POINT": FLAG,
+            "WG": WG_RANGE,
+        },
     )
 
 
@@ -1476,6 +2071,21 @@ def _embedding_lut_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: S
     _store(buffers, "out", np.where(ok[:, None], table[rows], F32(0)).astype(F32))
 
 
+def _embedding_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """embedding_lut.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
+    (checked in the shader), the codes and palettes of row r (`_lut_rows_extents`,
+    columns d < D); writes o[i]."""
+    n, d, v = _ints(push, "n", "D", "V")
+    total = _count(n * d, "n * D")
+    _index_rows(v)
+    ext = dict.fromkeys(("idx", "codes", "codebook", "out"), 0)
+    if total == 0:
+        return ext
+    ext["idx"], ext["out"] = n, total
+    ext["codes"], ext["codebook"] = _lut_rows_extents(push, spec, v, d, "BV", "BD", "GD")
+    return ext
+
+
 EMBEDDING_LUT = register(
     KernelSpec(
         name="embedding_lut",
@@ -1491,6 +2101,8 @@ EMBEDDING_LUT = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
         reference=_embedding_lut_ref,
         exact=_always,
+        extents=_guarded("embedding_lut", _embedding_lut_extents),
+        spec_bounds={"FBITS": (1, 8), "WG": WG_RANGE},
     )
 )
 _doc(
@@ -1556,6 +2168,14 @@ CONV2D_Q8TA_Q8CSW_Q8TO = register(
         ),
         reference=_conv_q8_ref,
         exact=_always,
+        extents=_guarded("conv2d_q8ta_q8csw_q8to", _conv2d_q8_extents),
+        spec_bounds={
+            "ACT": (0, max(CONV_ACT.values())),
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "REQUANT": FLAG,
+            "WG": WG_RANGE,
+        },
     )
 )
 _doc(
@@ -1620,6 +2240,8 @@ ADD_Q8TA_Q8TA_Q8TO = register(
         workgroups=_grid_workgroups(lambda p: int(p["n"])),
         reference=_add_q8_ref,
         exact=_always,
+        extents=_guarded("add_q8ta_q8ta_q8to", _per_element("a", "b", "out")),
+        spec_bounds={"A_QUANTIZED": FLAG, "B_QUANTIZED": FLAG, "REQUANT": FLAG, "WG": WG_RANGE},
     )
 )
 _doc(

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 PushValues = Mapping[str, int | float]
+MAX_WORKGROUPS = 65535
+"""Workgroup count limit per dimension (Vulkan's guaranteed maxComputeWorkGroupCount)."""
 SpecValues = Mapping[str, int]
 
 
@@ -61,6 +63,16 @@ class KernelSpec:
         default=lambda buffers, push, spec: None
     )
     """Writes the kernel's outputs into `buffers` (flat numpy arrays by binding name)."""
+    extents: Callable[[PushValues, SpecValues], Mapping[str, int]] | None = None
+    """The 4-byte words of each binding a dispatch can touch, by binding name: one
+    more than the highest index the shader can read or write for these push and
+    specialization values, in exact integer arithmetic (an upper bound is fine,
+    an under-estimate is a memory-safety bug). It may raise ValueError for push
+    values the kernel does not accept. `check_dispatch` compares it with the
+    bound buffers before any device runs the dispatch (vkc verifier, `.qvk` load)."""
+    spec_bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Inclusive (low, high) range of every specialization constant; a value
+    outside it (or a constant without a range) is refused by `check_dispatch`."""
     exact: Callable[[SpecValues], bool] = field(default=lambda spec: False)
     """Whether the device computes what `reference` computes bit for bit (given the
     specialization values): integer arithmetic, or f32 adds/multiplies/divides/square
@@ -87,6 +99,82 @@ class KernelSpec:
             result, original = named[binding.name], given[binding.name]
             if binding.writes and result is not original:
                 original[...] = np.asarray(result).reshape(-1).astype(original.dtype, copy=False)
+
+    def check_dispatch(
+        self,
+        push: PushValues,
+        spec: SpecValues,
+        groups: Sequence[int],
+        buffer_words: Sequence[int],
+    ) -> None:
+        """Raise ValueError (one line) unless a dispatch of this kernel with these
+        push constants, specialization values and workgroup counts stays inside
+        buffers of `buffer_words` 4-byte words (in binding order)."""
+        self.check_spec(spec)
+        self.check_push(push)
+        if len(groups) != 3 or any(
+            not isinstance(g, int) or isinstance(g, bool) or not 1 <= g <= MAX_WORKGROUPS
+            for g in groups
+        ):
+            raise ValueError(
+                f"kernel {self.name}: workgroup counts must be 3 integers in "
+                f"[1, {MAX_WORKGROUPS}], got {list(groups)}"
+            )
+        if len(buffer_words) != len(self.bindings):
+            raise ValueError(
+                f"kernel {self.name} has {len(self.bindings)} bindings, got "
+                f"{len(buffer_words)} buffers"
+            )
+        if self.extents is None:
+            raise ValueError(f"kernel {self.name} declares no buffer extents")
+        extents = self.extents(push, self.spec_values(spec))
+        for binding, words in zip(self.bindings, buffer_words, strict=True):
+            need = int(extents[binding.name])
+            if need > words:
+                raise ValueError(
+                    f"kernel {self.name}: binding {binding.name} can touch {need} words "
+                    f"with these push constants, but its buffer holds {words}"
+                )
+
+    def check_spec(self, spec: SpecValues) -> None:
+        """Every specialization value names a constant of the kernel and lies in its range."""
+        known = dict(self.spec)
+        for key, value in spec.items():
+            if key not in known:
+                raise ValueError(
+                    f"kernel {self.name} has no specialization constant {key} "
+                    f"(it has {sorted(known)})"
+                )
+            bounds = self.spec_bounds.get(key)
+            if bounds is None:
+                raise ValueError(f"kernel {self.name}: specialization constant {key} has no range")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"kernel {self.name}: {key} must be an integer, got {value!r}")
+            if not bounds[0] <= value <= bounds[1]:
+                raise ValueError(
+                    f"kernel {self.name}: specialization constant {key} = {value} is outside "
+                    f"[{bounds[0]}, {bounds[1]}]"
+                )
+
+    def check_push(self, push: PushValues) -> None:
+        """Exactly the kernel's push constants, each representable in its kind."""
+        names = [n for n, _ in self.push]
+        if sorted(push) != sorted(names):
+            raise ValueError(
+                f"kernel {self.name} takes push constants {names}, got {sorted(push)}"
+            )
+        for name, kind in self.push:
+            value = push[name]
+            if kind == "f32":
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    raise ValueError(f"kernel {self.name}: push constant {name} must be a number")
+                continue
+            low, high = (0, 2**32 - 1) if kind == "u32" else (-(2**31), 2**31 - 1)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ValueError(
+                    f"kernel {self.name}: push constant {name} must be an integer in "
+                    f"[{low}, {high}] ({kind}), got {value!r}"
+                )
 
     def push_bytes(self, values: PushValues) -> bytes:
         words = []

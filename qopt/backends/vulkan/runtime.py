@@ -521,8 +521,19 @@ class VulkanDevice:
         qinfo = vk.VkDeviceQueueCreateInfo(
             queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0]
         )
+        # robustBufferAccess bounds every storage-buffer access to its buffer where the
+        # device offers it: a second line of defence behind the dispatch extent checks.
+        features = vk.vkGetPhysicalDeviceFeatures(pd)
+        self.robust_buffer_access = bool(features.robustBufferAccess)
+        enabled = vk.VkPhysicalDeviceFeatures(
+            robustBufferAccess=vk.VK_TRUE if self.robust_buffer_access else vk.VK_FALSE
+        )
         self.device = vk.vkCreateDevice(
-            pd, vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[qinfo]), None
+            pd,
+            vk.VkDeviceCreateInfo(
+                queueCreateInfoCount=1, pQueueCreateInfos=[qinfo], pEnabledFeatures=enabled
+            ),
+            None,
         )
         self.queue = vk.vkGetDeviceQueue(self.device, family, 0)
         self.command_pool = vk.vkCreateCommandPool(

@@ -28,6 +28,10 @@ _PACKAGES = {
 }
 
 
+def have_tool(name: str) -> bool:
+    return shutil.which(name) is not None
+
+
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:

@@ -48,7 +48,7 @@ func.func @workgroups(%x: tensor<4xf32>) {
   vkc.dispatch @k(%b) {push = {}, workgroups = array<i64: 0, 1, 1>} : !vkc.buffer<4xf32>
   func.return
 }
-// CHECK: workgroups must be 3 positive counts, got [0, 1, 1]
+// CHECK: workgroups must be 3 counts in [1, 65535], got [0, 1, 1]
 
 // -----
 

@@ -1,6 +1,7 @@
 #version 450
 // LUT embedding: out[i, d] = cb[((r / BV) * GD + d / BD) * L + code[r, d]], r = idx[i];
-// codes FBITS-bit fields (packing.pack_bits, lo = 0), row_words per row.
+// codes FBITS-bit fields (packing.pack_bits, lo = 0), row_words per row; codes >= L read
+// entry L - 1 (as linear_lut).
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int FBITS = 4;
 layout(constant_id = 1) const int WG = 64;
@@ -23,6 +24,7 @@ void main() {
     if (r < 0 || r >= int(p.V)) { o[i] = 0.0; continue; }
     uint row = uint(r);
     uint code = (codes[row * p.row_words + d / VPW] >> (uint(FBITS) * (d % VPW))) & MASK;
+    code = min(code, p.L - 1u);  // a code read from the buffer stays inside its palette
     o[i] = cb[((row / p.BV) * p.GD + d / p.BD) * p.L + code];
   }
 }

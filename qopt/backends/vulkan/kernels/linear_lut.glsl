@@ -3,7 +3,8 @@
 // out[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]).
 // codes: FBITS-bit fields (FBITS = nbits rounded up to 1/2/4/8) packed by
 // packing.pack_bits (lo = 0), row_words per row; codebook f32 [N/BN, K/BK, L]
-// (qfused's [.., .., 2^nbits, 1] flattened). One output per invocation.
+// (qfused's [.., .., 2^nbits, 1] flattened); codes >= L (never packed, but FBITS may hold
+// them) read entry L - 1. One output per invocation.
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int FBITS = 4;
 layout(constant_id = 1) const int HAS_BIAS = 0;
@@ -27,6 +28,7 @@ void main() {
     float acc = 0.0;
     for (uint k = 0; k < p.K; ++k) {
       uint code = (codes[n * p.row_words + k / VPW] >> (uint(FBITS) * (k % VPW))) & MASK;
+      code = min(code, p.L - 1u);  // a code read from the buffer stays inside its palette
       acc += x[m * p.K + k] * cb[(cbrow + k / p.BK) * p.L + code];
     }
     if (HAS_BIAS == 1) acc += bias[n];
