@@ -13,6 +13,7 @@ from xdsl.interpreters.func import FuncFunctions
 
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.inputs import check_inputs as check_inputs_of
 
 
 def all_functions() -> list[InterpreterFunctions]:
@@ -59,35 +60,13 @@ def entry_function(module: ModuleOp, name: str = "forward") -> FuncOp:
     raise QoptError(f"the module has no function @{name} (functions: {funcs or 'none'})")
 
 
-def _as_numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
-
-
 def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
-    types = func.function_type.inputs.data
-    if len(inputs) != len(types):
-        raise QoptError(f"@{func.sym_name.data} takes {len(types)} input(s), got {len(inputs)}")
-    arrays: list[np.ndarray] = []
-    for i, (value, type) in enumerate(zip(inputs, types, strict=True)):
-        array = _as_numpy(value)
+    """`inputs` against the function's signature (qopt.inputs: shape, value-keeping casts)."""
+    signature = []
+    for type in func.function_type.inputs.data:
         assert isinstance(type, TensorType)
-        shape = tuple(type.get_shape())
-        dtype = numpy_dtype(type.get_element_type())
-        if array.shape != shape:
-            raise QoptError(
-                f"input {i} of @{func.sym_name.data} has shape {list(array.shape)}, "
-                f"expected {list(shape)}"
-            )
-        if array.dtype != dtype:
-            if not np.can_cast(array.dtype, dtype, casting="same_kind"):
-                raise QoptError(
-                    f"input {i} of @{func.sym_name.data} has dtype {array.dtype}, expected {dtype}"
-                )
-            array = array.astype(dtype)
-        arrays.append(array)
-    return arrays
+        signature.append((tuple(type.get_shape()), numpy_dtype(type.get_element_type())))
+    return check_inputs_of(inputs, signature, f"@{func.sym_name.data}")
 
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:

@@ -13,7 +13,7 @@ from xdsl.interpreter import (
 
 from qopt.dialects.aten import nn
 from qopt.dialects.aten.base import integer, ints
-from qopt.interpreters.common import as_result, dtype_of
+from qopt.interpreters.common import as_result, checked_indices, dtype_of
 
 
 def conv2d(
@@ -90,7 +90,8 @@ class AtenNNFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: nn.EmbeddingOp, args: PythonValues
     ) -> PythonValues:
         w, idx = args
-        return (as_result(np.take(w, np.asarray(idx, dtype=np.int64), axis=0), op.result),)
+        rows = checked_indices(idx, w.shape[0], op)
+        return (as_result(np.take(w, rows, axis=0), op.result),)
 
     @impl(nn.Conv2dOp)
     def run_conv2d(

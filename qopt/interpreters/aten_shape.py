@@ -15,7 +15,7 @@ from xdsl.interpreter import (
 
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
-from qopt.interpreters.common import as_result, dtype_of, shape_of
+from qopt.interpreters.common import as_result, checked_indices, dtype_of, shape_of
 
 
 def _fill(value: float, dtype: np.dtype) -> np.ndarray:
@@ -142,7 +142,7 @@ class AtenShapeFunctions(InterpreterFunctions):
         x, *indices = args
         key: list[slice | np.ndarray] = [slice(None)] * x.ndim
         for d, index in zip(ints(op.indexed_dims), indices, strict=True):
-            key[d] = np.asarray(index, dtype=np.int64)
+            key[d] = checked_indices(index, x.shape[d], op, negative=True)
         return (as_result(x[tuple(key)], op.result),)
 
     @impl(sh.IndexSelectOp)
@@ -153,7 +153,7 @@ class AtenShapeFunctions(InterpreterFunctions):
         if x.ndim == 0:
             return (as_result(x, op.result),)
         d = norm_dim(integer(op.dim), x.ndim)
-        y = np.take(x, np.asarray(index, dtype=np.int64).reshape(-1), axis=d)
+        y = np.take(x, checked_indices(index, x.shape[d], op).reshape(-1), axis=d)
         return (as_result(y, op.result),)
 
     @impl(sh.GatherOp)
@@ -161,11 +161,11 @@ class AtenShapeFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: sh.GatherOp, args: PythonValues
     ) -> PythonValues:
         x, index = args
-        index = np.asarray(index, dtype=np.int64)
-        if x.ndim == 0 or index.ndim == 0:
-            y = np.take(x.reshape(-1), index)
+        if x.ndim == 0 or np.ndim(index) == 0:
+            y = np.take(x.reshape(-1), checked_indices(index, x.size, op))
             return (as_result(y, op.result),)
         d = norm_dim(integer(op.dim), x.ndim)
+        index = checked_indices(index, x.shape[d], op)
         # torch lets the index be smaller than the input outside `dim`
         window = tuple(slice(None) if i == d else slice(0, n) for i, n in enumerate(index.shape))
         return (as_result(np.take_along_axis(x[window], index, axis=d), op.result),)

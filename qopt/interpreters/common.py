@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import InterpreterFunctions, impl, register_impls
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects.dtypes import numpy_dtype
+from qopt.errors import QoptError, where
 
 
 def dtype_of(value: SSAValue) -> np.dtype:
@@ -39,3 +40,25 @@ def functions_class(name: str, table: dict[type, Any]) -> type[InterpreterFuncti
     """
     namespace = {f"run_{op_type.__name__}": impl(op_type)(fn) for op_type, fn in table.items()}
     return register_impls(type(name, (InterpreterFunctions,), namespace))
+
+
+def checked_indices(
+    index: Any, size: int, op: Operation, *, negative: bool = False, what: str = "index"
+) -> np.ndarray:
+    """`index` as int64 after checking every value against a dimension of `size`:
+    in [0, size), or in [-size, size) with `negative` (Python indexing, which counts
+    from the end). An index outside is a QoptError naming the op, the first bad value
+    and the count, as torch raises IndexError ("index out of range") for it; numpy
+    would wrap negatives silently or raise from deep inside."""
+    idx = np.asarray(index, dtype=np.int64)
+    low = -size if negative else 0
+    bad = (idx < low) | (idx >= size)
+    if bad.any():
+        first = int(idx[bad].reshape(-1)[0])
+        allowed = f"[{low}, {size})"
+        raise QoptError(
+            f"{where(op)}: {what} {first} is out of range for a dimension of size {size} "
+            f"({int(bad.sum())} of {idx.size} value(s) outside {allowed}); check the inputs "
+            "(token ids must be below the vocabulary size)"
+        )
+    return idx

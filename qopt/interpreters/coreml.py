@@ -25,6 +25,7 @@ from qopt.interpreters.aten_elementwise import erf
 from qopt.interpreters.aten_layers import attention
 from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.aten_reduction import softmax
+from qopt.interpreters.common import checked_indices
 from qopt.numerics import sequential_sum, torch_mean, torch_sum
 from qopt.resources import store
 
@@ -376,9 +377,9 @@ class CoremlFunctions(InterpreterFunctions):
     def run_gather(self, interp: Interpreter, op: Any, args: PythonValues):
         x, indices = args
         axis = _int(op.axis)
-        if op.opset() >= 17 and np.any(indices < 0):
-            raise QoptError(f"{where(op)}: negative gather index (out of bounds from iOS17)")
-        return (np.take(x, indices.astype(np.int64), axis=axis),)
+        # MIL's gather counts negative indices from the end before iOS17.
+        idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
+        return (np.take(x, idx, axis=axis),)
 
     @impl(coreml.LayerNormOp)
     def run_layer_norm(self, interp: Interpreter, op: Any, args: PythonValues):

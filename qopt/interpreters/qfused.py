@@ -19,7 +19,7 @@ from xdsl.ir import Attribute, SSAValue
 from qopt.dialects import qfused
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.interpreters.aten_nn import conv2d
-from qopt.interpreters.common import dtype_of
+from qopt.interpreters.common import checked_indices, dtype_of
 
 F32 = np.float32
 
@@ -173,7 +173,7 @@ class QFusedFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: qfused.EmbeddingOp, args: PythonValues
     ) -> PythonValues:
         v = _operands(op, args)
-        rows = np.asarray(v["indices"], dtype=np.int64)
+        rows = checked_indices(v["indices"], v["weight"].shape[0], op)
         scheme = op.weight_scheme
         out_dtype = dtype_of(op.result)
         if isinstance(scheme, qfused.LutWeightAttr):

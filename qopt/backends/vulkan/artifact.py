@@ -24,15 +24,10 @@ from qopt.backends.vulkan.bundle import (
     read_bundle,
     write_atomically,
 )
-from qopt.errors import QoptError
+from qopt.inputs import check_inputs
+from qopt.limits import DEFAULT_LIMITS, Limits
 
 ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
-
-
-def _as_numpy(value: Any) -> np.ndarray:
-    if hasattr(value, "detach"):
-        value = value.detach().cpu().numpy()
-    return np.asarray(value)
 
 
 class VulkanArtifact:
@@ -65,8 +60,14 @@ class VulkanArtifact:
         write_atomically(path, self.to_bytes())
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | int | None = None) -> VulkanArtifact:
-        return cls(read_bundle(path), None, device)
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        device: str | int | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> VulkanArtifact:
+        """A `.qvk` bundle, checked whole before anything reaches a device."""
+        return cls(read_bundle(path, limits), None, device)
 
     @property
     def kernel_names(self) -> list[str]:
@@ -130,16 +131,12 @@ class VulkanArtifact:
 
     def __call__(self, *inputs: Any) -> tuple[np.ndarray, ...]:
         program = self.program
-        if len(inputs) != len(program.inputs):
-            raise QoptError(
-                f"the Vulkan program takes {len(program.inputs)} input(s), got {len(inputs)}"
-            )
-        arrays = [_as_numpy(x) for x in inputs]
-        staged = []
-        for i, (array, tensor) in enumerate(zip(arrays, program.inputs, strict=True)):
-            if tuple(array.shape) != tuple(tensor.shape):
-                raise QoptError(f"input {i} has shape {list(array.shape)}, expected {tensor.shape}")
-            staged.append(_to_abi(array, tensor.dtype, i))
+        signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.inputs]
+        arrays = check_inputs(inputs, signature, "the Vulkan program")
+        staged = [
+            _to_abi(array, tensor.dtype, i)
+            for i, (array, tensor) in enumerate(zip(arrays, program.inputs, strict=True))
+        ]
         self.device
         for buf, data in zip(self._inputs, staged, strict=True):
             buf.write(data)
