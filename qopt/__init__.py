@@ -6,13 +6,16 @@ entry points arrive with the fusion and target levels).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
+from qopt.limits import Limits
 
 __all__ = [
+    "Limits",
     "QoptError",
     "compile",
     "fold_constants",
@@ -23,18 +26,40 @@ __all__ = [
 ]
 
 
-def import_program(ep_or_path: Any, *, trust_pickle: bool = False) -> ModuleOp:
-    """Import an ExportedProgram or a `.pt2` file into the aten + quant level."""
+#: Options of `compile` per target (besides `trust_pickle` and `limits`, which
+#: every target takes).
+TARGET_OPTIONS = {
+    "coreml": ("minimum_deployment_target", "compute_precision", "output_names"),
+    "vulkan": ("device", "validation"),
+}
+
+
+def _module_argument(module: Any, function: str) -> ModuleOp:
+    if not isinstance(module, ModuleOp):
+        raise QoptError(
+            f"qopt.{function} takes a module (builtin.module) from qopt.import_program or "
+            f"the parser, got {type(module).__name__}"
+        )
+    return module
+
+
+def import_program(
+    ep_or_path: Any, *, trust_pickle: bool = False, limits: Limits | str | None = None
+) -> ModuleOp:
+    """Import an ExportedProgram or a `.pt2` file into the aten + quant level.
+
+    A `.pt2` is untrusted input: nothing in it runs unless `trust_pickle`, and what
+    it declares is bounded by `limits` (`qopt.Limits`, or "name=value,..." text)."""
     from qopt.frontend import import_program as _import
 
-    return _import(ep_or_path, trust_pickle=trust_pickle)
+    return _import(ep_or_path, trust_pickle=trust_pickle, limits=limits)
 
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[Any, ...]:
     """Run a module through the reference interpreter; numpy outputs in program order."""
     from qopt.interpreters import interpret as _interpret
 
-    return _interpret(module, *inputs, function=function)
+    return _interpret(_module_argument(module, "interpret"), *inputs, function=function)
 
 
 def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
@@ -42,7 +67,7 @@ def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
     from qopt.context import make_context
     from qopt.lowering.fuse_quant import FuseQuantPass
 
-    FuseQuantPass(report=report).apply(make_context(), module)
+    FuseQuantPass(report=report).apply(make_context(), _module_argument(module, "fuse"))
     return module
 
 
@@ -51,7 +76,7 @@ def fold_constants(module: ModuleOp) -> ModuleOp:
     from qopt.context import make_context
     from qopt.lowering.fold_constants import FoldConstantsPass
 
-    FoldConstantsPass().apply(make_context(), module)
+    FoldConstantsPass().apply(make_context(), _module_argument(module, "fold_constants"))
     return module
 
 
@@ -60,12 +85,21 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
 
     Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
     CoreML artifact also has `.mil_program`, a Vulkan artifact is callable.
-    `trust_pickle` is passed to the `.pt2` loader; other options go to the target.
+    `trust_pickle` and `limits` go to the `.pt2` loader; the others (TARGET_OPTIONS)
+    to the target. An unknown target or option is a QoptError listing the valid ones.
     """
+    if target not in TARGET_OPTIONS:
+        raise QoptError(f"unknown target {target!r}: use 'coreml' or 'vulkan'")
+    unknown = sorted(set(options) - {"trust_pickle", "limits", *TARGET_OPTIONS[target]})
+    if unknown:
+        valid = ", ".join(("trust_pickle", "limits", *TARGET_OPTIONS[target]))
+        raise QoptError(
+            f"qopt.compile(target={target!r}) has no option {', '.join(unknown)}; "
+            f"its options are {valid}"
+        )
     trust_pickle = bool(options.pop("trust_pickle", False))
-    if target not in ("coreml", "vulkan"):
-        raise QoptError(f"unknown target '{target}': use 'coreml' or 'vulkan'")
-    module = fuse(import_program(ep_or_path, trust_pickle=trust_pickle))
+    limits = options.pop("limits", None)
+    module = fuse(import_program(ep_or_path, trust_pickle=trust_pickle, limits=limits))
     fold_constants(module)
     if target == "coreml":
         from qopt.backends.coreml import compile_coreml
@@ -80,7 +114,10 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
 
 
 def read_mlpackage(path: Any) -> ModuleOp:
-    """Read any ML Program `.mlpackage` back into the coreml dialect."""
+    """Read any ML Program `.mlpackage` back into the coreml dialect (untrusted input:
+    every path stays inside the package, every size is checked before use)."""
     from qopt.backends.coreml.reader import read_mlpackage as _read
 
+    if not isinstance(path, str | os.PathLike):
+        raise QoptError(f"qopt.read_mlpackage takes a path, got {type(path).__name__}")
     return _read(path)

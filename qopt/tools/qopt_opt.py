@@ -1,10 +1,11 @@
 """`qopt-opt`: xdsl-opt with qopt's dialects, passes, frontends and targets.
 
-INPUT is `.mlir` text or a `.pt2` file (chosen by extension, or by `-f`). A user
-mistake (bad file, unknown op, verifier error, bad pipeline) prints one
-`qopt-opt: error: ...` message on stderr, no traceback, exits 1 and leaves no
-`-o` output file behind. Under `--verify-diagnostics` / `--parsing-diagnostics`
-diagnostics are printed and the run goes on, as in xdsl-opt.
+INPUT is `.mlir` text, a `.pt2` file or an `.mlpackage` (chosen by extension, or by
+`-f`); every input is untrusted and bounded by `--limits` (qopt.limits). Any failure
+prints one `qopt-opt: error: ...` message on stderr, no traceback (unless `--debug`),
+exits 1 and leaves no `-o` output behind (qopt/tools/contract.py). Under
+`--verify-diagnostics` / `--parsing-diagnostics` diagnostics are printed and the run
+goes on, as in xdsl-opt.
 """
 
 from __future__ import annotations
@@ -22,25 +23,13 @@ from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
 from xdsl.utils.arg_spec import parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import register_qopt_dialects
+from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.resources import DEFAULT_ELIDE_BYTES, elision, store
-
-#: Errors a user can cause; reported as one message, exit code 1.
-USER_ERRORS = (DiagnosticException, ParseError, ValueError, OSError, ArgSpecParseError)
-
-
-def format_error(tool: str, error: BaseException) -> str:
-    """`<tool>: error: <message>`, plus the source line and caret of a parse error."""
-    if isinstance(error, ParseError):
-        context = error.span.print_with_context().rstrip("\n").split("\n")[1:]
-        lines = [f"{tool}: error: {error.span.get_location()}: {error.msg}", *context]
-        return "\n".join(lines)
-    message = str(error).strip() or type(error).__name__
-    return f"{tool}: error: {message}"
+from qopt.tools.contract import run_tool
 
 
 def clear_resources() -> None:
@@ -135,6 +124,7 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        add_common_arguments(arg_parser)
         arg_parser.add_argument(
             "--trust-pickle",
             default=False,
@@ -157,6 +147,10 @@ class QoptOptMain(xDSLOptMain):
             help="elide dense_resource blobs larger than N bytes from the output",
         )
 
+    @property
+    def limits(self) -> Limits:
+        return self.args.limits
+
     def elide_threshold(self) -> int | None:
         if self.args.print_weights:
             return None
@@ -176,12 +170,17 @@ class QoptOptMain(xDSLOptMain):
 
             return read_mlpackage(self.args.input_file)
         if spec.name != "pt2":
+            if spec.name == "mlir":
+                data = chunk.read()
+                check_mlir_text(data, self.limits, self.get_input_name())
+                chunk = io.BytesIO(data)
             return super().parse_chunk(chunk, file_extension, start_offset)
         from qopt.frontend.pt2_frontend import PT2Frontend
 
         frontend = PT2Frontend.from_spec(spec)
         if self.args.trust_pickle:
             frontend = dataclasses.replace(frontend, trust_pickle=True)
+        frontend = dataclasses.replace(frontend, limits=self.limits)
         return frontend.parse(self.ctx, chunk, self.get_input_name())
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
@@ -221,14 +220,36 @@ class QoptOptMain(xDSLOptMain):
             self._output.commit()
 
 
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--limits` and `--debug`, shared by qopt-opt and qopt-run."""
+    parser.add_argument(
+        "--limits",
+        type=_limits_argument,
+        default=Limits(),
+        metavar="NAME=N,...",
+        help="raise qopt's bounds on what an input file may declare, e.g. "
+        "max_graph_nodes=5000000,max_expansion=8 (see qopt.limits.Limits)",
+    )
+    parser.add_argument(
+        "--debug",
+        default=False,
+        action="store_true",
+        help="show the traceback of an internal error",
+    )
+
+
+def _limits_argument(text: str) -> Limits:
+    from qopt.errors import QoptError
+
+    try:
+        return Limits.parse(text)
+    except QoptError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def main(args: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
-    try:
-        QoptOptMain(args=args).run()
-    except USER_ERRORS as error:
-        sys.stdout.flush()
-        print(format_error("qopt-opt", error), file=sys.stderr)
-        sys.exit(1)
+    run_tool("qopt-opt", lambda: QoptOptMain(args=args).run(), args)
 
 
 if __name__ == "__main__":

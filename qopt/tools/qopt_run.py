@@ -18,7 +18,6 @@ import argparse
 import io
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -27,8 +26,11 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
+from qopt.inputs import load_npz
+from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
-from qopt.tools.qopt_opt import USER_ERRORS, format_error, writes_in_place
+from qopt.tools.contract import run_tool
+from qopt.tools.qopt_opt import add_common_arguments, writes_in_place
 
 DEVICES = ("interp", "vulkan")
 
@@ -58,25 +60,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
     )
+    add_common_arguments(parser)
     return parser
 
 
-def load_module(path: str, trust_pickle: bool = False) -> ModuleOp:
+def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_LIMITS) -> ModuleOp:
+    """An `.mlir` or `.pt2` input (untrusted: bounded by `limits`), verified."""
     extension = os.path.splitext(path)[1]
     if extension == ".pt2":
         from qopt import import_program
         from qopt.frontend.pt2_frontend import precheck_pt2
 
         precheck_pt2(path)
-        return import_program(path, trust_pickle=trust_pickle)
+        return import_program(path, trust_pickle=trust_pickle, limits=limits)
     if extension != ".mlir":
         raise QoptError(f"'{path}': expected an .mlir or .pt2 file")
     from xdsl.parser import Parser
 
     from qopt.context import make_context
 
-    with open(path) as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        data = f.read()
+    check_mlir_text(data, limits, path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise QoptError(f"{path}: not UTF-8 text (byte {e.start})") from None
     module = Parser(make_context(), text, path).parse_module()
     module.verify()
     return module
@@ -85,24 +94,19 @@ def load_module(path: str, trust_pickle: bool = False) -> ModuleOp:
 _ARR = re.compile(r"arr_(\d+)")
 
 
-def load_inputs(path: str) -> list[np.ndarray]:
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
-        raise QoptError(f"cannot read inputs '{path}': {e}") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise QoptError(f"inputs '{path}' must be an .npz file (numpy.savez), not a single array")
-    with npz:
-        names = list(npz.files)
-        if all(_ARR.fullmatch(name) for name in names):
-            names.sort(key=lambda name: int(name[4:]))
-            expected = [f"arr_{i}" for i in range(len(names))]
-            if names != expected:
-                raise QoptError(f"inputs '{path}' must be arr_0 ... arr_N, got {names}")
-        try:
-            return [npz[name] for name in names]
-        except ValueError as e:
-            raise QoptError(f"cannot read inputs '{path}': {e}") from None
+def load_inputs(path: str, limits: Limits = DEFAULT_LIMITS) -> list[np.ndarray]:
+    """The arrays of an `.npz` (no pickle, sizes checked), as the program's inputs in
+    order: `arr_0`, `arr_1`, ... as `numpy.savez` writes them, else in file order."""
+    if not os.path.isfile(path):
+        raise QoptError(f"cannot read inputs '{path}': no such file")
+    arrays = load_npz(path, limits)
+    names = list(arrays)
+    if names and all(_ARR.fullmatch(name) for name in names):
+        names.sort(key=lambda name: int(name[4:]))
+        expected = [f"arr_{i}" for i in range(len(names))]
+        if names != expected:
+            raise QoptError(f"inputs '{path}' must be arr_0 ... arr_N, got {names}")
+    return [arrays[name] for name in names]
 
 
 def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
@@ -141,7 +145,11 @@ def summary(name: str, array: np.ndarray) -> str:
 
 
 def run_vulkan(
-    path: str, inputs: Sequence[np.ndarray], trust_pickle: bool, check: bool = False
+    path: str,
+    inputs: Sequence[np.ndarray],
+    trust_pickle: bool,
+    check: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> tuple[np.ndarray, ...]:
     """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan, on the
     Vulkan device (with `check`, first compared dispatch by dispatch with the
@@ -152,9 +160,9 @@ def run_vulkan(
     if (reason := vulkan_available()) is not None:
         raise QoptError(f"--device vulkan: {reason}; run with --device interp instead")
     if os.path.splitext(path)[1] == ".qvk":
-        artifact = VulkanArtifact.load(path)
+        artifact = VulkanArtifact.load(path, limits=limits)
     else:
-        module = load_module(path, trust_pickle=trust_pickle)
+        module = load_module(path, trust_pickle=trust_pickle, limits=limits)
         if not any(op.name == "vkc.dispatch" for op in module.walk()):
             from qopt.context import make_context
             from qopt.lowering.pipelines import QoptVulkanPipeline
@@ -194,7 +202,11 @@ def run(args: argparse.Namespace) -> None:
         raise QoptError("--check-dispatches needs --device vulkan")
     if args.device == "vulkan":
         outputs = run_vulkan(
-            args.input_file, load_inputs(args.inputs), args.trust_pickle, args.check_dispatches
+            args.input_file,
+            load_inputs(args.inputs, args.limits),
+            args.trust_pickle,
+            args.check_dispatches,
+            args.limits,
         )
     elif os.path.splitext(args.input_file)[1] == ".qvk":
         raise QoptError(
@@ -202,8 +214,8 @@ def run(args: argparse.Namespace) -> None:
             "(or interpret its .mlir at the vkc level)"
         )
     else:
-        module = load_module(args.input_file, trust_pickle=args.trust_pickle)
-        inputs = load_inputs(args.inputs)
+        module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
+        inputs = load_inputs(args.inputs, args.limits)
         outputs = interpret(module, *inputs, function=args.function)
     if args.outputs is not None:
         save_outputs(args.outputs, outputs)
@@ -215,12 +227,7 @@ def run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
     args = build_parser().parse_args(argv)
-    try:
-        run(args)
-    except USER_ERRORS as error:
-        sys.stdout.flush()
-        print(format_error("qopt-run", error), file=sys.stderr)
-        sys.exit(1)
+    run_tool("qopt-run", lambda: run(args), argv)
 
 
 if __name__ == "__main__":
