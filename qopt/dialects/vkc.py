@@ -12,7 +12,9 @@ A vkc module holds
   `vkc.input` (an argument uploaded, integers narrowed to i32), `vkc.constant`
   (a buffer initialised once from a `dense_resource` blob: weights repacked for
   their kernel), `vkc.alloc` (a transient buffer, optionally placed in a memory
-  slot shared with buffers whose lifetimes do not overlap), `vkc.view` (the same
+  slot shared with buffers whose lifetimes do not overlap; or, with `status`, the
+  one-word index status buffer of one dispatch, zeroed before each run and checked
+  after it: `what` names the op it guards), `vkc.view` (the same
   memory with another shape), `vkc.dispatch` (a kernel call: bound buffers,
   push constants, workgroup counts), `vkc.barrier` (a compute-to-compute memory
   barrier) and `vkc.output` (a buffer read back as a result tensor).
@@ -43,6 +45,7 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     f32,
     i32,
     i64,
@@ -362,20 +365,56 @@ class ConstantOp(IRDLOperation):
             )
 
 
+STATUS_BINDING = "status"
+"""The binding name of a kernel's index status word (registry.STATUS)."""
+
+
+def is_status_binding(name: str, dtype: str, writes: bool) -> bool:
+    """`status:u32:w`: the one-word index status a kernel sets when an index read from
+    a buffer is out of range (registry.py)."""
+    return name == STATUS_BINDING and dtype == "u32" and writes
+
+
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """A transient buffer; `slot` places it in a memory slot shared with buffers
-    whose lifetimes do not overlap (absent: its own memory)."""
+    whose lifetimes do not overlap (absent: its own memory).
+
+    `status` marks the index status buffer of one dispatch (`!vkc.buffer<1xui32>`,
+    its own memory, bound only at that dispatch's status binding): the runtime zeroes
+    it before each run and raises an error naming `what` (the guarded op and its
+    source location) when the kernel set it."""
 
     name = "vkc.alloc"
     slot = opt_prop_def(IntegerAttr)
+    status = opt_prop_def(UnitAttr)
+    what = opt_prop_def(StringAttr)
     result = result_def(BufferType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict `:` type($result)"
 
+    @property
+    def is_status(self) -> bool:
+        return self.status is not None
+
     def verify_(self) -> None:
         if self.slot is not None and self.slot.value.data < 0:
             raise VerifyException("slot must be non-negative")
+        if not self.is_status:
+            if self.what is not None:
+                raise VerifyException("'what' names the op a status buffer guards: add 'status'")
+            return
+        type = _buffer(self.result)
+        if type.dims != (1,) or type.element_type != ui32 or type.layout.data != ROW_MAJOR:
+            raise VerifyException(f"a status buffer is !vkc.buffer<1xui32>, got {type}")
+        if self.slot is not None:
+            raise VerifyException("a status buffer has its own memory: it takes no slot")
+        users = [use.operation for use in self.result.uses]
+        if any(not isinstance(user, DispatchOp) for user in users) or len(users) > 1:
+            raise VerifyException(
+                "a status buffer is bound by one dispatch only, at its status binding "
+                f"(used by {', '.join(sorted({u.name for u in users}))}, {len(users)} use(s))"
+            )
 
 
 @irdl_op_definition
@@ -441,11 +480,23 @@ class DispatchOp(IRDLOperation):
                 f"({', '.join(n for n, _, _ in bindings)}), got {len(self.buffers)} buffers"
             )
         packed = _packed_bindings(kernel.kernel.data)
-        for (name, dtype, _), buffer in zip(bindings, self.buffers, strict=True):
+        for (name, dtype, writes), buffer in zip(bindings, self.buffers, strict=True):
             if not binding_accepts(dtype, _buffer(buffer)):
                 raise VerifyException(
                     f"binding {name} of kernel {kernel.kernel.data} takes {dtype} elements, "
                     f"got {buffer.type}"
+                )
+            owner = buffer.owner
+            status_buffer = isinstance(owner, AllocOp) and owner.is_status
+            if is_status_binding(name, dtype, writes) and not status_buffer:
+                raise VerifyException(
+                    f"binding {name} of kernel {kernel.kernel.data} takes a status buffer "
+                    "(vkc.alloc {status} : !vkc.buffer<1xui32>)"
+                )
+            if status_buffer and not is_status_binding(name, dtype, writes):
+                raise VerifyException(
+                    f"binding {name} of kernel {kernel.kernel.data} is not a status binding: "
+                    "a status buffer is bound only at the status binding of its dispatch"
                 )
             prefix = packed.get(name)
             layout = _buffer(buffer).layout.data

@@ -5,7 +5,10 @@ Buffers are flat numpy arrays (float32, int32 or uint32). A `vkc.alloc` with a
 slot, exactly as the runtime shares one device buffer: a buffer plan that lets
 two live buffers overlap gives wrong results here too. A dispatch runs its
 kernel's numpy `reference` (qopt/backends/vulkan/registry.py) on the bound
-buffers, so vkc IR can be checked without a device.
+buffers, so vkc IR can be checked without a device. A status buffer
+(`vkc.alloc {status}`) starts at 0 on every call; when a dispatch's reference
+sets it (an index out of range) the run stops with the QoptError the Vulkan
+artifact raises for it.
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def slot_sizes(func: Operation) -> dict[int, int]:
 
 
 def run_dispatch(op: vkc.DispatchOp, buffers: list[np.ndarray]) -> None:
-    """Run the kernel's numpy reference on `buffers` (written in place)."""
+    """Run the kernel's numpy reference on `buffers` (written in place); QoptError if
+    it set a status word (an index out of range), as the Vulkan artifact raises."""
     from qopt.backends.vulkan.registry import kernels
 
     kernel_op = op.kernel_op()
@@ -97,6 +101,39 @@ def run_dispatch(op: vkc.DispatchOp, buffers: list[np.ndarray]) -> None:
             f"{where(op)}: no Vulkan kernel named '{kernel_op.kernel.data}' is registered"
         )
     spec.run_reference(buffers, op.push_values(), kernel_op.spec_values())
+    check_status(op, buffers, kernel_op)
+
+
+def status_what(buffer: Any) -> str | None:
+    """The `what` of a status buffer operand (None for any other buffer)."""
+    owner = getattr(buffer, "owner", None)
+    if not isinstance(owner, vkc.AllocOp) or not owner.is_status:
+        return None
+    return owner.what.data if owner.what is not None else "a Vulkan index check"
+
+
+def check_status(op: vkc.DispatchOp, buffers: list[np.ndarray], kernel_op: vkc.KernelOp) -> None:
+    """QoptError (one line, naming the guarded op) if a status buffer of `op` is set."""
+    from qopt.backends.vulkan.registry import index_error_message
+
+    for operand, array in zip(op.buffers, buffers, strict=True):
+        what = status_what(operand)
+        if what is not None and int(np.asarray(array).reshape(-1).view(np.uint32)[0]) != 0:
+            raise QoptError(index_error_message(what, dispatch_index(op), kernel_op.kernel.data))
+
+
+def dispatch_index(op: vkc.DispatchOp) -> int:
+    """The dispatch's position among its function's dispatches (the Vulkan step)."""
+    block = op.parent_block()
+    if block is None:
+        return 0
+    index = 0
+    for other in block.ops:
+        if other is op:
+            return index
+        if isinstance(other, vkc.DispatchOp):
+            index += 1
+    return index
 
 
 @register_impls

@@ -14,10 +14,15 @@ stages (each stage's invariant is what the next one relies on):
    row-major order onto `vkc.view`, every other layout change (permute,
    transpose, slice, cat, expand) onto `copy_strided`; reductions over a dim
    other than the last through a transposing copy. An op without a rule is a
-   QoptError naming the op, its location and what to do.
+   QoptError naming the op, its location and what to do. A kernel that indexes
+   a table with values read from a buffer (gather_rows, the embeddings) gets its
+   own status buffer per dispatch (`vkc.alloc {status, what = "'aten.embedding'
+   at model.py:12"}`, added by `Lowering.dispatch`): an out-of-range index is an
+   error naming that op at run time, never silent zeros.
 3. Buffer planning: transient buffers whose lifetimes do not overlap share a
-   memory slot (`vkc.alloc {slot = n}`); the function records its planned and
-   unplanned bytes (`vkc.planned_bytes`, `vkc.unplanned_bytes`).
+   memory slot (`vkc.alloc {slot = n}`; status buffers keep their own memory);
+   the function records its planned and unplanned bytes (`vkc.planned_bytes`,
+   `vkc.unplanned_bytes`).
 4. Barriers: a `vkc.barrier` goes before each dispatch that touches memory an
    earlier dispatch since the last barrier wrote (or read, for a write).
 """
@@ -43,6 +48,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     f32,
     i32,
     i64,
@@ -124,6 +130,17 @@ class Lowering:
         op = vkc.AllocOp(result_types=[vkc.BufferType.get(shape, ELEM_OF[dtype])])
         self.ops.append(op)
         return Buf(op.result, shape, dtype)
+
+    def status_buffer(self) -> Buf:
+        """A fresh one-word index status buffer for one dispatch, naming the op being
+        lowered (and its source location) for the run-time error."""
+        what = where(self.current) if self.current is not None else "a Vulkan dispatch"
+        op = vkc.AllocOp(
+            properties={"status": UnitAttr(), "what": StringAttr(what)},
+            result_types=[vkc.BufferType.get((1,), ui32)],
+        )
+        self.ops.append(op)
+        return Buf(op.result, (1,), "u32")
 
     def view(self, buf: Buf, shape: Sequence[int]) -> Buf:
         shape = tuple(int(d) for d in shape) or (1,)
@@ -231,13 +248,21 @@ class Lowering:
     ) -> None:
         """Dispatch kernel `name`: buffers in binding order (or by binding name),
         push constants in block order (or by name); workgroups from the kernel's
-        `workgroups(push, spec)`."""
+        `workgroups(push, spec)`. A kernel's status binding (always the last) gets a
+        fresh status buffer here (`status_buffer`): the rules leave it out."""
         from qopt.backends.vulkan.registry import kernels
 
         kernel_op = self.kernel_symbol(name, spec_values or {})
         spec = kernels()[name]
         binding_names = [b.name for b in spec.bindings]
         push_names = [n for n, _ in spec.push]
+        status = spec.status_index
+        if status is not None:
+            status_name = binding_names[status]
+            if isinstance(buffers, dict):
+                buffers = {**buffers, status_name: self.status_buffer()}
+            elif len(buffers) == len(binding_names) - 1:
+                buffers = [*buffers, self.status_buffer()]
         if not isinstance(buffers, dict):
             if len(buffers) != len(binding_names):
                 raise QoptError(
@@ -410,7 +435,8 @@ def plan_buffers(ops: list[Operation]) -> dict[str, int]:
     allocs: list[vkc.AllocOp] = []
     for index, op in enumerate(ops):
         if isinstance(op, vkc.AllocOp):
-            allocs.append(op)
+            if not op.is_status:  # a status buffer keeps its own memory (never a slot)
+                allocs.append(op)
             continue
         if isinstance(op, vkc.DispatchOp | vkc.OutputOp):
             for operand in op.operands:

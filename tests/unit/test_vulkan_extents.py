@@ -197,7 +197,7 @@ def test_check_dispatch_refuses_unsupported_variants_and_wrapping_indices() -> N
         qw.check_dispatch({**push, "ngroups": 0}, {}, [1, 1, 1], words)
     gather = kernel("gather_rows")
     with pytest.raises(ValueError, match=r"n \* D = \d+ does not fit 32 bits"):
-        gather.check_dispatch({"n": 2**16, "D": 2**16, "V": 4}, {}, [1, 1, 1], [U32] * 3)
+        gather.check_dispatch({"n": 2**16, "D": 2**16, "V": 4}, {}, [1, 1, 1], [U32] * 3 + [1])
     binary = kernel("binary")
     wide = ks.elementwise_push((3, 3), sa=(2**31, 1), sb=(3, 1))  # 2 * 2^31 + 2
     with pytest.raises(ValueError, match=r"binding a .* wraps"):
@@ -650,16 +650,20 @@ def test_lut_codes_past_the_palette_read_its_last_entry(dev: VulkanDevice) -> No
         "codes": codes.reshape(-1),
         "codebook": book,
         "out": np.zeros(3 * cols, np.float32),
+        "status": np.zeros(1, np.uint32),
     }
+    out = [b.name for b in spec.bindings].index("out")
     bufs = [dev.upload(arrays[b.name]) for b in spec.bindings]
     dev.run([Dispatch(spec, bufs, push=push)])
-    got = bufs[-1].read(np.float32, 3 * cols)
+    got = bufs[out].read(np.float32, 3 * cols)
+    status = bufs[-1].read(np.uint32, 1)
     for b in bufs:
         b.free()
     host = [arrays[b.name].copy() for b in spec.bindings]
     spec.run_reference(host, push, {})
     palette = (idx[:, None] % rows // 2) * 2 + np.arange(cols) // 8
-    assert np.array_equal(got, host[-1])
+    assert np.array_equal(got, host[out])
+    assert status[0] == host[-1][0] == 1  # -1 reads the last row, and is flagged
     assert np.array_equal(got.reshape(3, cols), book[palette * lut + lut - 1])
 
 

@@ -4,7 +4,9 @@
 `device`, else `$QOPT_VULKAN_DEVICE`, else the first compute-capable one) on
 first use, creates the pipelines, uploads the constant buffers and records
 every dispatch of a call into one command buffer once. A call writes the
-inputs, submits that command buffer, waits and reads the outputs back.
+inputs, zeroes every index status word, submits that command buffer, waits,
+raises QoptError naming the op if a kernel found an index out of range (the
+first such dispatch), and reads the outputs back.
 `close()` frees every Vulkan object (also on `with` exit).
 """
 
@@ -19,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qopt.backends.vulkan.bundle import (
     BundleProgram,
+    StatusCheck,
     bundle_bytes,
     program_from_module,
     read_bundle,
@@ -48,6 +51,7 @@ class VulkanArtifact:
         self._recorded: Any = None
         self._inputs: list[Any] = []
         self._outputs: list[Any] = []
+        self._status: list[tuple[Any, StatusCheck]] = []
         self.last_times: list[float] | None = None
 
     # ----- files ------------------------------------------------------------------------
@@ -115,6 +119,7 @@ class VulkanArtifact:
             self._recorded = dev.program(dispatches, timestamps=True)
             self._inputs = [buffers[t.buffer] for t in program.inputs]
             self._outputs = [buffers[t.buffer] for t in program.outputs]
+            self._status = [(buffers[c.buffer], c) for c in program.status_checks()]
         except BaseException:
             dev.close()
             raise
@@ -140,7 +145,13 @@ class VulkanArtifact:
         self.device
         for buf, data in zip(self._inputs, staged, strict=True):
             buf.write(data)
+        zero = np.zeros(1, np.uint32)
+        for buf, _ in self._status:
+            buf.write(zero)
         self.last_times = self._recorded.submit()
+        for buf, check in self._status:
+            if int(buf.read(np.uint32, 1)[0]) != 0:
+                raise check.error()
         outputs = []
         for buf, tensor in zip(self._outputs, program.outputs, strict=True):
             want = np.dtype(tensor.dtype)

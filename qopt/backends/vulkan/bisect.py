@@ -7,6 +7,11 @@ kernel writes. Each step therefore starts from identical inputs, so a
 difference names the kernel that computes differently on this device (rather
 than the first place an upstream difference became visible). Used by
 `qopt-run --check-dispatches` and the Vulkan tests.
+
+Index status words (the "status" buffers of gather_rows and the embeddings) start
+at 0 and are compared like any written binding; when the reference and the device
+agree that a dispatch found an index out of range, the check stops with the
+QoptError the artifact raises for it (the program has no result on such inputs).
 """
 
 from __future__ import annotations
@@ -79,6 +84,8 @@ def _host_buffers(program: BundleProgram, inputs: Sequence[np.ndarray]) -> list[
             memory.append(np.ascontiguousarray(program.constants[record["constant"]]).copy())
         elif kind == "slot":
             memory.append(slots[record["slot"]])
+        elif kind == "status":  # zero before the one dispatch that sets it
+            memory.append(np.zeros(4, np.uint8))
         elif kind == "input":
             tensor, position = by_index[record["index"]]
             data = _to_abi(np.asarray(inputs[position]), tensor.dtype, position)
@@ -114,6 +121,7 @@ def check_dispatches(
     signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.inputs]
     arrays = check_inputs(inputs, signature, "the Vulkan program")
     memory = _host_buffers(program, arrays)
+    status_checks = {(c.step, c.buffer): c for c in program.status_checks()}
     own = device is None
     dev = VulkanDevice() if own else device
     reports: list[StepReport] = []
@@ -157,6 +165,7 @@ def check_dispatches(
                 step.push,
                 entry.spec,
             )
+            flagged = None
             for b, buffer_id in zip(spec.bindings, step.buffers, strict=True):
                 if not b.writes:
                     continue
@@ -166,6 +175,10 @@ def check_dispatches(
                 if report is not None:
                     report.exact = spec.exact(spec.spec_values(entry.spec))
                     reports.append(report)
+                elif b.is_status and int(want[0]) != 0:
+                    flagged = status_checks[(index, buffer_id)]
+            if flagged is not None:
+                raise flagged.error()
             if reports and stop_at_first:
                 break
     finally:

@@ -12,6 +12,12 @@ workgroups; a barrier between dependent dispatches is implied, the runtime puts
 one between every two). `load_bundle` checks the magic, version, sizes and
 every hash and raises QoptError on a mismatch.
 
+Buffer kinds: "input" (an argument's upload buffer), "constant", "slot" (a
+transient buffer in shared memory slot `slot`), "alloc" (a transient buffer with
+its own memory) and, since version 2, "status": the 4-byte index status word of
+one dispatch (bound at that dispatch's status binding only; `what` names the op
+it guards), zeroed before each run and checked after it (artifact.py).
+
 `program_from_module` reads a vkc module into the same `BundleProgram`, so
 `compile_vulkan` and a loaded bundle run through one executor (artifact.py).
 """
@@ -39,7 +45,10 @@ from qopt.errors import QoptError
 from qopt.limits import DEFAULT_LIMITS, Limits
 
 MAGIC = b"QVKB"
-VERSION = 1
+VERSION = 2
+"""2: the "status" buffer kind (index status words of gather_rows and the embeddings)."""
+MAX_WHAT = 400
+"""Longest `what` of a status buffer a bundle may carry (it goes into an error message)."""
 _HEADER = struct.Struct("<4sII")
 
 
@@ -73,7 +82,8 @@ class BundleProgram:
 
     kernels: list[KernelEntry] = field(default_factory=list)
     buffers: list[dict[str, Any]] = field(default_factory=list)
-    """Per buffer id: {"kind": "input"|"constant"|"slot"|"alloc", "nbytes": n, ...}."""
+    """Per buffer id: {"kind": "input"|"constant"|"slot"|"alloc"|"status", "nbytes": n,
+    ...} ("status": 4 bytes and `what`, the op its dispatch's index check guards)."""
     constants: list[np.ndarray] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     inputs: list[Tensor] = field(default_factory=list)
@@ -82,6 +92,33 @@ class BundleProgram:
 
     def kernel_names(self) -> list[str]:
         return sorted({k.kernel for k in self.kernels})
+
+    def status_checks(self) -> list[StatusCheck]:
+        """Every status buffer with the step that sets it, in step order."""
+        found = []
+        for index, step in enumerate(self.steps):
+            for b in step.buffers:
+                record = self.buffers[b]
+                if record["kind"] == "status":
+                    kernel = self.kernels[step.kernel].kernel
+                    found.append(StatusCheck(b, str(record.get("what", "")), index, kernel))
+        return found
+
+
+@dataclass(frozen=True)
+class StatusCheck:
+    """A status buffer (`buffer` id), the op it guards (`what`) and its dispatch."""
+
+    buffer: int
+    what: str
+    step: int
+    kernel: str
+
+    def error(self) -> QoptError:
+        """The error for a set status word (one line)."""
+        from qopt.backends.vulkan.registry import index_error_message
+
+        return QoptError(index_error_message(self.what, self.step, self.kernel))
 
 
 def _entry(module: ModuleOp, name: str = "forward") -> func.FuncOp:
@@ -139,7 +176,10 @@ def program_from_module(module: ModuleOp, function: str = "forward") -> BundlePr
         elif isinstance(op, vkc.AllocOp):
             type = op.result.type
             assert isinstance(type, vkc.BufferType)
-            if op.slot is None:
+            if op.is_status:
+                what = op.what.data if op.what is not None else "a Vulkan index check"
+                new_buffer(op.result, {"kind": "status", "nbytes": 4, "what": what})
+            elif op.slot is None:
                 new_buffer(op.result, {"kind": "alloc", "nbytes": type.nbytes})
             else:
                 slot = op.slot.value.data
@@ -296,7 +336,8 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
     consistent; inputs and outputs inside their buffers; every dispatch with the
     kernel's push constants and positive, bounded workgroup counts, touching only
     words inside its buffers (KernelSpec.check_dispatch) and writing only transient
-    buffers; device memory within `limits`. QoptError (one line) otherwise."""
+    buffers; every status buffer bound once, at a status binding, and every status
+    binding given one; device memory within `limits`. QoptError (one line) otherwise."""
     from qopt.backends.vulkan.registry import kernels
 
     table = kernels()
@@ -338,6 +379,16 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
             device_bytes += max(nbytes, 4)
         elif kind == "alloc":
             device_bytes += max(nbytes, 4)
+        elif kind == "status":
+            if nbytes != 4:
+                raise QoptError(f"{what}: a status buffer holds 4 bytes, not {nbytes}")
+            text = record.get("what")
+            if not isinstance(text, str) or len(text) > MAX_WHAT or not text.isprintable():
+                raise QoptError(
+                    f"{what}: a status buffer's 'what' must be one printable line of at most "
+                    f"{MAX_WHAT} characters"
+                )
+            device_bytes += 4
         else:
             raise QoptError(f"{what}: unknown kind {str(kind)[:20]!r}")
         sizes[i] = max(nbytes, 4) // 4
@@ -369,6 +420,9 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
         seen.add(index)
     for i, t in enumerate(program.outputs):
         check_tensor(t, f"'{path}': output {i}")
+        if program.buffers[t.buffer]["kind"] == "status":
+            raise QoptError(f"'{path}': output {i}: buffer {t.buffer} is a status buffer")
+    status_users: dict[int, int] = {}
     limits.check(f"'{path}': the number of dispatches", len(program.steps), "max_dispatches")
     for i, step in enumerate(program.steps):
         what = f"'{path}': dispatch {i}"
@@ -386,10 +440,28 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
         except ValueError as e:
             raise QoptError(f"{what}: {e}") from None
         for binding, b in zip(spec.bindings, ids, strict=True):
-            if binding.writes and program.buffers[b]["kind"] not in ("alloc", "slot"):
+            kind = program.buffers[b]["kind"]
+            if binding.is_status and kind != "status":
+                raise QoptError(
+                    f"{what}: kernel {entry.kernel} binds {kind} buffer {b} at its status "
+                    "binding (it takes a status buffer)"
+                )
+            if kind == "status" and not binding.is_status:
+                raise QoptError(
+                    f"{what}: kernel {entry.kernel} binds status buffer {b} at binding "
+                    f"{binding.name} (a status buffer is bound only at a status binding)"
+                )
+            if kind == "status":
+                if b in status_users:
+                    raise QoptError(
+                        f"{what}: status buffer {b} is also bound by dispatch {status_users[b]} "
+                        "(each dispatch has its own)"
+                    )
+                status_users[b] = i
+            elif binding.writes and kind not in ("alloc", "slot"):
                 raise QoptError(
                     f"{what}: kernel {entry.kernel} writes binding {binding.name} into "
-                    f"{program.buffers[b]['kind']} buffer {b} (only transient buffers are written)"
+                    f"{kind} buffer {b} (only transient buffers are written)"
                 )
 
 

@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from qopt.backends.vulkan.registry import Binding, KernelSpec, PushValues, SpecValues, register
+from qopt.backends.vulkan.registry import (
+    STATUS,
+    Binding,
+    KernelSpec,
+    PushValues,
+    SpecValues,
+    register,
+)
 from qopt.numerics import sequential_sum, torch_sum_last
 
 F32 = np.float32
@@ -1166,17 +1173,32 @@ ADAPTIVE_AVG_POOL2D = register(
 _doc(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d over [planes, H, W] -> [planes, OH, OW].")
 
 
-def _row_index(idx: np.ndarray, v: int) -> tuple[np.ndarray, np.ndarray]:
-    r = idx.astype(np.int64)
-    r = np.where(r < 0, r + v, r)
+def _row_index(
+    buffers: dict[str, np.ndarray], idx: np.ndarray, v: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of `idx` in a table of `v` rows (a negative index in [-v, 0) reads row
+    idx + v) and which of them are read (the others give 0). Any index outside [0, v),
+    the range torch's embedding and index_select accept, sets the status word (as the
+    shaders' atomicOr): a program with one is an error, whatever the row read."""
+    raw = idx.astype(np.int64)
+    r = np.where(raw < 0, raw + v, raw)
     ok = (r >= 0) & (r < v)
+    if bool(((raw < 0) | (raw >= v)).any()):
+        status = buffers.get(STATUS)
+        word = np.uint32(0) if status is None else _words(status)[0]
+        _store(buffers, STATUS, np.array([word | np.uint32(1)], np.uint32))
     return np.where(ok, r, 0), ok
+
+
+def _status() -> Binding:
+    """The index status word (registry.STATUS): last binding, one u32, written."""
+    return _b(STATUS, "u32", True)
 
 
 def _gather_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     n, d, v = int(push["n"]), int(push["D"]), int(push["V"])
     table = _words(buffers["table"])[: v * d].reshape(v, d)
-    rows, ok = _row_index(_i32(buffers["idx"])[:n], v)
+    rows, ok = _row_index(buffers, _i32(buffers["idx"])[:n], v)
     _store(buffers, "y", np.where(ok[:, None], table[rows], np.uint32(0)).astype(np.uint32))
 
 
@@ -1189,18 +1211,19 @@ def _index_rows(v: int) -> None:
 
 def _gather_extents(push: PushValues, spec: SpecValues) -> Extents:
     """gather_rows.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
-    (checked in the shader), table[r*D + i % D]; writes y[i]."""
+    (checked in the shader), table[r*D + i % D]; writes y[i], and status[0] for an
+    index outside [0, V)."""
     n, d, v = _ints(push, "n", "D", "V")
     total = _count(n * d, "n * D")
     _index_rows(v)
-    return {"table": v * d if total else 0, "idx": n if total else 0, "y": total}
+    return {"table": v * d if total else 0, "idx": n if total else 0, "y": total, STATUS: 1}
 
 
 GATHER_ROWS = register(
     KernelSpec(
         name="gather_rows",
         glsl="gather_rows.glsl",
-        bindings=(_b("table", "f32"), _b("idx", "i32"), _b("y", "f32", True)),
+        bindings=(_b("table", "f32"), _b("idx", "i32"), _b("y", "f32", True), _status()),
         push=_push("n", "D", "V"),
         spec=(("WG", 64),),
         workgroups=_grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
@@ -1212,8 +1235,10 @@ GATHER_ROWS = register(
 )
 _doc(
     GATHER_ROWS,
-    """y[i, :] = table[idx[i], :] ([V, D] 32-bit words; negative indices
-from the end, out-of-range rows read 0): embedding, index_select on dim 0.""",
+    """y[i, :] = table[idx[i], :] ([V, D] 32-bit words; an index in [-V, 0)
+reads row idx + V, one outside [-V, V) reads 0; any index outside [0, V) sets
+status[0] = 1, an error for the program): embedding, index_select on dim 0,
+gathers of precomputed offsets.""",
 )
 
 
@@ -1993,7 +2018,7 @@ f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size).""",
 
 def _embedding_q_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     n, d, v = int(push["n"]), int(push["D"]), int(push["V"])
-    rows, ok = _row_index(_i32(buffers["idx"])[:n], v)
+    rows, ok = _row_index(buffers, _i32(buffers["idx"])[:n], v)
     wz, s, g = _affine_weight(
         buffers,
         v,
@@ -2012,12 +2037,13 @@ def _embedding_q_extents(push: PushValues, spec: SpecValues) -> Extents:
     """embedding_q.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
     (checked in the shader), column d = i % D: the field w[r*row_words + d / (32 /
     WBITS)], scales / zeros (HAS_ZERO_POINT) [r*ngroups + d / GROUP_SIZE] (not clamped
-    to ngroups - 1); writes o[i]."""
+    to ngroups - 1); writes o[i], and status[0] for an index outside [0, V)."""
     wbits = _one_of(spec, "WBITS", AFFINE_BITS)
     n, d, v, row_words, ngroups = _ints(push, "n", "D", "V", "row_words", "ngroups")
     total = _count(n * d, "n * D")
     _index_rows(v)
     ext = dict.fromkeys(("idx", "w", "scales", "zeros", "out"), 0)
+    ext[STATUS] = 1
     if total == 0:
         return ext
     ext["idx"], ext["out"] = n, total
@@ -2039,6 +2065,7 @@ def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
             _b("scales", "f32"),
             _b("zeros", "i32"),
             _b("out", "f32", True),
+            _status(),
         ),
         push=_push("n", "D", "V", "row_words", "ngroups"),
         spec=(("WBITS", wbits), ("GROUP_SIZE", group), ("HAS_ZERO_POINT", 0), ("WG", 64)),
@@ -2057,7 +2084,9 @@ def _embedding_q_spec(name: str, wbits: int, group: int) -> KernelSpec:
 
 _EMB_DOC = """Quantized embedding: out[i, d] = (f32(field) - f32(z)) * s for row idx[i] of a
 pack_affine [V, D] table (scales [V, ngroups], zeros zp - lo with HAS_ZERO_POINT).
-Bit-exact with qfused's embedding (data - zp in f32, times scale)."""
+Bit-exact with qfused's embedding (data - zp in f32, times scale). Indices as
+gather_rows: [-V, 0) from the end, outside [-V, V) reads 0; outside [0, V) sets
+status[0] = 1."""
 EMBEDDING_Q4GSW = register(_embedding_q_spec("embedding_q4gsw", 4, 32))
 _doc(EMBEDDING_Q4GSW, _EMB_DOC)
 EMBEDDING_Q8CSW = register(_embedding_q_spec("embedding_q8csw", 8, 1 << 30))
@@ -2066,7 +2095,7 @@ _doc(EMBEDDING_Q8CSW, _EMB_DOC)
 
 def _embedding_lut_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     n, d, v = int(push["n"]), int(push["D"]), int(push["V"])
-    rows, ok = _row_index(_i32(buffers["idx"])[:n], v)
+    rows, ok = _row_index(buffers, _i32(buffers["idx"])[:n], v)
     table = _lut_table(buffers, v, d, push, spec, "BV", "BD", "GD")
     _store(buffers, "out", np.where(ok[:, None], table[rows], F32(0)).astype(F32))
 
@@ -2074,11 +2103,12 @@ def _embedding_lut_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: S
 def _embedding_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     """embedding_lut.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
     (checked in the shader), the codes and palettes of row r (`_lut_rows_extents`,
-    columns d < D); writes o[i]."""
+    columns d < D); writes o[i], and status[0] for an index outside [0, V)."""
     n, d, v = _ints(push, "n", "D", "V")
     total = _count(n * d, "n * D")
     _index_rows(v)
     ext = dict.fromkeys(("idx", "codes", "codebook", "out"), 0)
+    ext[STATUS] = 1
     if total == 0:
         return ext
     ext["idx"], ext["out"] = n, total
@@ -2095,6 +2125,7 @@ EMBEDDING_LUT = register(
             _b("codes", "u32", packed="lut"),
             _b("codebook", "f32"),
             _b("out", "f32", True),
+            _status(),
         ),
         push=_push("n", "D", "V", "row_words", "BV", "BD", "GD", "L"),
         spec=(("FBITS", 4), ("WG", 64)),
@@ -2108,7 +2139,7 @@ EMBEDDING_LUT = register(
 _doc(
     EMBEDDING_LUT,
     """LUT embedding (pack_lut of the [V, D] table; BV/BD block, GD col
-groups, L entries). Bit-exact.""",
+groups, L entries). Bit-exact. Indices as gather_rows (status[0] = 1 outside [0, V)).""",
 )
 
 

@@ -16,7 +16,14 @@ Buffer ABI (every binding is a std430 storage buffer of 4-byte words):
   int32 at compile time; booleans are 0/1);
 - constant weight buffers: packed by `qopt.backends.vulkan.packing` into the
   layout the kernel reads (int4 eight per uint32 word, int8 four per word, LUT
-  codes at their bit width, scales/codebooks float32, zero points int32).
+  codes at their bit width, scales/codebooks float32, zero points int32);
+- a status word (`STATUS`, the last binding of a kernel that indexes a table with
+  values read from a buffer: gather_rows, the embeddings): one u32 the kernel sets
+  to 1 when an index lies outside [0, V), torch's range for embedding and
+  index_select (it still writes that row as before: zeros, or for an index in
+  [-V, 0) the row counted from the end). Every dispatch of such a kernel gets its
+  own status buffer, zeroed before each run and read after it: a set word is a
+  QoptError (`index_error_message`), never silent zeros.
 """
 
 from __future__ import annotations
@@ -32,6 +39,10 @@ MAX_WORKGROUPS = 65535
 SpecValues = Mapping[str, int]
 
 
+STATUS = "status"
+"""Name of the status binding: u32, written, one word, last in binding order."""
+
+
 @dataclass(frozen=True)
 class Binding:
     name: str
@@ -41,6 +52,24 @@ class Binding:
     """For weight bindings: the layout prefix its constant must carry (`q` for
     q4/q8 words, `lut` for packed codebook indices); the vkc verifier rejects any
     other buffer there."""
+
+    @property
+    def is_status(self) -> bool:
+        """The kernel's index status word (see `STATUS`)."""
+        return is_status_binding(self.name, self.dtype, self.writes)
+
+
+def is_status_binding(name: str, dtype: str, writes: bool) -> bool:
+    """Whether a binding `name:dtype[:w]` is an index status word."""
+    return name == STATUS and dtype == "u32" and writes
+
+
+def index_error_message(what: str, step: int, kernel_name: str) -> str:
+    """The one-line message for a dispatch whose status word was set."""
+    return (
+        f"{what}: an index was out of range (Vulkan step {step}, kernel {kernel_name}); "
+        "check the inputs (token ids must be below the vocabulary size)"
+    )
 
 
 @dataclass(frozen=True)
@@ -80,6 +109,12 @@ class KernelSpec:
     the reference's order, under `precise`. Kernels that accumulate floats in their own
     tiling order or call transcendental builtins (exp, tanh, ...) are not; the tests
     check both kinds dispatch by dispatch on the local device (qopt.backends.vulkan.bisect)."""
+
+    @property
+    def status_index(self) -> int | None:
+        """Position of the status binding (always the last one), or None."""
+        last = len(self.bindings) - 1
+        return last if self.bindings and self.bindings[-1].is_status else None
 
     def spec_values(self, given: SpecValues) -> dict[str, int]:
         """`given` over the specialization constants' defaults."""
@@ -194,6 +229,9 @@ _KERNELS: dict[str, KernelSpec] = {}
 def register(spec: KernelSpec) -> KernelSpec:
     if spec.name in _KERNELS:
         raise ValueError(f"kernel {spec.name} registered twice")
+    for i, binding in enumerate(spec.bindings):
+        if binding.name == STATUS and (not binding.is_status or i != len(spec.bindings) - 1):
+            raise ValueError(f"kernel {spec.name}: binding {STATUS} must be the last, u32, written")
     _KERNELS[spec.name] = spec
     return spec
 

@@ -86,10 +86,13 @@ func.func @forward(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // -----
 
 // Quantized embedding (int4 per-group, asymmetric): embedding_q4gsw with zero
-// points stored as zp - lo; int64 indices narrowed to i32 on upload.
+// points stored as zp - lo; int64 indices narrowed to i32 on upload; the last
+// binding is the dispatch's own index status word.
+// CHECK:       vkc.kernel @embedding_q4gsw_0 {{.*}}bindings = ["idx:i32", "w:u32", "scales:f32", "zeros:i32", "out:f32:w", "status:u32:w"]
 // CHECK-LABEL: func.func @forward(%idx: tensor<1x3xi64>) -> tensor<1x3x8xf32>
-// CHECK:         vkc.input %idx : tensor<1x3xi64> -> !vkc.buffer<1x3xi32>
-// CHECK:         vkc.dispatch @embedding_q4gsw_0({{.*}}) {push = {n = 3 : i64, D = 8 : i64, V = 3 : i64, row_words = 4 : i64, ngroups = 2 : i64}
+// CHECK:         %[[IDX:.*]] = vkc.input %idx : tensor<1x3xi64> -> !vkc.buffer<1x3xi32>
+// CHECK:         %[[ST:.*]] = vkc.alloc {status, what = "'qfused.embedding'"} : !vkc.buffer<1xui32>
+// CHECK-NEXT:    vkc.dispatch @embedding_q4gsw_0(%[[IDX]], {{.*}}, %[[ST]]) {push = {n = 3 : i64, D = 8 : i64, V = 3 : i64, row_words = 4 : i64, ngroups = 2 : i64}
 func.func @forward(%idx: tensor<1x3xi64>) -> tensor<1x3x8xf32> {
   %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>
   %s = arith.constant dense<[[0.5, 0.25], [0.125, 1.0], [2.0, 0.5]]> : tensor<3x2xf32>

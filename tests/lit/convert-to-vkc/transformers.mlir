@@ -21,12 +21,15 @@ func.func @forward(%x: tensor<2x4xf32>, %w: tensor<4x6xf32>, %b: tensor<6xf32>) 
 // index with constant index tensors: the flat source offsets of x[i, :, j]
 // (3 7 11 | 14 18 22 | 15 19 23 | 0 4 8; -1 counts from the end) become a
 // constant and gather_rows copies one word per element; bitwise_and of two
-// masks is the integer binary kernel (OP 17).
-// CHECK:       vkc.kernel @gather_rows_0
+// masks is the integer binary kernel (OP 17). gather_rows takes a status word
+// (its own buffer, naming the op) like every dispatch of a kernel that indexes
+// with values read from a buffer.
+// CHECK:       vkc.kernel @gather_rows_0 {{.*}}bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"]
 // CHECK:       vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 17 : i64, DTYPE = 1 : i64
 // CHECK-LABEL: func.func @forward(%x: tensor<2x3x4xf32>, %m: tensor<1x4xi1>, %n: tensor<1x4xi1>)
 // CHECK:         %[[OFF:.*]] = vkc.constant dense_resource<[[R:.*]]> : tensor<12xi32> : !vkc.buffer<12xi32>
-// CHECK:         vkc.dispatch @gather_rows_0(%{{.*}}, %[[OFF]], %{{.*}}) {push = {n = 12 : i64, D = 1 : i64, V = 24 : i64}
+// CHECK:         %[[ST:.*]] = vkc.alloc {status, what = "'aten.index'"} : !vkc.buffer<1xui32>
+// CHECK-NEXT:    vkc.dispatch @gather_rows_0(%{{.*}}, %[[OFF]], %{{.*}}, %[[ST]]) {push = {n = 12 : i64, D = 1 : i64, V = 24 : i64}
 // CHECK:         vkc.dispatch @binary_0
 // CHECK:       [[R]]: "0x0800000003000000070000000B0000000E00000012000000160000000F0000001300000017000000000000000400000008000000"
 func.func @forward(%x: tensor<2x3x4xf32>, %m: tensor<1x4xi1>, %n: tensor<1x4xi1>) -> (tensor<2x2x3xf32>, tensor<1x4xi1>) {

@@ -116,3 +116,85 @@ func.func @packed_weights_row_major(%x: tensor<1x64xf32>) {
   func.return
 }
 // CHECK: binding w of kernel linear_q4gsw takes weights packed in a 'q<bits>' layout, got !vkc.buffer<2xui32>
+
+// -----
+
+func.func @status_type() {
+  %s = vkc.alloc {status, what = "'aten.embedding'"} : !vkc.buffer<2xui32>
+  func.return
+}
+// CHECK: a status buffer is !vkc.buffer<1xui32>, got !vkc.buffer<2xui32>
+
+// -----
+
+func.func @status_elem() {
+  %s = vkc.alloc {status} : !vkc.buffer<1xi32>
+  func.return
+}
+// CHECK: a status buffer is !vkc.buffer<1xui32>, got !vkc.buffer<1xi32>
+
+// -----
+
+func.func @status_slot() {
+  %s = vkc.alloc {slot = 0 : i64, status, what = "'aten.embedding'"} : !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: a status buffer has its own memory: it takes no slot
+
+// -----
+
+func.func @what_without_status() {
+  %s = vkc.alloc {what = "'aten.embedding'"} : !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: 'what' names the op a status buffer guards: add 'status'
+
+// -----
+
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["idx:i32", "y:f32:w", "status:u32:w"], push = []}
+func.func @status_shared(%i: tensor<4xi32>) {
+  %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
+  %y = vkc.alloc : !vkc.buffer<4xf32>
+  %s = vkc.alloc {status} : !vkc.buffer<1xui32>
+  vkc.dispatch @g(%b, %y, %s) {push = {}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xi32>, !vkc.buffer<4xf32>, !vkc.buffer<1xui32>
+  vkc.dispatch @g(%b, %y, %s) {push = {}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xi32>, !vkc.buffer<4xf32>, !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: a status buffer is bound by one dispatch only, at its status binding (used by vkc.dispatch, 2 use(s))
+
+// -----
+
+func.func @status_output() {
+  %s = vkc.alloc {status} : !vkc.buffer<1xui32>
+  %o = vkc.output %s : !vkc.buffer<1xui32> -> tensor<1xui32>
+  func.return
+}
+// CHECK: a status buffer is bound by one dispatch only, at its status binding (used by vkc.output, 1 use(s))
+
+// -----
+
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["idx:i32", "y:f32:w", "status:u32:w"], push = []}
+func.func @status_binding_plain_buffer(%i: tensor<4xi32>) {
+  %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
+  %y = vkc.alloc : !vkc.buffer<4xf32>
+  %s = vkc.alloc : !vkc.buffer<1xui32>
+  vkc.dispatch @g(%b, %y, %s) {push = {}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xi32>, !vkc.buffer<4xf32>, !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: binding status of kernel test takes a status buffer (vkc.alloc {status} : !vkc.buffer<1xui32>)
+
+// -----
+
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:u32", "y:u32:w"], push = []}
+func.func @status_at_other_binding(%i: tensor<4xi32>) {
+  %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
+  %s = vkc.alloc {status} : !vkc.buffer<1xui32>
+  vkc.dispatch @g(%b, %s) {push = {}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xi32>, !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: binding y of kernel test is not a status binding: a status buffer is bound only at the status binding of its dispatch
+
+// -----
+
+vkc.kernel @gather_rows_0 {kernel = "gather_rows", glsl = "gather_rows.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WG = 64 : i64}, bindings = ["table:f32", "idx:i32", "y:f32:w"], push = ["n:u32", "D:u32", "V:u32"]}
+// CHECK: bindings of kernel gather_rows are ['table:f32', 'idx:i32', 'y:f32:w', 'status:u32:w']

@@ -29,3 +29,23 @@ func.func @forward(%tokens: tensor<1x16xi64>, %x: tensor<4x8xf32>) -> tensor<32x
   %out = vkc.output %v : !vkc.buffer<32xf32> -> tensor<32xf32>
   func.return %out : tensor<32xf32>
 }
+
+// An index status buffer: one ui32 word of its own (no slot) bound at the status
+// binding of one dispatch, naming the op it guards.
+// CHECK:       vkc.kernel @lookup_k {kernel = "test_lookup", {{.*}}bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"], push = ["n:u32"]}
+// GENERIC:     "vkc.kernel"() <{sym_name = "lookup_k", kernel = "test_lookup"
+vkc.kernel @lookup_k {kernel = "test_lookup", glsl = "test_lookup.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"], push = ["n:u32"]}
+
+// CHECK-LABEL: func.func @lookup(
+// CHECK:         %[[S:.*]] = vkc.alloc {status, what = "'aten.embedding' at model.py:12"} : !vkc.buffer<1xui32>
+// CHECK:         vkc.dispatch @lookup_k(%{{.*}}, %{{.*}}, %{{.*}}, %[[S]]) {push = {n = 3 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<5x4xf32>, !vkc.buffer<3xi32>, !vkc.buffer<3x4xf32>, !vkc.buffer<1xui32>
+// GENERIC:       "vkc.alloc"() <{status, what = "'aten.embedding' at model.py:12"}> : () -> !vkc.buffer<1xui32>
+func.func @lookup(%t: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  %tb = vkc.input %t : tensor<5x4xf32> -> !vkc.buffer<5x4xf32>
+  %ib = vkc.input %i : tensor<3xi64> -> !vkc.buffer<3xi32>
+  %y = vkc.alloc {slot = 0 : i64} : !vkc.buffer<3x4xf32>
+  %s = vkc.alloc {status, what = "'aten.embedding' at model.py:12"} : !vkc.buffer<1xui32>
+  vkc.dispatch @lookup_k(%tb, %ib, %y, %s) {push = {n = 3 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<5x4xf32>, !vkc.buffer<3xi32>, !vkc.buffer<3x4xf32>, !vkc.buffer<1xui32>
+  %out = vkc.output %y : !vkc.buffer<3x4xf32> -> tensor<3x4xf32>
+  func.return %out : tensor<3x4xf32>
+}

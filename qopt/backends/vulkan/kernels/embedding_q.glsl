@@ -1,9 +1,10 @@
 #version 450
 // Quantized embedding (embedding_q4gsw / embedding_q8csw / asymmetric variants):
 // out[i, d] = (f32(field(w[r, d])) - f32(z[r, d / G])) * s[r, d / G], r = idx[i]
-// (negative r counts from the end; out of range -> 0). w: WBITS-bit fields packed by
-// packing.pack_bits (row_words per row); s f32 [V, ngroups]; z i32 [V, ngroups] = zp - lo
-// (HAS_ZERO_POINT, else 2^(WBITS-1)).
+// (r in [-V, 0) counts from the end; outside [-V, V) -> 0; any r outside [0, V) sets
+// status[0] = 1, an error for the program). w: WBITS-bit fields packed by
+// packing.pack_bits (row_words per row); s f32 [V, ngroups]; z i32 [V, ngroups] =
+// zp - lo (HAS_ZERO_POINT, else 2^(WBITS-1)).
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -16,6 +17,7 @@ layout(std430, binding = 1) readonly buffer Wq { uint w[]; };
 layout(std430, binding = 2) readonly buffer S { float scales[]; };
 layout(std430, binding = 3) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 4) writeonly buffer Out { float o[]; };
+layout(std430, binding = 5) buffer Status { uint status[]; };
 layout(push_constant) uniform P { uint n; uint D; uint V; uint row_words; uint ngroups; } p;
 
 void main() {
@@ -23,6 +25,7 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
     int r = idx[i / p.D];
     uint d = i % p.D;
+    if (r < 0 || r >= int(p.V)) atomicOr(status[0], 1u);  // outside [0, V): an error
     if (r < 0) r += int(p.V);
     if (r < 0 || r >= int(p.V)) { o[i] = 0.0; continue; }
     uint row = uint(r);
