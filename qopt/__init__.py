@@ -81,12 +81,15 @@ def fold_constants(module: ModuleOp) -> ModuleOp:
 
 
 def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
-    """Import, fuse and lower a program for `target` ("coreml" or "vulkan").
+    """Import a program and compile it for `target` ("coreml" or "vulkan"): the
+    target's pipeline (`qopt-coreml` / `qopt-vulkan`, qopt/lowering/pipelines.py,
+    the passes `qopt-opt -p` runs), then its artifact.
 
     Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
     CoreML artifact also has `.mil_program`, a Vulkan artifact is callable.
     `trust_pickle` and `limits` go to the `.pt2` loader; the others (TARGET_OPTIONS)
     to the target. An unknown target or option is a QoptError listing the valid ones.
+    CoreML outputs are named after the exported program's (recorded by the import).
     """
     if target not in TARGET_OPTIONS:
         raise QoptError(f"unknown target {target!r}: use 'coreml' or 'vulkan'")
@@ -99,16 +102,12 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
         )
     trust_pickle = bool(options.pop("trust_pickle", False))
     limits = options.pop("limits", None)
-    module = fuse(import_program(ep_or_path, trust_pickle=trust_pickle, limits=limits))
-    fold_constants(module)
-    if target == "coreml":
+    module = import_program(ep_or_path, trust_pickle=trust_pickle, limits=limits)
+    if target == "coreml":  # qopt-coreml{target, compute-precision}, then the MIL Program
         from qopt.backends.coreml import compile_coreml
 
-        signature = getattr(ep_or_path, "graph_signature", None)
-        if signature is not None:  # name the outputs after the exported program's
-            options.setdefault("output_names", list(signature.user_outputs))
         return compile_coreml(module, **options)
-    from qopt.backends.vulkan import compile_vulkan
+    from qopt.backends.vulkan import compile_vulkan  # qopt-vulkan, then the artifact
 
     return compile_vulkan(module, **options)
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qopt
 from qopt.backends.coreml import CoremlArtifact, compile_coreml
@@ -134,6 +134,7 @@ def float_activation_reference(model: str, scheme: str, inputs: tuple[Any, ...])
             op.properties.get("act"), qfused.DynamicQParamsAttr
         ):
             del op.properties["act"]
+            op.properties["kernel"] = StringAttr(op.kernel_name())  # now weight-only
     return qopt.interpret(module, *inputs)[0]
 
 

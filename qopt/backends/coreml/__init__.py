@@ -1,7 +1,10 @@
-"""The CoreML target: `compile_coreml` (mid level -> coreml -> `.mlpackage`).
+"""The CoreML target: `compile_coreml` (the `qopt-coreml` pipeline, then the MIL
+Program) and the `.mlpackage` it saves.
 
-`qopt.compile(ep, target="coreml", **options)` lands here with the fused (mid
-level) module; `qopt.read_mlpackage` is in `reader.py`.
+`qopt.compile(ep, target="coreml", **options)` lands here with the imported
+module; `qopt.read_mlpackage` is in `reader.py`. The passes and their order are
+`qopt/lowering/pipelines.py: QoptCoremlPipeline`'s, the one definition
+`qopt-opt -p qopt-coreml` runs too.
 """
 
 from __future__ import annotations
@@ -14,10 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-
-from qopt.errors import QoptError
-
-PRECISIONS = ("fp32", "fp16")
 
 
 @dataclass
@@ -63,22 +62,23 @@ def compile_coreml(
     compute_precision: str = "fp32",
     output_names: Sequence[str] | None = None,
 ) -> CoremlArtifact:
-    """Lower a mid-level (aten + qfused + quant) module to coreml and build its MIL
-    Program. `compute_precision` is "fp32" (default, exact checks) or "fp16"."""
-    from qopt.backends.coreml.emitter import build_program, to_fp16
+    """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
+    (import level, or already fused: fuse-quant leaves qfused ops as they are),
+    then build its MIL Program. `compute_precision` is "fp32"
+    (default, exact checks) or "fp16". Outputs are named `output_names`, else as
+    the module records (`qopt.output_names`: the exported program's), else
+    `output_<i>`."""
+    from qopt.backends.coreml.emitter import build_program, output_names_of
     from qopt.context import make_context
-    from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
+    from qopt.lowering.pipelines import QoptCoremlPipeline
 
-    if compute_precision not in PRECISIONS:
-        raise QoptError(f"compute_precision must be 'fp32' or 'fp16', got '{compute_precision}'")
-    ConvertToCoremlPass(target=minimum_deployment_target).apply(make_context(), module)
-    if compute_precision == "fp16":
-        to_fp16(module)
-    module.verify()
-    program = build_program(module, output_names)
-    return CoremlArtifact(
-        module, program, minimum_deployment_target, compute_precision, list(output_names or [])
+    pipeline = QoptCoremlPipeline(
+        target=minimum_deployment_target, compute_precision=compute_precision
     )
+    pipeline.apply(make_context(), module)
+    names = output_names_of(module, output_names)
+    program = build_program(module, names)
+    return CoremlArtifact(module, program, minimum_deployment_target, compute_precision, names)
 
 
 __all__ = ["CoremlArtifact", "compile_coreml", "save_mlpackage"]

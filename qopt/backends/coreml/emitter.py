@@ -6,7 +6,9 @@ Every `coreml` op becomes the MIL op of its name through the op's tables
 so `weight.bin` holds the packed bits. The Program is saved with coremltools'
 empty pass pipeline: what qopt emitted is what the package holds (no constant
 folding or fp16 rewriting behind qopt's back; fp16 programs are made fp16 by
-`to_fp16` before emission).
+the `coreml-fp16` pass before emission). Outputs are named after the function's
+`qopt.output_names` (the exported program's, recorded by the `.pt2` frontend),
+else `output_0`, `output_1`, ...
 """
 
 from __future__ import annotations
@@ -28,20 +30,16 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     StringAttr,
-    TensorType,
-    f16,
-    f32,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, elem_of, shape_of
+from qopt.dialects.signature import output_names as recorded_output_names
 from qopt.errors import QoptError, where
 from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import const_array
-from qopt.resources import make_resource
 
 
 def _quiet() -> None:
@@ -105,8 +103,22 @@ def target_of(func: FuncOp) -> Any:
     return getattr(ct.target, name)
 
 
+def output_names_of(module: ModuleOp, output_names: Sequence[str] | None = None) -> list[str]:
+    """The names of the package's outputs: `output_names` if given (missing ones
+    `output_<i>`), else the entry function's `qopt.output_names`, else
+    `output_0`, `output_1`, ..."""
+    func = entry_function(module)
+    count = len(func.function_type.outputs)
+    names = list(output_names) if output_names else recorded_output_names(func) or []
+    names += [f"output_{i}" for i in range(len(names), count)]
+    if len(names) != count:
+        raise QoptError(f"{len(names)} output names for {count} outputs")
+    return names
+
+
 def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -> Any:
-    """The coremltools MIL Program of `module`'s entry function (coreml dialect)."""
+    """The coremltools MIL Program of `module`'s entry function (coreml dialect),
+    its outputs named by `output_names_of`."""
     _quiet()
     from coremltools.converters.mil import Builder as mb
 
@@ -115,10 +127,7 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
     names: dict[SSAValue, str] = {}
-    out_names = list(output_names or [])
-    out_names += [f"output_{i}" for i in range(len(out_names), len(ret.operands))]
-    if len(out_names) != len(ret.operands):
-        raise QoptError(f"{len(out_names)} output names for {len(ret.operands)} outputs")
+    out_names = output_names_of(module, output_names)
     input_names = _input_names([a.name_hint for a in block.args])
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     renamed_outputs: list[tuple[str, SSAValue]] = []
@@ -246,154 +255,4 @@ def _convert(ct: Any, program: Any, target: Any) -> Any:
     )
 
 
-def _cast_operand(op: coreml.CoremlOp, index: int, elem: Attribute, name: str) -> None:
-    value = op.operands[index]
-    cast = coreml.CastOp.build(
-        operands=[value],
-        properties={"dtype": StringAttr(name)},
-        result_types=[TensorType(elem, shape_of(value))],
-    )
-    Rewriter.insert_op(cast, InsertPoint.before(op))
-    op.operands[index] = cast.result
-
-
-def _cast_result(
-    op: coreml.CoremlOp, elem: Attribute, name: str, keep: set[Operation] | None = None
-) -> None:
-    """Activation quantization computes in fp32; its float result is cast to fp16
-    for every user but those in `keep` (which compute in fp32)."""
-    result = op.results[0]
-    cast = coreml.CastOp.build(
-        operands=[result],
-        properties={"dtype": StringAttr(name)},
-        result_types=[TensorType(elem, shape_of(result))],
-    )
-    keep = keep or set()
-    result.replace_uses_with_if(cast.result, lambda use: use.operation not in keep)
-    Rewriter.insert_op(cast, InsertPoint.after(op))
-    cast.operands = [result]
-
-
-def _integer_regions(block: Any) -> set[Operation]:
-    """The float ops of static-activation int8 regions: every float operand comes
-    from a `dequantize`, a weight (const/constexpr) or another such op, and every
-    use is a `quantize` or another such op (dequantize -> linear/conv/add/pool ->
-    quantize). Core ML runs these as int8 kernels, so their accumulation is not
-    rounded to fp16; `to_fp16` keeps them in fp32, which models that."""
-    weights = (coreml.ConstOp, coreml.ConstexprOp)
-    region = {
-        op
-        for op in block.ops
-        if not isinstance(op, (coreml.QuantizeOp, coreml.DequantizeOp, *weights))
-        and isinstance(op, coreml.CoremlOp)
-        and any(
-            isinstance(r.type, TensorType) and isinstance(elem_of(r), Float32Type)
-            for r in op.results
-        )
-    }
-    changed = True
-    while changed:
-        changed = False
-        for op in list(region):
-            inputs_ok = all(
-                not (isinstance(v.type, TensorType) and isinstance(elem_of(v), Float32Type))
-                or isinstance(v.owner, (coreml.DequantizeOp, *weights))
-                or v.owner in region
-                for v in op.operands
-            )
-            uses_ok = all(
-                isinstance(u.operation, coreml.QuantizeOp) or u.operation in region
-                for r in op.results
-                for u in r.uses
-            ) and any(r.uses for r in op.results)
-            if not (inputs_ok and uses_ok):
-                region.discard(op)
-                changed = True
-    return region
-
-
-def to_fp16(module: ModuleOp) -> None:
-    """Make a coreml module compute in fp16 (in place): float constants and results
-    become f16; fp32 inputs are cast on entry and outputs cast back to fp32, as
-    coremltools does for its FLOAT16 compute precision. Activation quantization
-    (quantize/dequantize and their parameters) stays fp32, and so do the float ops
-    of static-activation int8 regions (`_integer_regions`: Core ML executes them as
-    int8 kernels) with their weights."""
-    func = entry_function(module)
-    block = func.body.block
-    qdq = (coreml.QuantizeOp, coreml.DequantizeOp)
-    region = _integer_regions(block)
-    kept: set[Operation] = set(region)  # ops whose float results stay fp32
-    for op in reversed(list(block.ops)):  # weights (and their consts) that only feed kept ops
-        if isinstance(op, (coreml.ConstOp, coreml.ConstexprOp)) and op.results[0].uses:
-            if all(
-                u.operation in kept or isinstance(u.operation, qdq) for u in op.results[0].uses
-            ) and any(u.operation in kept for u in op.results[0].uses):
-                kept.add(op)
-    for op in list(block.ops):
-        if op in kept:
-            continue
-        if isinstance(op, coreml.ConstOp) and isinstance(elem_of(op.result), Float32Type):
-            if all(isinstance(u.operation, qdq) for u in op.result.uses):
-                continue  # activation quantization parameters stay fp32
-            with np.errstate(over="ignore"):  # +-3.4e38 mask fills become +-inf, as in
-                array = const_array(op).astype(np.float16)  # coremltools' fp16 pass
-            type = TensorType(f16, shape_of(op.result))
-            new = coreml.ConstOp.build(
-                properties={"value": make_resource("fp16", array, type)}, result_types=[type]
-            )
-            Rewriter.replace_op(op, new)
-            continue
-        if isinstance(op, coreml.QuantizeOp):
-            if not isinstance(elem_of(op.operands[0]), Float32Type):
-                _cast_operand(op, 0, f32, "fp32")
-            continue
-        if isinstance(op, coreml.DequantizeOp):
-            if not all(u.operation in kept for u in op.results[0].uses):
-                _cast_result(op, f16, "fp16", keep=kept)
-            continue
-        for result in op.results:
-            if isinstance(result.type, TensorType) and isinstance(elem_of(result), Float32Type):
-                Rewriter.replace_value_with_new_type(result, TensorType(f16, shape_of(result)))
-                if isinstance(op, coreml.CastOp):  # a cast to float (of a bool mask) names it
-                    op.dtype = StringAttr("fp16")
-    for op in kept:  # a kept op reading a value that became fp16 reads it back in fp32
-        for index, value in enumerate(op.operands):
-            if isinstance(value.type, TensorType) and isinstance(elem_of(value), Float16Type):
-                _cast_operand(op, index, f32, "fp32")
-    for arg in block.args:
-        if not isinstance(elem_of(arg), Float32Type) or not arg.uses:
-            continue
-        cast = coreml.CastOp.build(
-            operands=[arg],
-            properties={"dtype": StringAttr("fp16")},
-            result_types=[TensorType(f16, shape_of(arg))],
-        )
-        # fp32 readers (activation quantizers, int8-region ops) keep the fp32 input
-        arg.replace_uses_with_if(
-            cast.result,
-            lambda use: not (isinstance(use.operation, coreml.QuantizeOp) or use.operation in kept),
-        )
-        if not cast.result.uses:
-            cast.erase()
-            continue
-        Rewriter.insert_op(cast, InsertPoint.at_start(block))
-        cast.operands = [arg]
-    ret = block.last_op
-    assert isinstance(ret, ReturnOp)
-    outputs = []
-    for value in ret.operands:
-        if isinstance(elem_of(value), Float16Type):
-            cast = coreml.CastOp.build(
-                operands=[value],
-                properties={"dtype": StringAttr("fp32")},
-                result_types=[TensorType(f32, shape_of(value))],
-            )
-            Rewriter.insert_op(cast, InsertPoint.before(ret))
-            value = cast.result
-        outputs.append(value)
-    ret.operands = outputs
-    func.update_function_type()
-
-
-__all__ = ["build_program", "save_program", "to_fp16"]
+__all__ = ["build_program", "output_names_of", "save_program"]

@@ -98,7 +98,7 @@ from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.errors import QoptError
 from qopt.limits import DEFAULT_LIMITS
-from qopt.resources import make_resource, printable_inline
+from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
 MAX_MANIFEST_BYTES = 1 << 20
@@ -505,6 +505,7 @@ class Reader:
         self.values: dict[str, SSAValue] = {}
         self.arrays: dict[str, Any] = {}
         self.where = ""  # the op being read, for messages
+        self.store = WeightStore()  # the module's weights
         self.names: dict[Operation, str] = {}  # op -> its MIL op type and output name
 
     def fail(self, message: str) -> QoptError:
@@ -605,7 +606,7 @@ class Reader:
         if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):
             attr: Attribute = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
-            attr = make_resource(hint, np.asarray(array, order="C"), type)
+            attr = make_resource(hint, np.asarray(array, order="C"), type, self.store)
         op = coreml.ConstOp.build(properties={"value": attr}, result_types=[type])
         op.result.name_hint = _hint(hint)
         self.block.add_op(op)
@@ -794,7 +795,7 @@ def _read(pkg: _Package) -> ModuleOp:
     reader.block.add_op(ReturnOp(*outputs))
     func = FuncOp.from_region("forward", arg_types, [v.type for v in outputs], Region(reader.block))
     func.attributes[OPSET_ATTR] = StringAttr(opset)
-    module = ModuleOp([func])
+    module = attach(ModuleOp([func]), reader.store)
     # Constants only used as MIL parameters (now properties) are dropped.
     for op in reversed(list(reader.block.ops)):
         if isinstance(op, coreml.ConstOp) and not op.result.uses:

@@ -14,16 +14,16 @@ if TYPE_CHECKING:
 def compile_vulkan(
     module: ModuleOp, device: str | int | None = None, validation: bool | None = None
 ) -> VulkanArtifact:
-    """Lower a mid-level (aten + qfused + quant) module to vkc and return the
-    callable artifact (`.module`, `.save(path)`, `artifact(*inputs)`, `.close()`).
-    The device opens on the first call (`device`: index or name substring;
-    default `$QOPT_VULKAN_DEVICE` or the first compute-capable device)."""
+    """Run `qopt-vulkan` on `module` in place (import level, or already fused:
+    fuse-quant leaves qfused ops as they are) and return the callable artifact
+    (`.module`, `.save(path)`, `artifact(*inputs)`, `.close()`), its kernels
+    compiled to SPIR-V. The device opens on the first call (`device`: index or
+    name substring; default `$QOPT_VULKAN_DEVICE` or the first compute-capable one)."""
     from qopt.backends.vulkan.artifact import compile_artifact
     from qopt.context import make_context
-    from qopt.lowering.convert_to_vkc import ConvertToVkcPass
+    from qopt.lowering.pipelines import QoptVulkanPipeline
 
-    ConvertToVkcPass().apply(make_context(), module)
-    module.verify()
+    QoptVulkanPipeline().apply(make_context(), module)
     return compile_artifact(module, device, validation)
 
 

@@ -4,15 +4,15 @@
 // input folds to x * a + b with constants.
 
 // CHECK-LABEL: func.func @batch_norm_2d(
-// CHECK:         %[[M:.*]] = "coreml.const"() <{value = dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[V:.*]] = "coreml.const"() <{value = dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[G:.*]] = "coreml.const"() <{value = dense<[2.000000e+00, 3.000000e+00]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[B:.*]] = "coreml.const"() <{value = dense<[5.000000e-01, 0.000000e+00]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[Y:.*]] = "coreml.batch_norm"(%x, %[[M]], %[[V]], %[[G]], %[[B]]) <{epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+// CHECK:         %[[M:.*]] = coreml.const dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.const dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>
+// CHECK-NEXT:    %[[G:.*]] = coreml.const dense<[2.000000e+00, 3.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %[[B:.*]] = coreml.const dense<[5.000000e-01, 0.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %[[Y:.*]] = coreml.batch_norm %x, %[[M]], %[[V]] gamma %[[G]] beta %[[B]] {epsilon = 1.000000e-03 : f64} : tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<2xf32> gamma tensor<2xf32> beta tensor<2xf32> -> tensor<1x2x3x3xf32>
 // CHECK-NEXT:    func.return %[[Y]]
 // IOS16-LABEL: func.func @batch_norm_2d(
 // IOS16-SAME:    attributes {coreml.opset = "iOS16"}
-// IOS16:         "coreml.batch_norm"
+// IOS16:         coreml.batch_norm
 func.func @batch_norm_2d(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
   %m = arith.constant dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
   %v = arith.constant dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>
@@ -26,7 +26,7 @@ func.func @batch_norm_2d(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32> {
 
 // No affine parameters and no eps: gamma and beta stay absent, epsilon is 1e-5.
 // CHECK-LABEL: func.func @batch_norm_1d(
-// CHECK:         "coreml.batch_norm"(%x, %{{.*}}, %{{.*}}) <{epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2x3xf32>
+// CHECK:         coreml.batch_norm %x, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : tensor<2x2x3xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<2x2x3xf32>
 func.func @batch_norm_1d(%x: tensor<2x2x3xf32>) -> tensor<2x2x3xf32> {
   %m = arith.constant dense<[1.000000e+00, -1.000000e+00]> : tensor<2xf32>
   %v = arith.constant dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>
@@ -38,10 +38,10 @@ func.func @batch_norm_1d(%x: tensor<2x2x3xf32>) -> tensor<2x2x3xf32> {
 
 // [N, C] (BatchNorm1d after a linear): a = 1 / sqrt(var + eps), b = -mean * a.
 // CHECK-LABEL: func.func @batch_norm_rank2(
-// CHECK:         %[[A:.*]] = "coreml.const"() <{value = dense<[5.000000e-01, 2.000000e+00]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[XA:.*]] = "coreml.mul"(%x, %[[A]]) : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
-// CHECK-NEXT:    %[[B:.*]] = "coreml.const"() <{value = dense<[-5.000000e-01, 2.000000e+00]> : tensor<2xf32>}>
-// CHECK-NEXT:    %[[Y:.*]] = "coreml.add"(%[[XA]], %[[B]]) : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+// CHECK:         %[[A:.*]] = coreml.const dense<[5.000000e-01, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %[[XA:.*]] = coreml.mul %x, %[[A]] : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+// CHECK-NEXT:    %[[B:.*]] = coreml.const dense<[-5.000000e-01, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %[[Y:.*]] = coreml.add %[[XA]], %[[B]] : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
 // CHECK-NEXT:    func.return %[[Y]]
 // CHECK-NOT:     coreml.batch_norm
 func.func @batch_norm_rank2(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {

@@ -4,9 +4,9 @@
 // A float linear with bias: both constants stay inline (small), one linear op.
 // CHECK-LABEL: func.func @linear(
 // CHECK-SAME:    attributes {coreml.opset = "iOS18"}
-// CHECK:         %[[W:.*]] = "coreml.const"() <{value = dense<5.000000e-01> : tensor<3x4xf32>}>
-// CHECK:         %[[B:.*]] = "coreml.const"() <{value = dense<1.000000e+00> : tensor<3xf32>}>
-// CHECK:         %[[Y:.*]] = "coreml.linear"(%x, %[[W]], %[[B]])
+// CHECK:         %[[W:.*]] = coreml.const dense<5.000000e-01> : tensor<3x4xf32>
+// CHECK:         %[[B:.*]] = coreml.const dense<1.000000e+00> : tensor<3xf32>
+// CHECK:         %[[Y:.*]] = coreml.linear %x, %[[W]], %[[B]]
 // CHECK:         func.return %[[Y]]
 func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<5.000000e-01> : tensor<3x4xf32>
@@ -20,7 +20,7 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // Without bias: matmul with transpose_y (no all-zero bias constant).
 // CHECK-LABEL: func.func @linear_nobias(
 // CHECK-NOT:     coreml.const
-// CHECK:         "coreml.matmul"(%x, %w) <{transpose_x = false, transpose_y = true}>
+// CHECK:         coreml.matmul %x, %w {transpose_x = false, transpose_y = true}
 func.func @linear_nobias(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) -> tensor<2x3xf32> {
   %y = aten.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
@@ -29,7 +29,7 @@ func.func @linear_nobias(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) -> tensor<2x3
 // -----
 
 // CHECK-LABEL: func.func @matmul(
-// CHECK:         "coreml.matmul"(%a, %b) <{transpose_x = false, transpose_y = false}>
+// CHECK:         coreml.matmul %a, %b {transpose_x = false, transpose_y = false}
 func.func @matmul(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
   %y = aten.matmul %a, %b : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
@@ -39,7 +39,7 @@ func.func @matmul(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
 
 // Padding (ph, pw) becomes MIL's custom [top, bottom, left, right].
 // CHECK-LABEL: func.func @conv2d(
-// CHECK:         "coreml.conv"(%x, %w, %b) <{strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64
+// CHECK:         coreml.conv %x, %w, %b {strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64
 func.func @conv2d(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x2x2xf32> {
   %y = aten.conv2d %x, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x2x2xf32>
   func.return %y : tensor<1x3x2x2xf32>
@@ -49,7 +49,7 @@ func.func @conv2d(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %b: tensor<3
 
 // i64 indices (function arguments) become i32: MIL has no int64.
 // CHECK-LABEL: func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi32>) -> tensor<3x4xf32>
-// CHECK:         "coreml.gather"(%w, %i) <{axis = 0 : i64}>
+// CHECK:         coreml.gather %w, %i {axis = 0 : i64}
 func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
   %y = aten.embedding %w, %i : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
   func.return %y : tensor<3x4xf32>
@@ -59,20 +59,20 @@ func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> 
 
 // One-to-one activations; rsqrt gets epsilon 0, gelu its mode, neg is mul by -1.
 // CHECK-LABEL: func.func @unary(
-// CHECK:         %[[R0:.*]] = "coreml.relu"(%x)
-// CHECK-NEXT:    %[[R1:.*]] = "coreml.silu"(%[[R0]])
-// CHECK-NEXT:    %[[R2:.*]] = "coreml.sigmoid"(%[[R1]])
-// CHECK-NEXT:    %[[R3:.*]] = "coreml.tanh"(%[[R2]])
-// CHECK-NEXT:    %[[R4:.*]] = "coreml.exp"(%[[R3]])
-// CHECK-NEXT:    %[[R5:.*]] = "coreml.sqrt"(%[[R4]])
-// CHECK-NEXT:    %[[R6:.*]] = "coreml.sin"(%[[R5]])
-// CHECK-NEXT:    %[[R7:.*]] = "coreml.cos"(%[[R6]])
-// CHECK-NEXT:    %[[R8:.*]] = "coreml.erf"(%[[R7]])
-// CHECK-NEXT:    %[[R9:.*]] = "coreml.rsqrt"(%[[R8]]) <{epsilon = 0.000000e+00 : f64}>
-// CHECK-NEXT:    %[[R10:.*]] = "coreml.gelu"(%[[R9]]) <{mode = "EXACT"}>
-// CHECK-NEXT:    %[[R11:.*]] = "coreml.gelu"(%[[R10]]) <{mode = "TANH_APPROXIMATION"}>
-// CHECK-NEXT:    %[[M1:.*]] = "coreml.const"() <{value = dense<-1.000000e+00> : tensor<f32>}>
-// CHECK-NEXT:    %[[R12:.*]] = "coreml.mul"(%[[R11]], %[[M1]])
+// CHECK:         %[[R0:.*]] = coreml.relu %x
+// CHECK-NEXT:    %[[R1:.*]] = coreml.silu %[[R0]]
+// CHECK-NEXT:    %[[R2:.*]] = coreml.sigmoid %[[R1]]
+// CHECK-NEXT:    %[[R3:.*]] = coreml.tanh %[[R2]]
+// CHECK-NEXT:    %[[R4:.*]] = coreml.exp %[[R3]]
+// CHECK-NEXT:    %[[R5:.*]] = coreml.sqrt %[[R4]]
+// CHECK-NEXT:    %[[R6:.*]] = coreml.sin %[[R5]]
+// CHECK-NEXT:    %[[R7:.*]] = coreml.cos %[[R6]]
+// CHECK-NEXT:    %[[R8:.*]] = coreml.erf %[[R7]]
+// CHECK-NEXT:    %[[R9:.*]] = coreml.rsqrt %[[R8]] {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[R10:.*]] = coreml.gelu %[[R9]] {mode = "EXACT"}
+// CHECK-NEXT:    %[[R11:.*]] = coreml.gelu %[[R10]] {mode = "TANH_APPROXIMATION"}
+// CHECK-NEXT:    %[[M1:.*]] = coreml.const dense<-1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[R12:.*]] = coreml.mul %[[R11]], %[[M1]]
 // CHECK-NEXT:    func.return %[[R12]]
 func.func @unary(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = aten.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -95,15 +95,15 @@ func.func @unary(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // Broadcasting binaries; sub's alpha scales the subtrahend; div is real_div.
 // CHECK-LABEL: func.func @binary(
-// CHECK:         %[[A:.*]] = "coreml.add"(%x, %y)
-// CHECK-NEXT:    %[[ALPHA:.*]] = "coreml.const"() <{value = dense<5.000000e-01> : tensor<f32>}>
-// CHECK-NEXT:    %[[YS:.*]] = "coreml.mul"(%y, %[[ALPHA]])
-// CHECK-NEXT:    %[[S:.*]] = "coreml.sub"(%[[A]], %[[YS]])
-// CHECK-NEXT:    %[[M:.*]] = "coreml.mul"(%[[S]], %y)
-// CHECK-NEXT:    %[[D:.*]] = "coreml.real_div"(%[[M]], %y)
-// CHECK-NEXT:    %[[P:.*]] = "coreml.pow"(%[[D]], %x)
-// CHECK-NEXT:    %[[MX:.*]] = "coreml.maximum"(%[[P]], %x)
-// CHECK-NEXT:    %[[MN:.*]] = "coreml.minimum"(%[[MX]], %x)
+// CHECK:         %[[A:.*]] = coreml.add %x, %y
+// CHECK-NEXT:    %[[ALPHA:.*]] = coreml.const dense<5.000000e-01> : tensor<f32>
+// CHECK-NEXT:    %[[YS:.*]] = coreml.mul %y, %[[ALPHA]]
+// CHECK-NEXT:    %[[S:.*]] = coreml.sub %[[A]], %[[YS]]
+// CHECK-NEXT:    %[[M:.*]] = coreml.mul %[[S]], %y
+// CHECK-NEXT:    %[[D:.*]] = coreml.real_div %[[M]], %y
+// CHECK-NEXT:    %[[P:.*]] = coreml.pow %[[D]], %x
+// CHECK-NEXT:    %[[MX:.*]] = coreml.maximum %[[P]], %x
+// CHECK-NEXT:    %[[MN:.*]] = coreml.minimum %[[MX]], %x
 // CHECK-NEXT:    func.return %[[MN]]
 func.func @binary(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32> {
   %0 = aten.add %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
@@ -120,9 +120,9 @@ func.func @binary(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32> {
 
 // clamp -> clip (a missing bound is +-inf); to -> cast; clone of the same type folds away.
 // CHECK-LABEL: func.func @clamp_cast(
-// CHECK:         %[[C0:.*]] = "coreml.clip"(%x) <{alpha = -1.000000e+00 : f64, beta = 6.000000e+00 : f64}>
-// CHECK-NEXT:    %[[C1:.*]] = "coreml.clip"(%x) <{alpha = 0.000000e+00 : f64, beta = 0x7ff0000000000000 : f64}>
-// CHECK-NEXT:    %[[C2:.*]] = "coreml.cast"(%x) <{dtype = "int32"}> : (tensor<2x3xf32>) -> tensor<2x3xi32>
+// CHECK:         %[[C0:.*]] = coreml.clip %x {alpha = -1.000000e+00 : f64, beta = 6.000000e+00 : f64}
+// CHECK-NEXT:    %[[C1:.*]] = coreml.clip %x {alpha = 0.000000e+00 : f64, beta = 0x7ff0000000000000 : f64}
+// CHECK-NEXT:    %[[C2:.*]] = coreml.cast %x {dtype = "int32"} : (tensor<2x3xf32>) -> tensor<2x3xi32>
 // CHECK-NEXT:    func.return %[[C0]], %[[C1]], %[[C2]], %x :
 func.func @clamp_cast(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xf32>) {
   %0 = aten.clamp %x {min = -1.000000e+00 : f64, max = 6.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -136,7 +136,7 @@ func.func @clamp_cast(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>,
 
 // A cast of a constant (codebook codes) folds into the constant.
 // CHECK-LABEL: func.func @cast_const(
-// CHECK-NEXT:    %[[C:.*]] = "coreml.const"() <{value = dense<{{\[\[}}1, 2], [3, 4]]> : tensor<2x2xi32>}>
+// CHECK-NEXT:    %[[C:.*]] = coreml.const dense<{{\[\[}}1, 2], [3, 4]]> : tensor<2x2xi32>
 // CHECK-NEXT:    func.return %[[C]]
 func.func @cast_const() -> tensor<2x2xi32> {
   %c = arith.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xui8>
@@ -148,10 +148,10 @@ func.func @cast_const() -> tensor<2x2xi32> {
 
 // Negative dims are normalised; no dims reduces all axes.
 // CHECK-LABEL: func.func @reductions(
-// CHECK:         "coreml.reduce_mean"(%x) <{axes = array<i64: 2>, keep_dims = false}>
-// CHECK:         "coreml.reduce_sum"(%x) <{axes = array<i64: 1>, keep_dims = true}>
-// CHECK:         "coreml.reduce_max"(%x) <{axes = array<i64: 0, 1, 2>, keep_dims = false}>
-// CHECK:         "coreml.softmax"(%x) <{axis = 2 : i64}>
+// CHECK:         coreml.reduce_mean %x {axes = array<i64: 2>, keep_dims = false}
+// CHECK:         coreml.reduce_sum %x {axes = array<i64: 1>, keep_dims = true}
+// CHECK:         coreml.reduce_max %x {axes = array<i64: 0, 1, 2>, keep_dims = false}
+// CHECK:         coreml.softmax %x {axis = 2 : i64}
 func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<2x3xf32>, tensor<2x1x4xf32>, tensor<f32>, tensor<2x3x4xf32>) {
   %0 = aten.mean %x {dims = array<i64: -1>} : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
   %1 = aten.sum %x {dims = array<i64: 1>, keepdim = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
@@ -163,7 +163,7 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<2x3xf32>, tensor<2x1x4xf
 // -----
 
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK:         "coreml.layer_norm"(%x, %w, %b) <{axes = array<i64: 2>, epsilon = 1.000000e-05 : f64
+// CHECK:         coreml.layer_norm %x gamma %w beta %b {axes = array<i64: 2>, epsilon = 1.000000e-05 : f64
 func.func @layer_norm(%x: tensor<2x3x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<2x3x4xf32> {
   %r = aten.layer_norm %x weight(%w : tensor<4xf32>) bias(%b : tensor<4xf32>) {normalized_shape = array<i64: 4>, eps = 1.000000e-05 : f64} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
   func.return %r : tensor<2x3x4xf32>
@@ -174,13 +174,13 @@ func.func @layer_norm(%x: tensor<2x3x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32
 // view / unsqueeze / squeeze are reshapes; transpose / permute carry a perm;
 // slice is slice_by_index with the end clamped; cat is concat.
 // CHECK-LABEL: func.func @shapes(
-// CHECK:         %[[V:.*]] = "coreml.reshape"(%x) <{shape = array<i64: 6, 4>}>
-// CHECK:         %[[U:.*]] = "coreml.reshape"(%x) <{shape = array<i64: 2, 3, 4, 1>}>
-// CHECK:         %[[SQ:.*]] = "coreml.reshape"(%[[U]]) <{shape = array<i64: 2, 3, 4>}>
-// CHECK:         %[[T:.*]] = "coreml.transpose"(%[[SQ]]) <{perm = array<i64: 2, 1, 0>}>
-// CHECK:         %[[P:.*]] = "coreml.transpose"(%x) <{perm = array<i64: 2, 0, 1>}>
-// CHECK:         %[[SL:.*]] = "coreml.slice_by_index"(%x) <{begin = array<i64: 0, 0, 1>, end = array<i64: 2, 3, 4>, stride = array<i64: 1, 1, 2>}>
-// CHECK:         %[[CAT:.*]] = "coreml.concat"(%x, %x) <{axis = 2 : i64, interleave = false}>
+// CHECK:         %[[V:.*]] = coreml.reshape %x {shape = array<i64: 6, 4>}
+// CHECK:         %[[U:.*]] = coreml.reshape %x {shape = array<i64: 2, 3, 4, 1>}
+// CHECK:         %[[SQ:.*]] = coreml.reshape %[[U]] {shape = array<i64: 2, 3, 4>}
+// CHECK:         %[[T:.*]] = coreml.transpose %[[SQ]] {perm = array<i64: 2, 1, 0>}
+// CHECK:         %[[P:.*]] = coreml.transpose %x {perm = array<i64: 2, 0, 1>}
+// CHECK:         %[[SL:.*]] = coreml.slice_by_index %x {begin = array<i64: 0, 0, 1>, end = array<i64: 2, 3, 4>, stride = array<i64: 1, 1, 2>}
+// CHECK:         %[[CAT:.*]] = coreml.concat %x, %x {axis = 2 : i64, interleave = false}
 // CHECK:         func.return %[[V]], %[[U]], %[[T]], %[[P]], %[[SL]], %[[CAT]] :
 func.func @shapes(%x: tensor<2x3x4xf32>) -> (tensor<6x4xf32>, tensor<2x3x4x1xf32>, tensor<4x3x2xf32>, tensor<4x2x3xf32>, tensor<2x3x2xf32>, tensor<2x3x8xf32>) {
   %0 = aten.view %x : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
@@ -197,10 +197,10 @@ func.func @shapes(%x: tensor<2x3x4xf32>) -> (tensor<6x4xf32>, tensor<2x3x4x1xf32
 
 // Pooling; adaptive to 1x1 is a reduce_mean, to a divisor an avg_pool with valid padding.
 // CHECK-LABEL: func.func @pooling(
-// CHECK:         "coreml.max_pool"(%x) <{kernel_sizes = array<i64: 2, 2>, strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 0, 0, 0, 0>, ceil_mode = false}>
-// CHECK:         "coreml.avg_pool"(%x) <{kernel_sizes = array<i64: 3, 3>, strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 1, 1, 1, 1>, ceil_mode = false, exclude_padding_from_average = true}>
-// CHECK:         "coreml.reduce_mean"(%x) <{axes = array<i64: 2, 3>, keep_dims = true}>
-// CHECK:         "coreml.avg_pool"(%x) <{kernel_sizes = array<i64: 2, 2>, strides = array<i64: 2, 2>, pad_type = "valid", pad = array<i64: 0, 0, 0, 0>, ceil_mode = false, exclude_padding_from_average = false}>
+// CHECK:         coreml.max_pool %x {kernel_sizes = array<i64: 2, 2>, strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 0, 0, 0, 0>, ceil_mode = false}
+// CHECK:         coreml.avg_pool %x {kernel_sizes = array<i64: 3, 3>, strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 1, 1, 1, 1>, ceil_mode = false, exclude_padding_from_average = true}
+// CHECK:         coreml.reduce_mean %x {axes = array<i64: 2, 3>, keep_dims = true}
+// CHECK:         coreml.avg_pool %x {kernel_sizes = array<i64: 2, 2>, strides = array<i64: 2, 2>, pad_type = "valid", pad = array<i64: 0, 0, 0, 0>, ceil_mode = false, exclude_padding_from_average = false}
 func.func @pooling(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>, tensor<1x2x1x1xf32>, tensor<1x2x2x2xf32>) {
   %0 = aten.max_pool2d %x {kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
   %1 = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, count_include_pad = false} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>

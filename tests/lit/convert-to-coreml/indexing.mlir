@@ -5,14 +5,14 @@
 
 // A comparison with a 0-d constant, then where: MIL greater + select.
 // CHECK-LABEL: func.func @where_gt(
-// CHECK:         %[[C:.*]] = "coreml.const"() <{value = dense<1.000000e-01> : tensor<f32>}>
-// CHECK-NEXT:    %[[G:.*]] = "coreml.greater"(%x, %[[C]]) : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi1>
-// CHECK-NEXT:    %[[S:.*]] = "coreml.select"(%[[G]], %x, %y) : (tensor<4x5xi1>, tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+// CHECK:         %[[C:.*]] = coreml.const dense<1.000000e-01> : tensor<f32>
+// CHECK-NEXT:    %[[G:.*]] = coreml.greater %x, %[[C]] : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi1>
+// CHECK-NEXT:    %[[S:.*]] = coreml.select %[[G]], %x, %y : (tensor<4x5xi1>, tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
 // CHECK-NEXT:    func.return %[[S]]
 // IOS16-LABEL: func.func @where_gt(
 // IOS16-SAME:    attributes {coreml.opset = "iOS16"}
-// IOS16:         "coreml.greater"
-// IOS16-NEXT:    "coreml.select"
+// IOS16:         coreml.greater
+// IOS16-NEXT:    coreml.select
 func.func @where_gt(%x: tensor<4x5xf32>, %y: tensor<4x5xf32>) -> tensor<4x5xf32> {
   %0 = arith.constant dense<1.000000e-01> : tensor<f32>
   %1 = aten.gt %x, %0 : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi1>
@@ -25,8 +25,8 @@ func.func @where_gt(%x: tensor<4x5xf32>, %y: tensor<4x5xf32>) -> tensor<4x5xf32>
 // where's branches take the result type: a constant converts at compile time,
 // a value gets a cast.
 // CHECK-LABEL: func.func @where_mixed(
-// CHECK:         %[[Z:.*]] = "coreml.const"() <{value = dense<0.000000e+00> : tensor<f32>}>
-// CHECK-NEXT:    %[[S:.*]] = "coreml.select"(%c, %x, %[[Z]]) : (tensor<3xi1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK:         %[[Z:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[S:.*]] = coreml.select %c, %x, %[[Z]] : (tensor<3xi1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 func.func @where_mixed(%c: tensor<3xi1>, %x: tensor<3xf32>) -> tensor<3xf32> {
   %0 = arith.constant dense<0> : tensor<i64>
   %1 = aten.where %c, %x, %0 : (tensor<3xi1>, tensor<3xf32>, tensor<i64>) -> tensor<3xf32>
@@ -38,15 +38,15 @@ func.func @where_mixed(%c: tensor<3xi1>, %x: tensor<3xf32>) -> tensor<3xf32> {
 // MIL compares two operands of one type (fp16, fp32, int32): int64 becomes
 // int32, int against float compares in float, bools compare as int32.
 // CHECK-LABEL: func.func @compare_types(%a: tensor<3xi32>, %x: tensor<3xf32>)
-// CHECK:         %[[ONE:.*]] = "coreml.const"() <{value = dense<1> : tensor<i32>}>
-// CHECK-NEXT:    %[[EQ:.*]] = "coreml.equal"(%a, %[[ONE]]) : (tensor<3xi32>, tensor<i32>) -> tensor<3xi1>
-// CHECK-NEXT:    %[[AF:.*]] = "coreml.cast"(%a) <{dtype = "fp32"}>
-// CHECK-NEXT:    %[[LT:.*]] = "coreml.less"(%x, %[[AF]]) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
-// CHECK-NEXT:    %[[E32:.*]] = "coreml.cast"(%[[EQ]]) <{dtype = "int32"}>
-// CHECK-NEXT:    %[[L32:.*]] = "coreml.cast"(%[[LT]]) <{dtype = "int32"}>
-// CHECK-NEXT:    %[[NE:.*]] = "coreml.not_equal"(%[[E32]], %[[L32]])
-// CHECK-NEXT:    %[[GE:.*]] = "coreml.greater_equal"(%x, %x)
-// CHECK-NEXT:    %[[LE:.*]] = "coreml.less_equal"(%x, %x)
+// CHECK:         %[[ONE:.*]] = coreml.const dense<1> : tensor<i32>
+// CHECK-NEXT:    %[[EQ:.*]] = coreml.equal %a, %[[ONE]] : (tensor<3xi32>, tensor<i32>) -> tensor<3xi1>
+// CHECK-NEXT:    %[[AF:.*]] = coreml.cast %a {dtype = "fp32"}
+// CHECK-NEXT:    %[[LT:.*]] = coreml.less %x, %[[AF]] : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+// CHECK-NEXT:    %[[E32:.*]] = coreml.cast %[[EQ]] {dtype = "int32"}
+// CHECK-NEXT:    %[[L32:.*]] = coreml.cast %[[LT]] {dtype = "int32"}
+// CHECK-NEXT:    %[[NE:.*]] = coreml.not_equal %[[E32]], %[[L32]]
+// CHECK-NEXT:    %[[GE:.*]] = coreml.greater_equal %x, %x
+// CHECK-NEXT:    %[[LE:.*]] = coreml.less_equal %x, %x
 func.func @compare_types(%a: tensor<3xi64>, %x: tensor<3xf32>) -> (tensor<3xi1>, tensor<3xi1>, tensor<3xi1>) {
   %0 = arith.constant dense<1> : tensor<i64>
   %1 = aten.eq %a, %0 : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
@@ -61,10 +61,10 @@ func.func @compare_types(%a: tensor<3xi64>, %x: tensor<3xf32>) -> (tensor<3xi1>,
 
 // select: the index (here -1) taken as [i, i + 1) with squeeze_mask on its dim.
 // CHECK-LABEL: func.func @select(
-// CHECK:         %[[S:.*]] = "coreml.slice_by_index"(%x) <{begin = array<i64: 0, 0, 4>, end = array<i64: 2, 4, 5>, stride = array<i64: 1, 1, 1>, squeeze_mask = array<i1: false, false, true>}> : (tensor<2x4x5xf32>) -> tensor<2x4xf32>
+// CHECK:         %[[S:.*]] = coreml.slice_by_index %x {begin = array<i64: 0, 0, 4>, end = array<i64: 2, 4, 5>, stride = array<i64: 1, 1, 1>, squeeze_mask = array<i1: false, false, true>} : (tensor<2x4x5xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT:    func.return %[[S]]
 // IOS16-LABEL: func.func @select(
-// IOS16:         "coreml.slice_by_index"(%x) {{.*}}squeeze_mask = array<i1: false, false, true>
+// IOS16:         coreml.slice_by_index %x {{.*}}squeeze_mask = array<i1: false, false, true>
 func.func @select(%x: tensor<2x4x5xf32>) -> tensor<2x4xf32> {
   %0 = aten.select %x {dim = 2 : i64, index = -1 : i64} : (tensor<2x4x5xf32>) -> tensor<2x4xf32>
   func.return %0 : tensor<2x4xf32>
@@ -75,9 +75,9 @@ func.func @select(%x: tensor<2x4x5xf32>) -> tensor<2x4xf32> {
 // index_select is gather on the dim: constant indices become an int32 constant,
 // run-time ones (int64 arguments) int32 arguments.
 // CHECK-LABEL: func.func @index_select(%x: tensor<4x5xf32>, %i: tensor<2xi32>) -> tensor<2x3xf32>
-// CHECK:         %[[I:.*]] = "coreml.const"() <{value = dense<[3, 0, 2]> : tensor<3xi32>}>
-// CHECK-NEXT:    %[[G:.*]] = "coreml.gather"(%x, %[[I]]) <{axis = 1 : i64}> : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>
-// CHECK-NEXT:    %[[R:.*]] = "coreml.gather"(%[[G]], %i) <{axis = 0 : i64}> : (tensor<4x3xf32>, tensor<2xi32>) -> tensor<2x3xf32>
+// CHECK:         %[[I:.*]] = coreml.const dense<[3, 0, 2]> : tensor<3xi32>
+// CHECK-NEXT:    %[[G:.*]] = coreml.gather %x, %[[I]] {axis = 1 : i64} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.gather %[[G]], %i {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2xi32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @index_select(%x: tensor<4x5xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
   %0 = arith.constant dense<[3, 0, 2]> : tensor<3xi64>
@@ -90,8 +90,8 @@ func.func @index_select(%x: tensor<4x5xf32>, %i: tensor<2xi64>) -> tensor<2x3xf3
 
 // A 0-d run-time index becomes a [1] index (the dim keeps size 1).
 // CHECK-LABEL: func.func @index_select_scalar(
-// CHECK:         %[[I:.*]] = "coreml.reshape"(%i) <{shape = array<i64: 1>}> : (tensor<i32>) -> tensor<1xi32>
-// CHECK-NEXT:    "coreml.gather"(%x, %[[I]]) <{axis = 1 : i64}> : (tensor<4x5xf32>, tensor<1xi32>) -> tensor<4x1xf32>
+// CHECK:         %[[I:.*]] = coreml.reshape %i {shape = array<i64: 1>} : (tensor<i32>) -> tensor<1xi32>
+// CHECK-NEXT:    coreml.gather %x, %[[I]] {axis = 1 : i64} : (tensor<4x5xf32>, tensor<1xi32>) -> tensor<4x1xf32>
 func.func @index_select_scalar(%x: tensor<4x5xf32>, %i: tensor<i64>) -> tensor<4x1xf32> {
   %0 = aten.index_select %x, %i {dim = -1 : i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x1xf32>
   func.return %0 : tensor<4x1xf32>

@@ -4,12 +4,12 @@
 
 // CHECK-LABEL: func.func @linear_w8c(
 // CHECK-SAME:    attributes {coreml.opset = "iOS18"}
-// CHECK:         %[[W:.*]] = "coreml.constexpr_blockwise_shift_scale"
-// CHECK:         "coreml.linear"(%{{.*}}, %[[W]], %{{.*}})
+// CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
+// CHECK:         coreml.linear %{{.*}}, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @linear_w8c(
-// IOS17:         %[[W:.*]] = "coreml.constexpr_affine_dequantize"
+// IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize
 // IOS17-SAME:    axis = 0
-// IOS17:         "coreml.linear"(%{{.*}}, %[[W]], %{{.*}})
+// IOS17:         coreml.linear %{{.*}}, %[[W]], %{{.*}}
 func.func @linear_w8c(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x1xf32>
@@ -22,9 +22,9 @@ func.func @linear_w8c(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 
 // A 4-bit group-wise weight without bias: int4 data, matmul (no zero bias constant).
 // CHECK-LABEL: func.func @linear_w4g2(
-// CHECK:         "coreml.const"() <{value = dense_resource<{{.*}}> : tensor<3x4xi4>}>
-// CHECK:         %[[W:.*]] = "coreml.constexpr_blockwise_shift_scale"
-// CHECK:         "coreml.matmul"(%{{.*}}, %[[W]]) <{transpose_x = false, transpose_y = true}>
+// CHECK:         coreml.const dense_resource<{{.*}}> : tensor<3x4xi4>
+// CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
+// CHECK:         coreml.matmul %{{.*}}, %[[W]] {transpose_x = false, transpose_y = true}
 // IOS17: 'qfused.linear' (scheme linear_q4gsw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS17 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
 func.func @linear_w4g2(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>

@@ -5,22 +5,22 @@
 
 // CHECK-LABEL: func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32>
 // CHECK-SAME:    attributes {coreml.opset = "iOS18"}
-// CHECK-DAG:     %[[B:.*]] = "coreml.const"() <{value = dense<1.000000e+00> : tensor<3xf32>}>
-// CHECK-DAG:     %[[S:.*]] = "coreml.const"() <{value = dense<{{\[\[}}2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>}>
-// CHECK-DAG:     %[[D:.*]] = "coreml.const"() <{value = dense<{{\[\[}}1, 2, 3, 4], [-1, -2, -3, -4], [0, 7, -8, 1]]> : tensor<3x4xi8>}>
-// CHECK:         %[[W:.*]] = "coreml.constexpr_blockwise_shift_scale"(%[[D]], %[[S]])
-// CHECK-NEXT:    %[[Y:.*]] = "coreml.linear"(%x, %[[W]], %[[B]])
-// CHECK-NEXT:    %[[R:.*]] = "coreml.relu"(%[[Y]])
+// CHECK-DAG:     %[[B:.*]] = coreml.const dense<1.000000e+00> : tensor<3xf32>
+// CHECK-DAG:     %[[S:.*]] = coreml.const dense<{{\[\[}}2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>
+// CHECK-DAG:     %[[D:.*]] = coreml.const dense<{{\[\[}}1, 2, 3, 4], [-1, -2, -3, -4], [0, 7, -8, 1]]> : tensor<3x4xi8>
+// CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale %[[D]], %[[S]] :
+// CHECK-NEXT:    %[[Y:.*]] = coreml.linear %x, %[[W]], %[[B]]
+// CHECK-NEXT:    %[[R:.*]] = coreml.relu %[[Y]]
 // CHECK-NEXT:    func.return %[[R]] : tensor<2x3xf32>
 
 // IOS17-LABEL: func.func @forward(
 // IOS17-SAME:    attributes {coreml.opset = "iOS17"}
-// IOS17-DAG:     %[[S:.*]] = "coreml.const"() <{value = dense<[2.500000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>}>
-// IOS17-DAG:     %[[D:.*]] = "coreml.const"() <{value = dense<{{.*}}> : tensor<3x4xi8>}>
-// IOS17-DAG:     %[[Z:.*]] = "coreml.const"() <{value = dense<0> : tensor<3xi8>}>
-// IOS17:         %[[W:.*]] = "coreml.constexpr_affine_dequantize"(%[[D]], %[[Z]], %[[S]]) <{axis = 0 : i64}>
-// IOS17-NEXT:    %[[Y:.*]] = "coreml.linear"(%x, %[[W]], %{{.*}})
-// IOS17-NEXT:    "coreml.relu"(%[[Y]])
+// IOS17-DAG:     %[[S:.*]] = coreml.const dense<[2.500000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
+// IOS17-DAG:     %[[D:.*]] = coreml.const dense<{{.*}}> : tensor<3x4xi8>
+// IOS17-DAG:     %[[Z:.*]] = coreml.const dense<0> : tensor<3xi8>
+// IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize %[[D]], %[[Z]], %[[S]] {axis = 0 : i64}
+// IOS17-NEXT:    %[[Y:.*]] = coreml.linear %x, %[[W]], %{{.*}}
+// IOS17-NEXT:    coreml.relu %[[Y]]
 func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<[[1, 2, 3, 4], [-1, -2, -3, -4], [0, 7, -8, 1]]> : tensor<3x4xi8>
   %s = arith.constant dense<[[2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>

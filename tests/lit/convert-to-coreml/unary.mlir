@@ -6,8 +6,8 @@
 
 // hardswish is x * sigmoid_hard(x, 1/6, 0.5) (MIL has no hardswish op).
 // CHECK-LABEL: func.func @hardswish(
-// CHECK-NEXT:    %[[G:.*]] = "coreml.sigmoid_hard"(%x) <{alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT:    %[[Y:.*]] = "coreml.mul"(%x, %[[G]]) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[G:.*]] = coreml.sigmoid_hard %x {alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[Y:.*]] = coreml.mul %x, %[[G]] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[Y]]
 func.func @hardswish(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.hardswish %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -17,7 +17,7 @@ func.func @hardswish(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 // CHECK-LABEL: func.func @hardsigmoid(
-// CHECK-NEXT:    %[[G:.*]] = "coreml.sigmoid_hard"(%x) <{alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}>
+// CHECK-NEXT:    %[[G:.*]] = coreml.sigmoid_hard %x {alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64}
 // CHECK-NEXT:    func.return %[[G]]
 func.func @hardsigmoid(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.hardsigmoid %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -28,8 +28,8 @@ func.func @hardsigmoid(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // negative_slope is alpha; torch's default is 0.01.
 // CHECK-LABEL: func.func @leaky_relu(
-// CHECK-NEXT:    "coreml.leaky_relu"(%x) <{alpha = 2.000000e-01 : f64}>
-// CHECK-NEXT:    "coreml.leaky_relu"(%x) <{alpha = 1.000000e-02 : f64}>
+// CHECK-NEXT:    coreml.leaky_relu %x {alpha = 2.000000e-01 : f64}
+// CHECK-NEXT:    coreml.leaky_relu %x {alpha = 1.000000e-02 : f64}
 func.func @leaky_relu(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %a = aten.leaky_relu %x {negative_slope = 2.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %b = aten.leaky_relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -39,8 +39,8 @@ func.func @leaky_relu(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
 // -----
 
 // CHECK-LABEL: func.func @abs(%x: tensor<2x3xf32>, %n: tensor<4xi32>)
-// CHECK-NEXT:    "coreml.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT:    "coreml.abs"(%n) : (tensor<4xi32>) -> tensor<4xi32>
+// CHECK-NEXT:    coreml.abs %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    coreml.abs %n : (tensor<4xi32>) -> tensor<4xi32>
 func.func @abs(%x: tensor<2x3xf32>, %n: tensor<4xi64>) -> (tensor<2x3xf32>, tensor<4xi64>) {
   %a = aten.abs %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %b = aten.abs %n : (tensor<4xi64>) -> tensor<4xi64>
@@ -59,8 +59,8 @@ func.func @abs_int8(%x: tensor<4xi8>) -> tensor<4xi8> {
 
 // floor / ceil of an integer tensor is the input (as in torch).
 // CHECK-LABEL: func.func @floor_ceil(
-// CHECK-NEXT:    %[[F:.*]] = "coreml.floor"(%x)
-// CHECK-NEXT:    %[[C:.*]] = "coreml.ceil"(%x)
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %x
+// CHECK-NEXT:    %[[C:.*]] = coreml.ceil %x
 // CHECK-NEXT:    func.return %[[F]], %[[C]], %n
 func.func @floor_ceil(%x: tensor<2x3xf32>, %n: tensor<4xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xi32>) {
   %a = aten.floor %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -74,19 +74,19 @@ func.func @floor_ceil(%x: tensor<2x3xf32>, %n: tensor<4xi32>) -> (tensor<2x3xf32
 // Halves to even from exact steps: floor, x - floor, f + 1 where the fraction is
 // above 1/2, or equal to 1/2 with an odd floor (MIL round leaves halves to the backend).
 // CHECK-LABEL: func.func @round(
-// CHECK-NEXT:    %[[F:.*]] = "coreml.floor"(%x)
-// CHECK-NEXT:    %[[D:.*]] = "coreml.sub"(%x, %[[F]])
-// CHECK-NEXT:    %[[H:.*]] = "coreml.const"() <{value = dense<5.000000e-01> : tensor<f32>}>
-// CHECK-NEXT:    %[[UP:.*]] = "coreml.greater"(%[[D]], %[[H]])
-// CHECK-NEXT:    %[[TIE:.*]] = "coreml.equal"(%[[D]], %[[H]])
-// CHECK-NEXT:    %[[HALF:.*]] = "coreml.mul"(%[[F]], %[[H]])
-// CHECK-NEXT:    %[[HF:.*]] = "coreml.floor"(%[[HALF]])
-// CHECK-NEXT:    %[[ODD:.*]] = "coreml.not_equal"(%[[HF]], %[[HALF]])
-// CHECK-NEXT:    %[[OT:.*]] = "coreml.logical_and"(%[[TIE]], %[[ODD]])
-// CHECK-NEXT:    %[[BUMP:.*]] = "coreml.logical_or"(%[[UP]], %[[OT]])
-// CHECK-NEXT:    %[[ONE:.*]] = "coreml.const"() <{value = dense<1.000000e+00> : tensor<f32>}>
-// CHECK-NEXT:    %[[F1:.*]] = "coreml.add"(%[[F]], %[[ONE]])
-// CHECK-NEXT:    %[[R:.*]] = "coreml.select"(%[[BUMP]], %[[F1]], %[[F]]) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %x
+// CHECK-NEXT:    %[[D:.*]] = coreml.sub %x, %[[F]]
+// CHECK-NEXT:    %[[H:.*]] = coreml.const dense<5.000000e-01> : tensor<f32>
+// CHECK-NEXT:    %[[UP:.*]] = coreml.greater %[[D]], %[[H]]
+// CHECK-NEXT:    %[[TIE:.*]] = coreml.equal %[[D]], %[[H]]
+// CHECK-NEXT:    %[[HALF:.*]] = coreml.mul %[[F]], %[[H]]
+// CHECK-NEXT:    %[[HF:.*]] = coreml.floor %[[HALF]]
+// CHECK-NEXT:    %[[ODD:.*]] = coreml.not_equal %[[HF]], %[[HALF]]
+// CHECK-NEXT:    %[[OT:.*]] = coreml.logical_and %[[TIE]], %[[ODD]]
+// CHECK-NEXT:    %[[BUMP:.*]] = coreml.logical_or %[[UP]], %[[OT]]
+// CHECK-NEXT:    %[[ONE:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[F1:.*]] = coreml.add %[[F]], %[[ONE]]
+// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[BUMP]], %[[F1]], %[[F]] : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @round(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.round %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -97,9 +97,9 @@ func.func @round(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // log and inverse with epsilon 0; log of an integer tensor casts it to float.
 // CHECK-LABEL: func.func @log_reciprocal(
-// CHECK-NEXT:    %[[C:.*]] = "coreml.cast"(%n) <{dtype = "fp32"}>
-// CHECK-NEXT:    "coreml.log"(%[[C]]) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT:    "coreml.inverse"(%x) <{epsilon = 0.000000e+00 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[C:.*]] = coreml.cast %n {dtype = "fp32"}
+// CHECK-NEXT:    coreml.log %[[C]] {epsilon = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    coreml.inverse %x {epsilon = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
 func.func @log_reciprocal(%x: tensor<2x3xf32>, %n: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %a = aten.log %n : (tensor<2x3xi32>) -> tensor<2x3xf32>
   %b = aten.reciprocal %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -110,12 +110,12 @@ func.func @log_reciprocal(%x: tensor<2x3xf32>, %n: tensor<2x3xi32>) -> (tensor<2
 
 // (x - max) - log(sum(exp(x - max))) along dim 1.
 // CHECK-LABEL: func.func @log_softmax(
-// CHECK-NEXT:    %[[M:.*]] = "coreml.reduce_max"(%x) <{axes = array<i64: 1>, keep_dims = true}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
-// CHECK-NEXT:    %[[S:.*]] = "coreml.sub"(%x, %[[M]])
-// CHECK-NEXT:    %[[E:.*]] = "coreml.exp"(%[[S]])
-// CHECK-NEXT:    %[[T:.*]] = "coreml.reduce_sum"(%[[E]]) <{axes = array<i64: 1>, keep_dims = true}>
-// CHECK-NEXT:    %[[L:.*]] = "coreml.log"(%[[T]]) <{epsilon = 0.000000e+00 : f64}>
-// CHECK-NEXT:    %[[R:.*]] = "coreml.sub"(%[[S]], %[[L]]) : (tensor<2x3x4xf32>, tensor<2x1x4xf32>) -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %[[M:.*]] = coreml.reduce_max %x {axes = array<i64: 1>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+// CHECK-NEXT:    %[[S:.*]] = coreml.sub %x, %[[M]]
+// CHECK-NEXT:    %[[E:.*]] = coreml.exp %[[S]]
+// CHECK-NEXT:    %[[T:.*]] = coreml.reduce_sum %[[E]] {axes = array<i64: 1>, keep_dims = true}
+// CHECK-NEXT:    %[[L:.*]] = coreml.log %[[T]] {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[R:.*]] = coreml.sub %[[S]], %[[L]] : (tensor<2x3x4xf32>, tensor<2x1x4xf32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @log_softmax(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %r = aten.log_softmax %x {dim = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
@@ -126,16 +126,16 @@ func.func @log_softmax(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // mod, then + y where the remainder is non-zero and its sign differs from y's.
 // CHECK-LABEL: func.func @remainder(
-// CHECK-NEXT:    %[[M:.*]] = "coreml.mod"(%x, %y) : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT:    %[[Z:.*]] = "coreml.const"() <{value = dense<0.000000e+00> : tensor<f32>}>
-// CHECK-NEXT:    %[[NZ:.*]] = "coreml.not_equal"(%[[M]], %[[Z]])
-// CHECK-NEXT:    %[[MN:.*]] = "coreml.less"(%[[M]], %[[Z]])
-// CHECK-NEXT:    %[[Z2:.*]] = "coreml.const"() <{value = dense<0.000000e+00> : tensor<f32>}>
-// CHECK-NEXT:    %[[YN:.*]] = "coreml.less"(%y, %[[Z2]]) : (tensor<1x3xf32>, tensor<f32>) -> tensor<1x3xi1>
-// CHECK-NEXT:    %[[X:.*]] = "coreml.logical_xor"(%[[MN]], %[[YN]])
-// CHECK-NEXT:    %[[FIX:.*]] = "coreml.logical_and"(%[[NZ]], %[[X]])
-// CHECK-NEXT:    %[[SH:.*]] = "coreml.add"(%[[M]], %y)
-// CHECK-NEXT:    %[[R:.*]] = "coreml.select"(%[[FIX]], %[[SH]], %[[M]])
+// CHECK-NEXT:    %[[M:.*]] = coreml.mod %x, %y : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[NZ:.*]] = coreml.not_equal %[[M]], %[[Z]]
+// CHECK-NEXT:    %[[MN:.*]] = coreml.less %[[M]], %[[Z]]
+// CHECK-NEXT:    %[[Z2:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[YN:.*]] = coreml.less %y, %[[Z2]] : (tensor<1x3xf32>, tensor<f32>) -> tensor<1x3xi1>
+// CHECK-NEXT:    %[[X:.*]] = coreml.logical_xor %[[MN]], %[[YN]]
+// CHECK-NEXT:    %[[FIX:.*]] = coreml.logical_and %[[NZ]], %[[X]]
+// CHECK-NEXT:    %[[SH:.*]] = coreml.add %[[M]], %y
+// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[FIX]], %[[SH]], %[[M]]
 // CHECK-NEXT:    func.return %[[R]]
 func.func @remainder(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3xf32> {
   %r = aten.remainder %x, %y : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
@@ -146,16 +146,16 @@ func.func @remainder(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3xf32
 
 // A constant divisor of one sign: one comparison (less for y > 0, greater for y < 0).
 // CHECK-LABEL: func.func @remainder_constant(
-// CHECK:         %[[A:.*]] = "coreml.mod"(%x, %p)
-// CHECK-NEXT:    %[[Z:.*]] = "coreml.const"()
-// CHECK-NEXT:    %[[FA:.*]] = "coreml.less"(%[[A]], %[[Z]])
-// CHECK-NEXT:    %[[SA:.*]] = "coreml.add"(%[[A]], %p)
-// CHECK-NEXT:    "coreml.select"(%[[FA]], %[[SA]], %[[A]])
-// CHECK-NEXT:    %[[B:.*]] = "coreml.mod"(%x, %n)
-// CHECK-NEXT:    %[[Z2:.*]] = "coreml.const"()
-// CHECK-NEXT:    %[[FB:.*]] = "coreml.greater"(%[[B]], %[[Z2]])
-// CHECK-NEXT:    %[[SB:.*]] = "coreml.add"(%[[B]], %n)
-// CHECK-NEXT:    "coreml.select"(%[[FB]], %[[SB]], %[[B]])
+// CHECK:         %[[A:.*]] = coreml.mod %x, %p
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const
+// CHECK-NEXT:    %[[FA:.*]] = coreml.less %[[A]], %[[Z]]
+// CHECK-NEXT:    %[[SA:.*]] = coreml.add %[[A]], %p
+// CHECK-NEXT:    coreml.select %[[FA]], %[[SA]], %[[A]]
+// CHECK-NEXT:    %[[B:.*]] = coreml.mod %x, %n
+// CHECK-NEXT:    %[[Z2:.*]] = coreml.const
+// CHECK-NEXT:    %[[FB:.*]] = coreml.greater %[[B]], %[[Z2]]
+// CHECK-NEXT:    %[[SB:.*]] = coreml.add %[[B]], %n
+// CHECK-NEXT:    coreml.select %[[FB]], %[[SB]], %[[B]]
 func.func @remainder_constant(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %p = arith.constant dense<1.5> : tensor<f32>
   %n = arith.constant dense<-2.0> : tensor<f32>
@@ -176,8 +176,8 @@ func.func @remainder_int8(%x: tensor<3xi8>, %y: tensor<3xi8>) -> tensor<3xi8> {
 
 // select(mask, value, input): the input branch has the result's shape.
 // CHECK-LABEL: func.func @masked_fill(
-// CHECK-NEXT:    %[[V:.*]] = "coreml.const"() <{value = dense<-1.000000e+04> : tensor<f32>}>
-// CHECK-NEXT:    %[[R:.*]] = "coreml.select"(%m, %[[V]], %x) : (tensor<1x3xi1>, tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.const dense<-1.000000e+04> : tensor<f32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.select %m, %[[V]], %x : (tensor<1x3xi1>, tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @masked_fill(%x: tensor<2x3xf32>, %m: tensor<1x3xi1>) -> tensor<2x3xf32> {
   %v = arith.constant dense<-1.0e+04> : tensor<f32>
@@ -189,8 +189,8 @@ func.func @masked_fill(%x: tensor<2x3xf32>, %m: tensor<1x3xi1>) -> tensor<2x3xf3
 
 // A run-time fill value is cast to the input's type (int64 is int32 in MIL).
 // CHECK-LABEL: func.func @masked_fill_runtime(
-// CHECK-NEXT:    %[[V:.*]] = "coreml.cast"(%v) <{dtype = "int32"}> : (tensor<f32>) -> tensor<i32>
-// CHECK-NEXT:    "coreml.select"(%m, %[[V]], %x) : (tensor<2x3xi1>, tensor<i32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.cast %v {dtype = "int32"} : (tensor<f32>) -> tensor<i32>
+// CHECK-NEXT:    coreml.select %m, %[[V]], %x : (tensor<2x3xi1>, tensor<i32>, tensor<2x3xi32>) -> tensor<2x3xi32>
 func.func @masked_fill_runtime(%x: tensor<2x3xi64>, %m: tensor<2x3xi1>, %v: tensor<f32>) -> tensor<2x3xi64> {
   %r = aten.masked_fill %x, %m, %v : (tensor<2x3xi64>, tensor<2x3xi1>, tensor<f32>) -> tensor<2x3xi64>
   func.return %r : tensor<2x3xi64>
@@ -199,7 +199,7 @@ func.func @masked_fill_runtime(%x: tensor<2x3xi64>, %m: tensor<2x3xi1>, %v: tens
 // -----
 
 // CHECK-LABEL: func.func @amin(
-// CHECK-NEXT:    "coreml.reduce_min"(%x) <{axes = array<i64: 2>, keep_dims = true}> : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
+// CHECK-NEXT:    coreml.reduce_min %x {axes = array<i64: 2>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
 func.func @amin(%x: tensor<2x3x4xf32>) -> tensor<2x3x1xf32> {
   %r = aten.amin %x {dims = array<i64: -1>, keepdim = true} : (tensor<2x3x4xf32>) -> tensor<2x3x1xf32>
   func.return %r : tensor<2x3x1xf32>
@@ -210,18 +210,18 @@ func.func @amin(%x: tensor<2x3x4xf32>) -> tensor<2x3x1xf32> {
 // The first index where x equals its minimum, or the first NaN of a slice that has
 // one: reduce_min(select(hit, iota, n)), int32.
 // CHECK-LABEL: func.func @argmin(
-// CHECK-NEXT:    %[[M:.*]] = "coreml.reduce_min"(%x) <{axes = array<i64: 1>, keep_dims = true}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
-// CHECK-NEXT:    %[[EQ:.*]] = "coreml.equal"(%x, %[[M]])
-// CHECK-NEXT:    %[[NAN:.*]] = "coreml.not_equal"(%x, %x)
-// CHECK-NEXT:    %[[NI:.*]] = "coreml.cast"(%[[NAN]]) <{dtype = "int32"}>
-// CHECK-NEXT:    %[[ANY:.*]] = "coreml.reduce_max"(%[[NI]]) <{axes = array<i64: 1>, keep_dims = true}> : (tensor<2x3x4xi32>) -> tensor<2x1x4xi32>
-// CHECK-NEXT:    %[[AB:.*]] = "coreml.cast"(%[[ANY]]) <{dtype = "bool"}>
-// CHECK-NEXT:    %[[HIT:.*]] = "coreml.select"(%[[AB]], %[[NAN]], %[[EQ]]) : (tensor<2x1x4xi1>, tensor<2x3x4xi1>, tensor<2x3x4xi1>) -> tensor<2x3x4xi1>
-// CHECK-NEXT:    %[[IOTA:.*]] = "coreml.const"() <{value = dense<{{\[\[\[}}0], [1], [2]]]> : tensor<1x3x1xi32>}>
-// CHECK-NEXT:    %[[IT:.*]] = "coreml.tile"(%[[IOTA]]) <{reps = array<i64: 2, 1, 4>}> : (tensor<1x3x1xi32>) -> tensor<2x3x4xi32>
-// CHECK-NEXT:    %[[N:.*]] = "coreml.const"() <{value = dense<3> : tensor<i32>}>
-// CHECK-NEXT:    %[[C:.*]] = "coreml.select"(%[[HIT]], %[[IT]], %[[N]])
-// CHECK-NEXT:    %[[R:.*]] = "coreml.reduce_min"(%[[C]]) <{axes = array<i64: 1>, keep_dims = true}> : (tensor<2x3x4xi32>) -> tensor<2x1x4xi32>
+// CHECK-NEXT:    %[[M:.*]] = coreml.reduce_min %x {axes = array<i64: 1>, keep_dims = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+// CHECK-NEXT:    %[[EQ:.*]] = coreml.equal %x, %[[M]]
+// CHECK-NEXT:    %[[NAN:.*]] = coreml.not_equal %x, %x
+// CHECK-NEXT:    %[[NI:.*]] = coreml.cast %[[NAN]] {dtype = "int32"}
+// CHECK-NEXT:    %[[ANY:.*]] = coreml.reduce_max %[[NI]] {axes = array<i64: 1>, keep_dims = true} : (tensor<2x3x4xi32>) -> tensor<2x1x4xi32>
+// CHECK-NEXT:    %[[AB:.*]] = coreml.cast %[[ANY]] {dtype = "bool"}
+// CHECK-NEXT:    %[[HIT:.*]] = coreml.select %[[AB]], %[[NAN]], %[[EQ]] : (tensor<2x1x4xi1>, tensor<2x3x4xi1>, tensor<2x3x4xi1>) -> tensor<2x3x4xi1>
+// CHECK-NEXT:    %[[IOTA:.*]] = coreml.const dense<{{\[\[\[}}0], [1], [2]]]> : tensor<1x3x1xi32>
+// CHECK-NEXT:    %[[IT:.*]] = coreml.tile %[[IOTA]] {reps = array<i64: 2, 1, 4>} : (tensor<1x3x1xi32>) -> tensor<2x3x4xi32>
+// CHECK-NEXT:    %[[N:.*]] = coreml.const dense<3> : tensor<i32>
+// CHECK-NEXT:    %[[C:.*]] = coreml.select %[[HIT]], %[[IT]], %[[N]]
+// CHECK-NEXT:    %[[R:.*]] = coreml.reduce_min %[[C]] {axes = array<i64: 1>, keep_dims = true} : (tensor<2x3x4xi32>) -> tensor<2x1x4xi32>
 // CHECK-NEXT:    func.return %[[R]] : tensor<2x1x4xi32>
 func.func @argmin(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xi64> {
   %r = aten.argmin %x {dim = 1 : i64, keepdim = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
@@ -232,13 +232,13 @@ func.func @argmin(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xi64> {
 
 // int32 inputs have no NaN.
 // CHECK-LABEL: func.func @argmax_int(
-// CHECK-NEXT:    "coreml.reduce_max"(%x) <{axes = array<i64: 1>, keep_dims = true}>
-// CHECK-NEXT:    "coreml.equal"
-// CHECK-NEXT:    "coreml.const"() <{value = dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi32>}>
-// CHECK-NEXT:    "coreml.tile"
-// CHECK-NEXT:    "coreml.const"() <{value = dense<4> : tensor<i32>}>
-// CHECK-NEXT:    "coreml.select"
-// CHECK-NEXT:    "coreml.reduce_min"({{.*}}) <{axes = array<i64: 1>, keep_dims = false}> : (tensor<3x4xi32>) -> tensor<3xi32>
+// CHECK-NEXT:    coreml.reduce_max %x {axes = array<i64: 1>, keep_dims = true}
+// CHECK-NEXT:    coreml.equal
+// CHECK-NEXT:    coreml.const dense<{{\[\[}}0, 1, 2, 3]]> : tensor<1x4xi32>
+// CHECK-NEXT:    coreml.tile
+// CHECK-NEXT:    coreml.const dense<4> : tensor<i32>
+// CHECK-NEXT:    coreml.select
+// CHECK-NEXT:    coreml.reduce_min {{.*}} {axes = array<i64: 1>, keep_dims = false} : (tensor<3x4xi32>) -> tensor<3xi32>
 func.func @argmax_int(%x: tensor<3x4xi32>) -> tensor<3xi64> {
   %r = aten.argmax %x {dim = -1 : i64} : (tensor<3x4xi32>) -> tensor<3xi64>
   func.return %r : tensor<3xi64>
@@ -248,12 +248,12 @@ func.func @argmax_int(%x: tensor<3x4xi32>) -> tensor<3xi64> {
 
 // No dim: the flattened input; keepdim reshapes the index to all-1 dims.
 // CHECK-LABEL: func.func @argmax_all(
-// CHECK-NEXT:    %[[F:.*]] = "coreml.reshape"(%x) <{shape = array<i64: 6>}>
-// CHECK-NEXT:    "coreml.reduce_max"(%[[F]]) <{axes = array<i64: 0>, keep_dims = true}>
-// CHECK:         "coreml.const"() <{value = dense<[0, 1, 2, 3, 4, 5]> : tensor<6xi32>}>
-// CHECK-NOT:     "coreml.tile"
-// CHECK:         %[[I:.*]] = "coreml.reduce_min"({{.*}}) <{axes = array<i64: 0>, keep_dims = true}> : (tensor<6xi32>) -> tensor<1xi32>
-// CHECK-NEXT:    %[[R:.*]] = "coreml.reshape"(%[[I]]) <{shape = array<i64: 1, 1>}> : (tensor<1xi32>) -> tensor<1x1xi32>
+// CHECK-NEXT:    %[[F:.*]] = coreml.reshape %x {shape = array<i64: 6>}
+// CHECK-NEXT:    coreml.reduce_max %[[F]] {axes = array<i64: 0>, keep_dims = true}
+// CHECK:         coreml.const dense<[0, 1, 2, 3, 4, 5]> : tensor<6xi32>
+// CHECK-NOT:     coreml.tile
+// CHECK:         %[[I:.*]] = coreml.reduce_min {{.*}} {axes = array<i64: 0>, keep_dims = true} : (tensor<6xi32>) -> tensor<1xi32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.reshape %[[I]] {shape = array<i64: 1, 1>} : (tensor<1xi32>) -> tensor<1x1xi32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @argmax_all(%x: tensor<2x3xf32>) -> tensor<1x1xi64> {
   %r = aten.argmax %x {keepdim = true} : (tensor<2x3xf32>) -> tensor<1x1xi64>

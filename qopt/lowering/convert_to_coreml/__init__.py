@@ -1,0 +1,81 @@
+"""`convert-to-coreml`: aten + qfused (+ leftover quant) -> the `coreml` dialect.
+
+Option `target` is the minimum deployment target (`iOS18` default; `iOS16`,
+`iOS17`); it becomes the function's `coreml.opset` attribute.
+
+How each kind of quantization lowers (PATTERNS.md §2.8, §3):
+
+- Weight-only affine (`w4g32`, `w8c`, PT2E's per-channel weights): the packed
+  integers stay packed, as a constexpr op feeding `linear` / `conv` / `gather`:
+  `constexpr_blockwise_shift_scale` on iOS18 (int4 / uint4 for ranges that fit
+  4 bits, else int8 / uint8; `offset` only with a zero point);
+  `constexpr_affine_dequantize` on iOS16/17, which can express only 8-bit
+  per-channel (one axis) weights.
+- LUT / codebook weights: `constexpr_lut_to_dense` with per-block palettes on
+  iOS18 (indices typed `uN`); on iOS16/17 only a single table for the whole
+  tensor with nbits in {1, 2, 4, 6, 8} (bit-packed indices).
+- Static activations (PT2E static): `quantize` / `dequantize` (iOS17+) around
+  the float op, as Core ML expects; an output requantization is a `quantize`
+  after the (clamped) float result.
+- Dynamic activations (`pt2e_dynamic`, `8da4w`): Core ML has no run-time
+  choose-qparams, so the weights stay compressed and **the activation path is
+  computed in float**: the per-token / per-tensor activation quantization is
+  dropped (documented; results then differ from torch's quantized eager output by
+  the activation quantization error, not by float round-off).
+
+A scheme the target cannot express is a `QoptError` naming the op, the scheme
+(the qfused op's kernel name) and the lowest target that can: never a silent
+float fallback.
+
+Indexing and normalization (the same MIL ops on iOS16-18): `select` is
+`slice_by_index` with its dim in `squeeze_mask`; `index_select` is `gather`
+(int32 indices); comparisons are `equal` / `less` / ... on two operands of one
+type (fp32, fp16 or int32); `where` is `select`; inference `batch_norm` is MIL
+`batch_norm` for inputs of rank 3 to 5 and `x * a + b` with constant `a`, `b`
+(torch's order) for `[N, C]`.
+
+Transformer glue (what tiny Llama / GPT-2 / BERT keep after fold-constants):
+`expand` is `reshape` (when it adds leading dims) + MIL `tile`; `addmm` with a
+constant `[K, N]` weight (GPT-2's Conv1D) is `linear` with the weight
+transposed at compile time, else `matmul` + `add` (alpha / beta by `mul`);
+`split` is one `slice_by_index` per piece; `index` with compile-time index
+tensors is one `gather` of flat offsets computed with numpy on the input
+reshaped to 1-D (run-time indices are an error); `&`, `|`, `^` on bools and
+`logical_and/or/xor` are MIL `logical_and/or/xor` (integer bitwise ops have no
+MIL op: an error). MIL `select` is typed by coremltools from its branches only,
+so `where` gives one branch the result's shape when cond is the larger.
+
+Activations, rounding and index reductions: `hardsigmoid` is MIL `sigmoid_hard`
+(alpha 1/6, beta 0.5) and `hardswish` is `x * sigmoid_hard(x)`; `leaky_relu`,
+`abs`, `floor`, `ceil` are the MIL ops of their names; `log` and `reciprocal`
+are `log` / `inverse` with epsilon 0. MIL leaves the rounding of halves, the sign
+rule of `mod` on device and the ties of `reduce_argmax` unspecified or
+untested, so torch's semantics are composed from exact steps: `round` (half to
+even) from floor and comparisons, `remainder` as `mod` plus a sign fix-up, and
+`argmax` / `argmin` (first extreme, first NaN) as the first index where x equals
+its `reduce_max` / `reduce_min`. `log_softmax` is `(x - max) - log(sum(exp(x -
+max)))`; `amin` is `reduce_min`; `masked_fill` is `select` with the fill value.
+
+Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
+all-zero bias constant (which coremltools' `linear` would materialise) bloats
+the package.
+
+Layout: `lowering.py` holds the pass, the `Lowering` builder and `RuleTable`; one
+module per op family holds that family's `RULES` (`elementwise`, `nn`, `shape`,
+`reduction`, `layers` after qopt/dialects/aten/, then `qfused` and `quant`),
+merged by `lowering.get_rules` with a duplicate check. Every coreml op carries the
+location of the op it lowers.
+"""
+
+from __future__ import annotations
+
+from qopt.lowering.convert_to_coreml.lowering import (
+    ConvertToCoremlPass,
+    Lowering,
+    RuleTable,
+    get_rules,
+    mil_elem,
+    mil_tensor,
+)
+
+__all__ = ["ConvertToCoremlPass", "Lowering", "RuleTable", "get_rules", "mil_elem", "mil_tensor"]

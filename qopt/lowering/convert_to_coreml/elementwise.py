@@ -1,0 +1,334 @@
+"""convert-to-coreml rules for the aten elementwise family
+(qopt/dialects/aten/elementwise.py): arithmetic, comparisons, logic, selects,
+casts, activations, rounding and logs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, StringAttr, TensorType, f32, i1, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qopt.dialects import coreml
+from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.coreml import storage_dtype
+from qopt.errors import QoptError, where
+from qopt.lowering.convert_to_coreml.lowering import (
+    Lowering,
+    Rule,
+    RuleTable,
+    elem_of,
+    float_attr,
+    mil_elem,
+    mil_tensor,
+    shape_of,
+)
+
+RULES = RuleTable()
+
+
+def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute]) -> Rule[Any]:
+    """The MIL op `cls` on the op's operands, with constant parameters `props`."""
+
+    def lower(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
+        attrs = {k: fn(op) for k, fn in props.items()}
+        return [lw.build(cls, list(op.operands), mil_tensor(op.results[0].type), **attrs)]
+
+    return lower
+
+
+for _aten, _coreml in (
+    (ew.ReluOp, coreml.ReluOp), (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
+    (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
+    (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.ErfOp, coreml.ErfOp),
+    (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
+    (ew.MinimumOp, coreml.MinimumOp),
+):  # fmt: skip
+    RULES.add(_aten, _simple(_coreml))
+RULES.add(ew.RsqrtOp, _simple(coreml.RsqrtOp, epsilon=lambda op: float_attr(0.0)))
+
+
+@RULES(ew.GeluOp)
+def _gelu(lw: Lowering, op: ew.GeluOp) -> Sequence[SSAValue]:
+    tanh = op.approximate is not None and op.approximate.data == "tanh"
+    mode = StringAttr("TANH_APPROXIMATION" if tanh else "EXACT")
+    return [lw.build(coreml.GeluOp, [op.input], mil_tensor(op.result.type), mode=mode)]
+
+
+@RULES(ew.AddOp, ew.SubOp)
+def _add_sub(lw: Lowering, op: ew.AddOp | ew.SubOp) -> Sequence[SSAValue]:
+    x, y = op.operands
+    out = mil_tensor(op.results[0].type)
+    alpha = op.alpha
+    if alpha is not None and float(alpha.value.data) != 1.0:
+        y = lw.build(coreml.MulOp, [y, lw.scalar(float(alpha.value.data), y)], y.type)
+    cls = coreml.AddOp if isinstance(op, ew.AddOp) else coreml.SubOp
+    return [lw.build(cls, [x, y], out)]
+
+
+_COMPARISONS: dict[type[ew.CompareOp], type[coreml.CoremlOp]] = {
+    ew.EqOp: coreml.EqualOp,
+    ew.NeOp: coreml.NotEqualOp,
+    ew.LtOp: coreml.LessOp,
+    ew.LeOp: coreml.LessEqualOp,
+    ew.GtOp: coreml.GreaterOp,
+    ew.GeOp: coreml.GreaterEqualOp,
+}
+
+
+def _compared_elem(a: Attribute, b: Attribute) -> Attribute:
+    """The type both sides of a MIL comparison get (fp16, fp32 or int32)."""
+    for elem in (a, b):
+        if coreml.mil_dtype_name(elem) in ("fp32", "fp16"):
+            return f32 if f32 in (a, b) else elem
+    return i32
+
+
+@RULES(*_COMPARISONS)
+def _compare(lw: Lowering, op: ew.CompareOp) -> Sequence[SSAValue]:
+    """Comparisons: MIL compares two operands of one type (fp16, fp32, int32)."""
+    x, y = op.operands
+    elem = _compared_elem(mil_elem(elem_of(x)), mil_elem(elem_of(y)))
+    x, y = lw.as_elem(x, elem), lw.as_elem(y, elem)
+    out = mil_tensor(op.results[0].type)
+    return [lw.build(_COMPARISONS[type(op)], [x, y], out)]
+
+
+@RULES(ew.WhereOp)
+def _where(lw: Lowering, op: ew.WhereOp) -> Sequence[SSAValue]:
+    """`where(cond, a, b)`: MIL select, both branches in the result's type."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if coreml.mil_dtype_name(elem) not in ("fp16", "fp32", "int32", "bool"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL select takes fp16, fp32, int32 or bool "
+            f"values, not {coreml.mil_dtype_name(elem)}; cast the operands first"
+        )
+    a, b = lw.as_elem(op.lhs, elem), lw.as_elem(op.rhs, elem)
+    shape = tuple(out.get_shape())
+    if coreml.broadcast(shape_of(a), shape_of(b)) != shape:
+        # coremltools types select as broadcast(a, b), without cond: one branch
+        # gets the result's shape (a constant at compile time).
+        if (array := lw.array(b)) is not None:
+            b = lw.const(np.broadcast_to(array.astype(storage_dtype(elem)), shape), elem, "where")
+        elif (array := lw.array(a)) is not None:
+            a = lw.const(np.broadcast_to(array.astype(storage_dtype(elem)), shape), elem, "where")
+        else:
+            a = lw.broadcast_to(op, a, shape)
+    return [lw.build(coreml.SelectOp, [op.condition, a, b], out)]
+
+
+_LOGICAL: dict[type[ew.BinaryOp], type[coreml.CoremlOp]] = {
+    ew.BitwiseAndOp: coreml.LogicalAndOp,
+    ew.BitwiseOrOp: coreml.LogicalOrOp,
+    ew.BitwiseXorOp: coreml.LogicalXorOp,
+    ew.LogicalAndOp: coreml.LogicalAndOp,
+    ew.LogicalOrOp: coreml.LogicalOrOp,
+    ew.LogicalXorOp: coreml.LogicalXorOp,
+}
+_BITWISE = (ew.BitwiseAndOp, ew.BitwiseOrOp, ew.BitwiseXorOp)
+
+
+@RULES(*_LOGICAL)
+def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
+    """`&`, `|`, `^` on bools and `logical_and/or/xor`: MIL logical_and/or/xor,
+    which take bools only. Integer bitwise ops have no MIL op (an error); the
+    operands of a logical op that are not bools become `x != 0` through a cast."""
+    x, y = op.operands
+    if isinstance(op, _BITWISE) and (elem_of(x) != i1 or elem_of(y) != i1):
+        names = ", ".join(coreml.mil_dtype_name(mil_elem(elem_of(v))) for v in (x, y))
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: integer bitwise operations ({names} operands) "
+            "have no CoreML (MIL) op; only bool operands lower (to logical_and/or/xor): "
+            "compute the mask as a bool tensor in the model, or run this model on Vulkan"
+        )
+    out = mil_tensor(op.results[0].type)
+    return [lw.build(_LOGICAL[type(op)], [lw.as_elem(x, i1), lw.as_elem(y, i1)], out)]
+
+
+@RULES(ew.DivOp)
+def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
+    if op.rounding_mode is not None:
+        raise QoptError(f"convert-to-coreml: {where(op)}: rounding division is not supported")
+    return [lw.build(coreml.RealDivOp, list(op.operands), mil_tensor(op.result.type))]
+
+
+@RULES(ew.NegOp)
+def _neg(lw: Lowering, op: ew.NegOp) -> Sequence[SSAValue]:
+    x = op.operands[0]
+    return [lw.build(coreml.MulOp, [x, lw.scalar(-1.0, x)], mil_tensor(op.results[0].type))]
+
+
+@RULES(ew.ClampOp)
+def _clamp(lw: Lowering, op: ew.ClampOp) -> Sequence[SSAValue]:
+    lo = -math.inf if op.min is None else float(op.min.value.data)
+    hi = math.inf if op.max is None else float(op.max.value.data)
+    out = mil_tensor(op.result.type)
+    return [lw.build(coreml.ClipOp, [op.input], out, alpha=float_attr(lo), beta=float_attr(hi))]
+
+
+@RULES(ew.CastOp, ew.CloneOp)
+def _cast(lw: Lowering, op: ew.CastOp | ew.CloneOp) -> Sequence[SSAValue]:
+    x = op.operands[0]
+    out = mil_tensor(op.results[0].type)
+    if (array := lw.array(x)) is not None:  # fold: casts of constants (codebook codes)
+        return [
+            lw.const(array.astype(storage_dtype(out.get_element_type())), out.get_element_type())
+        ]
+    if out == x.type:
+        return [x]
+    dtype = coreml.mil_dtype_name(out.get_element_type())
+    return [lw.build(coreml.CastOp, [x], out, dtype=StringAttr(dtype))]
+
+
+# ----- activations, rounding and logs -------------------------------------------------
+
+
+def _bool_like(value: SSAValue) -> TensorType:
+    return TensorType(i1, shape_of(value))
+
+
+@RULES(ew.HardsigmoidOp, ew.HardswishOp)
+def _hard_activation(lw: Lowering, op: ew.HardsigmoidOp | ew.HardswishOp) -> Sequence[SSAValue]:
+    """`hardsigmoid(x) = clamp(x + 3, 0, 6) / 6` is MIL `sigmoid_hard(x, alpha=1/6,
+    beta=0.5)` = `clip(x / 6 + 0.5, 0, 1)`; `hardswish(x) = x * hardsigmoid(x)` is a
+    `mul` with it (coremltools' MIL has no hardswish op in any opset up to iOS18).
+    The two forms round differently: a few ulp from torch (measured in
+    tests/unit/test_coreml_ops.py)."""
+    x, out = lw.float_input(op)
+    gate = lw.build(
+        coreml.SigmoidHardOp, [x], out, alpha=float_attr(1.0 / 6.0), beta=float_attr(0.5)
+    )
+    if isinstance(op, ew.HardsigmoidOp):
+        return [gate]
+    return [lw.build(coreml.MulOp, [x, gate], out)]
+
+
+@RULES(ew.LeakyReluOp)
+def _leaky_relu(lw: Lowering, op: ew.LeakyReluOp) -> Sequence[SSAValue]:
+    """MIL `leaky_relu` with `alpha = negative_slope` (torch's default 0.01)."""
+    x, out = lw.float_input(op)
+    slope = 0.01 if op.negative_slope is None else float(op.negative_slope.value.data)
+    return [lw.build(coreml.LeakyReluOp, [x], out, alpha=float_attr(slope))]
+
+
+@RULES(ew.LogOp)
+def _log(lw: Lowering, op: ew.LogOp) -> Sequence[SSAValue]:
+    """MIL `log` with epsilon 0 (its default 1e-45 would make log(0) finite)."""
+    x, out = lw.float_input(op)
+    return [lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))]
+
+
+@RULES(ew.ReciprocalOp)
+def _reciprocal(lw: Lowering, op: ew.ReciprocalOp) -> Sequence[SSAValue]:
+    """MIL `inverse` with epsilon 0 (its default 1e-4 would shift every value)."""
+    x, out = lw.float_input(op)
+    return [lw.build(coreml.InverseOp, [x], out, epsilon=float_attr(0.0))]
+
+
+@RULES(ew.AbsOp)
+def _abs(lw: Lowering, op: ew.AbsOp) -> Sequence[SSAValue]:
+    x = op.operands[0]
+    name = coreml.mil_dtype_name(elem_of(x))
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: abs of a {name} tensor has no CoreML lowering "
+            "(MIL abs takes fp16, fp32 or int32): cast the input first"
+        )
+    return [lw.build(coreml.AbsOp, [x], mil_tensor(op.results[0].type))]
+
+
+@RULES(ew.FloorOp, ew.CeilOp)
+def _floor_ceil(lw: Lowering, op: ew.FloorOp | ew.CeilOp) -> Sequence[SSAValue]:
+    """MIL `floor` / `ceil`; of an integer tensor they are the input, as in torch."""
+    x = op.operands[0]
+    if isinstance(elem_of(x), IntegerType):
+        return [x]
+    cls = coreml.FloorOp if isinstance(op, ew.FloorOp) else coreml.CeilOp
+    return [lw.build(cls, [x], mil_tensor(op.results[0].type))]
+
+
+@RULES(ew.RoundOp)
+def _round(lw: Lowering, op: ew.RoundOp) -> Sequence[SSAValue]:
+    """torch rounds halves to even. MIL `round` leaves halves to the backend (the
+    spec's "0.5 is rounded to 0"; Apple: X.5 may go up or down depending on the
+    compute unit, webmachinelearning/webnn#817), so round is composed from exact
+    steps: `f = floor(x)`, `d = x - f` (exact), `f + 1` where `d > 0.5`, or where
+    `d == 0.5` and f is odd (`floor(f / 2) != f / 2`), else `f`. NaN and +-inf
+    pass through; a negative result that rounds to zero is +0 where torch has -0.
+    Integer tensors are their input."""
+    x = op.operands[0]
+    if isinstance(elem_of(x), IntegerType):
+        return [x]
+    out = mil_tensor(op.results[0].type)
+    flags = TensorType(i1, out.get_shape())
+    floor = lw.build(coreml.FloorOp, [x], out)
+    frac = lw.build(coreml.SubOp, [x, floor], out)
+    half = lw.scalar(0.5, x)
+    above = lw.build(coreml.GreaterOp, [frac, half], flags)
+    tie = lw.build(coreml.EqualOp, [frac, half], flags)
+    halved = lw.build(coreml.MulOp, [floor, half], out)
+    odd = lw.build(coreml.NotEqualOp, [lw.build(coreml.FloorOp, [halved], out), halved], flags)
+    odd_tie = lw.build(coreml.LogicalAndOp, [tie, odd], flags)
+    bump = lw.build(coreml.LogicalOrOp, [above, odd_tie], flags)
+    up = lw.build(coreml.AddOp, [floor, lw.scalar(1.0, x)], out)
+    return [lw.build(coreml.SelectOp, [bump, up, floor], out)]
+
+
+@RULES(ew.RemainderOp)
+def _remainder(lw: Lowering, op: ew.RemainderOp) -> Sequence[SSAValue]:
+    """torch's `remainder` has the sign of the divisor (floor-mod, computed as
+    `m = fmod(x, y)`, then `m + y` where `m != 0` and its sign differs from y's).
+    MIL `mod` is Python's `%` in coremltools' definition, but its device tests
+    use positive operands only, so the sign fix-up is emitted too: it is exact
+    whether the backend computes floor-mod (never fires) or fmod. With a constant
+    divisor of one sign the fix-up is one comparison."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: remainder on {name} tensors has no CoreML "
+            "lowering (MIL mod takes fp16, fp32 or int32): cast the operands first"
+        )
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    flags = TensorType(i1, out.get_shape())
+    rem = lw.build(coreml.ModOp, [x, y], out)
+    zero = lw.scalar(0, rem)
+    divisor = lw.array(y)
+    if divisor is not None and np.all(divisor > 0):
+        fix = lw.build(coreml.LessOp, [rem, zero], flags)
+    elif divisor is not None and np.all(divisor < 0):
+        fix = lw.build(coreml.GreaterOp, [rem, zero], flags)
+    else:
+        nonzero = lw.build(coreml.NotEqualOp, [rem, zero], flags)
+        rem_negative = lw.build(coreml.LessOp, [rem, zero], flags)
+        y_negative = lw.build(coreml.LessOp, [y, lw.scalar(0, y)], _bool_like(y))
+        signs = lw.build(coreml.LogicalXorOp, [rem_negative, y_negative], flags)
+        fix = lw.build(coreml.LogicalAndOp, [nonzero, signs], flags)
+    shifted = lw.build(coreml.AddOp, [rem, y], out)
+    return [lw.build(coreml.SelectOp, [fix, shifted, rem], out)]
+
+
+@RULES(ew.MaskedFillOp)
+def _masked_fill(lw: Lowering, op: ew.MaskedFillOp) -> Sequence[SSAValue]:
+    """`select(mask, value, input)`: the 0-d value (a constant in the input's type,
+    or a run-time 0-d tensor cast to it) broadcasts against the input, which has
+    the result's shape, so coremltools types the select from its branches."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in ("fp16", "fp32", "int32", "bool"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: masked_fill of a {name} tensor has no CoreML "
+            "lowering (MIL select takes fp16, fp32, int32 or bool): cast the input first"
+        )
+    x = lw.as_elem(op.input, elem)
+    if (array := lw.array(op.value)) is not None:
+        value = lw.const(np.asarray(array).reshape(()).astype(storage_dtype(elem)), elem, "fill")
+    else:
+        value = lw.as_elem(op.value, elem)
+    return [lw.build(coreml.SelectOp, [op.mask, value, x], out)]

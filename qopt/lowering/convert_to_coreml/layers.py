@@ -1,0 +1,203 @@
+"""convert-to-coreml rules for the aten layers family (qopt/dialects/aten/layers.py):
+layer_norm, batch_norm, pooling, scaled_dot_product_attention."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr, TensorType, f32, i1
+from xdsl.ir import Attribute, SSAValue
+
+from qopt.dialects import coreml
+from qopt.dialects.aten import layers
+from qopt.dialects.coreml import storage_dtype
+from qopt.errors import QoptError, where
+from qopt.lowering.convert_to_coreml.lowering import (
+    Lowering,
+    RuleTable,
+    bool_attr,
+    elem_of,
+    float_attr,
+    int_attr,
+    ints,
+    mil_tensor,
+    shape_of,
+)
+
+RULES = RuleTable()
+
+
+@RULES(layers.LayerNormOp)
+def _layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[SSAValue]:
+    rank = len(shape_of(op.input))
+    n = len(op.normalized_shape.get_values())
+    axes = list(range(rank - n, rank))
+    return [
+        lw.build(
+            coreml.LayerNormOp,
+            [op.input, op.weight, op.bias],
+            mil_tensor(op.result.type),
+            axes=ints(axes),
+            epsilon=float_attr(op.eps.value.data),
+        )
+    ]
+
+
+@RULES(layers.BatchNormOp)
+def _batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[SSAValue]:
+    """Inference batch norm: MIL batch_norm for rank 3 to 5 (its range); a rank-2
+    input `[N, C]` becomes `x * a + b` with `a = weight / sqrt(var + eps)` and
+    `b = bias - mean * a` computed at compile time (torch's order)."""
+    if any(r.uses for r in op.stats):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the saved batch statistics of batch_norm are "
+            "not supported (export the model in eval mode)"
+        )
+    x = op.input
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    dtype = storage_dtype(elem)
+    eps = op.eps.value.data if op.eps is not None else 1e-5
+    params = {
+        "running_mean": op.running_mean,
+        "running_var": op.running_var,
+        "weight": op.weight,
+        "bias": op.bias,
+    }
+    arrays: dict[str, np.ndarray | None] = {}
+    for key, value in params.items():
+        array = None if value is None else lw.array(value)
+        if value is not None and array is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: batch_norm's {key} is computed at run time; "
+                "Core ML takes constant statistics and affine parameters: export the model "
+                "in eval mode with the statistics as parameters or buffers"
+            )
+        arrays[key] = None if array is None else array.astype(dtype)
+    mean, var, gamma, beta = arrays.values()
+    assert mean is not None
+    assert var is not None
+    rank = len(shape_of(x))
+    if 3 <= rank <= 5:
+        operands = [
+            x,
+            lw.const(mean, elem, "bn_mean"),
+            lw.const(var, elem, "bn_variance"),
+            None if gamma is None else lw.const(gamma, elem, "bn_gamma"),
+            None if beta is None else lw.const(beta, elem, "bn_beta"),
+        ]
+        value = lw.build(coreml.BatchNormOp, operands, out, epsilon=float_attr(eps))
+        return [value] * len(op.results)
+    if rank != 2:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: batch_norm needs an input [N, C, *] of rank 2 "
+            f"to 5, got rank {rank}"
+        )
+    alpha = np.asarray(1, dtype) / np.sqrt(var + np.asarray(eps, dtype))
+    if gamma is not None:
+        alpha = alpha * gamma
+    shift = -mean * alpha
+    if beta is not None:
+        shift = shift + beta
+    scaled = lw.build(coreml.MulOp, [x, lw.const(alpha, elem, "bn_scale")], out)
+    value = lw.build(coreml.AddOp, [scaled, lw.const(shift, elem, "bn_shift")], out)
+    return [value] * len(op.results)
+
+
+def _pool_props(op: layers.Pool2dOp) -> dict[str, Attribute]:
+    kernel, stride, padding, dilation = op.window()
+    if any(d != 1 for d in dilation):
+        raise QoptError(f"convert-to-coreml: {where(op)}: dilated pooling is not supported")
+    ceil = getattr(op, "ceil_mode", None)
+    return {
+        "kernel_sizes": ints(kernel),
+        "strides": ints(stride),
+        "pad_type": StringAttr("custom"),
+        "pad": ints((padding[0], padding[0], padding[1], padding[1])),
+        "ceil_mode": bool_attr(ceil is not None and bool(ceil.value.data)),
+    }
+
+
+@RULES(layers.MaxPool2dOp)
+def _max_pool(lw: Lowering, op: layers.MaxPool2dOp) -> Sequence[SSAValue]:
+    if any(v.uses for v in op.indices):
+        raise QoptError(f"convert-to-coreml: {where(op)}: max_pool2d indices are not supported")
+    out = mil_tensor(op.result.type)
+    value = lw.build(coreml.MaxPoolOp, [op.input], out, **_pool_props(op))
+    return [value] * len(op.results)
+
+
+@RULES(layers.AvgPool2dOp)
+def _avg_pool(lw: Lowering, op: layers.AvgPool2dOp) -> Sequence[SSAValue]:
+    if op.divisor_override is not None:
+        raise QoptError(f"convert-to-coreml: {where(op)}: divisor_override is not supported")
+    include = op.count_include_pad is None or bool(op.count_include_pad.value.data)
+    props = _pool_props(op) | {"exclude_padding_from_average": bool_attr(not include)}
+    return [lw.build(coreml.AvgPoolOp, [op.input], mil_tensor(op.result.type), **props)]
+
+
+@RULES(layers.AdaptiveAvgPool2dOp)
+def _adaptive_avg_pool(lw: Lowering, op: layers.AdaptiveAvgPool2dOp) -> Sequence[SSAValue]:
+    x = op.input
+    h, w = shape_of(x)[-2:]
+    oh, ow = shape_of(op.result)[-2:]
+    out = mil_tensor(op.result.type)
+    if (oh, ow) == (1, 1):
+        rank = len(shape_of(x))
+        axes = ints((rank - 2, rank - 1))
+        return [lw.build(coreml.ReduceMeanOp, [x], out, axes=axes, keep_dims=bool_attr(True))]
+    if h % oh or w % ow:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: adaptive pooling to {oh}x{ow} needs input "
+            f"sizes divisible by it (got {h}x{w})"
+        )
+    kernel = ints((h // oh, w // ow))
+    return [
+        lw.build(
+            coreml.AvgPoolOp,
+            [x],
+            out,
+            kernel_sizes=kernel,
+            strides=kernel,
+            pad_type=StringAttr("valid"),
+            pad=ints((0, 0, 0, 0)),
+            ceil_mode=bool_attr(False),
+            exclude_padding_from_average=bool_attr(False),
+        )
+    ]
+
+
+@RULES(layers.ScaledDotProductAttentionOp)
+def _sdpa(lw: Lowering, op: layers.ScaledDotProductAttentionOp) -> Sequence[SSAValue]:
+    q, k, v = op.query, op.key, op.value
+    out = mil_tensor(op.result.type)
+    e = shape_of(q)[-1]
+    length, source = shape_of(q)[-2], shape_of(k)[-2]
+    mask = op.attn_mask
+    if op.is_causal is not None and bool(op.is_causal.value.data):
+        if mask is not None:
+            raise QoptError(f"convert-to-coreml: {where(op)}: is_causal with attn_mask")
+        mask = lw.const(np.tril(np.ones((length, source), np.bool_)), i1, "causal_mask")
+    if op.scale is not None and not math.isclose(op.scale.value.data, 1 / math.sqrt(e)):
+        factor = op.scale.value.data * math.sqrt(e)
+        q = lw.build(coreml.MulOp, [q, lw.scalar(factor, q)], q.type)
+    if lw.opset >= 18:
+        return [lw.build(coreml.ScaledDotProductAttentionOp, [q, k, v, mask], out)]
+    # Before iOS18: the decomposition coremltools itself uses.
+    scores_type = TensorType(f32, [*shape_of(q)[:-1], source])
+    f = bool_attr(False)
+    scores = lw.build(
+        coreml.MatmulOp, [q, k], scores_type, transpose_x=f, transpose_y=bool_attr(True)
+    )
+    scores = lw.build(coreml.MulOp, [scores, lw.scalar(1 / math.sqrt(e), scores)], scores_type)
+    if mask is not None:
+        if elem_of(mask) == i1:
+            scores = lw.build(
+                coreml.SelectOp, [mask, scores, lw.scalar(-math.inf, scores)], scores_type
+            )
+        else:
+            scores = lw.build(coreml.AddOp, [scores, mask], scores_type)
+    probs = lw.build(coreml.SoftmaxOp, [scores], scores_type, axis=int_attr(-1))
+    return [lw.build(coreml.MatmulOp, [probs, v], out, transpose_x=f, transpose_y=f)]

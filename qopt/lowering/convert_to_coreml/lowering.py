@@ -1,0 +1,607 @@
+"""The machinery of `convert-to-coreml`: the pass, the `Lowering` builder that
+rebuilds one function op by op, and the rule tables' type (`RuleTable`).
+
+The rules live in one module per op family (`elementwise`, `nn`, `shape`,
+`reduction`, `layers`, `qfused`, `quant`: the aten dialect's families and the
+quantized levels), each with a `RULES` table keyed by op class; `get_rules`
+merges them (a class ruled twice is an error). Every coreml op a rule creates
+carries the location of the op it lowers, so errors at the coreml level (the
+verifier, the emitter) name the user's source line.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    i1,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from qopt.backends.coreml.packing import pack_bits
+from qopt.dialects import coreml, qfused
+from qopt.dialects.aten import nn
+from qopt.dialects.coreml import OPSET_ATTR, opset_number, storage_dtype
+from qopt.dialects.dtypes import element_type
+from qopt.errors import QoptError, where
+from qopt.interpreters.builtin import constant_array
+from qopt.interpreters.coreml import const_array
+from qopt.resources import make_resource, printable_inline, weights_of
+
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+
+
+def ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def int_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def bool_attr(value: bool) -> IntegerAttr:
+    return IntegerAttr(int(bool(value)), i1)
+
+
+def bools(values: Sequence[bool]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i1, [bool(v) for v in values])
+
+
+def float_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), 64)
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return tuple(value.type.get_shape())
+
+
+def elem_of(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_element_type()
+
+
+def mil_elem(elem: Attribute) -> Attribute:
+    """The element type Core ML uses for `elem` (no f64 / i64 in MIL)."""
+    if isinstance(elem, Float64Type):
+        return f32
+    if elem == i64:
+        return i32
+    return elem
+
+
+def mil_tensor(type: Attribute) -> TensorType:
+    assert isinstance(type, TensorType)
+    return TensorType(mil_elem(type.get_element_type()), type.get_shape())
+
+
+def _sub_byte(bits: int, signed: bool) -> IntegerType:
+    return IntegerType(bits, Signedness.SIGNLESS if signed else Signedness.UNSIGNED)
+
+
+def _weight_storage(bits: int, signed: bool) -> IntegerType:
+    """Core ML's narrowest storage for a `bits`-wide affine weight."""
+    if bits <= 4:
+        return _sub_byte(4, signed)
+    return i8 if signed else ui8
+
+
+def _describe(scheme: Attribute) -> str:
+    if isinstance(scheme, qfused.LutWeightAttr):
+        return f"{scheme.nbits.data}-bit LUT (block {list(scheme.block_size)})"
+    assert isinstance(scheme, qfused.AffineWeightAttr)
+    return f"{scheme.bits.data}-bit affine (block {list(scheme.block_size)})"
+
+
+def _subject(op: Operation) -> str:
+    """The op and its location, with its scheme's kernel name for a qfused op."""
+    if isinstance(op, qfused.QFusedOp):
+        return f"{where(op)} (scheme {op.kernel_name()})"
+    return where(op)
+
+
+class Lowering:
+    """Lowers one function in place, op by op, in program order."""
+
+    def __init__(self, func: FuncOp, opset: int, target: str, rules: Rules):
+        self.func = func
+        self.opset = opset
+        self.target = target
+        self.rules = rules
+        self.source: Operation | None = None
+        """The op being lowered: every op its rule emits takes its location."""
+        self.new_ops: list[Operation] = []
+        self.full_precision: dict[SSAValue, np.ndarray] = {}
+        self.float_of: dict[SSAValue, SSAValue] = {}
+        """Dynamic-quantized values (quant.quantize results) -> their float input."""
+        self.weights: dict[tuple[object, ...], SSAValue] = {}
+        """Constant-weight dequantizes already lowered, by (data, scale, zero point,
+        range, block): a weight the model uses several times is stored once."""
+
+    # ----- building blocks ------------------------------------------------------------
+
+    def emit(self, op: Operation) -> SSAValue:
+        if self.source is not None:
+            op.location = self.source.location
+        self.new_ops.append(op)
+        return op.results[0]
+
+    def const(self, array: np.ndarray, elem: Attribute | None = None, hint: str = "c") -> SSAValue:
+        array = np.asarray(array, order="C")
+        elem = element_type(array.dtype) if elem is None else elem
+        type = TensorType(elem, list(array.shape))
+        width = elem.width.data if isinstance(elem, IntegerType) else 32
+        if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):
+            value: Attribute = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
+        else:
+            value = make_resource(hint, array, type, weights_of(self.func))
+        op = coreml.ConstOp.build(properties={"value": value}, result_types=[type])
+        return self.emit(op)
+
+    def array(self, value: SSAValue | None) -> np.ndarray | None:
+        """The compile-time value of an (already lowered) operand, else None."""
+        if value is None:
+            return None
+        if value in self.full_precision:
+            return self.full_precision[value]
+        if isinstance(value.owner, coreml.ConstOp):
+            return const_array(value.owner)
+        return None
+
+    def const_of(self, value: SSAValue, op: Operation, what: str) -> np.ndarray:
+        array = self.array(value)
+        if array is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: {what} must be a compile-time constant"
+            )
+        return array
+
+    def build(
+        self,
+        cls: type[coreml.CoremlOp],
+        operands: Sequence[SSAValue | None],
+        result_type: Attribute,
+        **props: Attribute,
+    ) -> SSAValue:
+        op = cls.build(operands=list(operands), properties=props, result_types=[result_type])
+        return self.emit(op)
+
+    def unary(self, cls: type[coreml.CoremlOp], x: SSAValue, out: Attribute, **p: Attribute):
+        return self.build(cls, [x], mil_tensor(out), **p)
+
+    def scalar(self, value: float, like: SSAValue) -> SSAValue:
+        return self.const(np.asarray(value, storage_dtype(elem_of(like))))
+
+    def to_int32(self, value: SSAValue) -> SSAValue:
+        if elem_of(value) == i32:
+            return value
+        type = TensorType(i32, shape_of(value))
+        return self.build(coreml.CastOp, [value], type, dtype=StringAttr("int32"))
+
+    def as_elem(self, value: SSAValue, elem: Attribute) -> SSAValue:
+        """`value` with element type `elem`: a constant is converted at compile time,
+        anything else gets a `cast`."""
+        if elem_of(value) == elem:
+            return value
+        if (array := self.array(value)) is not None:
+            return self.const(array.astype(storage_dtype(elem)), elem)
+        type = TensorType(elem, shape_of(value))
+        name = StringAttr(coreml.mil_dtype_name(elem))
+        return self.build(coreml.CastOp, [value], type, dtype=name)
+
+    def broadcast_to(self, op: Operation, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`x` broadcast to `shape` (numpy rules): a `reshape` to the rank of `shape`
+        (leading 1s), then MIL `tile` of the size-1 dims (fp16, fp32, int32, bool)."""
+        src, dst = shape_of(x), tuple(shape)
+        elem = elem_of(x)
+        name = coreml.mil_dtype_name(elem)
+        if name not in ("fp16", "fp32", "int32", "bool"):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: broadcasting a {name} tensor has no CoreML "
+                "lowering (MIL tile takes fp16, fp32, int32 or bool): cast the input first"
+            )
+        if 0 in dst:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: broadcasting to the empty shape {list(dst)} "
+                "is not supported (Core ML tensors are not empty)"
+            )
+        ranked = (1,) * (len(dst) - len(src)) + src
+        if ranked != src:
+            x = self.build(coreml.ReshapeOp, [x], TensorType(elem, ranked), shape=ints(ranked))
+        reps = [d if s == 1 else 1 for s, d in zip(ranked, dst, strict=True)]
+        if all(r == 1 for r in reps):
+            return x
+        return self.build(coreml.TileOp, [x], TensorType(elem, dst), reps=ints(reps))
+
+    def unsupported(self, op: Operation, scheme: Attribute, reason: str) -> QoptError:
+        return QoptError(
+            f"convert-to-coreml: {_subject(op)} has {_describe(scheme)} weights, which CoreML "
+            f"{self.target} cannot express ({reason}); the lowest target that can is iOS18: "
+            "use convert-to-coreml{target=iOS18} / minimum_deployment_target='iOS18'"
+        )
+
+    # ----- weights ----------------------------------------------------------------------
+
+    def weight(
+        self,
+        op: Operation,
+        scheme: Attribute,
+        data: np.ndarray,
+        scale: np.ndarray,
+        zero_point: np.ndarray | None,
+    ) -> SSAValue:
+        """A constexpr op producing the dense float weight from its packed form."""
+        if isinstance(scheme, qfused.LutWeightAttr):
+            return self.lut_weight(op, scheme, data, scale)
+        assert isinstance(scheme, qfused.AffineWeightAttr)
+        bits, signed = scheme.bits.data, scheme.qmin.data < 0
+        out = TensorType(f32, data.shape)
+        grid = scale.shape
+        if bits > 8:
+            raise self.unsupported(op, scheme, "Core ML stores weights in at most 8 bits")
+        if self.opset >= 18:
+            storage = _weight_storage(bits, signed)
+            data_v = self.const(data.astype(storage_dtype(storage)), storage, "weight_data")
+            scale_v = self.const(scale.astype(np.float32).reshape(grid), f32, "weight_scale")
+            offset = None
+            if zero_point is not None and np.any(zero_point):
+                offset = self.const(
+                    zero_point.reshape(grid).astype(storage_dtype(storage)), storage, "weight_zp"
+                )
+            return self.build(coreml.ConstexprBlockwiseShiftScaleOp, [data_v, scale_v, offset], out)
+        if bits <= 4:
+            raise self.unsupported(op, scheme, "int4 weights exist from iOS18")
+        axes = [i for i, g in enumerate(grid) if g != 1]
+        if len(axes) > 1 or any(g not in (1, d) for g, d in zip(grid, data.shape, strict=True)):
+            raise self.unsupported(op, scheme, "blockwise (per-group) weights need iOS18")
+        axis = axes[0] if axes else 0
+        # Per-tensor parameters are scalars: a length-1 vector must match dim[axis] in MIL.
+        flat = (-1,) if axes else ()
+        storage = i8 if signed else ui8
+        zp = np.zeros(grid, storage_dtype(storage)) if zero_point is None else zero_point
+        data_v = self.const(data.astype(storage_dtype(storage)), storage, "weight_data")
+        zp_v = self.const(zp.reshape(flat).astype(storage_dtype(storage)), storage, "weight_zp")
+        scale_v = self.const(scale.reshape(flat).astype(np.float32), f32, "weight_scale")
+        return self.build(
+            coreml.ConstexprAffineDequantizeOp, [data_v, zp_v, scale_v], out, axis=int_attr(axis)
+        )
+
+    def lut_weight(
+        self, op: Operation, scheme: qfused.LutWeightAttr, codes: np.ndarray, book: np.ndarray
+    ) -> SSAValue:
+        nbits = scheme.nbits.data
+        out = TensorType(f32, codes.shape)
+        lut = book.astype(np.float32)
+        if self.opset >= 18:
+            storage = IntegerType(nbits, Signedness.UNSIGNED)
+            idx = self.const(codes.astype(np.uint8), storage, "lut_indices")
+            return self.build(coreml.ConstexprLutToDenseOp, [idx, self.const(lut, f32, "lut")], out)
+        if any(g != 1 for g in lut.shape[:-2]) or lut.shape[-1] != 1:
+            raise self.unsupported(op, scheme, "per-block palettes need iOS18")
+        if nbits not in (1, 2, 4, 6, 8):
+            raise self.unsupported(op, scheme, f"{nbits}-bit palettes need iOS18")
+        packed = self.const(pack_bits(codes, nbits), ui8, "lut_indices")
+        table = self.const(lut.reshape(-1), f32, "lut")
+        return self.build(
+            coreml.ConstexprLutToDenseOp, [packed, table], out, shape=ints(codes.shape)
+        )
+
+    def fused_weight(self, op: qfused.QFusedOp) -> SSAValue:
+        weight = op.operands[1]
+        data = self.const_of(weight, op, "weight data")
+        scale = self.const_of(op.operands[2], op, "weight scale")
+        zp_value = getattr(op, "zero_point", None)
+        zp = None if zp_value is None else self.const_of(zp_value, op, "weight zero point")
+        return self.weight(op, op.weight_scheme, data, scale, zp)  # type: ignore[attr-defined]
+
+    # ----- activations ------------------------------------------------------------------
+
+    def act_dtype(self, op: Operation, act: qfused.StaticQParamsAttr) -> Attribute:
+        if act.qmin.data >= -128 and act.qmax.data <= 127:
+            return i8
+        if act.qmin.data >= 0 and act.qmax.data <= 255:
+            return ui8
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: activation range [{act.qmin.data}, "
+            f"{act.qmax.data}] does not fit Core ML's int8/uint8 quantize"
+        )
+
+    def need_opset(self, op: Operation, minimum: int, what: str) -> None:
+        if self.opset < minimum:
+            raise QoptError(
+                f"convert-to-coreml: {_subject(op)} needs {what}, which CoreML has from "
+                f"iOS{minimum}; the target is {self.target}; the lowest target that can is "
+                f"iOS{minimum}: use convert-to-coreml{{target=iOS{minimum}}} / "
+                f"minimum_deployment_target='iOS{minimum}'"
+            )
+
+    def quantize(
+        self, op: Operation, x: SSAValue, scale: float, zp: int, qmin: int, qmax: int
+    ) -> SSAValue:
+        self.need_opset(op, 17, "static activation quantization (quantize)")
+        act = qfused.StaticQParamsAttr.get(scale, zp, qmin, qmax)
+        dtype = self.act_dtype(op, act)
+        lo, hi = coreml.int_bounds(dtype)
+        if (qmin, qmax) != (lo, hi):  # MIL clips to the full type range only
+            x = self.build(
+                coreml.ClipOp,
+                [x],
+                x.type,
+                alpha=float_attr((qmin - zp) * scale),
+                beta=float_attr((qmax - zp) * scale),
+            )
+        np_dtype = storage_dtype(dtype)
+        zp_v = self.const(np.asarray(zp, np_dtype), dtype)
+        scale_v = self.const(np.asarray(scale, np.float32), f32)
+        out = TensorType(dtype, shape_of(x))
+        return self.build(
+            coreml.QuantizeOp,
+            [x, zp_v, scale_v],
+            out,
+            output_dtype=StringAttr(coreml.mil_dtype_name(dtype)),
+        )
+
+    def dequantize(self, op: Operation, q: SSAValue, scale: float, zp: int) -> SSAValue:
+        self.need_opset(op, 17, "static activation quantization (dequantize)")
+        zp_v = self.const(np.asarray(zp, storage_dtype(elem_of(q))), elem_of(q))
+        scale_v = self.const(np.asarray(scale, np.float32), f32)
+        return self.build(coreml.DequantizeOp, [q, zp_v, scale_v], TensorType(f32, shape_of(q)))
+
+    def fused_input(self, op: Operation, x: SSAValue, act: Attribute | None) -> SSAValue:
+        if isinstance(act, qfused.StaticQParamsAttr):
+            s, z = act.scale.value.data, act.zero_point.data
+            if isinstance(elem_of(x), IntegerType):
+                return self.dequantize(op, x, s, z)
+            q = self.quantize(op, x, s, z, act.qmin.data, act.qmax.data)
+            return self.dequantize(op, q, s, z)
+        # Dynamic activations: computed in float on Core ML (see the module docstring).
+        return x
+
+    def fused_output(self, op: Operation, y: SSAValue) -> SSAValue:
+        lo = getattr(op, "clamp_min", None)
+        hi = getattr(op, "clamp_max", None)
+        if lo is not None and hi is None and lo.value.data == 0.0:
+            y = self.unary(coreml.ReluOp, y, y.type)
+        elif lo is not None or hi is not None:
+            y = self.build(
+                coreml.ClipOp,
+                [y],
+                y.type,
+                alpha=float_attr(-math.inf if lo is None else lo.value.data),
+                beta=float_attr(math.inf if hi is None else hi.value.data),
+            )
+        requant = getattr(op, "requant", None)
+        if requant is None:
+            return y
+        return self.quantize(
+            op, y, requant.scale.value.data, requant.zero_point.data,
+            requant.qmin.data, requant.qmax.data,
+        )  # fmt: skip
+
+    def float_input(self, op: Operation) -> tuple[SSAValue, TensorType]:
+        """The input of a float-valued unary op in the result's float type (torch's
+        `log` / `reciprocal` of an integer tensor computes in float)."""
+        out = mil_tensor(op.results[0].type)
+        elem = out.get_element_type()
+        name = coreml.mil_dtype_name(elem)
+        if name not in ("fp16", "fp32"):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: the result is a {name} tensor; CoreML lowers "
+                f"{op.name.removeprefix('aten.')} on fp16 / fp32 tensors only: cast the input "
+                "to float first"
+            )
+        return self.as_elem(op.operands[0], elem), out
+
+    def linear(self, x: SSAValue, w: SSAValue, bias: SSAValue | None, out: Attribute) -> SSAValue:
+        if bias is None:
+            return self.build(
+                coreml.MatmulOp,
+                [x, w],
+                out,
+                transpose_x=bool_attr(False),
+                transpose_y=bool_attr(True),
+            )
+        return self.build(coreml.LinearOp, [x, w, bias], out)
+
+    def conv(
+        self,
+        op: nn.Conv2dOp | qfused.Conv2dOp,
+        x: SSAValue,
+        w: SSAValue,
+        bias: SSAValue | None,
+        out: Attribute,
+    ) -> SSAValue:
+        """MIL `conv` with the window of `op` (aten or qfused conv2d)."""
+        ph, pw = op.padding.get_values()
+        return self.build(
+            coreml.ConvOp,
+            [x, w, bias],
+            out,
+            strides=ints(op.stride.get_values()),
+            pad_type=StringAttr("custom"),
+            pad=ints((ph, ph, pw, pw)),
+            dilations=ints(op.dilation.get_values()),
+            groups=int_attr(op.groups.value.data),
+        )
+
+    # ----- rules ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        block = self.func.body.block
+        for arg in block.args:
+            if elem_of(arg) == i64:
+                Rewriter.replace_value_with_new_type(arg, TensorType(i32, shape_of(arg)))
+        for op in list(block.ops):
+            if isinstance(op, ReturnOp):
+                continue
+            rule = self.rules.get(type(op))
+            if rule is None:
+                raise QoptError(
+                    f"convert-to-coreml: no CoreML lowering for {where(op)}; supported ops: "
+                    "see the RULES tables in qopt/lowering/convert_to_coreml/"
+                )
+            self.new_ops = []
+            self.source = op
+            results = rule(self, op)
+            self.source = None
+            if results is None:  # deferred: erased once unused
+                continue
+            Rewriter.replace_op(op, self.new_ops, list(results))
+        self.erase_dead()
+        for op in block.ops:
+            if not isinstance(op, coreml.CoremlOp | ReturnOp):
+                raise QoptError(
+                    f"convert-to-coreml: {where(op)} is still used after lowering "
+                    "(a dynamic quantization chain whose float value is needed elsewhere)"
+                )
+        ret = block.last_op
+        assert isinstance(ret, ReturnOp)
+        self.func.function_type = FunctionType.from_lists(
+            [a.type for a in block.args], [v.type for v in ret.operands]
+        )
+        self.func.attributes[OPSET_ATTR] = StringAttr(self.target)
+
+    def erase_dead(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for op in reversed(list(self.func.body.block.ops)):
+                if isinstance(op, ReturnOp) or any(r.uses for r in op.results):
+                    continue
+                Rewriter.erase_op(op)
+                changed = True
+
+
+# ----- rule tables ---------------------------------------------------------------------
+
+OpT = TypeVar("OpT", bound=Operation)
+Results = Sequence[SSAValue] | None
+"""A rule's results: the values replacing the op's results, or None to defer (the
+op stays until nothing uses it, then is erased: dynamic quantization chains)."""
+Rule = Callable[[Lowering, OpT], Results]
+"""A rule lowers one op of its class (the `OpT` it is registered for)."""
+Rules = dict[type[Operation], Callable[[Lowering, Any], Results]]
+
+
+class RuleTable(Rules):
+    """One family's rules by op class: `@RULES(ew.AddOp, ew.SubOp)` registers a rule
+    typed by those classes, `RULES.add(cls, rule)` one built by a factory. A class
+    ruled twice is an error, here and when `get_rules` merges the families."""
+
+    def __call__(self, *op_types: type[OpT]) -> Callable[[Rule[OpT]], Rule[OpT]]:
+        def register(fn: Rule[OpT]) -> Rule[OpT]:
+            for op_type in op_types:
+                self.add(op_type, fn)
+            return fn
+
+        return register
+
+    def add(self, op_type: type[OpT], fn: Rule[OpT]) -> None:
+        if op_type in self:
+            raise ValueError(f"convert-to-coreml: two rules for {op_type.name}")
+        self[op_type] = fn
+
+
+RULES = RuleTable()
+"""Builtin values (`arith.constant`)."""
+
+
+@functools.cache
+def get_rules() -> Rules:
+    """Every family's rules, merged (an op class ruled by two families is an error)."""
+    from qopt.lowering.convert_to_coreml import (
+        elementwise,
+        layers,
+        quant,
+        reduction,
+    )
+    from qopt.lowering.convert_to_coreml import nn as nn_rules
+    from qopt.lowering.convert_to_coreml import qfused as qfused_rules
+    from qopt.lowering.convert_to_coreml import shape as shape_rules
+
+    merged: Rules = {}
+    families = (
+        RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
+        layers.RULES, qfused_rules.RULES, quant.RULES,
+    )  # fmt: skip
+    for table in families:
+        for op_type, fn in table.items():
+            if op_type in merged:
+                raise ValueError(f"convert-to-coreml: two rule tables lower {op_type.name}")
+            merged[op_type] = fn
+    return merged
+
+
+@RULES(arith.ConstantOp)
+def _constant(lw: Lowering, op: arith.ConstantOp) -> Sequence[SSAValue]:
+    array = np.asarray(constant_array(op))
+    elem = mil_elem(elem_of(op.result))
+    value = lw.const(array.astype(storage_dtype(elem)), elem, op.result.name_hint or "const")
+    lw.full_precision[value] = array
+    return [value]
+
+
+# ----- the pass ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertToCoremlPass(ModulePass):
+    """aten + qfused (+ quant) -> coreml, for a minimum deployment target."""
+
+    name = "convert-to-coreml"
+
+    target: str = "iOS18"
+    """Minimum deployment target: iOS16, iOS17 or iOS18."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            opset = opset_number(self.target)
+        except ValueError as e:
+            raise QoptError(f"convert-to-coreml: {e}") from None
+        if opset < 16:
+            raise QoptError("convert-to-coreml: the minimum target is iOS16")
+        rules = get_rules()
+        for func in list(op.ops):
+            if isinstance(func, FuncOp):
+                Lowering(func, opset, self.target, rules).run()
+
+
+__all__ = [
+    "RULES",
+    "ConvertToCoremlPass",
+    "Lowering",
+    "Results",
+    "Rule",
+    "RuleTable",
+    "get_rules",
+    "mil_elem",
+    "mil_tensor",
+]

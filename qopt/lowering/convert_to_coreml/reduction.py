@@ -1,0 +1,148 @@
+"""convert-to-coreml rules for the aten reduction family
+(qopt/dialects/aten/reduction.py): reduce_*, softmax, log_softmax, argmax/argmin."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, i1, i32
+from xdsl.ir import SSAValue
+
+from qopt.dialects import coreml
+from qopt.dialects.aten import reduction
+from qopt.errors import QoptError, where
+from qopt.lowering.convert_to_coreml.lowering import (
+    Lowering,
+    Rule,
+    RuleTable,
+    bool_attr,
+    elem_of,
+    float_attr,
+    int_attr,
+    ints,
+    mil_tensor,
+    shape_of,
+)
+
+RULES = RuleTable()
+
+
+def _reduce(cls: type[coreml.CoremlOp]) -> Rule[reduction.ReduceOp]:
+    """MIL `cls` (reduce_mean, reduce_sum ...) over the op's dims (all without)."""
+
+    def lower(lw: Lowering, op: reduction.ReduceOp) -> Sequence[SSAValue]:
+        x = op.input
+        rank = len(shape_of(x))
+        dims = op.dims
+        axes = list(range(rank)) if dims is None else [d % rank for d in dims.get_values()]
+        keep = op.keepdim
+        keep_dims = keep is not None and bool(keep.value.data)
+        out = mil_tensor(op.results[0].type)
+        return [lw.build(cls, [x], out, axes=ints(axes), keep_dims=bool_attr(keep_dims))]
+
+    return lower
+
+
+RULES.add(reduction.MeanOp, _reduce(coreml.ReduceMeanOp))
+RULES.add(reduction.SumOp, _reduce(coreml.ReduceSumOp))
+RULES.add(reduction.AmaxOp, _reduce(coreml.ReduceMaxOp))
+RULES.add(reduction.AminOp, _reduce(coreml.ReduceMinOp))
+
+
+@RULES(reduction.SoftmaxOp)
+def _softmax(lw: Lowering, op: reduction.SoftmaxOp) -> Sequence[SSAValue]:
+    x = op.input
+    axis = int_attr(op.dim.value.data % len(shape_of(x)))
+    return [lw.build(coreml.SoftmaxOp, [x], mil_tensor(op.result.type), axis=axis)]
+
+
+@RULES(reduction.LogSoftmaxOp)
+def _log_softmax(lw: Lowering, op: reduction.LogSoftmaxOp) -> Sequence[SSAValue]:
+    """`(x - max) - log(sum(exp(x - max)))` along dim, torch's order (MIL has no
+    log_softmax, and `log(softmax(x))` underflows to -inf for large negative
+    logits): reduce_max, sub, exp, reduce_sum, log (epsilon 0), sub."""
+    x, out = lw.float_input(op)
+    dims = shape_of(x)
+    axis = op.dim.value.data % len(dims)
+    kept = TensorType(out.get_element_type(), [1 if i == axis else d for i, d in enumerate(dims)])
+    axes, keep = ints([axis]), bool_attr(True)
+    top = lw.build(coreml.ReduceMaxOp, [x], kept, axes=axes, keep_dims=keep)
+    shifted = lw.build(coreml.SubOp, [x, top], out)
+    exp = lw.build(coreml.ExpOp, [shifted], out)
+    total = lw.build(coreml.ReduceSumOp, [exp], kept, axes=axes, keep_dims=keep)
+    log_total = lw.build(coreml.LogOp, [total], kept, epsilon=float_attr(0.0))
+    return [lw.build(coreml.SubOp, [shifted, log_total], out)]
+
+
+@RULES(reduction.ArgmaxOp, reduction.ArgminOp)
+def _arg_extreme(lw: Lowering, op: reduction.ArgmaxOp | reduction.ArgminOp) -> Sequence[SSAValue]:
+    """torch's argmax / argmin: the first index of the extreme, and the first NaN
+    where a slice has one. MIL `reduce_argmax` / `reduce_argmin` leave ties
+    unspecified ("the identity of the return value is not guaranteed"), so the
+    index is composed: `hit = x == reduce_max(x)` (a NaN slice: `hit = x != x`),
+    then `reduce_min(select(hit, iota, n))` over the dim, in int32 (the int64
+    result is int32 in MIL, as every integer result). No dim: the flattened
+    input."""
+    x = op.input
+    name = coreml.mil_dtype_name(elem_of(x))
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: {op.name.removeprefix('aten.')} of a {name} "
+            "tensor has no CoreML lowering (MIL reductions take fp16, fp32 or int32): cast "
+            "the input first"
+        )
+    out = mil_tensor(op.result.type)
+    dims = shape_of(x)
+    keep = op.keepdim is not None and bool(op.keepdim.value.data)
+    if not dims or math.prod(dims) == 0:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: {op.name.removeprefix('aten.')} of a tensor "
+            f"of shape {list(dims)} is not supported (Core ML reduces non-empty tensors of "
+            "rank 1 or more): reshape the input to 1-D first"
+        )
+    if op.dim is None:
+        numel = math.prod(dims)
+        if len(dims) != 1:
+            x = lw.build(
+                coreml.ReshapeOp, [x], TensorType(elem_of(x), [numel]), shape=ints([numel])
+            )
+        dims, axis = (numel,), 0
+    else:
+        axis = op.dim.value.data % len(dims)
+    elem = elem_of(x)
+    n = dims[axis]
+    kept = [1 if i == axis else d for i, d in enumerate(dims)]
+    axes = ints([axis])
+    flags = TensorType(i1, dims)
+    reduce = coreml.ReduceMaxOp if isinstance(op, reduction.ArgmaxOp) else coreml.ReduceMinOp
+    extreme = lw.build(reduce, [x], TensorType(elem, kept), axes=axes, keep_dims=bool_attr(True))
+    hit = lw.build(coreml.EqualOp, [x, extreme], flags)
+    if coreml.mil_dtype_name(elem) != "int32":
+        nan = lw.build(coreml.NotEqualOp, [x, x], flags)
+        nan_count = lw.as_elem(nan, i32)
+        has_nan = lw.build(
+            coreml.ReduceMaxOp,
+            [nan_count],
+            TensorType(i32, kept),
+            axes=axes,
+            keep_dims=bool_attr(True),
+        )
+        hit = lw.build(coreml.SelectOp, [lw.as_elem(has_nan, i1), nan, hit], flags)
+    iota_shape = [1] * len(dims)
+    iota_shape[axis] = n
+    iota = lw.const(np.arange(n, dtype=np.int32).reshape(iota_shape), i32, "arg_index")
+    iota = lw.broadcast_to(op, iota, dims)
+    missing = lw.const(np.asarray(n, np.int32), i32, "arg_size")
+    candidates = lw.build(coreml.SelectOp, [hit, iota, missing], TensorType(i32, dims))
+    result_shape = tuple(out.get_shape())
+    if op.dim is not None or not keep:
+        reduced = lw.build(
+            coreml.ReduceMinOp, [candidates], out, axes=axes, keep_dims=bool_attr(keep)
+        )
+        return [reduced]
+    first = lw.build(
+        coreml.ReduceMinOp, [candidates], TensorType(i32, [1]), axes=axes, keep_dims=bool_attr(True)
+    )
+    return [lw.build(coreml.ReshapeOp, [first], out, shape=ints(result_shape))]

@@ -1,0 +1,235 @@
+"""convert-to-coreml rules for the aten shape family (qopt/dialects/aten/shape.py):
+reshapes, transposes, slices, selects, gathers, concatenation, expand, split and
+advanced indexing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, i32
+from xdsl.ir import SSAValue
+
+from qopt.dialects import coreml
+from qopt.dialects.aten import shape
+from qopt.errors import QoptError, where
+from qopt.lowering.convert_to_coreml.lowering import (
+    Lowering,
+    RuleTable,
+    bool_attr,
+    bools,
+    elem_of,
+    int_attr,
+    ints,
+    mil_tensor,
+    shape_of,
+)
+
+RULES = RuleTable()
+
+
+@RULES(shape.ViewOp, shape.UnsqueezeOp, shape.SqueezeOp)
+def _reshape(
+    lw: Lowering, op: shape.ViewOp | shape.UnsqueezeOp | shape.SqueezeOp
+) -> Sequence[SSAValue]:
+    out = mil_tensor(op.results[0].type)
+    return [lw.build(coreml.ReshapeOp, [op.operands[0]], out, shape=ints(out.get_shape()))]
+
+
+@RULES(shape.TransposeOp, shape.PermuteOp)
+def _transpose(lw: Lowering, op: shape.TransposeOp | shape.PermuteOp) -> Sequence[SSAValue]:
+    x = op.operands[0]
+    rank = len(shape_of(x))
+    if isinstance(op, shape.TransposeOp):
+        perm = list(range(rank))
+        a, b = op.dim0.value.data % rank, op.dim1.value.data % rank
+        perm[a], perm[b] = perm[b], perm[a]
+    else:
+        perm = [d % rank for d in op.dims.get_values()]
+    return [lw.build(coreml.TransposeOp, [x], mil_tensor(op.results[0].type), perm=ints(perm))]
+
+
+@RULES(shape.SliceOp)
+def _slice(lw: Lowering, op: shape.SliceOp) -> Sequence[SSAValue]:
+    dims = shape_of(op.input)
+    axis = op.dim.value.data % len(dims)
+    begin, end, stride = [0] * len(dims), list(dims), [1] * len(dims)
+    start = op.start.value.data if op.start is not None else 0
+    stop = op.end.value.data if op.end is not None else dims[axis]
+    begin[axis] = max(0, min(dims[axis], start + dims[axis] if start < 0 else start))
+    end[axis] = max(0, min(dims[axis], stop + dims[axis] if stop < 0 else stop))
+    stride[axis] = op.step.value.data if op.step is not None else 1
+    out = mil_tensor(op.result.type)
+    return [
+        lw.build(
+            coreml.SliceByIndexOp,
+            [op.input],
+            out,
+            begin=ints(begin),
+            end=ints(end),
+            stride=ints(stride),
+        )
+    ]
+
+
+@RULES(shape.SelectOp)
+def _select(lw: Lowering, op: shape.SelectOp) -> Sequence[SSAValue]:
+    """`x.select(dim, i)`: slice_by_index taking `[i, i + 1)` on dim with its
+    squeeze_mask set (the dim is removed)."""
+    dims = shape_of(op.input)
+    axis = op.dim.value.data % len(dims)
+    index = op.index.value.data % dims[axis]
+    begin, end = [0] * len(dims), list(dims)
+    begin[axis], end[axis] = index, index + 1
+    squeeze = [i == axis for i in range(len(dims))]
+    return [
+        lw.build(
+            coreml.SliceByIndexOp,
+            [op.input],
+            mil_tensor(op.result.type),
+            begin=ints(begin),
+            end=ints(end),
+            stride=ints([1] * len(dims)),
+            squeeze_mask=bools(squeeze),
+        )
+    ]
+
+
+@RULES(shape.IndexSelectOp)
+def _index_select(lw: Lowering, op: shape.IndexSelectOp) -> Sequence[SSAValue]:
+    """`index_select(x, dim, index)`: MIL gather on `dim` with 1-D int32 indices."""
+    dims = shape_of(op.input)
+    if not dims:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: index_select of a 0-d tensor is not supported; "
+            "reshape the input to 1-D first"
+        )
+    axis = op.dim.value.data % len(dims)
+    if (index := lw.array(op.index)) is not None:
+        flat = index.reshape(-1).astype(np.int64)
+        bad = flat[(flat < 0) | (flat >= dims[axis])]
+        if bad.size:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: index {int(bad[0])} ({bad.size} in all) is out "
+                f"of range for dim {axis} of size {dims[axis]}"
+            )
+        indices = lw.const(flat.astype(np.int32), i32, "indices")
+    else:
+        indices = lw.to_int32(op.index)
+        if not shape_of(indices):
+            indices = lw.build(coreml.ReshapeOp, [indices], TensorType(i32, [1]), shape=ints([1]))
+    out = mil_tensor(op.result.type)
+    return [lw.build(coreml.GatherOp, [op.input, indices], out, axis=int_attr(axis))]
+
+
+@RULES(shape.CatOp)
+def _cat(lw: Lowering, op: shape.CatOp) -> Sequence[SSAValue]:
+    rank = len(shape_of(op.result))
+    out = mil_tensor(op.result.type)
+    values = list(op.inputs)
+    concat = coreml.ConcatOp.build(
+        operands=[values],
+        properties={"axis": int_attr(op.dim.value.data % rank), "interleave": bool_attr(False)},
+        result_types=[out],
+    )
+    return [lw.emit(concat)]
+
+
+@RULES(shape.ExpandOp)
+def _expand(lw: Lowering, op: shape.ExpandOp) -> Sequence[SSAValue]:
+    """`expand` (broadcast to the result shape): MIL `tile` with `reps[i] =
+    result[i]` on the input's size-1 dims; a `reshape` first gives the input
+    the result's rank (leading 1s). An expand that changes nothing is its input."""
+    return [lw.broadcast_to(op, op.input, shape_of(op.result))]
+
+
+@RULES(shape.SplitOp)
+def _split(lw: Lowering, op: shape.SplitOp) -> Sequence[SSAValue]:
+    """`split` / `split_with_sizes` / `chunk`: one `slice_by_index` per piece."""
+    dims = shape_of(op.input)
+    axis = op.dim.value.data % len(dims)
+    sizes = [int(v) for v in op.sizes.get_values()]
+    if 0 in sizes:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: split into an empty piece (sizes {sizes}) is "
+            "not supported (Core ML tensors are not empty)"
+        )
+    if len(sizes) == 1:
+        return [op.input]
+    pieces: list[SSAValue] = []
+    start = 0
+    for size, result in zip(sizes, op.outputs, strict=True):
+        begin, end = [0] * len(dims), list(dims)
+        begin[axis], end[axis] = start, start + size
+        start += size
+        pieces.append(
+            lw.build(
+                coreml.SliceByIndexOp,
+                [op.input],
+                mil_tensor(result.type),
+                begin=ints(begin),
+                end=ints(end),
+                stride=ints([1] * len(dims)),
+            )
+        )
+    return pieces
+
+
+@RULES(shape.IndexOp)
+def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
+    """Advanced indexing with compile-time index tensors (after fold-constants,
+    the position and mask indices of transformers are constants): the flat
+    offsets `arange(numel).reshape(shape)[indices]` are computed with numpy, and
+    the input, reshaped to 1-D, is read with one MIL `gather` of those int32
+    offsets, which has the result's shape. Offsets that read the whole input in
+    order are a `reshape`. Bool (and, before iOS17, 8/16-bit) inputs are gathered
+    as int32 (MIL gather takes no bools)."""
+    dims = shape_of(op.input)
+    key: list[slice | np.ndarray] = [slice(None)] * len(dims)
+    for dim, index in zip(op.indexed_dims.get_values(), op.indices, strict=True):
+        array = lw.array(index)
+        if array is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: index tensor {index.type} is computed at "
+                "run time; CoreML lowers advanced indexing only with compile-time indices "
+                "(use index_select / gather on one dim, or make the indices constants)"
+            )
+        key[int(dim)] = array.astype(np.int64)
+    numel = math.prod(dims)
+    if numel >= 2**31:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the input has {numel} elements, more than "
+            "int32 gather offsets address"
+        )
+    try:
+        offsets = np.arange(numel, dtype=np.int64).reshape(dims)[tuple(key)]
+    except IndexError as e:
+        raise QoptError(f"convert-to-coreml: {where(op)}: {e}") from None
+    out = mil_tensor(op.result.type)
+    result_shape = tuple(out.get_shape())
+    assert offsets.shape == result_shape, (offsets.shape, result_shape)
+    x = op.input
+    if offsets.size == numel and np.array_equal(offsets.reshape(-1), np.arange(numel)):
+        if result_shape == dims:
+            return [x]
+        return [lw.build(coreml.ReshapeOp, [x], out, shape=ints(result_shape))]
+    elem = out.get_element_type()
+    gathered = coreml.mil_dtype_name(elem)
+    allowed = {"fp16", "fp32", "int32"}
+    if lw.opset >= 17:
+        allowed |= {"int8", "uint8", "int16", "uint16"}
+    work = elem if gathered in allowed else i32
+    if gathered not in allowed and gathered != "bool":
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: indexing a {gathered} tensor needs iOS17 "
+            f"(MIL gather), the target is {lw.target}: cast the input to int32 or float first"
+        )
+    if len(dims) != 1:
+        x = lw.build(coreml.ReshapeOp, [x], TensorType(elem_of(x), [numel]), shape=ints([numel]))
+    x = lw.as_elem(x, work)
+    indices = lw.const(offsets.astype(np.int32), i32, "index_offsets")
+    value = lw.build(
+        coreml.GatherOp, [x, indices], TensorType(work, result_shape), axis=int_attr(0)
+    )
+    return [lw.as_elem(value, elem)]

@@ -1,0 +1,208 @@
+"""`coreml-fp16`: make a coreml-level module compute in fp16 (coreml -> coreml).
+
+Float constants and results become f16; fp32 inputs are cast to fp16 on entry and
+fp16 outputs back to fp32, as coremltools does for its FLOAT16 compute precision
+(the function's signature stays fp32). Activation quantization stays fp32:
+`quantize` / `dequantize` and their scale / zero-point constants, with a cast
+before a `quantize` whose input became fp16 and after a `dequantize` read by fp16
+ops. So do the float ops of static-activation int8 regions
+(`integer_regions`: dequantize -> linear / conv / add / pool -> quantize, which
+Core ML executes as int8 kernels, so their accumulation is not rounded to fp16)
+and the weights only they read.
+
+`qopt-coreml{compute-precision=fp16}` runs it after `convert-to-coreml`; the
+emitter then writes what the IR says (coremltools' own fp16 pass never runs).
+Ops the pass creates (casts, f16 constants) take the location of the op they
+serve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    LocationAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from qopt.dialects import coreml
+from qopt.dialects.coreml import elem_of, shape_of
+from qopt.errors import QoptError, where
+from qopt.interpreters.coreml import const_array
+from qopt.resources import make_resource, weights_of
+
+_WEIGHTS = (coreml.ConstOp, coreml.ConstexprOp)
+_QDQ = (coreml.QuantizeOp, coreml.DequantizeOp)
+
+
+def _cast(value: SSAValue, elem: Attribute, name: str, location: LocationAttr) -> coreml.CastOp:
+    cast = coreml.CastOp.build(
+        operands=[value],
+        properties={"dtype": StringAttr(name)},
+        result_types=[TensorType(elem, shape_of(value))],
+    )
+    cast.location = location
+    return cast
+
+
+def _cast_operand(op: Operation, index: int, elem: Attribute, name: str) -> None:
+    cast = _cast(op.operands[index], elem, name, op.location)
+    Rewriter.insert_op(cast, InsertPoint.before(op))
+    op.operands[index] = cast.result
+
+
+def _cast_result(op: Operation, elem: Attribute, name: str, keep: set[Operation]) -> None:
+    """Activation quantization computes in fp32; its float result is cast to fp16
+    for every user but those in `keep` (which compute in fp32)."""
+    result = op.results[0]
+    cast = _cast(result, elem, name, op.location)
+    result.replace_uses_with_if(cast.result, lambda use: use.operation not in keep)
+    Rewriter.insert_op(cast, InsertPoint.after(op))
+    cast.operands = [result]
+
+
+def _is_f32_tensor(value: SSAValue) -> bool:
+    type = value.type
+    return isinstance(type, TensorType) and isinstance(type.get_element_type(), Float32Type)
+
+
+def integer_regions(block: Block) -> set[Operation]:
+    """The float ops of static-activation int8 regions: every float operand comes
+    from a `dequantize`, a weight (const/constexpr) or another such op, and every
+    use is a `quantize` or another such op (dequantize -> linear/conv/add/pool ->
+    quantize). Core ML runs these as int8 kernels, so their accumulation is not
+    rounded to fp16; `coreml-fp16` keeps them in fp32, which models that."""
+    region = {
+        op
+        for op in block.ops
+        if not isinstance(op, (*_QDQ, *_WEIGHTS))
+        and isinstance(op, coreml.CoremlOp)
+        and any(_is_f32_tensor(r) for r in op.results)
+    }
+    changed = True
+    while changed:
+        changed = False
+        for op in list(region):
+            inputs_ok = all(
+                not _is_f32_tensor(v)
+                or isinstance(v.owner, (coreml.DequantizeOp, *_WEIGHTS))
+                or v.owner in region
+                for v in op.operands
+            )
+            uses_ok = all(
+                isinstance(u.operation, coreml.QuantizeOp) or u.operation in region
+                for r in op.results
+                for u in r.uses
+            ) and any(r.uses for r in op.results)
+            if not (inputs_ok and uses_ok):
+                region.discard(op)
+                changed = True
+    return region
+
+
+def function_to_fp16(func: FuncOp) -> None:
+    """Rewrite one coreml function to compute in fp16 (see the module docstring)."""
+    block = func.body.block
+    for op in block.ops:
+        if not isinstance(op, coreml.CoremlOp | ReturnOp):
+            raise QoptError(
+                f"coreml-fp16: {where(op)} is not a coreml op: lower the module first "
+                "(-p convert-to-coreml, or qopt-coreml{compute-precision=fp16})"
+            )
+    kept: set[Operation] = set(integer_regions(block))  # ops whose float results stay fp32
+    for op in reversed(list(block.ops)):  # weights (and their consts) that only feed kept ops
+        if isinstance(op, _WEIGHTS) and op.results[0].uses:
+            uses = op.results[0].uses
+            if all(u.operation in kept or isinstance(u.operation, _QDQ) for u in uses) and any(
+                u.operation in kept for u in uses
+            ):
+                kept.add(op)
+    for op in list(block.ops):
+        if op in kept:
+            continue
+        if isinstance(op, coreml.ConstOp) and isinstance(elem_of(op.result), Float32Type):
+            if all(isinstance(u.operation, _QDQ) for u in op.result.uses):
+                continue  # activation quantization parameters stay fp32
+            with np.errstate(over="ignore"):  # +-3.4e38 mask fills become +-inf, as in
+                array = const_array(op).astype(np.float16)  # coremltools' fp16 pass
+            type = TensorType(f16, shape_of(op.result))
+            new = coreml.ConstOp.build(
+                properties={"value": make_resource("fp16", array, type, weights_of(op))},
+                result_types=[type],
+            )
+            new.location = op.location
+            Rewriter.replace_op(op, new)
+            continue
+        if isinstance(op, coreml.QuantizeOp):
+            if not isinstance(elem_of(op.operands[0]), Float32Type):
+                _cast_operand(op, 0, f32, "fp32")
+            continue
+        if isinstance(op, coreml.DequantizeOp):
+            if not all(u.operation in kept for u in op.results[0].uses):
+                _cast_result(op, f16, "fp16", kept)
+            continue
+        for result in op.results:
+            if _is_f32_tensor(result):
+                Rewriter.replace_value_with_new_type(result, TensorType(f16, shape_of(result)))
+                if isinstance(op, coreml.CastOp):  # a cast to float (of a bool mask) names it
+                    op.dtype = StringAttr("fp16")
+    for op in kept:  # a kept op reading a value that became fp16 reads it back in fp32
+        for index, value in enumerate(op.operands):
+            if isinstance(value.type, TensorType) and isinstance(elem_of(value), Float16Type):
+                _cast_operand(op, index, f32, "fp32")
+    for arg in block.args:
+        if not isinstance(elem_of(arg), Float32Type) or not arg.uses:
+            continue
+        cast = _cast(arg, f16, "fp16", func.location)
+        # fp32 readers (activation quantizers, int8-region ops) keep the fp32 input
+        arg.replace_uses_with_if(
+            cast.result,
+            lambda use: (
+                use.operation is not cast
+                and not (isinstance(use.operation, coreml.QuantizeOp) or use.operation in kept)
+            ),
+        )
+        if not cast.result.uses:
+            cast.erase()
+            continue
+        Rewriter.insert_op(cast, InsertPoint.at_start(block))
+    ret = block.last_op
+    assert isinstance(ret, ReturnOp)
+    outputs = []
+    for value in ret.operands:
+        if isinstance(elem_of(value), Float16Type):
+            owner = value.owner
+            location = owner.location if isinstance(owner, Operation) else func.location
+            cast = _cast(value, f32, "fp32", location)
+            Rewriter.insert_op(cast, InsertPoint.before(ret))
+            value = cast.result
+        outputs.append(value)
+    ret.operands = outputs
+    func.update_function_type()
+
+
+@dataclass(frozen=True)
+class CoremlFp16Pass(ModulePass):
+    """Make every function of a coreml-level module compute in fp16 (in place)."""
+
+    name = "coreml-fp16"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in list(op.ops):
+            if isinstance(func, FuncOp):
+                function_to_fp16(func)
+
+
+__all__ = ["CoremlFp16Pass", "function_to_fp16", "integer_regions"]

@@ -1,0 +1,187 @@
+"""The pipelines are the one definition of each target's pass order, and the
+command line reproduces the Python API with them.
+
+`qopt-opt model.pt2 -p 'qopt-coreml{compute-precision=fp16}'` prints the IR of
+`qopt.compile(ep, target="coreml", compute_precision="fp16").module`, and
+`-t mlpackage` / `-t vkbundle` write what the API's `.save()` writes: the same
+protobuf spec (compared as a message: coremltools' map fields serialize in no
+fixed order, and the conversion date is the day's) and the same `weight.bin`
+bytes for a `.mlpackage`, the same bytes for a `.qvk`. The API runs in a fresh
+process, as a user's script does, so its resource keys (which name the MIL
+constants) are not renamed by blobs an earlier test left in this process's
+resource store: the two printouts are compared as text, keys included.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from qopt import QoptError
+from qopt.lowering import get_all_passes
+from qopt.lowering.pipelines import QoptCoremlPipeline, QoptVulkanPipeline
+
+BIN = Path(sys.executable).parent
+QOPT_OPT = BIN / "qopt-opt"
+
+COREML_PIPELINE = "qopt-coreml{compute-precision=fp16}"
+
+
+def test_pipelines_list_registered_passes() -> None:
+    registered = get_all_passes()
+    coreml = QoptCoremlPipeline().passes()
+    assert [p.name for p in coreml] == ["fuse-quant", "fold-constants", "convert-to-coreml"]
+    fp16 = QoptCoremlPipeline(target="iOS17", compute_precision="fp16").passes()
+    assert [p.name for p in fp16] == [
+        "fuse-quant",
+        "fold-constants",
+        "convert-to-coreml",
+        "coreml-fp16",
+    ]
+    assert fp16[2].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    vulkan = QoptVulkanPipeline().passes()
+    assert [p.name for p in vulkan] == [
+        "fuse-quant",
+        "fold-constants",
+        "convert-to-vkc",
+        "vkc-plan-buffers",
+        "vkc-insert-barriers",
+    ]
+    assert vulkan[2].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    for sub_pass in (*fp16, *vulkan):
+        assert registered[sub_pass.name]() is type(sub_pass)
+    with pytest.raises(QoptError, match="compute_precision must be 'fp32' or 'fp16'"):
+        QoptCoremlPipeline(compute_precision="fp8").passes()
+
+
+def test_pipeline_options_parse_from_the_command_line_spec() -> None:
+    from xdsl.utils.arg_spec import parse_pipeline
+
+    (spec,) = parse_pipeline("qopt-coreml{target=iOS17 compute-precision=fp16}")
+    pipeline = QoptCoremlPipeline.from_pass_spec(spec)
+    assert (pipeline.target, pipeline.compute_precision) == ("iOS17", "fp16")
+
+
+API_SCRIPT = textwrap.dedent(
+    """
+    import io, sys
+    import torch
+    import qopt
+    from xdsl.targets.mlir import MLIRTarget
+    from qopt.context import make_context, resource_slot
+    from qopt.examples import export_model
+    from qopt.resources import weights_of
+
+    model, scheme, out = sys.argv[1:4]
+    ep = export_model(model, scheme)
+    torch.export.save(ep, f"{out}/model.pt2")
+
+    def text(module):
+        stream = io.StringIO()
+        ctx = make_context()
+        with resource_slot(ctx).bound(weights_of(module), None):
+            MLIRTarget().emit(ctx, module, stream)
+        return stream.getvalue()
+
+    coreml = qopt.compile(ep, target="coreml", compute_precision="fp16")
+    open(f"{out}/api_coreml.mlir", "w").write(text(coreml.module))
+    coreml.save(f"{out}/api.mlpackage")
+    open(f"{out}/user_outputs.txt", "w").write("\\n".join(ep.graph_signature.user_outputs))
+    vulkan = qopt.compile(ep, target="vulkan")
+    open(f"{out}/api_vulkan.mlir", "w").write(text(vulkan.module))
+    vulkan.save(f"{out}/api.qvk")
+    """
+)
+
+
+def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def parity(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A static-int8 MLP compiled by the API (fresh process) and by qopt-opt on its
+    saved .pt2, for both targets."""
+    if not QOPT_OPT.exists():
+        pytest.skip(f"qopt-opt is not installed in {BIN} (pip install -e .)")
+    out = tmp_path_factory.mktemp("parity")
+    script = out / "api.py"
+    script.write_text(API_SCRIPT)
+    run(sys.executable, script, "mlp", "pt2e_static", out)
+    pt2 = out / "model.pt2"
+    coreml = run(QOPT_OPT, pt2, "-p", COREML_PIPELINE, "--print-weights")
+    (out / "cli_coreml.mlir").write_text(coreml.stdout)
+    run(QOPT_OPT, pt2, "-p", COREML_PIPELINE, "-t", "mlpackage", "-o", out / "cli.mlpackage")
+    vulkan = run(QOPT_OPT, pt2, "-p", "qopt-vulkan", "--print-weights")
+    (out / "cli_vulkan.mlir").write_text(vulkan.stdout)
+    run(QOPT_OPT, pt2, "-p", "qopt-vulkan", "-t", "vkbundle", "-o", out / "cli.qvk")
+    return out
+
+
+def test_cli_prints_the_api_ir_coreml(parity: Path) -> None:
+    api = (parity / "api_coreml.mlir").read_text()
+    assert "coreml.cast" in api  # fp16 compute: the pipeline option reached coreml-fp16
+    assert (parity / "cli_coreml.mlir").read_text() == api
+
+
+def test_cli_prints_the_api_ir_vulkan(parity: Path) -> None:
+    api = (parity / "api_vulkan.mlir").read_text()
+    assert "vkc.dispatch" in api
+    assert (parity / "cli_vulkan.mlir").read_text() == api
+
+
+def _spec(package: Path) -> object:
+    import coremltools as ct
+
+    spec = ct.utils.load_spec(str(package))
+    spec.description.metadata.userDefined.pop("com.github.apple.coremltools.conversion_date", None)
+    return spec
+
+
+def test_cli_mlpackage_equals_the_api_save(parity: Path) -> None:
+    api, cli = parity / "api.mlpackage", parity / "cli.mlpackage"
+    assert _spec(cli) == _spec(api)
+    weights = Path("Data/com.apple.CoreML/weights/weight.bin")
+    assert (cli / weights).read_bytes() == (api / weights).read_bytes()
+    # Outputs are named after the exported program's on both paths.
+    names = (parity / "user_outputs.txt").read_text().split("\n")
+    spec = _spec(cli)
+    assert [o.name for o in spec.description.output] == names  # type: ignore[attr-defined]
+
+
+def test_cli_vkbundle_equals_the_api_save(parity: Path) -> None:
+    assert (parity / "cli.qvk").read_bytes() == (parity / "api.qvk").read_bytes()
+
+
+def test_mlir_without_recorded_names_keeps_output_i() -> None:
+
+    from qopt.backends.coreml import compile_coreml
+    from qopt.context import parse_module
+
+    text = """
+    func.func @forward(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+      %0 = aten.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      %1 = aten.neg %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      func.return %0, %1 : tensor<2x3xf32>, tensor<2x3xf32>
+    }
+    """
+    module = parse_module(text)
+    artifact = compile_coreml(module)
+    assert artifact.output_names == ["output_0", "output_1"]
+    assert [v.name for v in artifact.mil_program.functions["main"].outputs] == [
+        "output_0",
+        "output_1",
+    ]
