@@ -30,8 +30,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qopt.backends.vulkan.packing import pack_affine
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_available
+from qopt.kernels.packing import pack_affine
 
 # (NPW, MT, WG) per (bits, M is 1): chosen with --tune on lavapipe (2 cores)
 DEFAULT_TILES = {

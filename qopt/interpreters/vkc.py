@@ -4,7 +4,7 @@ Buffers are flat numpy arrays (float32, int32 or uint32). A `vkc.alloc` with a
 `slot` is a view into that slot's memory, shared with every other buffer of the
 slot, exactly as the runtime shares one device buffer: a buffer plan that lets
 two live buffers overlap gives wrong results here too. A dispatch runs its
-kernel's numpy `reference` (qopt/backends/vulkan/registry.py) on the bound
+kernel's numpy `reference` (qopt/interpreters/kernels/) on the bound
 buffers, so vkc IR can be checked without a device. A status buffer
 (`vkc.alloc {status}`) starts at 0 on every call; when a dispatch's reference
 sets it (an index out of range) the run stops with the QoptError the Vulkan
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
@@ -24,58 +24,13 @@ from xdsl.ir import Operation
 from qopt.dialects import vkc
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
-
-NUMPY_DTYPES = {"f32": np.dtype(np.float32), "i32": np.dtype(np.int32), "u32": np.dtype(np.uint32)}
+from qopt.interpreters.kernels import kernels
+from qopt.kernels import index_error_message
+from qopt.kernels.abi import NUMPY_DTYPES, narrow
 
 
 def buffer_dtype(type: vkc.BufferType) -> np.dtype:
     return NUMPY_DTYPES[type.dtype]
-
-
-def narrow(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
-    """`array` as a flat `dtype` array; integers must fit (int64 -> int32)."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    if flat.dtype == np.bool_:
-        return flat.astype(dtype)
-    if flat.dtype.kind in "iu" and dtype.kind in "iu" and flat.size:
-        info = np.iinfo(dtype)
-        lo, hi = int(flat.min()), int(flat.max())
-        if lo < info.min or hi > info.max:
-            raise QoptError(
-                f"{what} holds values in [{lo}, {hi}], outside {dtype.name}: Vulkan buffers "
-                f"carry integers as {dtype.name}"
-            )
-    return flat.astype(dtype)
-
-
-def constant_words(op: vkc.ConstantOp) -> np.ndarray:
-    """The constant's value as a flat array of the buffer's element type."""
-    from qopt.resources import resource_array
-
-    value = op.value
-    dtype = buffer_dtype(op.result.type)  # pyright: ignore[reportArgumentType]
-    if isinstance(value, DenseResourceAttr):
-        array = resource_array(value)
-        if array is None:
-            raise QoptError(
-                f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "
-                "missing (weights are elided from printouts): print with --print-weights"
-            )
-    else:
-        assert isinstance(value, DenseIntOrFPElementsAttr)
-        array = constant_array_of(value)
-    return np.ascontiguousarray(array).reshape(-1).view(dtype)
-
-
-def constant_array_of(value: DenseIntOrFPElementsAttr) -> np.ndarray:
-    type = value.type
-    assert isinstance(type, TensorType)
-    dtype = numpy_dtype(type.get_element_type())
-    count = int(np.prod(tuple(type.get_shape()), dtype=np.int64))
-    flat = np.frombuffer(value.data.data, dtype=dtype)
-    if flat.size == 1 and count != 1:
-        return np.broadcast_to(flat, (count,)).copy()
-    return flat.copy()
 
 
 def slot_sizes(func: Operation) -> dict[int, int]:
@@ -92,8 +47,6 @@ def slot_sizes(func: Operation) -> dict[int, int]:
 def run_dispatch(op: vkc.DispatchOp, buffers: list[np.ndarray]) -> None:
     """Run the kernel's numpy reference on `buffers` (written in place); QoptError if
     it set a status word (an index out of range), as the Vulkan artifact raises."""
-    from qopt.backends.vulkan.registry import kernels
-
     kernel_op = op.kernel_op()
     spec = kernels().get(kernel_op.kernel.data)
     if spec is None:
@@ -114,8 +67,6 @@ def status_what(buffer: Any) -> str | None:
 
 def check_status(op: vkc.DispatchOp, buffers: list[np.ndarray], kernel_op: vkc.KernelOp) -> None:
     """QoptError (one line, naming the guarded op) if a status buffer of `op` is set."""
-    from qopt.backends.vulkan.registry import index_error_message
-
     for operand, array in zip(op.buffers, buffers, strict=True):
         what = status_what(operand)
         if what is not None and int(np.asarray(array).reshape(-1).view(np.uint32)[0]) != 0:
@@ -167,7 +118,7 @@ class VkcFunctions(InterpreterFunctions):
     def run_constant(
         self, interpreter: Interpreter, op: vkc.ConstantOp, args: PythonValues
     ) -> PythonValues:
-        return (constant_words(op).copy(),)
+        return (op.words().copy(),)
 
     @impl(vkc.AllocOp)
     def run_alloc(

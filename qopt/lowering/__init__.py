@@ -25,10 +25,25 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertToCoremlPass
 
+    def get_coreml_fp16() -> type[ModulePass]:
+        from qopt.lowering.coreml_fp16 import CoremlFp16Pass
+
+        return CoremlFp16Pass
+
     def get_convert_to_vkc() -> type[ModulePass]:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 
         return ConvertToVkcPass
+
+    def get_vkc_plan_buffers() -> type[ModulePass]:
+        from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
+
+        return VkcPlanBuffersPass
+
+    def get_vkc_insert_barriers() -> type[ModulePass]:
+        from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
+
+        return VkcInsertBarriersPass
 
     def get_qopt_coreml() -> type[ModulePass]:
         from qopt.lowering.pipelines import QoptCoremlPipeline
@@ -44,7 +59,10 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-quant": get_fuse_quant,
         "fold-constants": get_fold_constants,
         "convert-to-coreml": get_convert_to_coreml,
+        "coreml-fp16": get_coreml_fp16,
         "convert-to-vkc": get_convert_to_vkc,
+        "vkc-plan-buffers": get_vkc_plan_buffers,
+        "vkc-insert-barriers": get_vkc_insert_barriers,
         "qopt-coreml": get_qopt_coreml,
         "qopt-vulkan": get_qopt_vulkan,
     }

@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qopt.backends.vulkan import kernel_specs as ks
-from qopt.backends.vulkan import packing
 from qopt.backends.vulkan.registry import MAX_WORKGROUPS, KernelSpec, kernel, kernels
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_available
+from qopt.kernels import packing
+from qopt.kernels.extents import strided_extent
+from qopt.kernels.opcodes import UNARY_OPS
+from qopt.kernels.push import conv_out, elementwise_push, static_io_push, word_of
 
 U32 = 1 << 32
 CANARY = np.uint32(0x7FC0FFEE)  # a NaN payload no kernel computes
@@ -90,7 +92,7 @@ def test_max_digits_matches_enumeration() -> None:
                 total += (rem % d) * s
                 rem //= d
             best = max(best, total)
-        assert ks._strided_extent(n, dims, tuple(strides), 3) == best + 4, (n, dims, strides)
+        assert strided_extent(n, dims, tuple(strides), 3) == best + 4, (n, dims, strides)
 
 
 _FUZZ_INTS = (0, 1, 2, 3, 4, 5, 7, 8, 31, 33, 64, 100, 4096, 65535, 2**31 - 1, 2**31, 2**32 - 1)
@@ -199,12 +201,12 @@ def test_check_dispatch_refuses_unsupported_variants_and_wrapping_indices() -> N
     with pytest.raises(ValueError, match=r"n \* D = \d+ does not fit 32 bits"):
         gather.check_dispatch({"n": 2**16, "D": 2**16, "V": 4}, {}, [1, 1, 1], [U32] * 3 + [1])
     binary = kernel("binary")
-    wide = ks.elementwise_push((3, 3), sa=(2**31, 1), sb=(3, 1))  # 2 * 2^31 + 2
+    wide = elementwise_push((3, 3), sa=(2**31, 1), sb=(3, 1))  # 2 * 2^31 + 2
     with pytest.raises(ValueError, match=r"binding a .* wraps"):
         binary.check_dispatch(
             {**wide, "a_off": 0, "b_off": 0, "alpha": 1.0}, {}, [1, 1, 1], [U32] * 3
         )
-    zero = ks.elementwise_push((2, 0), sa=(1, 1), sb=(1, 1))
+    zero = elementwise_push((2, 0), sa=(1, 1), sb=(1, 1))
     with pytest.raises(ValueError, match="dimension of size 0"):
         binary.check_dispatch(
             {**zero, "n": 4, "a_off": 0, "b_off": 0, "alpha": 1.0}, {}, [1, 1, 1], [64] * 3
@@ -373,8 +375,8 @@ def _lut_push(rows: int, cols: int, bits: int, block: tuple[int, int], lut: int,
 
 
 def _conv_push(n, c, h, w, oc, kh, kw, stride, pad, dil, groups) -> dict[str, int]:
-    oh = ks.conv_out(h, kh, stride, pad, dil)
-    ow = ks.conv_out(w, kw, stride, pad, dil)
+    oh = conv_out(h, kh, stride, pad, dil)
+    ow = conv_out(w, kw, stride, pad, dil)
     return {
         **dict(
             zip(
@@ -398,18 +400,18 @@ def _pool_push(planes, h, w, k, stride, pad, dil, ceil, divisor=0) -> dict[str, 
 
 
 def _static() -> dict[str, Any]:
-    return ks.static_io_push((0.05, 3, -128, 127), (0.1, -2, -128, 127))
+    return static_io_push((0.05, 3, -128, 127), (0.1, -2, -128, 127))
 
 
 def _six(shape, **strides) -> dict[str, int]:
-    return ks.elementwise_push(shape, **strides)
+    return elementwise_push(shape, **strides)
 
 
 # (kernel, push, spec): kernels and variants the examples do not dispatch (tiles, paths,
 # masks, groups, broadcasts, tails), run with random data in buffers of their extents
 # plus slack.
 DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
-    ("unary", {"n": 37, "a": -0.5, "b": 0.5}, {"OP": ks.UNARY_OPS["clamp"], "WG": 8}),
+    ("unary", {"n": 37, "a": -0.5, "b": 0.5}, {"OP": UNARY_OPS["clamp"], "WG": 8}),
     (
         "binary",
         {**_six((2, 3, 5), sa=(0, 5, 1), sb=(15, 0, 3)), "a_off": 4, "b_off": 1, "alpha": 2.0},
@@ -426,8 +428,8 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {**_six((3, 2, 4), si=(1, 12, 3), so=(8, 4, 1)), "in_off": 5, "out_off": 7},
         {},
     ),
-    ("fill", {"n": 29, "start": ks.word_of(1.5), "step": ks.word_of(0.25)}, {"WG": 16}),
-    ("fill", {"n": 13, "start": ks.word_of(-3, "i32"), "step": ks.word_of(2, "i32")}, {"MODE": 1}),
+    ("fill", {"n": 29, "start": word_of(1.5), "step": word_of(0.25)}, {"WG": 16}),
+    ("fill", {"n": 13, "start": word_of(-3, "i32"), "step": word_of(2, "i32")}, {"MODE": 1}),
     ("reduce_rows", {"rows": 3, "cols": 301}, {"OP": 0}),
     ("reduce_rows", {"rows": 5, "cols": 45}, {"OP": 4}),
     ("reduce_rows", {"rows": 2, "cols": 7}, {"OP": 1}),

@@ -179,6 +179,7 @@ def _bind_status_as_output(program: Any) -> None:
     step = _gather_step(program)
     step.buffers[2] = _status_id(program)
     step.push.update(n=1, D=1)  # y's extent: 1 word (as the status buffer holds)
+    step.groups = [1, 1, 1]  # what those push constants need
 
 
 def _share_status(program: Any) -> None:

@@ -6,6 +6,7 @@ tests are skipped with the reason."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -15,17 +16,39 @@ import torch
 import torch.nn.functional as F
 from torch.ao.quantization.fx import _decomposed  # noqa: F401  (quantized_decomposed ops)
 
-from qopt.backends.vulkan import kernel_specs as ks
-from qopt.backends.vulkan.packing import (
+from qopt.backends.vulkan.registry import kernels
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, VulkanError, vulkan_available
+from qopt.backends.vulkan.spirv import (
+    KERNEL_DIR,
+    compile_glsl,
+    compile_kernel,
+    kernel_source,
+    opcode_defines,
+)
+from qopt.interpreters.kernels.common import quantize as ref_quantize
+from qopt.kernels.opcodes import (
+    BINARY_BOOL_OPS,
+    BINARY_OPS,
+    MAPPINGS,
+    POOL_OPS,
+    REDUCE_OPS,
+    UNARY_INT_OPS,
+    UNARY_OPS,
+)
+from qopt.kernels.packing import (
     pack_affine,
     pack_bits,
     pack_lut,
     unpack_affine,
     unpack_bits,
 )
-from qopt.backends.vulkan.registry import kernels
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, VulkanError, vulkan_available
-from qopt.backends.vulkan.spirv import KERNEL_DIR, compile_glsl, compile_kernel
+from qopt.kernels.push import (
+    broadcast_strides,
+    conv_out,
+    elementwise_push,
+    static_io_push,
+    word_of,
+)
 
 F32 = np.float32
 RNG = np.random.default_rng(1234)
@@ -49,8 +72,34 @@ def test_every_spec_has_its_source_and_doc() -> None:
     for name, spec in kernels().items():
         assert (KERNEL_DIR / spec.glsl).is_file(), name
         assert spec.__doc__
-        assert name in ks.DOCS
+        assert spec.doc == spec.__doc__, name
         assert len(spec.push) * 4 <= 128, name
+
+
+def test_shaders_name_their_op_codes() -> None:
+    """The op-code tables (qopt/kernels/opcodes.py) are the only definition of the codes:
+    the shaders compare their op selectors against the generated names, never numbers,
+    and every name they use is generated."""
+    defined = set(re.findall(r"#define (\w+) ", opcode_defines()))
+    selector = r"\b(OP|ACT|MAPPING|DTYPE|MODE)\s*(==|!=|>=|<=|<|>)\s*"
+    for path in sorted(KERNEL_DIR.glob("*.glsl")):
+        text = path.read_text()
+        assert not re.search(selector + r"\d", text), path.name
+        for name in re.findall(selector + r"(\w+)", text):
+            assert name[2] in defined, (path.name, name[2])
+        assert kernel_source(path.name).count("#define UNARY_RELU 1\n") == 1
+
+
+def test_op_code_ranges_the_shaders_rely_on() -> None:
+    """binary.glsl tests `OP >= BINARY_EQ && OP <= BINARY_LOGICAL_OR` for the 0/1 ops and
+    reduce_rows.glsl `OP >= REDUCE_ARGMAX` / `OP >= REDUCE_MAX` for index / max-min."""
+    assert BINARY_BOOL_OPS == tuple(range(BINARY_OPS["eq"], BINARY_OPS["logical_or"] + 1))
+    assert {REDUCE_OPS["argmax"], REDUCE_OPS["argmin"]} == {
+        v for v in REDUCE_OPS.values() if v >= REDUCE_OPS["argmax"]
+    }
+    assert {v for v in REDUCE_OPS.values() if v >= REDUCE_OPS["max"]} == {
+        REDUCE_OPS[k] for k in ("max", "min", "argmax", "argmin")
+    }
 
 
 @pytest.mark.skipif(not HAVE_TOOLS, reason="glslangValidator not installed")
@@ -200,7 +249,7 @@ def test_unary_f32(dev: VulkanDevice) -> None:
     n = 301
     x = (RNG.standard_normal(n) * 3).astype(F32)
     x[:6] = [0.5, 1.5, -2.5, 0.0, -0.0, 2.5]
-    for name, op in ks.UNARY_OPS.items():
+    for name, op in UNARY_OPS.items():
         if name == "cast_i32_f32":
             continue
         xin = np.abs(x) + F32(0.1) if name in ("log", "sqrt", "rsqrt") else x
@@ -226,7 +275,7 @@ def test_unary_i32(dev: VulkanDevice) -> None:
         "to_bool": (x != 0).astype(np.int32),
         "cast_i32_f32": x.astype(F32),
     }
-    for name in ks.UNARY_INT_OPS:
+    for name in UNARY_INT_OPS:
         dtype = F32 if name == "cast_i32_f32" else np.int32
         got, ref = run_kernel(
             dev,
@@ -234,7 +283,7 @@ def test_unary_i32(dev: VulkanDevice) -> None:
             {"x": x},
             {"y": (dtype, n)},
             {"n": n, "a": -5.0, "b": 7.0},
-            {"OP": ks.UNARY_OPS[name], "DTYPE": 1},
+            {"OP": UNARY_OPS[name], "DTYPE": 1},
         )
         close(got["y"], ref["y"])
         tclose(ref["y"], expect[name], 0)
@@ -274,12 +323,12 @@ def test_binary_broadcast(dev: VulkanDevice, dtype: str) -> None:
     else:
         a = RNG.integers(-9, 9, ash).astype(np.int32)
         b = RNG.integers(1, 5, bsh).astype(np.int32) * RNG.choice([-1, 1], bsh).astype(np.int32)
-    push = ks.elementwise_push(
-        osh, sa=ks.broadcast_strides(ash, osh), sb=ks.broadcast_strides(bsh, osh)
+    push = elementwise_push(
+        osh, sa=broadcast_strides(ash, osh), sb=broadcast_strides(bsh, osh)
     )
     push.update(a_off=0, b_off=0, alpha=2.0)
     n = push["n"]
-    for name, op in ks.BINARY_OPS.items():
+    for name, op in BINARY_OPS.items():
         if dtype == "i32" and name == "div":
             continue
         if dtype == "f32" and name.startswith("bitwise"):
@@ -288,7 +337,7 @@ def test_binary_broadcast(dev: VulkanDevice, dtype: str) -> None:
         bb = b
         if name == "pow" and dtype == "i32":
             bb = np.abs(b) % 3
-        outd = np.int32 if (op in ks.BINARY_BOOL_OPS or dtype == "i32") else F32
+        outd = np.int32 if (op in BINARY_BOOL_OPS or dtype == "i32") else F32
         got, ref = run_kernel(
             dev,
             "binary",
@@ -309,11 +358,11 @@ def test_where_copy_fill(dev: VulkanDevice) -> None:
     c = (RNG.random((3, 1)) > 0.5).astype(np.int32)
     a = RNG.standard_normal(osh).astype(F32)
     b = RNG.standard_normal((4,)).astype(F32)
-    push = ks.elementwise_push(
+    push = elementwise_push(
         osh,
-        sc=ks.broadcast_strides(c.shape, osh),
-        sa=ks.broadcast_strides(a.shape, osh),
-        sb=ks.broadcast_strides(b.shape, osh),
+        sc=broadcast_strides(c.shape, osh),
+        sa=broadcast_strides(a.shape, osh),
+        sb=broadcast_strides(b.shape, osh),
     )
     got, ref = run_kernel(dev, "where", {"cond": c, "a": a, "b": b}, {"out": (F32, 24)}, push)
     close(got["out"], ref["out"], 0)
@@ -325,13 +374,13 @@ def test_where_copy_fill(dev: VulkanDevice) -> None:
     # permute (2, 0, 1) of a [2, 3, 4] tensor, written at offset 3 of a bigger buffer
     x = RNG.standard_normal((2, 3, 4)).astype(F32)
     perm = np.transpose(x, (2, 0, 1))
-    push = ks.elementwise_push(perm.shape, si=(1, 12, 4), so=(6, 3, 1))
+    push = elementwise_push(perm.shape, si=(1, 12, 4), so=(6, 3, 1))
     push.update(in_off=0, out_off=3)
     got, ref = run_kernel(dev, "copy_strided", {"x": x}, {"y": (F32, 30)}, push)
     close(got["y"], ref["y"], 0)
     tclose(ref["y"][3:27], perm.copy(), 0)
     # slice x[:, 1:, ::2]
-    push = ks.elementwise_push((2, 2, 2), si=(12, 4, 2), so=(4, 2, 1))
+    push = elementwise_push((2, 2, 2), si=(12, 4, 2), so=(4, 2, 1))
     push.update(in_off=4, out_off=0)
     got, ref = run_kernel(dev, "copy_strided", {"x": x}, {"y": (F32, 8)}, push)
     close(got["y"], ref["y"], 0)
@@ -342,7 +391,7 @@ def test_where_copy_fill(dev: VulkanDevice) -> None:
     ):
         dtype = F32 if mode == 0 else np.int32
         kind = "f32" if mode == 0 else "i32"
-        push = {"n": 10, "start": ks.word_of(start, kind), "step": ks.word_of(step, kind)}
+        push = {"n": 10, "start": word_of(start, kind), "step": word_of(step, kind)}
         got, ref = run_kernel(dev, "fill", {}, {"y": (dtype, 10)}, push, {"MODE": mode})
         close(got["y"], ref["y"], 0)
         tclose(ref["y"], expect.astype(dtype), 0)
@@ -356,7 +405,7 @@ def test_rows(dev: VulkanDevice) -> None:
     x = RNG.standard_normal((rows, cols)).astype(F32)
     t = torch.from_numpy(x)
     push = {"rows": rows, "cols": cols}
-    for name, op in ks.REDUCE_OPS.items():
+    for name, op in REDUCE_OPS.items():
         if name.startswith("arg"):  # int32 indices written into the word buffer
             x[2, 5] = x[2, 60] = x[2].max() + 1  # a tie: the first wins
             got, ref = run_kernel(
@@ -424,8 +473,8 @@ def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int) -> None:
 def _conv_push(x_shape, w_shape, stride, pad, dil, groups) -> dict:
     n, c, h, w = x_shape
     oc, _, kh, kw = w_shape
-    oh = ks.conv_out(h, kh, stride[0], pad[0], dil[0])
-    ow = ks.conv_out(w, kw, stride[1], pad[1], dil[1])
+    oh = conv_out(h, kh, stride[0], pad[0], dil[0])
+    ow = conv_out(w, kw, stride[1], pad[1], dil[1])
     return {
         "N": n,
         "C": c,
@@ -499,7 +548,7 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
             {"x": x},
             {"y": (F32, planes * oh * ow)},
             push,
-            {"OP": ks.POOL_OPS[op], "COUNT_INCLUDE_PAD": cip},
+            {"OP": POOL_OPS[op], "COUNT_INCLUDE_PAD": cip},
         )
         close(got["y"], ref["y"])
         tclose(ref["y"], expect)
@@ -649,7 +698,7 @@ def test_quantize_dequantize(dev: VulkanDevice) -> None:
     tclose(ref["y"], iq.dequantize(q4, s4, None, (1, 32), F32, F32), 0)
 
 
-@pytest.mark.parametrize("mapping", list(ks.MAPPINGS))
+@pytest.mark.parametrize("mapping", list(MAPPINGS))
 def test_choose_qparams_and_quantize_rows(dev: VulkanDevice, mapping: str) -> None:
     from qopt.interpreters import quant as iq
 
@@ -665,7 +714,7 @@ def test_choose_qparams_and_quantize_rows(dev: VulkanDevice, mapping: str) -> No
         {"x": x},
         {"scale": (F32, rows), "zp": (np.int32, rows)},
         push,
-        {"MAPPING": ks.MAPPINGS[mapping]},
+        {"MAPPING": MAPPINGS[mapping]},
     )
     close(got["scale"], ref["scale"], 0)
     close(got["zp"], ref["zp"])
@@ -761,9 +810,9 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None
         "N": n,
         "K": k,
         "row_words": p.row_words,
-        **ks.static_io_push(act, out_q if requant else None, clamp_min=0.0),
+        **static_io_push(act, out_q if requant else None, clamp_min=0.0),
     }
-    xq = ks._quant(x, push["in_inv_scale"], 5, -128, 127).astype(np.int32)
+    xq = ref_quantize(x, push["in_inv_scale"], 5, -128, 127).astype(np.int32)
     inputs = {
         "x": xq if input_quantized else x,
         "w": p.weight,
@@ -903,9 +952,9 @@ def test_conv2d_q8(dev, act: int, requant: int) -> None:
     push = _conv_push(x.shape, (oc, 2, 3, 3), (1, 2), (1, 1), (1, 1), groups)
     act_q, out_q = (0.03, -4, -128, 127), (0.2, 3, -128, 127)
     push.update(
-        row_words=p.row_words, **ks.static_io_push(act_q, out_q if requant else None, clamp_min=0.0)
+        row_words=p.row_words, **static_io_push(act_q, out_q if requant else None, clamp_min=0.0)
     )
-    xq = ks._quant(x, push["in_inv_scale"], -4, -128, 127).astype(np.int32)
+    xq = ref_quantize(x, push["in_inv_scale"], -4, -128, 127).astype(np.int32)
     bias = RNG.standard_normal(oc).astype(F32)
     inputs = {
         "x": xq if act == 2 else x,

@@ -28,6 +28,8 @@ from qopt.backends.vulkan.bundle import (
     write_atomically,
 )
 from qopt.inputs import check_inputs
+from qopt.kernels import kernel_spec
+from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
 
 ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
@@ -86,7 +88,6 @@ class VulkanArtifact:
         return self._device
 
     def _open(self) -> None:
-        from qopt.backends.vulkan.registry import kernel
         from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
 
         program = self.program
@@ -106,7 +107,7 @@ class VulkanArtifact:
             dispatches = []
             for step in program.steps:
                 entry = program.kernels[step.kernel]
-                spec = kernel(entry.kernel)
+                spec = kernel_spec(entry.kernel)
                 dispatches.append(
                     Dispatch(
                         spec,
@@ -189,8 +190,6 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _to_abi(array: np.ndarray, dtype: str, index: int) -> np.ndarray:
-    from qopt.interpreters.vkc import narrow
-
     want = np.dtype(dtype)
     if want.kind == "f":
         return np.ascontiguousarray(array, dtype=np.float32).reshape(-1)

@@ -114,9 +114,9 @@ def check_dispatches(
     `device`: an open `runtime.VulkanDevice` (else one is opened and closed here).
     Steps run one at a time (one submit each): slow, for diagnosis only.
     """
-    from qopt.backends.vulkan.registry import kernel
     from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
     from qopt.inputs import check_inputs
+    from qopt.interpreters.kernels import kernel
 
     signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.inputs]
     arrays = check_inputs(inputs, signature, "the Vulkan program")

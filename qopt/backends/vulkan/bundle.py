@@ -42,6 +42,7 @@ from xdsl.utils.target import Target
 from qopt.dialects import vkc
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.kernels import catalogue, index_error_message
 from qopt.limits import DEFAULT_LIMITS, Limits
 
 MAGIC = b"QVKB"
@@ -116,8 +117,6 @@ class StatusCheck:
 
     def error(self) -> QoptError:
         """The error for a set status word (one line)."""
-        from qopt.backends.vulkan.registry import index_error_message
-
         return QoptError(index_error_message(self.what, self.step, self.kernel))
 
 
@@ -133,8 +132,6 @@ def _entry(module: ModuleOp, name: str = "forward") -> func.FuncOp:
 
 def program_from_module(module: ModuleOp, function: str = "forward") -> BundleProgram:
     """The dispatch program of a vkc module (after convert-to-vkc)."""
-    from qopt.interpreters.vkc import constant_words
-
     program = BundleProgram()
     kernel_index: dict[str, int] = {}
     for op in module.ops:
@@ -167,7 +164,7 @@ def program_from_module(module: ModuleOp, function: str = "forward") -> BundlePr
                 )
             )
         elif isinstance(op, vkc.ConstantOp):
-            words = constant_words(op)
+            words = op.words()
             new_buffer(
                 op.result,
                 {"kind": "constant", "constant": len(program.constants), "nbytes": words.nbytes},
@@ -338,9 +335,7 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
     words inside its buffers (KernelSpec.check_dispatch) and writing only transient
     buffers; every status buffer bound once, at a status binding, and every status
     binding given one; device memory within `limits`. QoptError (one line) otherwise."""
-    from qopt.backends.vulkan.registry import kernels
-
-    table = kernels()
+    table = catalogue()
     for i, entry in enumerate(program.kernels):
         what = f"'{path}': kernel {i}"
         spec = table.get(entry.kernel)
@@ -550,6 +545,10 @@ def load_bundle(
 def read_bundle(
     path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
 ) -> BundleProgram:
+    """A `.qvk` file, read whole (bounded by `max_manifest_bytes` plus its blobs) and
+    checked by `load_bundle`."""
+    if not isinstance(path, str | os.PathLike):
+        raise QoptError(f"read_bundle takes a path, got {type(path).__name__}")
     try:
         with open(path, "rb") as f:
             data = f.read()

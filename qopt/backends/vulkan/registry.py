@@ -1,250 +1,30 @@
-"""The kernel registry: the contract between qopt's Vulkan kernels and the rest.
-
-Each GLSL 450 compute shader in `kernels/` is described by one `KernelSpec`:
-its storage-buffer bindings (in binding order), its push-constant block (in
-declaration order, 4-byte scalars), its specialization constants (variants of
-one shader: op codes, bit widths, group sizes, flags, tile sizes), its local
-size, how many workgroups a dispatch needs, and a numpy reference that computes
-exactly what the shader computes on the same packed buffers. The reference is
-what the vkc interpreter runs, so vkc IR can be checked without a device, and
-what the kernel tests compare the device against.
-
-Buffer ABI (every binding is a std430 storage buffer of 4-byte words):
-- float tensors: float32, row-major;
-- integer and boolean activation tensors (indices, masks, quantized
-  activations): int32 per element, row-major (int64 indices are narrowed to
-  int32 at compile time; booleans are 0/1);
-- constant weight buffers: packed by `qopt.backends.vulkan.packing` into the
-  layout the kernel reads (int4 eight per uint32 word, int8 four per word, LUT
-  codes at their bit width, scales/codebooks float32, zero points int32);
-- a status word (`STATUS`, the last binding of a kernel that indexes a table with
-  values read from a buffer: gather_rows, the embeddings): one u32 the kernel sets
-  to 1 when an index lies outside [0, V), torch's range for embedding and
-  index_select (it still writes that row as before: zeros, or for an index in
-  [-V, 0) the row counted from the end). Every dispatch of such a kernel gets its
-  own status buffer, zeroed before each run and read after it: a set word is a
-  QoptError (`index_error_message`), never silent zeros.
-"""
+"""The Vulkan kernels as the runtime and the tests see them: the catalogue
+(qopt.kernels: each kernel's interface) with the numpy references attached
+(qopt.interpreters.kernels). A thin re-export; the definitions live there."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from qopt.interpreters.kernels import kernel, kernels
+from qopt.kernels import (
+    MAX_WORKGROUPS,
+    STATUS,
+    Binding,
+    KernelSpec,
+    PushValues,
+    SpecValues,
+    index_error_message,
+    is_status_binding,
+)
 
-import numpy as np
-
-PushValues = Mapping[str, int | float]
-MAX_WORKGROUPS = 65535
-"""Workgroup count limit per dimension (Vulkan's guaranteed maxComputeWorkGroupCount)."""
-SpecValues = Mapping[str, int]
-
-
-STATUS = "status"
-"""Name of the status binding: u32, written, one word, last in binding order."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    name: str
-    dtype: str  # "f32" | "i32" | "u32" (raw 32-bit words)
-    writes: bool = False
-    packed: str | None = None
-    """For weight bindings: the layout prefix its constant must carry (`q` for
-    q4/q8 words, `lut` for packed codebook indices); the vkc verifier rejects any
-    other buffer there."""
-
-    @property
-    def is_status(self) -> bool:
-        """The kernel's index status word (see `STATUS`)."""
-        return is_status_binding(self.name, self.dtype, self.writes)
-
-
-def is_status_binding(name: str, dtype: str, writes: bool) -> bool:
-    """Whether a binding `name:dtype[:w]` is an index status word."""
-    return name == STATUS and dtype == "u32" and writes
-
-
-def index_error_message(what: str, step: int, kernel_name: str) -> str:
-    """The one-line message for a dispatch whose status word was set."""
-    return (
-        f"{what}: an index was out of range (Vulkan step {step}, kernel {kernel_name}); "
-        "check the inputs (token ids must be below the vocabulary size)"
-    )
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    name: str
-    """Kernel name, e.g. `linear_q4gsw` (ExecuTorch nomenclature where one exists)."""
-    glsl: str
-    """File name under qopt/backends/vulkan/kernels/."""
-    bindings: tuple[Binding, ...]
-    push: tuple[tuple[str, str], ...]
-    """Push-constant block: (name, "i32" | "u32" | "f32") in declaration order."""
-    spec: tuple[tuple[str, int], ...] = ()
-    """Specialization constants: (name, default) in constant_id order 0, 1, 2, ...
-    (constant_id 0..2 may be the local size x/y/z if `local_size_from_spec`)."""
-    local_size: tuple[int, int, int] = (64, 1, 1)
-    workgroups: Callable[[PushValues, SpecValues], tuple[int, int, int]] = field(
-        default=lambda push, spec: (1, 1, 1)
-    )
-    reference: Callable[[dict[str, np.ndarray], PushValues, SpecValues], None] = field(
-        default=lambda buffers, push, spec: None
-    )
-    """Writes the kernel's outputs into `buffers` (flat numpy arrays by binding name)."""
-    extents: Callable[[PushValues, SpecValues], Mapping[str, int]] | None = None
-    """The 4-byte words of each binding a dispatch can touch, by binding name: one
-    more than the highest index the shader can read or write for these push and
-    specialization values, in exact integer arithmetic (an upper bound is fine,
-    an under-estimate is a memory-safety bug). It may raise ValueError for push
-    values the kernel does not accept. `check_dispatch` compares it with the
-    bound buffers before any device runs the dispatch (vkc verifier, `.qvk` load)."""
-    spec_bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    """Inclusive (low, high) range of every specialization constant; a value
-    outside it (or a constant without a range) is refused by `check_dispatch`."""
-    exact: Callable[[SpecValues], bool] = field(default=lambda spec: False)
-    """Whether the device computes what `reference` computes bit for bit (given the
-    specialization values): integer arithmetic, or f32 adds/multiplies/divides/square
-    roots (correctly rounded in Vulkan's float32 rules for these kernels' operands) in
-    the reference's order, under `precise`. Kernels that accumulate floats in their own
-    tiling order or call transcendental builtins (exp, tanh, ...) are not; the tests
-    check both kinds dispatch by dispatch on the local device (qopt.backends.vulkan.bisect)."""
-
-    @property
-    def status_index(self) -> int | None:
-        """Position of the status binding (always the last one), or None."""
-        last = len(self.bindings) - 1
-        return last if self.bindings and self.bindings[-1].is_status else None
-
-    def spec_values(self, given: SpecValues) -> dict[str, int]:
-        """`given` over the specialization constants' defaults."""
-        values = {name: default for name, default in self.spec}
-        values.update(given)
-        return values
-
-    def run_reference(
-        self, buffers: Sequence[np.ndarray], push: PushValues, spec: SpecValues
-    ) -> None:
-        """Run `reference` on `buffers` (in binding order), writing every written
-        binding back into its array in place."""
-        named = {b.name: array for b, array in zip(self.bindings, buffers, strict=True)}
-        given = dict(named)
-        self.reference(named, push, self.spec_values(spec))
-        for binding in self.bindings:
-            result, original = named[binding.name], given[binding.name]
-            if binding.writes and result is not original:
-                original[...] = np.asarray(result).reshape(-1).astype(original.dtype, copy=False)
-
-    def check_dispatch(
-        self,
-        push: PushValues,
-        spec: SpecValues,
-        groups: Sequence[int],
-        buffer_words: Sequence[int],
-    ) -> None:
-        """Raise ValueError (one line) unless a dispatch of this kernel with these
-        push constants, specialization values and workgroup counts stays inside
-        buffers of `buffer_words` 4-byte words (in binding order)."""
-        self.check_spec(spec)
-        self.check_push(push)
-        if len(groups) != 3 or any(
-            not isinstance(g, int) or isinstance(g, bool) or not 1 <= g <= MAX_WORKGROUPS
-            for g in groups
-        ):
-            raise ValueError(
-                f"kernel {self.name}: workgroup counts must be 3 integers in "
-                f"[1, {MAX_WORKGROUPS}], got {list(groups)}"
-            )
-        if len(buffer_words) != len(self.bindings):
-            raise ValueError(
-                f"kernel {self.name} has {len(self.bindings)} bindings, got "
-                f"{len(buffer_words)} buffers"
-            )
-        if self.extents is None:
-            raise ValueError(f"kernel {self.name} declares no buffer extents")
-        extents = self.extents(push, self.spec_values(spec))
-        for binding, words in zip(self.bindings, buffer_words, strict=True):
-            need = int(extents[binding.name])
-            if need > words:
-                raise ValueError(
-                    f"kernel {self.name}: binding {binding.name} can touch {need} words "
-                    f"with these push constants, but its buffer holds {words}"
-                )
-
-    def check_spec(self, spec: SpecValues) -> None:
-        """Every specialization value names a constant of the kernel and lies in its range."""
-        known = dict(self.spec)
-        for key, value in spec.items():
-            if key not in known:
-                raise ValueError(
-                    f"kernel {self.name} has no specialization constant {key} "
-                    f"(it has {sorted(known)})"
-                )
-            bounds = self.spec_bounds.get(key)
-            if bounds is None:
-                raise ValueError(f"kernel {self.name}: specialization constant {key} has no range")
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"kernel {self.name}: {key} must be an integer, got {value!r}")
-            if not bounds[0] <= value <= bounds[1]:
-                raise ValueError(
-                    f"kernel {self.name}: specialization constant {key} = {value} is outside "
-                    f"[{bounds[0]}, {bounds[1]}]"
-                )
-
-    def check_push(self, push: PushValues) -> None:
-        """Exactly the kernel's push constants, each representable in its kind."""
-        names = [n for n, _ in self.push]
-        if sorted(push) != sorted(names):
-            raise ValueError(
-                f"kernel {self.name} takes push constants {names}, got {sorted(push)}"
-            )
-        for name, kind in self.push:
-            value = push[name]
-            if kind == "f32":
-                if not isinstance(value, int | float) or isinstance(value, bool):
-                    raise ValueError(f"kernel {self.name}: push constant {name} must be a number")
-                continue
-            low, high = (0, 2**32 - 1) if kind == "u32" else (-(2**31), 2**31 - 1)
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ValueError(
-                    f"kernel {self.name}: push constant {name} must be an integer in "
-                    f"[{low}, {high}] ({kind}), got {value!r}"
-                )
-
-    def push_bytes(self, values: PushValues) -> bytes:
-        words = []
-        for name, kind in self.push:
-            value = values[name]
-            words.append(
-                np.asarray(
-                    value, dtype={"i32": np.int32, "u32": np.uint32, "f32": np.float32}[kind]
-                )
-            )
-        return b"".join(w.tobytes() for w in words)
-
-
-_KERNELS: dict[str, KernelSpec] = {}
-
-
-def register(spec: KernelSpec) -> KernelSpec:
-    if spec.name in _KERNELS:
-        raise ValueError(f"kernel {spec.name} registered twice")
-    for i, binding in enumerate(spec.bindings):
-        if binding.name == STATUS and (not binding.is_status or i != len(spec.bindings) - 1):
-            raise ValueError(f"kernel {spec.name}: binding {STATUS} must be the last, u32, written")
-    _KERNELS[spec.name] = spec
-    return spec
-
-
-def kernels() -> dict[str, KernelSpec]:
-    """Every kernel (imports the spec modules on first use)."""
-    from qopt.backends.vulkan import kernel_specs  # noqa: F401  (registers the specs)
-
-    return dict(_KERNELS)
-
-
-def kernel(name: str) -> KernelSpec:
-    table = kernels()
-    if name not in table:
-        raise KeyError(f"no Vulkan kernel named {name}")
-    return table[name]
+__all__ = [
+    "MAX_WORKGROUPS",
+    "STATUS",
+    "Binding",
+    "KernelSpec",
+    "PushValues",
+    "SpecValues",
+    "index_error_message",
+    "is_status_binding",
+    "kernel",
+    "kernels",
+]

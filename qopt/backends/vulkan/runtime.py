@@ -30,9 +30,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from qopt.backends.vulkan.registry import KernelSpec, PushValues, SpecValues, kernel
 from qopt.backends.vulkan.spirv import compile_kernel
 from qopt.errors import QoptError
+from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 
@@ -195,7 +195,7 @@ class Program:
         resolved = []
         n_descriptors = 0
         for d in dispatches:
-            spec = kernel(d.kernel) if isinstance(d.kernel, str) else d.kernel
+            spec = kernel_spec(d.kernel) if isinstance(d.kernel, str) else d.kernel
             pipe = dev.pipeline(spec, d.spec)
             names = [b.name for b in spec.bindings]
             if isinstance(d.buffers, Mapping):
@@ -609,7 +609,7 @@ class VulkanDevice:
         self._check_open()
         vk = self.vk
         if isinstance(spec, str):
-            spec = kernel(spec)
+            spec = kernel_spec(spec)
         key = (spec.name, _spec_key(spec, values or {}))
         if key in self._pipelines:
             return self._pipelines[key]

@@ -1,11 +1,18 @@
 // RUN: qopt-opt %s -p convert-to-vkc --split-input-file | filecheck %s
+// RUN: qopt-opt %s -p 'convert-to-vkc{schedule=false},vkc-plan-buffers,vkc-insert-barriers' --split-input-file | filecheck %s
+// RUN: qopt-opt %s -p 'convert-to-vkc{schedule=false}' --split-input-file | filecheck %s --check-prefix=UNPLANNED
 // Float ops onto the generic kernels, views, constant folding and buffer reuse.
+// With schedule=false the pass only folds and lowers: no slots, no barriers, no
+// plan attributes (vkc-plan-buffers and vkc-insert-barriers add them).
+// UNPLANNED-NOT: slot =
+// UNPLANNED-NOT: vkc.barrier
+// UNPLANNED-NOT: vkc.planned_bytes
 
 // A float linear (matmul kernel, TRANS_B = 1, bias) then relu (unary OP 1): the
 // input is uploaded, the weights become constant buffers, the relu output reuses
 // nothing (both live), the result is read back.
 // CHECK:       vkc.kernel @matmul_0 {kernel = "matmul", glsl = "matmul.glsl", {{.*}}spec = {TRANS_B = 1 : i64, HAS_BIAS = 1 : i64
-// CHECK-SAME:    bindings = ["a:f32", "b:f32", "bias:f32", "out:f32:w"], push = ["M:u32", "N:u32", "K:u32", "batch:u32", "a_bs:u32", "b_bs:u32"]}
+// CHECK-SAME:    bindings = [#vkc.binding<"a", f32>, #vkc.binding<"b", f32>, #vkc.binding<"bias", f32>, #vkc.binding<"out", f32, write>], push = [#vkc.push<"M", ui32>, #vkc.push<"N", ui32>, #vkc.push<"K", ui32>, #vkc.push<"batch", ui32>, #vkc.push<"a_bs", ui32>, #vkc.push<"b_bs", ui32>]}
 // CHECK:       vkc.kernel @unary_0 {kernel = "unary", {{.*}}spec = {OP = 1 : i64, DTYPE = 0 : i64, WG = 64 : i64}
 // CHECK-LABEL: func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32>
 // CHECK-SAME:    attributes {vkc.planned_bytes = 48 : i64, vkc.unplanned_bytes = 48 : i64}

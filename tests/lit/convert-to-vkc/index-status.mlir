@@ -12,7 +12,7 @@
 // slot; the kernel sets it for an index out of range, and running the program is
 // then an error naming that op (here the vkc interpreter, as the device does).
 
-// CHECK:       vkc.kernel @gather_rows_0 {kernel = "gather_rows", {{.*}}bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"], push = ["n:u32", "D:u32", "V:u32"]}
+// CHECK:       vkc.kernel @gather_rows_0 {kernel = "gather_rows", {{.*}}bindings = [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"n", ui32>, #vkc.push<"D", ui32>, #vkc.push<"V", ui32>]}
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME:    attributes {vkc.planned_bytes = 80 : i64, vkc.unplanned_bytes = 80 : i64}
 // CHECK:         %[[T:.*]] = vkc.input %table

@@ -88,7 +88,7 @@ func.func @forward(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // Quantized embedding (int4 per-group, asymmetric): embedding_q4gsw with zero
 // points stored as zp - lo; int64 indices narrowed to i32 on upload; the last
 // binding is the dispatch's own index status word.
-// CHECK:       vkc.kernel @embedding_q4gsw_0 {{.*}}bindings = ["idx:i32", "w:u32", "scales:f32", "zeros:i32", "out:f32:w", "status:u32:w"]
+// CHECK:       vkc.kernel @embedding_q4gsw_0 {{.*}}bindings = [#vkc.binding<"idx", i32>, #vkc.binding<"w", ui32>, #vkc.binding<"scales", f32>, #vkc.binding<"zeros", i32>, #vkc.binding<"out", f32, write>, #vkc.binding<"status", ui32, write>]
 // CHECK-LABEL: func.func @forward(%idx: tensor<1x3xi64>) -> tensor<1x3x8xf32>
 // CHECK:         %[[IDX:.*]] = vkc.input %idx : tensor<1x3xi64> -> !vkc.buffer<1x3xi32>
 // CHECK:         %[[ST:.*]] = vkc.alloc {status, what = "'qfused.embedding'"} : !vkc.buffer<1xui32>

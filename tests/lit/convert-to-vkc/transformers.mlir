@@ -24,7 +24,7 @@ func.func @forward(%x: tensor<2x4xf32>, %w: tensor<4x6xf32>, %b: tensor<6xf32>) 
 // masks is the integer binary kernel (OP 17). gather_rows takes a status word
 // (its own buffer, naming the op) like every dispatch of a kernel that indexes
 // with values read from a buffer.
-// CHECK:       vkc.kernel @gather_rows_0 {{.*}}bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"]
+// CHECK:       vkc.kernel @gather_rows_0 {{.*}}bindings = [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>]
 // CHECK:       vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 17 : i64, DTYPE = 1 : i64
 // CHECK-LABEL: func.func @forward(%x: tensor<2x3x4xf32>, %m: tensor<1x4xi1>, %n: tensor<1x4xi1>)
 // CHECK:         %[[OFF:.*]] = vkc.constant dense_resource<[[R:.*]]> : tensor<12xi32> : !vkc.buffer<12xi32>

@@ -1,7 +1,7 @@
 // RUN: qopt-opt %s --split-input-file --verify-diagnostics | filecheck %s
-// One chunk per verifier message of qopt/dialects/vkc.py.
+// One chunk per verifier message of qopt/dialects/vkc/ (attributes and ops).
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32"]}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", ui32>]}
 func.func @binding_count(%x: tensor<4xf32>) {
   %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
   vkc.dispatch @k(%b) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>
@@ -11,7 +11,7 @@ func.func @binding_count(%x: tensor<4xf32>) {
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32"]}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", ui32>]}
 func.func @binding_dtype(%x: tensor<4xf32>) {
   %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
   %w = vkc.constant dense<[1]> : tensor<1xui32> : !vkc.buffer<1xui32, "q4">
@@ -22,7 +22,7 @@ func.func @binding_dtype(%x: tensor<4xf32>) {
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32", "y:f32:w"], push = ["n:u32", "a:f32"]}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", ui32>, #vkc.push<"a", f32>]}
 func.func @push_missing(%x: tensor<4xf32>) {
   %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
   vkc.dispatch @k(%b, %b) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>, !vkc.buffer<4xf32>
@@ -32,7 +32,7 @@ func.func @push_missing(%x: tensor<4xf32>) {
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = ["a:f32"]}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>], push = [#vkc.push<"a", f32>]}
 func.func @push_type(%x: tensor<4xf32>) {
   %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
   vkc.dispatch @k(%b) {push = {a = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32>
@@ -42,7 +42,7 @@ func.func @push_type(%x: tensor<4xf32>) {
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = []}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>], push = []}
 func.func @workgroups(%x: tensor<4xf32>) {
   %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
   vkc.dispatch @k(%b) {push = {}, workgroups = array<i64: 0, 1, 1>} : !vkc.buffer<4xf32>
@@ -52,18 +52,28 @@ func.func @workgroups(%x: tensor<4xf32>) {
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1>, spec = {}, bindings = ["x:f32"], push = []}
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>], push = []}
 // CHECK: local_size must be 3 positive sizes, got [64, 1]
 
 // -----
 
-vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f64"], push = []}
-// CHECK: binding 'x:f64' has dtype f64: use f32, i32 or u32
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f64>], push = []}
+// CHECK: binding x reads f64: use f32, i32 or ui32
 
 // -----
 
-vkc.kernel @k {kernel = "unary", glsl = "unary.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:f32"], push = []}
-// CHECK: bindings of kernel unary are ['x:f32', 'y:f32:w']
+vkc.kernel @k {kernel = "unary", glsl = "unary.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>], push = []}
+// CHECK: bindings of kernel unary are [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>]
+
+// -----
+
+vkc.kernel @k {kernel = "unary", glsl = "unary.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", i32>, #vkc.push<"a", f32>, #vkc.push<"b", f32>]}
+// CHECK: push constants of kernel unary are [#vkc.push<"n", ui32>, #vkc.push<"a", f32>, #vkc.push<"b", f32>]
+
+// -----
+
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [], push = [#vkc.push<"n", i64>]}
+// CHECK: push constant n is i64: use i32, ui32 or f32
 
 // -----
 
@@ -108,7 +118,7 @@ func.func @buffer_elem() {
 
 // -----
 
-vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", glsl = "linear_qw.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WBITS = 4 : i64, GROUP_SIZE = 32 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 0 : i64, NPW = 4 : i64, MT = 1 : i64, WG = 64 : i64}, bindings = ["x:f32", "w:u32", "scales:f32", "zeros:i32", "bias:f32", "out:f32:w"], push = ["M:u32", "N:u32", "K:u32", "row_words:u32", "ngroups:u32"]}
+vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", glsl = "linear_qw.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WBITS = 4 : i64, GROUP_SIZE = 32 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 0 : i64, NPW = 4 : i64, MT = 1 : i64, WG = 64 : i64}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"w", ui32>, #vkc.binding<"scales", f32>, #vkc.binding<"zeros", i32>, #vkc.binding<"bias", f32>, #vkc.binding<"out", f32, write>], push = [#vkc.push<"M", ui32>, #vkc.push<"N", ui32>, #vkc.push<"K", ui32>, #vkc.push<"row_words", ui32>, #vkc.push<"ngroups", ui32>]}
 func.func @packed_weights_row_major(%x: tensor<1x64xf32>) {
   %b = vkc.input %x : tensor<1x64xf32> -> !vkc.buffer<1x64xf32>
   %w = vkc.constant dense<[1, 2]> : tensor<2xui32> : !vkc.buffer<2xui32>
@@ -151,7 +161,7 @@ func.func @what_without_status() {
 
 // -----
 
-vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["idx:i32", "y:f32:w", "status:u32:w"], push = []}
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>], push = []}
 func.func @status_shared(%i: tensor<4xi32>) {
   %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
   %y = vkc.alloc : !vkc.buffer<4xf32>
@@ -173,7 +183,7 @@ func.func @status_output() {
 
 // -----
 
-vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["idx:i32", "y:f32:w", "status:u32:w"], push = []}
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>], push = []}
 func.func @status_binding_plain_buffer(%i: tensor<4xi32>) {
   %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
   %y = vkc.alloc : !vkc.buffer<4xf32>
@@ -185,7 +195,7 @@ func.func @status_binding_plain_buffer(%i: tensor<4xi32>) {
 
 // -----
 
-vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["x:u32", "y:u32:w"], push = []}
+vkc.kernel @g {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", ui32>, #vkc.binding<"y", ui32, write>], push = []}
 func.func @status_at_other_binding(%i: tensor<4xi32>) {
   %b = vkc.input %i : tensor<4xi32> -> !vkc.buffer<4xi32>
   %s = vkc.alloc {status} : !vkc.buffer<1xui32>
@@ -196,5 +206,17 @@ func.func @status_at_other_binding(%i: tensor<4xi32>) {
 
 // -----
 
-vkc.kernel @gather_rows_0 {kernel = "gather_rows", glsl = "gather_rows.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WG = 64 : i64}, bindings = ["table:f32", "idx:i32", "y:f32:w"], push = ["n:u32", "D:u32", "V:u32"]}
-// CHECK: bindings of kernel gather_rows are ['table:f32', 'idx:i32', 'y:f32:w', 'status:u32:w']
+vkc.kernel @gather_rows_0 {kernel = "gather_rows", glsl = "gather_rows.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {WG = 64 : i64}, bindings = [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", ui32>, #vkc.push<"D", ui32>, #vkc.push<"V", ui32>]}
+// CHECK: bindings of kernel gather_rows are [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>]
+
+// -----
+
+// A verifier message names the op's source location (what convert-to-vkc copies
+// from the op it lowers).
+vkc.kernel @k {kernel = "test", glsl = "t.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", ui32>]}
+func.func @located(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.dispatch @k(%b) {push = {n = 4 : i32}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<4xf32> loc("model.py":7:5)
+  func.return
+}
+// CHECK: 'vkc.dispatch' at model.py:7: kernel test has 2 bindings (x, y), got 1 buffers

@@ -1,9 +1,9 @@
 // RUN: QOPT_ROUNDTRIP
 // RUN: QOPT_GENERIC_ROUNDTRIP
 
-// CHECK:       vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = ["x:f32", "w:u32", "y:f32:w"], push = ["n:i32", "alpha:f32"]}
+// CHECK:       vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"w", ui32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", i32>, #vkc.push<"alpha", f32>]}
 // GENERIC:     "vkc.kernel"() <{sym_name = "scale", kernel = "test_scale"
-vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = ["x:f32", "w:u32", "y:f32:w"], push = ["n:i32", "alpha:f32"]}
+vkc.kernel @scale {kernel = "test_scale", glsl = "test_scale.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {op = 1 : i64}, bindings = [#vkc.binding<"x", f32>, #vkc.binding<"w", ui32>, #vkc.binding<"y", f32, write>], push = [#vkc.push<"n", i32>, #vkc.push<"alpha", f32>]}
 
 // CHECK-LABEL: func.func @forward(
 // CHECK:         %[[IN:.*]] = vkc.input %{{.*}} : tensor<1x16xi64> -> !vkc.buffer<1x16xi32>
@@ -32,9 +32,9 @@ func.func @forward(%tokens: tensor<1x16xi64>, %x: tensor<4x8xf32>) -> tensor<32x
 
 // An index status buffer: one ui32 word of its own (no slot) bound at the status
 // binding of one dispatch, naming the op it guards.
-// CHECK:       vkc.kernel @lookup_k {kernel = "test_lookup", {{.*}}bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"], push = ["n:u32"]}
+// CHECK:       vkc.kernel @lookup_k {kernel = "test_lookup", {{.*}}bindings = [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"n", ui32>]}
 // GENERIC:     "vkc.kernel"() <{sym_name = "lookup_k", kernel = "test_lookup"
-vkc.kernel @lookup_k {kernel = "test_lookup", glsl = "test_lookup.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = ["table:f32", "idx:i32", "y:f32:w", "status:u32:w"], push = ["n:u32"]}
+vkc.kernel @lookup_k {kernel = "test_lookup", glsl = "test_lookup.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {}, bindings = [#vkc.binding<"table", f32>, #vkc.binding<"idx", i32>, #vkc.binding<"y", f32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"n", ui32>]}
 
 // CHECK-LABEL: func.func @lookup(
 // CHECK:         %[[S:.*]] = vkc.alloc {status, what = "'aten.embedding' at model.py:12"} : !vkc.buffer<1xui32>

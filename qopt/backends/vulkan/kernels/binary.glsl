@@ -1,10 +1,10 @@
 #version 450
 // out[i] = op(a[a_off + idx . sa], b[b_off + idx . sb]) over a 6-D index space d
-// (leading dims 1; stride 0 = broadcast). DTYPE 0: f32 inputs, 1: i32 inputs.
+// (leading dims 1; stride 0 = broadcast). DTYPE_F32: f32 inputs, DTYPE_I32: i32 inputs.
 // Arithmetic ops write the input type; comparisons and logical ops write i32 0/1.
 layout(local_size_x_id = 2) in;
-layout(constant_id = 0) const int OP = 0;
-layout(constant_id = 1) const int DTYPE = 0;
+layout(constant_id = 0) const int OP = BINARY_ADD;
+layout(constant_id = 1) const int DTYPE = DTYPE_F32;
 layout(constant_id = 2) const int WG = 64;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
@@ -36,55 +36,55 @@ void main() {
       ia += idx * p.sa[k];
       ib += idx * p.sb[k];
     }
-    if (DTYPE == 1) {
+    if (DTYPE == DTYPE_I32) {
       int x = int(a[ia]), y = int(b[ib]);
       int r = 0;
       int al = int(p.alpha);
-      if (OP == 0) r = x + al * y;
-      else if (OP == 1) r = x - al * y;
-      else if (OP == 2) r = x * y;
-      else if (OP == 3 || OP == 16) { int q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1; r = q; }
-      else if (OP == 4) r = int(roundEven(powf(float(x), float(y))));
-      else if (OP == 5) r = max(x, y);
-      else if (OP == 6) r = min(x, y);
-      else if (OP == 7) r = int(x == y);
-      else if (OP == 8) r = int(x != y);
-      else if (OP == 9) r = int(x < y);
-      else if (OP == 10) r = int(x <= y);
-      else if (OP == 11) r = int(x > y);
-      else if (OP == 12) r = int(x >= y);
-      else if (OP == 13) r = int(x != 0 && y != 0);
-      else if (OP == 14) r = int(x != 0 || y != 0);
-      else if (OP == 15) { int m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; r = m; }
-      else if (OP == 17) r = x & y;
-      else if (OP == 18) r = x | y;
-      else if (OP == 19) r = x ^ y;
+      if (OP == BINARY_ADD) r = x + al * y;
+      else if (OP == BINARY_SUB) r = x - al * y;
+      else if (OP == BINARY_MUL) r = x * y;
+      else if (OP == BINARY_DIV || OP == BINARY_FLOOR_DIVIDE) { int q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1; r = q; }
+      else if (OP == BINARY_POW) r = int(roundEven(powf(float(x), float(y))));
+      else if (OP == BINARY_MAXIMUM) r = max(x, y);
+      else if (OP == BINARY_MINIMUM) r = min(x, y);
+      else if (OP == BINARY_EQ) r = int(x == y);
+      else if (OP == BINARY_NE) r = int(x != y);
+      else if (OP == BINARY_LT) r = int(x < y);
+      else if (OP == BINARY_LE) r = int(x <= y);
+      else if (OP == BINARY_GT) r = int(x > y);
+      else if (OP == BINARY_GE) r = int(x >= y);
+      else if (OP == BINARY_LOGICAL_AND) r = int(x != 0 && y != 0);
+      else if (OP == BINARY_LOGICAL_OR) r = int(x != 0 || y != 0);
+      else if (OP == BINARY_REMAINDER) { int m = x % y; if (m != 0 && ((m < 0) != (y < 0))) m += y; r = m; }
+      else if (OP == BINARY_BITWISE_AND) r = x & y;
+      else if (OP == BINARY_BITWISE_OR) r = x | y;
+      else if (OP == BINARY_BITWISE_XOR) r = x ^ y;
       o[i] = uint(r);
     } else {
       precise float x = uintBitsToFloat(a[ia]), y = uintBitsToFloat(b[ib]);
       precise float r = 0.0;
-      if (OP == 0) r = x + p.alpha * y;
-      else if (OP == 1) r = x - p.alpha * y;
-      else if (OP == 2) r = x * y;
-      else if (OP == 3) r = x / y;
-      else if (OP == 4) r = powf(x, y);
-      else if (OP == 5) r = max(x, y);
-      else if (OP == 6) r = min(x, y);
-      else if (OP >= 7 && OP <= 14) {
+      if (OP == BINARY_ADD) r = x + p.alpha * y;
+      else if (OP == BINARY_SUB) r = x - p.alpha * y;
+      else if (OP == BINARY_MUL) r = x * y;
+      else if (OP == BINARY_DIV) r = x / y;
+      else if (OP == BINARY_POW) r = powf(x, y);
+      else if (OP == BINARY_MAXIMUM) r = max(x, y);
+      else if (OP == BINARY_MINIMUM) r = min(x, y);
+      else if (OP >= BINARY_EQ && OP <= BINARY_LOGICAL_OR) {
         bool t = false;
-        if (OP == 7) t = x == y;
-        else if (OP == 8) t = x != y;
-        else if (OP == 9) t = x < y;
-        else if (OP == 10) t = x <= y;
-        else if (OP == 11) t = x > y;
-        else if (OP == 12) t = x >= y;
-        else if (OP == 13) t = x != 0.0 && y != 0.0;
+        if (OP == BINARY_EQ) t = x == y;
+        else if (OP == BINARY_NE) t = x != y;
+        else if (OP == BINARY_LT) t = x < y;
+        else if (OP == BINARY_LE) t = x <= y;
+        else if (OP == BINARY_GT) t = x > y;
+        else if (OP == BINARY_GE) t = x >= y;
+        else if (OP == BINARY_LOGICAL_AND) t = x != 0.0 && y != 0.0;
         else t = x != 0.0 || y != 0.0;
         o[i] = t ? 1u : 0u;
         continue;
       }
-      else if (OP == 15) { r = x - floor(x / y) * y; }
-      else if (OP == 16) r = floor(x / y);
+      else if (OP == BINARY_REMAINDER) { r = x - floor(x / y) * y; }
+      else if (OP == BINARY_FLOOR_DIVIDE) r = floor(x / y);
       o[i] = floatBitsToUint(r);
     }
   }

@@ -1,12 +1,12 @@
 #version 450
 // Per row of [rows, cols] (per-tensor: rows = 1): mn = min(min(x), 0), mx = max(max(x), 0);
-// MAPPING 0 asymmetric: scale = max((mx - mn) / (qmax - qmin), eps),
+// MAPPING_ASYMMETRIC: scale = max((mx - mn) / (qmax - qmin), eps),
 //   zp = clamp(qmin - roundEven(mn / scale), qmin, qmax);
-// MAPPING 1 symmetric: scale = max(max(-mn, mx) / ((qmax - qmin) / 2), eps);
-// MAPPING 2 symmetric_no_clipping_err: scale = max(max(mn / qmin, mx / qmax), eps);
+// MAPPING_SYMMETRIC: scale = max(max(-mn, mx) / ((qmax - qmin) / 2), eps);
+// MAPPING_SYMMETRIC_NO_CLIPPING_ERR: scale = max(max(mn / qmin, mx / qmax), eps);
 // symmetric zp = int((qmax + qmin + 1) / 2). All in f32 (quant.choose_qparams).
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const int MAPPING = 0;
+layout(constant_id = 0) const int MAPPING = MAPPING_ASYMMETRIC;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Sc { float scale_out[]; };
 layout(std430, binding = 2) writeonly buffer Zp { int zp_out[]; };
@@ -37,11 +37,11 @@ void main() {
       precise float mn = rmin[0], mx = rmax[0];
       precise float scale;
       int zp;
-      if (MAPPING == 0) {
+      if (MAPPING == MAPPING_ASYMMETRIC) {
         scale = max((mx - mn) / float(p.qmax - p.qmin), p.eps);
         zp = int(clamp(float(p.qmin) - roundEven(mn / scale), float(p.qmin), float(p.qmax)));
       } else {
-        if (MAPPING == 1) {
+        if (MAPPING == MAPPING_SYMMETRIC) {
           scale = max(-mn, mx) / (float(p.qmax - p.qmin) / 2.0);
         } else {
           precise float smin = mn / float(p.qmin), smax = mx / float(p.qmax);

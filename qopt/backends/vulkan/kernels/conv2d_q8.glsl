@@ -3,13 +3,13 @@
 // conv2d_q8ta_q8csw, conv2d_q8csw): NCHW x [N, C, H, W], w int8 fields packed by
 // packing.pack_bits over rows of ICg*KH*KW (OIHW order, lo = -128), s f32 [OC],
 // z i32 [OC] = zp - lo (HAS_ZERO_POINT, else 128), bias f32 [OC].
-// ACT 0 (weight-only): y = (sum x * (field - z)) * s[oc] (+ bias), float accumulate.
-// ACT 1 (static, x f32 quantized in-kernel) / ACT 2 (x i32 already quantized):
+// ACT CONV_ACT_NONE (weight-only): y = (sum x * (field - z)) * s[oc] (+ bias), float accumulate.
+// ACT CONV_ACT_STATIC (x f32 quantized in-kernel) / CONV_ACT_QUANTIZED (x i32 already):
 //   acc = sum (xq - in_zp) * (field - z) over in-bounds taps (padding contributes 0),
 //   y = f32(acc) * (in_scale * s[oc]) (+ bias).
 // Then y = min(max(y, clamp_min), clamp_max); REQUANT: i32 out as linear_q8ta.
 layout(local_size_x_id = 4) in;
-layout(constant_id = 0) const int ACT = 1;
+layout(constant_id = 0) const int ACT = CONV_ACT_STATIC;
 layout(constant_id = 1) const int HAS_ZERO_POINT = 0;
 layout(constant_id = 2) const int HAS_BIAS = 0;
 layout(constant_id = 3) const int REQUANT = 1;
@@ -28,7 +28,7 @@ layout(push_constant) uniform P {
 } p;
 
 int quant_in(uint i) {
-  if (ACT == 2) return int(x[i]);
+  if (ACT == CONV_ACT_QUANTIZED) return int(x[i]);
   precise float v = roundEven(uintBitsToFloat(x[i]) * p.in_inv_scale) + float(p.in_zp);
   return int(clamp(v, float(p.in_qmin), float(p.in_qmax)));
 }
@@ -54,13 +54,13 @@ void main() {
           uint k = (c * p.KH + kh) * p.KW + kw;
           int wv = int((w[oc * p.row_words + k / 4u] >> (8u * (k % 4u))) & 0xFFu) - z;
           uint xi = (xc + uint(ih)) * p.W + uint(iw);
-          if (ACT == 0) facc += uintBitsToFloat(x[xi]) * float(wv);
+          if (ACT == CONV_ACT_NONE) facc += uintBitsToFloat(x[xi]) * float(wv);
           else iacc += (quant_in(xi) - p.in_zp) * wv;
         }
       }
     }
     precise float y;
-    if (ACT == 0) {
+    if (ACT == CONV_ACT_NONE) {
       y = facc * scales[oc];
     } else {
       precise float ws = p.in_scale * scales[oc];

@@ -1,10 +1,10 @@
 #version 450
-// max_pool2d (OP 0) / avg_pool2d (OP 1) over planes [P, H, W] -> [P, OH, OW]
+// max_pool2d (OP POOL_MAX) / avg_pool2d (OP POOL_AVG) over planes [P, H, W] -> [P, OH, OW]
 // (OH/OW as torch computes them, ceil_mode included); avg divisor as torch:
 // divisor_override if nonzero, else the window clipped to the padded input
 // (COUNT_INCLUDE_PAD = 1) or to the input (0).
 layout(local_size_x_id = 2) in;
-layout(constant_id = 0) const int OP = 0;
+layout(constant_id = 0) const int OP = POOL_MAX;
 layout(constant_id = 1) const int COUNT_INCLUDE_PAD = 1;
 layout(constant_id = 2) const int WG = 64;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
@@ -20,7 +20,7 @@ void main() {
     int ow = int(i % p.OW), oh = int((i / p.OW) % p.OH);
     uint base = (i / (p.OW * p.OH)) * uint(p.H * p.W);
     int h0 = oh * p.sh - p.ph, w0 = ow * p.sw - p.pw;
-    if (OP == 0) {
+    if (OP == POOL_MAX) {
       float m = -1.0 / 0.0;
       for (int kh = 0; kh < p.KH; ++kh) {
         int ih = h0 + kh * p.dh;

@@ -1,7 +1,8 @@
 #version 450
-// out[r] = reduce(in[r, 0:cols]) for a [rows, cols] view: OP 0 sum, 1 mean, 2 max, 3 min,
-// 4 argmax, 5 argmin (the index as i32 bits; torch's rule: the first extreme, a NaN
-// counting as the extreme).
+// out[r] = reduce(in[r, 0:cols]) for a [rows, cols] view: OP REDUCE_SUM, REDUCE_MEAN,
+// REDUCE_MAX, REDUCE_MIN, REDUCE_ARGMAX, REDUCE_ARGMIN (the index as i32 bits; torch's
+// rule: the first extreme, a NaN counting as the extreme). The codes are ordered so
+// that OP >= REDUCE_ARGMAX is an index reduction and OP >= REDUCE_MAX a max/min.
 // One workgroup of 32 per row (grid-stride over rows).
 //
 // Sums add in torch's CPU order (qopt/numerics.py, ATen's cascade_sum), so a
@@ -13,7 +14,7 @@
 // the 8 lanes in order. Rows shorter than 8 use torch's scalar 4-chain order.
 // max/min use a tree (order does not matter).
 layout(local_size_x = 32) in;
-layout(constant_id = 0) const int OP = 0;
+layout(constant_id = 0) const int OP = REDUCE_SUM;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
@@ -55,8 +56,8 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
     uint base = r * p.cols;
-    if (OP >= 4) {
-      bool argmax = OP == 4;
+    if (OP >= REDUCE_ARGMAX) {
+      bool argmax = OP == REDUCE_ARGMAX;
       float best = 0.0;
       int at = -1;
       for (uint c = t; c < p.cols; c += 32u) {
@@ -81,14 +82,14 @@ void main() {
       barrier();
       continue;
     }
-    if (OP >= 2) {
-      float acc = OP == 2 ? -1.0 / 0.0 : 1.0 / 0.0;
+    if (OP >= REDUCE_MAX) {
+      float acc = OP == REDUCE_MAX ? -1.0 / 0.0 : 1.0 / 0.0;
       for (uint c = t; c < p.cols; c += 32u)
-        acc = OP == 2 ? max(acc, x[base + c]) : min(acc, x[base + c]);
+        acc = OP == REDUCE_MAX ? max(acc, x[base + c]) : min(acc, x[base + c]);
       red[t] = acc;
       barrier();
       for (uint s = 16u; s > 0u; s >>= 1) {
-        if (t < s) red[t] = OP == 2 ? max(red[t], red[t + s]) : min(red[t], red[t + s]);
+        if (t < s) red[t] = OP == REDUCE_MAX ? max(red[t], red[t + s]) : min(red[t], red[t + s]);
         barrier();
       }
       if (t == 0u) y[r] = red[0];
@@ -122,7 +123,7 @@ void main() {
         for (uint k = whole; k < p.cols; ++k) c[0] += x[base + k];
         total = ((c[0] + c[1]) + c[2]) + c[3];
       }
-      y[r] = OP == 1 ? total / float(p.cols) : total;
+      y[r] = OP == REDUCE_MEAN ? total / float(p.cols) : total;
     }
     barrier();
   }

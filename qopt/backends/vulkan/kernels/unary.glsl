@@ -1,8 +1,8 @@
 #version 450
-// y[i] = op(x[i]); 32-bit words, f32 or i32 by DTYPE (see kernel_specs.UNARY_OPS).
+// y[i] = op(x[i]); 32-bit words, f32 or i32 by DTYPE (op codes: qopt/kernels/opcodes.py).
 layout(local_size_x_id = 2) in;
-layout(constant_id = 0) const int OP = 0;
-layout(constant_id = 1) const int DTYPE = 0;  // 0: f32 input, 1: i32 input
+layout(constant_id = 0) const int OP = UNARY_IDENTITY;
+layout(constant_id = 1) const int DTYPE = DTYPE_F32;  // DTYPE_F32 or DTYPE_I32 input
 layout(constant_id = 2) const int WG = 64;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
@@ -31,53 +31,53 @@ float tanh_f(float v) { return tanh(clamp(v, -15.0, 15.0)); }
 void main() {
   uint stride = gl_NumWorkGroups.x * uint(WG);
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    if (DTYPE == 1) {
+    if (DTYPE == DTYPE_I32) {
       int v = int(x[i]);
       int r = v;
-      if (OP == 0) r = v;
-      else if (OP == 1) r = max(v, 0);
-      else if (OP == 13) r = -v;
-      else if (OP == 14) r = abs(v);
-      else if (OP == 20) r = clamp(v, int(p.a), int(p.b));
-      else if (OP == 24) r = v == 0 ? 1 : 0;
-      else if (OP == 26) { y[i] = floatBitsToUint(float(v)); continue; }
-      else if (OP == 27) r = v != 0 ? 1 : 0;
+      if (OP == UNARY_IDENTITY) r = v;
+      else if (OP == UNARY_RELU) r = max(v, 0);
+      else if (OP == UNARY_NEG) r = -v;
+      else if (OP == UNARY_ABS) r = abs(v);
+      else if (OP == UNARY_CLAMP) r = clamp(v, int(p.a), int(p.b));
+      else if (OP == UNARY_LOGICAL_NOT) r = v == 0 ? 1 : 0;
+      else if (OP == UNARY_CAST_I32_F32) { y[i] = floatBitsToUint(float(v)); continue; }
+      else if (OP == UNARY_TO_BOOL) r = v != 0 ? 1 : 0;
       y[i] = uint(r);
       continue;
     }
     precise float v = uintBitsToFloat(x[i]);
     precise float r = v;
-    if (OP == 0) r = v;
-    else if (OP == 1) r = max(v, 0.0);
-    else if (OP == 2) r = v / (1.0 + exp(-v));
-    else if (OP == 3) r = 1.0 / (1.0 + exp(-v));
-    else if (OP == 4) r = tanh_f(v);
-    else if (OP == 5) r = exp(v);
-    else if (OP == 6) r = log(v);
-    else if (OP == 7) r = sqrt(v);
-    else if (OP == 8) r = 1.0 / sqrt(v);  // torch: f32 sqrt, then f32 division
-    else if (OP == 9) r = 1.0 / v;
-    else if (OP == 10) r = sin(v);
-    else if (OP == 11) r = cos(v);
-    else if (OP == 12) r = erf_f(v);
-    else if (OP == 13) r = -v;
-    else if (OP == 14) r = abs(v);
-    else if (OP == 15) r = 0.5 * v * (1.0 + erf_f(v * 0.70710678118654752));
-    else if (OP == 16) {
+    if (OP == UNARY_IDENTITY) r = v;
+    else if (OP == UNARY_RELU) r = max(v, 0.0);
+    else if (OP == UNARY_SILU) r = v / (1.0 + exp(-v));
+    else if (OP == UNARY_SIGMOID) r = 1.0 / (1.0 + exp(-v));
+    else if (OP == UNARY_TANH) r = tanh_f(v);
+    else if (OP == UNARY_EXP) r = exp(v);
+    else if (OP == UNARY_LOG) r = log(v);
+    else if (OP == UNARY_SQRT) r = sqrt(v);
+    else if (OP == UNARY_RSQRT) r = 1.0 / sqrt(v);  // torch: f32 sqrt, then f32 division
+    else if (OP == UNARY_RECIPROCAL) r = 1.0 / v;
+    else if (OP == UNARY_SIN) r = sin(v);
+    else if (OP == UNARY_COS) r = cos(v);
+    else if (OP == UNARY_ERF) r = erf_f(v);
+    else if (OP == UNARY_NEG) r = -v;
+    else if (OP == UNARY_ABS) r = abs(v);
+    else if (OP == UNARY_GELU) r = 0.5 * v * (1.0 + erf_f(v * 0.70710678118654752));
+    else if (OP == UNARY_GELU_TANH) {
       precise float inner = 0.7978845608028654 * (v + 0.044715 * v * v * v);
       r = 0.5 * v * (1.0 + tanh_f(inner));
     }
-    else if (OP == 17) r = floor(v);
-    else if (OP == 18) r = ceil(v);
-    else if (OP == 19) r = roundEven(v);
-    else if (OP == 20) r = min(max(v, p.a), p.b);
-    else if (OP == 21) r = v > 0.0 ? v : v * p.a;
-    else if (OP == 22) r = v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
-    else if (OP == 23) r = clamp(v + 3.0, 0.0, 6.0) / 6.0;
-    else if (OP == 24) { y[i] = v == 0.0 ? 1u : 0u; continue; }
-    else if (OP == 25) { y[i] = uint(int(trunc(v))); continue; }
-    else if (OP == 27) { y[i] = v != 0.0 ? 1u : 0u; continue; }
-    else if (OP == 28) r = v * v;
+    else if (OP == UNARY_FLOOR) r = floor(v);
+    else if (OP == UNARY_CEIL) r = ceil(v);
+    else if (OP == UNARY_ROUND) r = roundEven(v);
+    else if (OP == UNARY_CLAMP) r = min(max(v, p.a), p.b);
+    else if (OP == UNARY_LEAKY_RELU) r = v > 0.0 ? v : v * p.a;
+    else if (OP == UNARY_HARDSWISH) r = v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
+    else if (OP == UNARY_HARDSIGMOID) r = clamp(v + 3.0, 0.0, 6.0) / 6.0;
+    else if (OP == UNARY_LOGICAL_NOT) { y[i] = v == 0.0 ? 1u : 0u; continue; }
+    else if (OP == UNARY_CAST_F32_I32) { y[i] = uint(int(trunc(v))); continue; }
+    else if (OP == UNARY_TO_BOOL) { y[i] = v != 0.0 ? 1u : 0u; continue; }
+    else if (OP == UNARY_SQUARE) r = v * v;
     y[i] = floatBitsToUint(r);
   }
 }

@@ -1,9 +1,9 @@
 """convert-to-vkc rules of the fused quantized ops (qfused), onto the fused kernels.
 
-Weights are repacked at compile time with qopt/backends/vulkan/packing.py into
+Weights are repacked at compile time with qopt/kernels/packing.py into
 the layout each kernel reads (int4 eight per word, int8 four per word, LUT codes
 at their field width; zero points as `zp - lo`). The kernel is chosen from the
-op's schemes (`qfused` kernel name -> registered kernel + specialization
+op's schemes (`qfused` kernel name -> catalogue kernel + specialization
 constants); a scheme no kernel implements is a QoptError naming the op.
 """
 
@@ -13,17 +13,29 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import f32, f64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
-from qopt.backends.vulkan import packing
 from qopt.dialects import qfused
-from qopt.lowering.convert_to_vkc import Buf, Lowering, abi_dtype, rule, unsupported
-from qopt.lowering.vkc_rules import broadcast_strides, copy_strided, numel, shape
+from qopt.kernels import catalogue, packing
+from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
+from qopt.lowering.convert_to_vkc.lowering import (
+    Buf,
+    Lowering,
+    RuleTable,
+    abi_dtype,
+    broadcast_strides,
+    copy_strided,
+    numel,
+    shape,
+    unsupported,
+)
 
 F32 = np.float32
+RULES = RuleTable()
+QFusedOp = qfused.LinearOp | qfused.Conv2dOp | qfused.EmbeddingOp | qfused.AddOp
 
 
-def _const(lw: Lowering, op: Operation, value: SSAValue | None, what: str) -> np.ndarray | None:
+def _const(lw: Lowering, op: QFusedOp, value: SSAValue | None, what: str) -> np.ndarray | None:
     if value is None:
         return None
     found = lw.values[value]
@@ -46,9 +58,8 @@ def _static_push(act: qfused.StaticQParamsAttr | None) -> list[float | int]:
     return [_inv(scale), act.zero_point.data, act.qmin.data, act.qmax.data, float(F32(scale))]
 
 
-def _clamps(op: qfused.QFusedOp) -> list[float]:
-    lo = getattr(op, "clamp_min", None)
-    hi = getattr(op, "clamp_max", None)
+def _clamps(op: qfused.LinearOp | qfused.Conv2dOp | qfused.AddOp) -> list[float]:
+    lo, hi = op.clamp_min, op.clamp_max
     return [
         float(lo.value.data) if lo is not None else float("-inf"),
         float(hi.value.data) if hi is not None else float("inf"),
@@ -57,7 +68,7 @@ def _clamps(op: qfused.QFusedOp) -> list[float]:
 
 def _affine(
     lw: Lowering,
-    op: Operation,
+    op: QFusedOp,
     weight: SSAValue,
     scale: SSAValue,
     zp: SSAValue | None,
@@ -89,7 +100,7 @@ def _affine(
         ) from None
 
 
-def _bias(lw: Lowering, op: Operation, bias: SSAValue | None, fallback: Buf) -> tuple[Buf, int]:
+def _bias(lw: Lowering, bias: SSAValue | None, fallback: Buf) -> tuple[Buf, int]:
     if bias is None:
         return fallback, 0
     return lw.buffer(bias), 1
@@ -105,23 +116,21 @@ def _affine_kernel(prefix: str, bits: int, grouped: bool) -> str:
     return f"{prefix}_q{bits}{'g' if grouped else 'c'}sw"
 
 
-def _pick(lw: Lowering, op: Operation, *names: str) -> str:
-    from qopt.backends.vulkan.registry import kernels
-
-    table = kernels()
+def _pick(op: QFusedOp, *names: str) -> str:
+    """The first of `names` the kernel catalogue has."""
+    table = catalogue()
     for name in names:
         if name in table:
             return name
     raise unsupported(
         op,
-        f"needs one of the Vulkan kernels {list(names)}, none of which is registered",
-        "add the kernel to qopt/backends/vulkan/kernel_specs.py",
+        f"needs one of the Vulkan kernels {list(names)}, none of which is in the catalogue",
+        "add the kernel to qopt/kernels/",
     )
 
 
-@rule("qfused.linear")
-def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
-    assert isinstance(op, qfused.LinearOp)
+@RULES(qfused.LinearOp)
+def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
     x_dims = shape(op.input)
     n, k = shape(op.weight)
     m = numel(x_dims[:-1])
@@ -139,12 +148,11 @@ def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
     s = lw.constant(packed.scales, "f32")
     z, has_zp = _zeros(lw, packed, s)
     out = lw.alloc((*x_dims[:-1], n), out_dtype)
-    b, has_bias = _bias(lw, op, op.bias, s)
+    b, has_bias = _bias(lw, op.bias, s)
     if act is None:
         if op.requant is not None or op.clamp_min is not None or op.clamp_max is not None:
             raise unsupported(op, "weight-only linear with clamp/requant", "unfuse the output")
         name = _pick(
-            lw,
             op,
             _affine_kernel("linear", packed.bits, True),
             _affine_kernel("linear", packed.bits, False),
@@ -166,7 +174,7 @@ def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
             raise unsupported(
                 op, "static-activation linear needs int8 per-channel weights", "requantize"
             )
-        name = _pick(lw, op, "linear_q8ta_q8csw", "linear_q8ta_q8csw_q8to")
+        name = _pick(op, "linear_q8ta_q8csw", "linear_q8ta_q8csw_q8to")
         x_push = _static_push(act)
         out_push = _static_push(op.requant)
         lw.dispatch(
@@ -186,7 +194,6 @@ def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
         raise unsupported(op, "dynamic-activation linear with clamp/requant", "unfuse the output")
     xq, x_scale, x_zp = dynamic_quantize(lw, op, x, act, m, k)
     name = _pick(
-        lw,
         op,
         _affine_kernel("linear_dq8ca", packed.bits, True),
         _affine_kernel("linear_dq8ca", packed.bits, False),
@@ -206,11 +213,8 @@ def lower_linear(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [out]
 
 
-MAPPINGS = {"asymmetric": 0, "symmetric": 1, "symmetric_no_clipping_err": 2}
-
-
 def dynamic_quantize(
-    lw: Lowering, op: Operation, x: Buf, act: qfused.DynamicQParamsAttr, m: int, k: int
+    lw: Lowering, op: qfused.LinearOp, x: Buf, act: qfused.DynamicQParamsAttr, m: int, k: int
 ) -> tuple[Buf, Buf, Buf]:
     """choose_qparams_rows + quantize_rows: (xq i32 [m, k], scale f32 [m], zp i32 [m])."""
     if numel(x.shape) != m * k:
@@ -238,7 +242,7 @@ def dynamic_quantize(
 
 
 def _lut(
-    lw: Lowering, op: Operation, weight: SSAValue, codebook: SSAValue, scheme: qfused.LutWeightAttr
+    lw: Lowering, op: QFusedOp, weight: SSAValue, codebook: SSAValue, scheme: qfused.LutWeightAttr
 ) -> packing.PackedLut:
     codes = _const(lw, op, weight, "LUT codes")
     book = _const(lw, op, codebook, "codebook")
@@ -255,10 +259,10 @@ def _linear_lut(
     packed = _lut(lw, op, op.weight, op.scale, scheme)
     codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
     book = lw.constant(packed.codebook, "f32")
-    b, has_bias = _bias(lw, op, op.bias, book)
+    b, has_bias = _bias(lw, op.bias, book)
     out = lw.alloc((*shape(op.input)[:-1], n), "f32")
     lw.dispatch(
-        _pick(lw, op, "linear_lut"),
+        _pick(op, "linear_lut"),
         [x, codes, book, b, out],
         [
             m,
@@ -275,9 +279,8 @@ def _linear_lut(
     return out
 
 
-@rule("qfused.embedding")
-def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
-    assert isinstance(op, qfused.EmbeddingOp)
+@RULES(qfused.EmbeddingOp)
+def lower_embedding(lw: Lowering, op: qfused.EmbeddingOp) -> Sequence[Buf]:
     v, d = shape(op.weight)
     idx = lw.buffer(op.indices)
     count = numel(shape(op.indices))
@@ -288,7 +291,7 @@ def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
         codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
         book = lw.constant(packed.codebook, "f32")
         lw.dispatch(
-            _pick(lw, op, "embedding_lut"),
+            _pick(op, "embedding_lut"),
             [idx, codes, book, out],
             [
                 count,
@@ -309,7 +312,6 @@ def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
     s = lw.constant(packed.scales, "f32")
     z, has_zp = _zeros(lw, packed, s)
     name = _pick(
-        lw,
         op,
         _affine_kernel("embedding", packed.bits, True),
         _affine_kernel("embedding", packed.bits, False),
@@ -323,9 +325,8 @@ def lower_embedding(lw: Lowering, op: Operation) -> Sequence[Buf]:
     return [out]
 
 
-@rule("qfused.conv2d")
-def lower_conv2d(lw: Lowering, op: Operation) -> Sequence[Buf]:
-    assert isinstance(op, qfused.Conv2dOp)
+@RULES(qfused.Conv2dOp)
+def lower_conv2d(lw: Lowering, op: qfused.Conv2dOp) -> Sequence[Buf]:
     scheme = op.weight_scheme
     if not isinstance(scheme, qfused.AffineWeightAttr) or not isinstance(
         op.act, qfused.StaticQParamsAttr | None
@@ -357,7 +358,7 @@ def lower_conv2d(lw: Lowering, op: Operation) -> Sequence[Buf]:
     wbuf = lw.constant(packed.weight, "u32", "q8")
     sbuf = lw.constant(packed.scales, "f32")
     zbuf, has_zp = _zeros(lw, packed, sbuf)
-    b, has_bias = _bias(lw, op, op.bias, sbuf)
+    b, has_bias = _bias(lw, op.bias, sbuf)
     out = lw.alloc(shape(op.result), abi_dtype(op.result))
     (sh, sw), (ph, pw), (dh, dw) = (
         tuple(op.stride.get_values()),
@@ -365,11 +366,11 @@ def lower_conv2d(lw: Lowering, op: Operation) -> Sequence[Buf]:
         tuple(op.dilation.get_values()),
     )
     act = op.act
-    act_mode = 0 if act is None else (2 if x.dtype == "i32" else 1)
+    act_mode = CONV_ACT["none" if act is None else ("quantized" if x.dtype == "i32" else "static")]
     in_push = _static_push(act)
     out_push = _static_push(op.requant)
     lw.dispatch(
-        _pick(lw, op, "conv2d_q8ta_q8csw_q8to", "conv2d_q8ta_q8csw"),
+        _pick(op, "conv2d_q8ta_q8csw_q8to", "conv2d_q8ta_q8csw"),
         [x, wbuf, sbuf, zbuf, b, out],
         [
             n,
@@ -410,15 +411,14 @@ def _expanded(lw: Lowering, buf: Buf, dims: tuple[int, ...], out_dims: tuple[int
     return copy_strided(lw, buf, out_dims, broadcast_strides(dims, out_dims))
 
 
-@rule("qfused.add")
-def lower_add(lw: Lowering, op: Operation) -> Sequence[Buf]:
-    assert isinstance(op, qfused.AddOp)
+@RULES(qfused.AddOp)
+def lower_add(lw: Lowering, op: qfused.AddOp) -> Sequence[Buf]:
     out_dims = shape(op.result) or (1,)
     a, b = (_expanded(lw, lw.buffer(v), shape(v) or (1,), out_dims) for v in (op.lhs, op.rhs))
     out = lw.alloc(out_dims, abi_dtype(op.result))
     alpha = op.alpha.value.data if op.alpha is not None else 1.0
     lw.dispatch(
-        _pick(lw, op, "add_q8ta_q8ta_q8to"),
+        _pick(op, "add_q8ta_q8ta_q8to"),
         [a, b, out],
         [
             numel(out_dims),

@@ -1,0 +1,440 @@
+"""The vkc dialect's operations: kernel symbols, buffers, dispatches, barriers."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    DictionaryAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from qopt.dialects.dtypes import numpy_dtype, ui32
+from qopt.dialects.vkc.types import (
+    ROW_MAJOR,
+    BindingAttr,
+    BufferType,
+    PushAttr,
+    abi_element,
+    binding_accepts,
+)
+from qopt.errors import QoptError, where
+from qopt.kernels import MAX_WORKGROUPS, catalogue
+from qopt.kernels.abi import NUMPY_DTYPES
+from qopt.resources import resource_array, weights_of
+
+
+def _buffer(value: SSAValue) -> BufferType:
+    type = value.type
+    assert isinstance(type, BufferType)
+    return type
+
+
+def _tensor_dims(type: TensorType) -> tuple[int, ...]:
+    return tuple(type.get_shape())
+
+
+def _error(op: Operation, message: str) -> VerifyException:
+    """A verifier error naming the op and, when it has one, its source location."""
+    return VerifyException(f"{where(op)}: {message}")
+
+
+def _check_tensor_buffer(op: Operation, tensor: Attribute, buffer: BufferType, what: str) -> None:
+    if not isinstance(tensor, TensorType):
+        raise _error(op, f"{what} must be a tensor, got {tensor}")
+    numel = 1
+    for d in _tensor_dims(tensor):
+        numel *= d
+    if max(numel, 1) != buffer.numel:
+        raise _error(
+            op, f"{what} {tensor} has {numel} elements but the buffer holds {buffer.numel}"
+        )
+    try:
+        want = abi_element(tensor.get_element_type())
+    except ValueError as e:
+        raise _error(op, str(e)) from None
+    if want != buffer.element_type:
+        raise _error(op, f"{what} {tensor} travels as {want} buffers, not {buffer.element_type}")
+
+
+# ----- kernel symbols ---------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A compute kernel the program dispatches: catalogue kernel `kernel` (qopt.kernels),
+    compiled from `glsl` (content hash `hash` of the source as compiled) with `spec`
+    specialization constants; `bindings` (`#vkc.binding`, in binding order) and `push`
+    (`#vkc.push`, in block order) are its signature, checked against the catalogue
+    when the kernel is one of qopt's. See qopt/backends/vulkan/kernels/<glsl>."""
+
+    name = "vkc.kernel"
+    sym_name = prop_def(SymbolNameConstraint())
+    kernel = prop_def(StringAttr)
+    glsl = prop_def(StringAttr)
+    entry = prop_def(StringAttr)
+    hash = prop_def(StringAttr)
+    local_size = prop_def(DenseArrayBase)
+    spec = prop_def(DictionaryAttr)
+    bindings = prop_def(ArrayAttr[BindingAttr])
+    push = prop_def(ArrayAttr[PushAttr])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = "$sym_name attr-dict"
+
+    def binding_list(self) -> list[tuple[str, str, bool]]:
+        """(name, dtype, writes) of every binding, in binding order."""
+        return [(b.binding.data, b.dtype, b.writes) for b in self.bindings.data]
+
+    def push_list(self) -> list[tuple[str, str]]:
+        """(name, kind) of every push constant, in block order."""
+        return [(p.constant.data, p.kind) for p in self.push.data]
+
+    def spec_values(self) -> dict[str, int]:
+        values: dict[str, int] = {}
+        for key, attr in self.spec.data.items():
+            assert isinstance(attr, IntegerAttr)
+            values[key] = int(attr.value.data)
+        return values
+
+    def verify_(self) -> None:
+        local = tuple(self.local_size.get_values())
+        if len(local) != 3 or any(int(v) < 1 for v in local):
+            raise _error(self, f"local_size must be 3 positive sizes, got {list(local)}")
+        bindings = self.binding_list()
+        if len({b[0] for b in bindings}) != len(bindings):
+            raise _error(self, "binding names must be unique")
+        push = self.push_list()
+        if len({p[0] for p in push}) != len(push):
+            raise _error(self, "push constant names must be unique")
+        for key, attr in self.spec.data.items():
+            if not isinstance(attr, IntegerAttr):
+                raise _error(self, f"specialization constant {key} must be an integer")
+        self.check_registered()
+
+    def check_registered(self) -> None:
+        """The signature must be the catalogue kernel's (when it is one of qopt's)."""
+        spec = catalogue().get(self.kernel.data)
+        if spec is None:
+            return
+        want_bindings = ArrayAttr([BindingAttr.of(b) for b in spec.bindings])
+        if self.bindings != want_bindings:
+            raise _error(self, f"bindings of kernel {self.kernel.data} are {want_bindings}")
+        want_push = ArrayAttr([PushAttr.get(n, k) for n, k in spec.push])
+        if self.push != want_push:
+            raise _error(self, f"push constants of kernel {self.kernel.data} are {want_push}")
+        try:
+            spec.check_spec(self.spec_values())
+        except ValueError as e:
+            raise _error(self, str(e)) from None
+
+
+# ----- buffers ------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class InputOp(IRDLOperation):
+    """Upload a program argument into a device buffer (integers narrowed to i32,
+    which must hold every value, booleans as 0/1)."""
+
+    name = "vkc.input"
+    tensor = operand_def(TensorType)
+    result = result_def(BufferType)
+    assembly_format = "$tensor attr-dict `:` type($tensor) `->` type($result)"
+
+    def verify_(self) -> None:
+        _check_tensor_buffer(self, self.tensor.type, _buffer(self.result), "input")
+
+
+@irdl_op_definition
+class OutputOp(IRDLOperation):
+    """Read a device buffer back as a result tensor."""
+
+    name = "vkc.output"
+    buffer = operand_def(BufferType)
+    result = result_def(TensorType)
+    assembly_format = "$buffer attr-dict `:` type($buffer) `->` type($result)"
+
+    def verify_(self) -> None:
+        _check_tensor_buffer(self, self.result.type, _buffer(self.buffer), "output")
+
+
+def dense_elements(value: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """A dense literal's elements, flat (a splat repeated to the type's element count)."""
+    type = value.type
+    assert isinstance(type, TensorType)
+    dtype = numpy_dtype(type.get_element_type())
+    count = int(np.prod(tuple(type.get_shape()), dtype=np.int64))
+    flat = np.frombuffer(value.data.data, dtype=dtype)
+    if flat.size == 1 and count != 1:
+        return np.broadcast_to(flat, (count,)).copy()
+    return flat.copy()
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A buffer uploaded once, holding `value` (a `dense_resource` blob of packed
+    words, or a small dense literal) reinterpreted as the buffer's elements."""
+
+    name = "vkc.constant"
+    value = prop_def(DenseResourceAttr | DenseIntOrFPElementsAttr)
+    result = result_def(BufferType)
+    assembly_format = "$value attr-dict `:` type($result)"
+
+    def verify_(self) -> None:
+        type = self.value.type
+        assert isinstance(type, TensorType)
+        buffer = _buffer(self.result)
+        numel = 1
+        for d in _tensor_dims(type):
+            numel *= d
+        if numel != buffer.numel or type.get_element_type() != buffer.element_type:
+            raise _error(
+                self,
+                f"constant value {type} does not match buffer {buffer} "
+                "(same element count and element type)",
+            )
+
+    def words(self) -> np.ndarray:
+        """The value as a flat array of the buffer's element type (QoptError if a
+        `dense_resource` blob was elided from a printout)."""
+        value = self.value
+        dtype = NUMPY_DTYPES[_buffer(self.result).dtype]
+        if isinstance(value, DenseResourceAttr):
+            array = resource_array(value, weights_of(self))
+            if array is None:
+                raise QoptError(
+                    f"{where(self)}: the data of dense_resource<{value.resource_handle.data}> "
+                    "is missing (weights are elided from printouts): print with --print-weights"
+                )
+        else:
+            array = dense_elements(value)
+        return np.ascontiguousarray(array).reshape(-1).view(dtype)
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """A transient buffer; `slot` places it in a memory slot shared with buffers
+    whose lifetimes do not overlap (absent: its own memory; vkc-plan-buffers assigns
+    slots).
+
+    `status` marks the index status buffer of one dispatch (`!vkc.buffer<1xui32>`,
+    its own memory, bound only at that dispatch's status binding): the runtime zeroes
+    it before each run and raises an error naming `what` (the guarded op and its
+    source location) when the kernel set it."""
+
+    name = "vkc.alloc"
+    slot = opt_prop_def(IntegerAttr)
+    status = opt_prop_def(UnitAttr)
+    what = opt_prop_def(StringAttr)
+    result = result_def(BufferType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict `:` type($result)"
+
+    @property
+    def is_status(self) -> bool:
+        return self.status is not None
+
+    def verify_(self) -> None:
+        if self.slot is not None and self.slot.value.data < 0:
+            raise _error(self, "slot must be non-negative")
+        if not self.is_status:
+            if self.what is not None:
+                raise _error(self, "'what' names the op a status buffer guards: add 'status'")
+            return
+        type = _buffer(self.result)
+        if type.dims != (1,) or type.element_type != ui32 or type.layout.data != ROW_MAJOR:
+            raise _error(self, f"a status buffer is !vkc.buffer<1xui32>, got {type}")
+        if self.slot is not None:
+            raise _error(self, "a status buffer has its own memory: it takes no slot")
+        users = [use.operation for use in self.result.uses]
+        if any(not isinstance(user, DispatchOp) for user in users) or len(users) > 1:
+            raise _error(
+                self,
+                "a status buffer is bound by one dispatch only, at its status binding "
+                f"(used by {', '.join(sorted({u.name for u in users}))}, {len(users)} use(s))",
+            )
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The same memory seen with another shape (no copy)."""
+
+    name = "vkc.view"
+    source = operand_def(BufferType)
+    result = result_def(BufferType)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def verify_(self) -> None:
+        a, b = _buffer(self.source), _buffer(self.result)
+        if a.numel != b.numel or a.element_type != b.element_type or a.layout != b.layout:
+            raise _error(
+                self, f"a view keeps the element count, element type and layout: {a} -> {b}"
+            )
+
+
+def root_buffer(value: SSAValue) -> SSAValue:
+    """The buffer a (chain of) `vkc.view`(s) looks at."""
+    while isinstance(value.owner, ViewOp):
+        value = value.owner.source
+    return value
+
+
+# ----- dispatches -------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class DispatchOp(IRDLOperation):
+    """Run kernel `kernel` on `buffers` (in binding order) with push constants
+    `push` over `workgroups` (x, y, z) workgroups."""
+
+    name = "vkc.dispatch"
+    kernel = prop_def(SymbolRefAttr)
+    buffers = var_operand_def(BufferType)
+    push = prop_def(DictionaryAttr)
+    workgroups = prop_def(DenseArrayBase)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$kernel `(` $buffers `)` attr-dict `:` type($buffers)"
+
+    def kernel_op(self) -> KernelOp:
+        found = SymbolTable.lookup_symbol(self, self.kernel)
+        if not isinstance(found, KernelOp):
+            raise _error(self, f"@{self.kernel.root_reference.data} is not a vkc.kernel")
+        return found
+
+    def push_values(self) -> dict[str, int | float]:
+        values: dict[str, int | float] = {}
+        for key, attr in self.push.data.items():
+            if isinstance(attr, FloatAttr):
+                values[key] = float(attr.value.data)
+            else:
+                assert isinstance(attr, IntegerAttr)
+                values[key] = int(attr.value.data)
+        return values
+
+    def verify_(self) -> None:
+        groups = tuple(int(v) for v in self.workgroups.get_values())
+        if len(groups) != 3 or any(not 1 <= g <= MAX_WORKGROUPS for g in groups):
+            raise _error(
+                self, f"workgroups must be 3 counts in [1, {MAX_WORKGROUPS}], got {list(groups)}"
+            )
+        kernel = self.kernel_op()
+        name = kernel.kernel.data
+        bindings = kernel.bindings.data
+        if len(self.buffers) != len(bindings):
+            raise _error(
+                self,
+                f"kernel {name} has {len(bindings)} bindings "
+                f"({', '.join(b.binding.data for b in bindings)}), got {len(self.buffers)} buffers",
+            )
+        spec = catalogue().get(name)
+        packed = {b.name: b.packed for b in spec.bindings if b.packed} if spec else {}
+        for binding, buffer in zip(bindings, self.buffers, strict=True):
+            self._check_binding(name, binding, buffer, packed.get(binding.binding.data))
+        push = kernel.push.data
+        names = [p.constant.data for p in push]
+        if sorted(self.push.data) != sorted(names):
+            raise _error(
+                self, f"kernel {name} takes push constants {names}, got {sorted(self.push.data)}"
+            )
+        for constant in push:
+            attr = self.push.data[constant.constant.data]
+            if constant.kind == "f32" and not (
+                isinstance(attr, FloatAttr) and isinstance(attr.type, Float32Type)
+            ):
+                raise _error(
+                    self, f"push constant {constant.constant.data} must be an f32 float attribute"
+                )
+            if constant.kind != "f32" and not (
+                isinstance(attr, IntegerAttr) and attr.type in (i32, ui32, i64)
+            ):
+                raise _error(
+                    self,
+                    f"push constant {constant.constant.data} must be an {constant.kind} integer",
+                )
+        self.check_extents(kernel)
+
+    def _check_binding(
+        self, kernel: str, binding: BindingAttr, buffer: SSAValue, packed: str | None
+    ) -> None:
+        name = binding.binding.data
+        if not binding_accepts(binding.dtype, _buffer(buffer)):
+            raise _error(
+                self,
+                f"binding {name} of kernel {kernel} takes {binding.dtype} elements, "
+                f"got {buffer.type}",
+            )
+        owner = buffer.owner
+        status_buffer = isinstance(owner, AllocOp) and owner.is_status
+        if binding.is_status and not status_buffer:
+            raise _error(
+                self,
+                f"binding {name} of kernel {kernel} takes a status buffer "
+                "(vkc.alloc {status} : !vkc.buffer<1xui32>)",
+            )
+        if status_buffer and not binding.is_status:
+            raise _error(
+                self,
+                f"binding {name} of kernel {kernel} is not a status binding: "
+                "a status buffer is bound only at the status binding of its dispatch",
+            )
+        layout = _buffer(buffer).layout.data
+        if packed is not None and not (
+            layout.startswith(packed) and layout[len(packed) :].isdigit()
+        ):
+            raise _error(
+                self,
+                f"binding {name} of kernel {kernel} takes weights packed in a "
+                f"'{packed}<bits>' layout, got {buffer.type}",
+            )
+
+    def check_extents(self, kernel: KernelOp) -> None:
+        """Everything the dispatch can touch lies inside its buffers (with the
+        catalogue kernel's `check_dispatch`: push constants, specialization values,
+        workgroup counts and the words each binding can reach), so no program, parsed
+        or lowered, gets an out-of-bounds dispatch past the verifier."""
+        spec = catalogue().get(kernel.kernel.data)
+        if spec is None:
+            return
+        words = [_buffer(b).numel for b in self.buffers]
+        groups = [int(g) for g in self.workgroups.get_values()]
+        try:
+            spec.check_dispatch(self.push_values(), kernel.spec_values(), groups, words)
+        except ValueError as e:
+            raise _error(self, str(e)) from None
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Compute-to-compute memory barrier: every dispatch before it finishes its
+    writes before any dispatch after it reads or writes."""
+
+    name = "vkc.barrier"
+    assembly_format = "attr-dict"

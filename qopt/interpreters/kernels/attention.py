@@ -1,0 +1,33 @@
+"""Reference of the attention kernel (sdpa)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from qopt.interpreters.kernels.common import F32, f32s, store
+from qopt.kernels.extents import spec_int
+from qopt.kernels.spec import PushValues, Reference, SpecValues
+
+
+def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
+    bh, heads, lq, s, e, ev = (int(push[k]) for k in ("BH", "H", "L", "S", "E", "EV"))
+    q = f32s(buffers["q"])[: bh * lq * e].reshape(bh, lq, e).astype(np.float64)
+    k = f32s(buffers["k"])[: bh * s * e].reshape(bh, s, e).astype(np.float64)
+    v = f32s(buffers["v"])[: bh * s * ev].reshape(bh, s, ev).astype(np.float64)
+    scores = (q @ k.transpose(0, 2, 1)) * float(F32(push["scale"]))
+    if spec_int(spec, "HAS_MASK", 0):
+        mb, mh, ml, ms = (int(push[x]) for x in ("mb", "mh", "ml", "ms"))
+        b_i = (np.arange(bh) // heads)[:, None, None]
+        h_i = (np.arange(bh) % heads)[:, None, None]
+        idx = b_i * mb + h_i * mh + np.arange(lq)[None, :, None] * ml + np.arange(s) * ms
+        scores = scores + f32s(buffers["mask"])[idx].astype(np.float64)
+    if spec_int(spec, "CAUSAL", 0):
+        scores = np.where(np.arange(s)[None, :] <= np.arange(lq)[:, None], scores, -np.inf)
+    with np.errstate(invalid="ignore"):
+        m = scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores - m)
+        out = (p / p.sum(axis=-1, keepdims=True)) @ v
+    store(buffers, "out", out.astype(F32))
+
+
+REFERENCES: dict[str, Reference] = {"sdpa": _sdpa_ref}

@@ -1,0 +1,71 @@
+"""Attention kernels: scaled_dot_product_attention on rows."""
+
+from __future__ import annotations
+
+from qopt.kernels.extents import (
+    FLAG,
+    WG_RANGE,
+    count,
+    grid_workgroups,
+    guarded,
+    ints,
+    max_digits,
+    nonzero,
+)
+from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, binding, push_of
+
+
+def _sdpa_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """sdpa.glsl: query row = bh*L + l < BH*L reads q[row*E + e], keys s < S (CAUSAL:
+    s <= l, so s < min(S, L)) of k[(bh*S + s)*E + e] and v[(bh*S + s)*EV + e], the mask
+    at (bh / H)*mb + (bh % H)*mh + l*ml + s*ms (HAS_MASK), and reads/writes
+    out[row*EV + e]."""
+    bh, heads, lq, s, e, ev = ints(push, "BH", "H", "L", "S", "E", "EV")
+    rows = count(bh * lq, "BH * L")
+    ext = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
+    if rows == 0:
+        return ext
+    ext["out"] = rows * ev
+    causal = int(spec["CAUSAL"]) == 1
+    keys = min(s, lq) if causal else s  # keys a row can reach: s < keys
+    if keys == 0:
+        return ext
+    ext["q"] = rows * e
+    ext["k"] = ((bh - 1) * s + keys) * e
+    ext["v"] = ((bh - 1) * s + keys) * ev
+    if int(spec["HAS_MASK"]) == 1:
+        nonzero(push, "H")
+        mb, mh, ml, ms = ints(push, "mb", "mh", "ml", "ms")
+        head_max = max_digits(bh, (-(-bh // heads), heads), [lambda b: b * mb, lambda h: h * mh])
+        ext["mask"] = head_max + (lq - 1) * ml + (keys - 1) * ms + 1
+    return ext
+
+
+SDPA = KernelSpec(
+    name="sdpa",
+    glsl="sdpa.glsl",
+    bindings=(
+        binding("q", "f32"),
+        binding("k", "f32"),
+        binding("v", "f32"),
+        binding("mask", "f32"),
+        binding("out", "f32", True),
+    ),
+    push=(
+        *push_of("BH", "H", "L", "S", "E", "EV"),
+        ("scale", "f32"),
+        *push_of("mb", "mh", "ml", "ms"),
+    ),
+    spec=(("HAS_MASK", 0), ("CAUSAL", 0), ("WG", 64)),
+    workgroups=grid_workgroups(lambda p: int(p["BH"]) * int(p["L"])),
+    extents=guarded("sdpa", _sdpa_extents),
+    spec_bounds={"HAS_MASK": FLAG, "CAUSAL": FLAG, "WG": WG_RANGE},
+    doc="""scaled_dot_product_attention on rows: q [BH, L, E], k [BH, S, E], v [BH, S,
+EV] -> out [BH, L, EV]; scale pushed; optional additive float mask read at
+b*mb + h*mh + l*ml + s*ms (b = bh / H, h = bh % H; 0 strides broadcast; boolean masks
+become 0/-inf at compile time); CAUSAL = torch's is_causal (top-left aligned). Heads
+of k/v must match q's (expand GQA first). One invocation per query row.""",
+)
+
+
+SPECS = (SDPA,)

@@ -1,0 +1,109 @@
+"""The op codes of the multi-op kernels: the one definition of each number.
+
+A multi-op kernel picks its operation with a specialization constant (`OP` of
+unary, binary, reduce_rows and pool2d; `MAPPING` of choose_qparams_rows; `ACT` of
+conv2d_q8; `DTYPE` of unary/binary and `MODE` of fill). These tables are the only
+place the numbers are written: the lowering and the numpy references look codes
+up by name, and the GLSL compares against named constants generated from
+`OPCODE_TABLES` (`#define UNARY_RELU 1`, ... inserted by
+qopt/backends/vulkan/spirv.py after each kernel's `#version` line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+UNARY_OPS = {
+    "identity": 0,
+    "relu": 1,
+    "silu": 2,
+    "sigmoid": 3,
+    "tanh": 4,
+    "exp": 5,
+    "log": 6,
+    "sqrt": 7,
+    "rsqrt": 8,
+    "reciprocal": 9,
+    "sin": 10,
+    "cos": 11,
+    "erf": 12,
+    "neg": 13,
+    "abs": 14,
+    "gelu": 15,
+    "gelu_tanh": 16,
+    "floor": 17,
+    "ceil": 18,
+    "round": 19,
+    "clamp": 20,
+    "leaky_relu": 21,
+    "hardswish": 22,
+    "hardsigmoid": 23,
+    "logical_not": 24,
+    "cast_f32_i32": 25,
+    "cast_i32_f32": 26,
+    "to_bool": 27,
+    "square": 28,
+}
+UNARY_INT_OPS = (
+    "identity",
+    "relu",
+    "neg",
+    "abs",
+    "clamp",
+    "logical_not",
+    "cast_i32_f32",
+    "to_bool",
+)
+"""The unary ops the i32 variant (DTYPE i32) computes."""
+BINARY_OPS = {
+    "add": 0,
+    "sub": 1,
+    "mul": 2,
+    "div": 3,
+    "pow": 4,
+    "maximum": 5,
+    "minimum": 6,
+    "eq": 7,
+    "ne": 8,
+    "lt": 9,
+    "le": 10,
+    "gt": 11,
+    "ge": 12,
+    "logical_and": 13,
+    "logical_or": 14,
+    "remainder": 15,
+    "floor_divide": 16,
+    "bitwise_and": 17,
+    "bitwise_or": 18,
+    "bitwise_xor": 19,
+}
+BINARY_BOOL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
+"""The binary ops that write i32 0/1 (a contiguous code range: eq .. logical_or)."""
+BINARY_BOOL_OPS = tuple(BINARY_OPS[name] for name in BINARY_BOOL_NAMES)
+REDUCE_OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "argmax": 4, "argmin": 5}
+POOL_OPS = {"max": 0, "avg": 1}
+MAPPINGS = {"asymmetric": 0, "symmetric": 1, "symmetric_no_clipping_err": 2}
+"""choose_qparams_rows' MAPPING (quant.choose_qparams' mapping types)."""
+CONV_ACT = {"none": 0, "static": 1, "quantized": 2}
+"""conv2d_q8's ACT: weight-only, static activations quantized in-kernel, or i32 input."""
+DTYPES = {"f32": 0, "i32": 1}
+"""DTYPE of unary/binary and MODE of fill: the element type the kernel computes in."""
+
+OPCODE_TABLES: Mapping[str, Mapping[str, int]] = {
+    "UNARY": UNARY_OPS,
+    "BINARY": BINARY_OPS,
+    "REDUCE": REDUCE_OPS,
+    "POOL": POOL_OPS,
+    "MAPPING": MAPPINGS,
+    "CONV_ACT": CONV_ACT,
+    "DTYPE": DTYPES,
+}
+"""Prefix -> table: the GLSL sees `<PREFIX>_<NAME>` (upper case) for each entry."""
+
+
+def opcode_name(table: Mapping[str, int], code: int) -> str:
+    """The name of `code` in `table` (ValueError for an unknown code)."""
+    for name, value in table.items():
+        if value == code:
+            return name
+    raise ValueError(f"unknown op code {code}")

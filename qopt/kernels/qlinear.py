@@ -1,0 +1,326 @@
+"""Fused quantized linear kernels: weight-only affine (linear_qw), static int8
+activations (linear_q8ta), dynamic int8 activations (linear_dq8ca) and LUT weights."""
+
+from __future__ import annotations
+
+from qopt.kernels.extents import (
+    AFFINE_BITS,
+    FLAG,
+    GROUP_RANGE,
+    TILE_RANGE,
+    U32_LIMIT,
+    WG_RANGE,
+    always,
+    count,
+    grid_workgroups,
+    group_count,
+    guarded,
+    ints,
+    lut_rows_extents,
+    nonzero,
+    one_of,
+    spec_int,
+)
+from qopt.kernels.push import STATIC_IO
+from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, binding, push_of
+
+
+def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    per = spec_int(spec, "NPW", 4) * spec_int(spec, "WG", 64)
+    return (
+        group_count(int(push["N"]), per),
+        group_count(int(push["M"]), spec_int(spec, "MT", 1)),
+        1,
+    )
+
+
+def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_qw.glsl. cpr = row_words / 4 chunks (uvec4 w4[n*cpr + c]) per weight row,
+    VPC = 128 / WBITS values per chunk; rows n0 + r clamped to N - 1, x rows m0 + mm to
+    M - 1; nfast = K / VPC when groups align with chunks and K % 4 == 0, else 0.
+    - gemm_sym / gemv_sym (NPW <= 2 and MT in 2..4, or NPW <= 4 and MT 1; nfast == cpr):
+      x as vec4 xv[m*K/4 + c*VPC/4 + j] (words below (M - 1)*K + cpr*VPC), group
+      g = c*VPC / GROUP_SIZE of scales / zeros[n*ngroups + g], or scales[n] when
+      ngroups == 1 (also read when cpr == 0);
+    - the scalar GEMV (NPW = MT = 1) and the tiled loop: fast chunks c < nfast read
+      x4(m*K + c*VPC + ...) (below (M - 1)*K + nfast*VPC) and group c*VPC / GROUP_SIZE
+      (the tiled loop clamps it to ngroups - 1: bounded by the unclamped value); the
+      other chunks read x[m*K + k] for k < K only and groups min(k / GROUP_SIZE,
+      ngroups - 1) for k < cpr*VPC;
+    bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path."""
+    wbits = one_of(spec, "WBITS", AFFINE_BITS)
+    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    if m == 0 or n == 0:
+        return ext
+    nonzero(push, "ngroups")
+    ext["out"] = m * n
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    vpc, cpr = 128 // wbits, row_words // 4
+    whole_row = ngroups == 1
+    nfast = k // vpc if (group % vpc == 0 or whole_row) and k % 4 == 0 else 0
+    if cpr:
+        ext["w"] = 4 * n * cpr
+    x = params = 0  # words of x, of scales / zeros (indexed alike)
+    if nfast == cpr and ((npw <= 2 and 2 <= mt <= 4) or (npw <= 4 and mt == 1)):
+        if cpr:
+            x = (m - 1) * k + cpr * vpc
+            params = (n - 1) * ngroups + (0 if whole_row else (cpr - 1) * vpc // group) + 1
+        ext["scales"] = n if whole_row else params
+    else:
+        if nfast:
+            x = (m - 1) * k + nfast * vpc
+            params = (n - 1) * ngroups + (0 if whole_row else (nfast - 1) * vpc // group) + 1
+        if cpr > nfast:
+            if k > nfast * vpc:
+                x = max(x, (m - 1) * k + min(k, cpr * vpc))
+            last_group = min((cpr * vpc - 1) // group, ngroups - 1)
+            params = max(params, (n - 1) * ngroups + last_group + 1)
+        ext["scales"] = params
+    ext["x"] = x
+    if int(spec["HAS_ZERO_POINT"]) == 1:
+        ext["zeros"] = params
+    return ext
+
+
+def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
+    return KernelSpec(
+        name=name,
+        glsl="linear_qw.glsl",
+        bindings=(
+            binding("x", "f32"),
+            binding("w", "u32", packed="q"),
+            binding("scales", "f32"),
+            binding("zeros", "i32"),
+            binding("bias", "f32"),
+            binding("out", "f32", True),
+        ),
+        push=push_of("M", "N", "K", "row_words", "ngroups"),
+        spec=(
+            ("WBITS", wbits),
+            ("GROUP_SIZE", group),
+            ("HAS_ZERO_POINT", 0),
+            ("HAS_BIAS", 0),
+            ("NPW", 4),
+            ("MT", 1),
+            ("WG", 64),
+        ),
+        workgroups=_linear_qw_workgroups,
+        extents=guarded(name, _linear_qw_extents),
+        spec_bounds={
+            "WBITS": AFFINE_BITS,
+            "GROUP_SIZE": GROUP_RANGE,
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "NPW": TILE_RANGE,
+            "MT": TILE_RANGE,
+            "WG": WG_RANGE,
+        },
+        doc=doc,
+    )
+
+
+_LINEAR_QW_DOC = """Weight-only quantized linear: out[m, n] = sum_k x[m, k] * (field - z) * s
+(+ bias). Bindings x f32 [M, K], w u32 [N, row_words] (packing.pack_affine: fields
+value - lo, 128-bit padded rows), scales f32 [N, ngroups], zeros i32 [N, ngroups]
+(zp - lo; HAS_ZERO_POINT), bias f32 [N] (HAS_BIAS), out f32 [M, N]. Push M, N, K,
+row_words, ngroups. Spec WBITS (4 or 8), GROUP_SIZE (any; 128-bit chunks inside one
+group take the fast path), HAS_ZERO_POINT, HAS_BIAS, NPW (output columns per
+invocation), MT (rows of x per invocation), WG (invocations per workgroup; see
+linear_qw.glsl); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
+
+
+LINEAR_Q4GSW = _linear_qw_spec(
+    "linear_q4gsw", 4, 32, _LINEAR_QW_DOC + "\nint4 per-group; q4gaw = HAS_ZERO_POINT 1."
+)
+
+
+LINEAR_Q8CSW = _linear_qw_spec(
+    "linear_q8csw", 8, 1 << 30, _LINEAR_QW_DOC + "\nint8 per-channel (ngroups 1, GROUP_SIZE >= K)."
+)
+
+
+def _linear_q8ta_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_q8ta.glsl: output i = m*N + n < M*N reads x[m*K + k] and the int8 field
+    w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n], bias[n]
+    (HAS_BIAS); writes o[i]."""
+    m, n, k, row_words = ints(push, "M", "N", "K", "row_words")
+    total = count(m * n, "M * N")
+    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    if total == 0:
+        return ext
+    ext["out"] = total
+    ext["scales"] = n
+    if int(spec["HAS_ZERO_POINT"]) == 1:
+        ext["zeros"] = n
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    if k:
+        ext["x"] = m * k
+        ext["w"] = (n - 1) * row_words + (k - 1) // 4 + 1
+    return ext
+
+
+LINEAR_Q8TA_Q8CSW = KernelSpec(
+    name="linear_q8ta_q8csw",
+    glsl="linear_q8ta.glsl",
+    bindings=(
+        binding("x", "f32"),
+        binding("w", "u32", packed="q"),
+        binding("scales", "f32"),
+        binding("zeros", "i32"),
+        binding("bias", "f32"),
+        binding("out", "f32", True),
+    ),
+    push=(*push_of("M", "N", "K", "row_words"), *STATIC_IO),
+    spec=(
+        ("INPUT_QUANTIZED", 0),
+        ("HAS_ZERO_POINT", 0),
+        ("HAS_BIAS", 0),
+        ("REQUANT", 0),
+        ("WG", 64),
+    ),
+    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    exact=always,
+    extents=guarded("linear_q8ta_q8csw", _linear_q8ta_extents),
+    spec_bounds={
+        "INPUT_QUANTIZED": FLAG,
+        "HAS_ZERO_POINT": FLAG,
+        "HAS_BIAS": FLAG,
+        "REQUANT": FLAG,
+        "WG": WG_RANGE,
+    },
+    doc="""Static per-tensor activation x int8 per-channel weight linear
+(REQUANT = 1 is linear_q8ta_q8csw_q8to / ET q8ta_linear): x f32 quantized in-kernel (or
+i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * s[n])
+(+ bias), clamp, optional requant to i32. w: pack_affine int8 (lo -128). Push from
+`static_io_push`. Bit-exact.""",
+)
+
+
+def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_dq8ca.glsl: output i = m*N + n < M*N reads x_zp[m], x_scale[m], for each
+    g < ngroups zeros[n*ngroups + g] (HAS_ZERO_POINT) and scales[n*ngroups + g], and for
+    k in [g*GROUP_SIZE, min(K, (g + 1)*GROUP_SIZE)) (always below K, also if the uint32
+    group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)];
+    bias[n] (HAS_BIAS); writes o[i]."""
+    wbits = one_of(spec, "WBITS", AFFINE_BITS)
+    group = int(spec["GROUP_SIZE"])
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    total = count(m * n, "M * N")
+    names = ("xq", "x_scale", "x_zp", "w", "scales", "zeros", "bias", "out")
+    ext = dict.fromkeys(names, 0)
+    if total == 0:
+        return ext
+    ext["out"] = total
+    ext["x_scale"] = ext["x_zp"] = m
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    if ngroups:
+        ext["scales"] = n * ngroups
+        if int(spec["HAS_ZERO_POINT"]) == 1:
+            ext["zeros"] = n * ngroups
+        covered = ngroups * group
+        last_k = min(k, covered) - 1 if covered < U32_LIMIT else k - 1
+        if last_k >= 0:
+            ext["xq"] = (m - 1) * k + last_k + 1
+            ext["w"] = (n - 1) * row_words + last_k // (32 // wbits) + 1
+    return ext
+
+
+def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
+    return KernelSpec(
+        name=name,
+        glsl="linear_dq8ca.glsl",
+        bindings=(
+            binding("xq", "i32"),
+            binding("x_scale", "f32"),
+            binding("x_zp", "i32"),
+            binding("w", "u32", packed="q"),
+            binding("scales", "f32"),
+            binding("zeros", "i32"),
+            binding("bias", "f32"),
+            binding("out", "f32", True),
+        ),
+        push=push_of("M", "N", "K", "row_words", "ngroups"),
+        spec=(
+            ("WBITS", wbits),
+            ("GROUP_SIZE", group),
+            ("HAS_ZERO_POINT", 0),
+            ("HAS_BIAS", 0),
+            ("WG", 64),
+        ),
+        workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+        exact=always,
+        extents=guarded(name, _linear_dq8ca_extents),
+        spec_bounds={
+            "WBITS": AFFINE_BITS,
+            "GROUP_SIZE": GROUP_RANGE,
+            "HAS_ZERO_POINT": FLAG,
+            "HAS_BIAS": FLAG,
+            "WG": WG_RANGE,
+        },
+        doc=doc,
+    )
+
+
+_DQ8CA_DOC = """Dynamic per-row int8 activation linear: xq i32 [M, K], x_scale f32 [M],
+x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw;
+per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
+in f32 in group order (the reference reproduces that order)."""
+
+
+LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)
+
+
+LINEAR_DQ8CA_Q8CSW = _linear_dq8ca_spec("linear_dq8ca_q8csw", 8, 1 << 30, _DQ8CA_DOC)
+
+
+def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """linear_lut.glsl: output i = m*N + n < M*N reads x[m*K + k], the codes of weight row n
+    and its palettes (`lut_rows_extents`, k < K), bias[n] (HAS_BIAS); writes o[i]."""
+    m, n, k = ints(push, "M", "N", "K")
+    total = count(m * n, "M * N")
+    ext = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
+    if total == 0:
+        return ext
+    nonzero(push, "BN")  # cbrow = (n / BN) * GK, also when K = 0
+    ext["out"] = total
+    if int(spec["HAS_BIAS"]) == 1:
+        ext["bias"] = n
+    ext["codes"], ext["codebook"] = lut_rows_extents(push, spec, n, k, "BN", "BK", "GK")
+    ext["x"] = m * k
+    return ext
+
+
+LINEAR_LUT = KernelSpec(
+    name="linear_lut",
+    glsl="linear_lut.glsl",
+    bindings=(
+        binding("x", "f32"),
+        binding("codes", "u32", packed="lut"),
+        binding("codebook", "f32"),
+        binding("bias", "f32"),
+        binding("out", "f32", True),
+    ),
+    push=push_of("M", "N", "K", "row_words", "BN", "BK", "GK", "L"),
+    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64)),
+    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    extents=guarded("linear_lut", _linear_lut_extents),
+    spec_bounds={"FBITS": (1, 8), "HAS_BIAS": FLAG, "WG": WG_RANGE},
+    doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
+BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
+f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size).""",
+)
+
+
+SPECS = (
+    LINEAR_Q4GSW,
+    LINEAR_Q8CSW,
+    LINEAR_Q8TA_Q8CSW,
+    LINEAR_DQ8CA_Q4GSW,
+    LINEAR_DQ8CA_Q8CSW,
+    LINEAR_LUT,
+)

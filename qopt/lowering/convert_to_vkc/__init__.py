@@ -1,0 +1,210 @@
+"""`convert-to-vkc`: aten + qfused + quant (the mid level) -> vkc kernel calls.
+
+The pass rewrites the body of every function into straight-line vkc code, in
+stages (each stage's invariant is what the next one relies on):
+
+1. Constant folding. An op whose operands are all compile-time constants
+   (weights, masks, rope tables, iota, weight dequantization) is evaluated with
+   the reference interpreter; its value stays a numpy array and becomes a
+   `vkc.constant` only where a kernel reads it.
+2. Lowering, op by op (`get_rules`): each remaining op becomes one or more
+   dispatches of the catalogue's kernels (qopt/kernels/): fused quantized ops onto
+   their fused kernels with weights repacked by qopt/kernels/packing.py; float ops
+   onto the generic kernels; views that keep the row-major order onto `vkc.view`,
+   every other layout change (permute, transpose, slice, cat, expand) onto
+   `copy_strided`; reductions over a dim other than the last through a
+   transposing copy. An op without a rule is a QoptError naming the op, its
+   location and what to do. A kernel that indexes a table with values read from a
+   buffer (gather_rows, the embeddings) gets its own status buffer per dispatch
+   (`vkc.alloc {status, what = "'aten.embedding' at model.py:12"}`, added by
+   `Lowering.dispatch`): an out-of-range index is an error naming that op at run
+   time, never silent zeros. Every vkc op a rule builds carries the location of
+   the op it lowers.
+
+Buffer planning and barriers are their own passes, `vkc-plan-buffers`
+(qopt/lowering/vkc_plan_buffers.py) and `vkc-insert-barriers`
+(qopt/lowering/vkc_insert_barriers.py). Until the qopt-vulkan pipeline runs them
+itself, this pass runs both on the functions it lowered (option `schedule`,
+default true), so every caller gets a planned, barriered program;
+`convert-to-vkc{schedule=false}` only folds and lowers.
+
+Layout: `lowering.py` holds `Lowering` (the builder), `Buf`, `RuleTable` and the
+kernel calls every family shares; one module per op family holds that family's
+`RULES`, keyed and typed by op class: `views` (views, layout changes, gathers),
+`elementwise`, `reductions` (reductions and normalisation), `linalg` (matmul,
+conv, pooling), `attention`, `quant` (standalone quantization) and `qfused` (the
+fused quantized ops). `get_rules` merges them with a duplicate check.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from qopt.dialects import vkc
+from qopt.interpreters import make_interpreter
+from qopt.interpreters.builtin import constant_array
+from qopt.lowering.convert_to_vkc import (
+    attention,
+    elementwise,
+    linalg,
+    qfused,
+    quant,
+    reductions,
+    views,
+)
+from qopt.lowering.convert_to_vkc.lowering import (
+    Buf,
+    Lowering,
+    Rules,
+    RuleTable,
+    abi_dtype,
+    unsupported,
+)
+from qopt.lowering.vkc_insert_barriers import insert_barriers
+from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
+
+FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused)
+"""The rule family modules, each with its `RULES` by op class."""
+
+
+@functools.cache
+def get_rules() -> Rules:
+    """Every family's rules, merged (an op class ruled by two families is an error)."""
+    merged: Rules = {}
+    for family in FAMILIES:
+        for op_type, fn in family.RULES.items():
+            if op_type in merged:
+                raise ValueError(f"convert-to-vkc: two rule tables lower {op_type.name}")
+            merged[op_type] = fn
+    return merged
+
+
+def _fold(interpreter: Interpreter, op: Operation, args: Sequence[Any]) -> list[np.ndarray]:
+    results = interpreter.run_op(op, tuple(args))
+    return [np.asarray(r) for r in results]
+
+
+def lower_function(module: ModuleOp, function: func.FuncOp) -> None:
+    """Rewrite `function`'s body into vkc ops (in place) and put the kernel symbols it
+    calls at the top of `module`."""
+    rules = get_rules()
+    lowering = Lowering(module)
+    interpreter = make_interpreter(module)
+    block = function.body.block
+    for arg in block.args:
+        arg_type = arg.type
+        assert isinstance(arg_type, TensorType)
+        dtype = abi_dtype(arg)
+        shape = tuple(arg_type.get_shape()) or (1,)
+        op = vkc.InputOp(
+            operands=[arg], result_types=[vkc.BufferType.get(shape, vkc.BINDING_DTYPES[dtype])]
+        )
+        op.location = function.location
+        lowering.ops.append(op)
+        lowering.values[arg] = Buf(op.result, shape, dtype)
+
+    returned: Sequence[SSAValue] = ()
+    for op in list(block.ops):
+        if isinstance(op, func.ReturnOp):
+            returned = list(op.operands)
+            lowering.current = op
+            break
+        lowering.current = op
+        if isinstance(op, arith.ConstantOp):
+            lowering.values[op.result] = np.asarray(constant_array(op))
+            continue
+        operand_values = [lowering.values[o] for o in op.operands]
+        if all(isinstance(v, np.ndarray) for v in operand_values):
+            for result, value in zip(
+                op.results, _fold(interpreter, op, operand_values), strict=True
+            ):
+                lowering.values[result] = value
+            continue
+        fn = rules.get(type(op))
+        if fn is None:
+            raise unsupported(
+                op,
+                "has no Vulkan lowering",
+                "run fuse-quant first, rewrite the model without this op, or add a rule "
+                "to a family of qopt/lowering/convert_to_vkc/",
+            )
+        results = fn(lowering, op)
+        for result, value in zip(op.results, results, strict=True):
+            lowering.values[result] = value
+
+    outputs: list[SSAValue] = []
+    for value in returned:
+        found = lowering.values[value]
+        buf = found if isinstance(found, Buf) else lowering.buffer(value)
+        result_type = value.type
+        assert isinstance(result_type, TensorType)
+        out = vkc.OutputOp(operands=[buf.value], result_types=[result_type])
+        lowering.emit(out)
+        outputs.append(out.result)
+
+    # Replace the body: new ops, then the return.
+    old_ops = list(block.ops)
+    for op in reversed(old_ops):
+        op.detach()
+    for op in lowering.ops:
+        block.add_op(op)
+    ret = func.ReturnOp(*outputs)
+    if isinstance(lowering.current, func.ReturnOp):
+        ret.location = lowering.current.location
+    block.add_op(ret)
+    for op in old_ops:
+        op.drop_all_references()
+    for op in old_ops:
+        op.erase(safe_erase=False)
+
+    # Kernel symbols at the top of the module, before the function.
+    body = module.body.block
+    first = body.first_op
+    for kernel_op in lowering.kernel_ops.values():
+        if first is None:
+            body.add_op(kernel_op)
+        else:
+            body.insert_op_before(kernel_op, first)
+
+
+@dataclass(frozen=True)
+class ConvertToVkcPass(ModulePass):
+    """Lower aten + qfused + quant to vkc kernel calls (see the module docstring)."""
+
+    name = "convert-to-vkc"
+
+    schedule: bool = True
+    """Also run vkc-plan-buffers and vkc-insert-barriers on the functions this pass
+    lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
+        for function in functions:
+            if is_vkc_function(function):
+                continue  # already at the vkc level
+            lower_function(op, function)
+            if self.schedule:
+                plan_function(function)
+                insert_barriers(function)
+
+
+__all__ = [
+    "FAMILIES",
+    "Buf",
+    "ConvertToVkcPass",
+    "Lowering",
+    "RuleTable",
+    "get_rules",
+    "lower_function",
+]

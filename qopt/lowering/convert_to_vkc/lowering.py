@@ -1,0 +1,429 @@
+"""The machinery convert-to-vkc's rules share: `Lowering` (builds one function's vkc
+body: buffers, constants, kernel symbols, dispatches), `Buf`, the rule tables'
+types (`RuleTable`) and the kernel-call building blocks every family uses
+(strided copies, unary and binary dispatches, dtype casts).
+
+Every vkc op built here carries the location of the op being lowered
+(`Lowering.current`), so a vkc-level error (a verifier message through
+`qopt.errors.where`, a status buffer's `what`) names the user's source line.
+Kernel interfaces come from the catalogue (qopt.kernels): buffers and push values
+are checked against the kernel's declared bindings and push block, so a change of
+interface shows as a clear error; op codes come from qopt.kernels.opcodes. The one
+import from the Vulkan backend is `spirv.kernel_source`: a `vkc.kernel` records the
+content hash of the GLSL it is compiled from (with its generated op-code block).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from qopt.backends.vulkan.spirv import kernel_source
+from qopt.dialects import vkc
+from qopt.dialects.dtypes import numpy_dtype, tensor_type, ui32
+from qopt.errors import QoptError, where
+from qopt.kernels import KernelSpec, catalogue
+from qopt.kernels.abi import narrow
+from qopt.kernels.opcodes import BINARY_OPS, DTYPES, UNARY_OPS
+from qopt.resources import make_resource, weights_of
+
+MAX_RANK = 6
+
+
+@dataclass(eq=False)
+class Buf:
+    """A tensor living in a device buffer (row-major, ABI element type)."""
+
+    value: SSAValue
+    shape: tuple[int, ...]
+    dtype: str  # f32 | i32 | u32 (qopt.kernels.abi)
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+Value = Buf | np.ndarray
+"""What a lowered value is: a device buffer, or a compile-time numpy array."""
+
+
+def shape(value: SSAValue) -> tuple[int, ...]:
+    type = value.type
+    assert isinstance(type, TensorType)
+    return tuple(type.get_shape())
+
+
+def np_dtype(value: SSAValue) -> np.dtype:
+    type = value.type
+    assert isinstance(type, TensorType)
+    return numpy_dtype(type.get_element_type())
+
+
+def abi_dtype(value: SSAValue) -> str:
+    """The buffer dtype a tensor travels as: f32 for floats, i32 otherwise."""
+    return "f32" if np_dtype(value).kind == "f" else "i32"
+
+
+def unsupported(op: Operation, what: str, remedy: str) -> QoptError:
+    return QoptError(f"convert-to-vkc: {where(op)}: {what}; {remedy}")
+
+
+@dataclass
+class Lowering:
+    """Builds the vkc body of one function."""
+
+    module: ModuleOp
+    ops: list[Operation] = field(default_factory=list)
+    values: dict[SSAValue, Value] = field(default_factory=dict)
+    kernel_ops: dict[tuple[str, tuple[tuple[str, int], ...]], vkc.KernelOp] = field(
+        default_factory=dict
+    )
+    constant_cache: dict[tuple[int, str, str], Buf] = field(default_factory=dict)
+    keep_alive: list[np.ndarray] = field(default_factory=list)
+    counter: int = 0
+    current: Operation | None = None
+    """The op being lowered: every vkc op built now carries its location."""
+
+    # ----- building blocks -------------------------------------------------------------
+
+    def emit(self, op: Operation) -> None:
+        """Append `op` to the body, at the location of the op being lowered."""
+        if self.current is not None:
+            op.location = self.current.location
+        self.ops.append(op)
+
+    def fresh(self, hint: str) -> str:
+        self.counter += 1
+        return f"{hint}_{self.counter}"
+
+    def alloc(self, shape: Sequence[int], dtype: str) -> Buf:
+        shape = tuple(int(d) for d in shape) or (1,)
+        op = vkc.AllocOp(result_types=[vkc.BufferType.get(shape, vkc.BINDING_DTYPES[dtype])])
+        self.emit(op)
+        return Buf(op.result, shape, dtype)
+
+    def status_buffer(self) -> Buf:
+        """A fresh one-word index status buffer for one dispatch, naming the op being
+        lowered (and its source location) for the run-time error."""
+        what = where(self.current) if self.current is not None else "a Vulkan dispatch"
+        op = vkc.AllocOp(
+            properties={"status": UnitAttr(), "what": StringAttr(what)},
+            result_types=[vkc.BufferType.get((1,), ui32)],
+        )
+        self.emit(op)
+        return Buf(op.result, (1,), "u32")
+
+    def view(self, buf: Buf, shape: Sequence[int]) -> Buf:
+        shape = tuple(int(d) for d in shape) or (1,)
+        if shape == buf.shape:
+            return buf
+        type = buf.value.type
+        assert isinstance(type, vkc.BufferType)
+        new_type = vkc.BufferType.get(shape, type.element_type, type.layout.data)
+        op = vkc.ViewOp(operands=[buf.value], result_types=[new_type])
+        self.emit(op)
+        return Buf(op.result, shape, buf.dtype)
+
+    def constant(self, array: np.ndarray, dtype: str, layout: str = vkc.ROW_MAJOR) -> Buf:
+        """A constant buffer holding `array` converted to the ABI type `dtype`
+        (u32 arrays are packed words, kept bit for bit)."""
+        key = (id(array), dtype, layout)
+        if key in self.constant_cache:
+            return self.constant_cache[key]
+        self.keep_alive.append(array)
+        source = np.asarray(array)
+        if dtype == "u32":
+            words = np.ascontiguousarray(source).reshape(-1).view(np.uint32)
+        elif dtype == "i32":
+            words = narrow(source, np.dtype(np.int32), "a constant")
+        else:
+            words = np.ascontiguousarray(source, dtype=np.float32).reshape(-1)
+        shape = tuple(source.shape) if dtype != "u32" and source.ndim else (words.size,)
+        words = words if words.size else np.zeros(1, words.dtype)
+        shape = shape if words.size == int(np.prod(shape, dtype=np.int64)) else (words.size,)
+        type = tensor_type(words.dtype, [words.size])
+        attr = make_resource(self.fresh("vkc_const"), words, type, weights_of(self.module))
+        op = vkc.ConstantOp(
+            properties={"value": attr},
+            result_types=[vkc.BufferType.get(shape, vkc.BINDING_DTYPES[dtype], layout)],
+        )
+        self.emit(op)
+        buf = Buf(op.result, shape, dtype)
+        self.constant_cache[key] = buf
+        return buf
+
+    def buffer(self, value: SSAValue) -> Buf:
+        """The operand `value` as a device buffer (constants are uploaded)."""
+        found = self.values[value]
+        if isinstance(found, Buf):
+            return found
+        array = np.asarray(found)
+        buf = self.constant(array, abi_dtype(value))
+        self.values[value] = buf
+        return buf
+
+    def kernel_spec(self, name: str) -> KernelSpec:
+        """The catalogue's kernel `name` (a QoptError naming the op if it has none)."""
+        spec = catalogue().get(name)
+        if spec is None:
+            assert self.current is not None
+            raise unsupported(
+                self.current,
+                f"needs the Vulkan kernel '{name}', which is not in the kernel catalogue",
+                "add the kernel to qopt/kernels/",
+            )
+        return spec
+
+    def kernel_symbol(self, name: str, spec_values: dict[str, int]) -> vkc.KernelOp:
+        """The `vkc.kernel` symbol of kernel `name` specialised with `spec_values` (one
+        per variant; it takes the location of the op that first asks for it)."""
+        spec = self.kernel_spec(name)
+        full = {n: int(spec_values.get(n, default)) for n, default in spec.spec}
+        key = (name, tuple(sorted(full.items())))
+        if key in self.kernel_ops:
+            return self.kernel_ops[key]
+        try:
+            source_hash = hashlib.sha256(kernel_source(spec.glsl).encode()).hexdigest()[:16]
+        except QoptError:
+            source_hash = "missing"
+        symbol = f"{name}_{len([k for k in self.kernel_ops if k[0] == name])}"
+        op = vkc.KernelOp(
+            properties={
+                "sym_name": StringAttr(symbol),
+                "kernel": StringAttr(name),
+                "glsl": StringAttr(spec.glsl),
+                "entry": StringAttr("main"),
+                "hash": StringAttr(source_hash),
+                "local_size": DenseArrayBase.from_list(i64, list(spec.local_size)),
+                "spec": DictionaryAttr({k: IntegerAttr(v, i64) for k, v in full.items()}),
+                "bindings": ArrayAttr([vkc.BindingAttr.of(b) for b in spec.bindings]),
+                "push": ArrayAttr([vkc.PushAttr.get(n, k) for n, k in spec.push]),
+            }
+        )
+        if self.current is not None:
+            op.location = self.current.location
+        self.kernel_ops[key] = op
+        return op
+
+    def dispatch(
+        self,
+        name: str,
+        buffers: Sequence[Buf] | dict[str, Buf],
+        push: Sequence[int | float] | dict[str, int | float],
+        spec_values: dict[str, int] | None = None,
+    ) -> None:
+        """Dispatch kernel `name`: buffers in binding order (or by binding name),
+        push constants in block order (or by name); workgroups from the kernel's
+        `workgroups(push, spec)`. A kernel's status binding (always the last) gets a
+        fresh status buffer here (`status_buffer`): the rules leave it out."""
+        kernel_op = self.kernel_symbol(name, spec_values or {})
+        spec = self.kernel_spec(name)
+        binding_names = [b.name for b in spec.bindings]
+        push_names = [n for n, _ in spec.push]
+        status = spec.status_index
+        if status is not None:
+            status_name = binding_names[status]
+            if isinstance(buffers, dict):
+                buffers = {**buffers, status_name: self.status_buffer()}
+            elif len(buffers) == len(binding_names) - 1:
+                buffers = [*buffers, self.status_buffer()]
+        if not isinstance(buffers, dict):
+            if len(buffers) != len(binding_names):
+                raise QoptError(
+                    f"convert-to-vkc: kernel {name} has bindings {binding_names}, "
+                    f"the lowering gave {len(buffers)} buffers"
+                )
+            buffers = dict(zip(binding_names, buffers, strict=True))
+        if not isinstance(push, dict):
+            if len(push) != len(push_names):
+                raise QoptError(
+                    f"convert-to-vkc: kernel {name} has push constants {push_names}, "
+                    f"the lowering gave {len(push)} values"
+                )
+            push = dict(zip(push_names, push, strict=True))
+        missing = [n for n in binding_names if n not in buffers]
+        missing += [n for n in push_names if n not in push]
+        extra = [n for n in buffers if n not in binding_names]
+        extra += [n for n in push if n not in push_names]
+        if missing or extra:
+            raise QoptError(
+                f"convert-to-vkc: internal mismatch with kernel {name}: missing {missing}, "
+                f"unexpected {extra}"
+            )
+        values = kernel_op.spec_values()
+        groups = tuple(int(g) for g in spec.workgroups(push, values))
+        push_attrs: dict[str, Attribute] = {}
+        for pname, kind in spec.push:
+            v = push[pname]
+            if kind == "f32":
+                push_attrs[pname] = FloatAttr(float(np.float32(v)), f32)
+            elif kind == "u32":
+                push_attrs[pname] = IntegerAttr(int(v), i64)
+            else:
+                push_attrs[pname] = IntegerAttr(int(v), i32)
+        op = vkc.DispatchOp(
+            operands=[[buffers[b.name].value for b in spec.bindings]],
+            properties={
+                "kernel": SymbolRefAttr(kernel_op.sym_name.data),
+                "push": DictionaryAttr(push_attrs),
+                "workgroups": DenseArrayBase.from_list(i64, [max(1, g) for g in groups]),
+            },
+        )
+        self.emit(op)
+
+
+# ----- rule tables -------------------------------------------------------------------------
+
+OpT = TypeVar("OpT", bound=Operation)
+Results = Sequence[Value]
+"""A rule's results: per result of the op, the buffer (or compile-time array) holding it."""
+Rule = Callable[[Lowering, OpT], Results]
+"""A rule lowers one op of its class (the `OpT` it is registered for)."""
+Rules = dict[type[Operation], Callable[[Lowering, Any], Results]]
+
+
+class RuleTable(Rules):
+    """One family's rules by op class: `@RULES(el.AddOp, el.SubOp)` registers a rule
+    typed by those classes. A class ruled twice is an error, here and when the pass
+    merges the families (`convert_to_vkc.get_rules`)."""
+
+    def __call__(self, *op_types: type[OpT]) -> Callable[[Rule[OpT]], Rule[OpT]]:
+        def register(fn: Rule[OpT]) -> Rule[OpT]:
+            for op_type in op_types:
+                self.add(op_type, fn)
+            return fn
+
+        return register
+
+    def add(self, op_type: type[OpT], fn: Rule[OpT]) -> None:
+        if op_type in self:
+            raise ValueError(f"convert-to-vkc: two rules for {op_type.name}")
+        self[op_type] = fn
+
+
+# ----- shapes and strides ------------------------------------------------------------------
+
+
+def numel(dims: Sequence[int]) -> int:
+    return int(np.prod(tuple(dims), dtype=np.int64))
+
+
+def row_major(dims: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    acc = 1
+    for d in reversed(dims):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def pad6(dims: Sequence[int], *strides: Sequence[int]) -> list[list[int]]:
+    """Dims and strides padded to 6 (leading 1s / 0s), size-1 dims merged out."""
+    if len(dims) > MAX_RANK:
+        raise ValueError(f"rank {len(dims)} exceeds {MAX_RANK}")
+    pad = MAX_RANK - len(dims)
+    return [[1] * pad + list(dims)] + [[0] * pad + list(s) for s in strides]
+
+
+def broadcast_strides(src: Sequence[int], out: Sequence[int]) -> list[int]:
+    """Strides reading a row-major `src` broadcast to `out` (0 on broadcast dims)."""
+    base = row_major(src)
+    pad = len(out) - len(src)
+    strides = [0] * pad
+    for d, (size, stride) in enumerate(zip(src, base, strict=True)):
+        strides.append(0 if size == 1 and out[pad + d] != 1 else stride)
+    return strides
+
+
+# ----- kernel calls every family uses --------------------------------------------------------
+
+
+def dtype_code(dtype: str) -> int:
+    """The DTYPE a unary/binary kernel computes in for buffers of `dtype`."""
+    return DTYPES["f32"] if dtype == "f32" else DTYPES["i32"]
+
+
+def copy_strided(
+    lw: Lowering,
+    src: Buf,
+    dims: Sequence[int],
+    src_strides: Sequence[int],
+    src_offset: int = 0,
+    out: Buf | None = None,
+    out_strides: Sequence[int] | None = None,
+    out_offset: int = 0,
+) -> Buf:
+    """out[out_offset + idx . out_strides] = src[src_offset + idx . src_strides]."""
+    if out is None:
+        out = lw.alloc(dims, src.dtype)
+    if out_strides is None:
+        out_strides = row_major(dims)
+    d, si, so = pad6(dims, src_strides, out_strides)
+    lw.dispatch("copy_strided", [src, out], [numel(dims), src_offset, out_offset, *d, *si, *so])
+    return out
+
+
+def unary(
+    lw: Lowering, x: Buf, op: str, a: float = 0.0, b: float = 0.0, out_dtype: str = ""
+) -> Buf:
+    """The unary kernel's op `op` (a UNARY_OPS name) over `x`."""
+    out = lw.alloc(x.shape, out_dtype or x.dtype)
+    lw.dispatch(
+        "unary", [x, out], [x.numel, a, b], {"OP": UNARY_OPS[op], "DTYPE": dtype_code(x.dtype)}
+    )
+    return out
+
+
+def binary(
+    lw: Lowering,
+    a: Buf,
+    b: Buf,
+    op: str,
+    out_shape: Sequence[int],
+    out_dtype: str,
+    alpha: float = 1.0,
+) -> Buf:
+    """The binary kernel's op `op` (a BINARY_OPS name), broadcasting a and b."""
+    out = lw.alloc(out_shape, out_dtype)
+    d, sa, sb = pad6(
+        out_shape, broadcast_strides(a.shape, out_shape), broadcast_strides(b.shape, out_shape)
+    )
+    lw.dispatch(
+        "binary",
+        [a, b, out],
+        [numel(out_shape), *d, *sa, *sb, 0, 0, alpha],
+        {"OP": BINARY_OPS[op], "DTYPE": dtype_code(a.dtype)},
+    )
+    return out
+
+
+def same_dtype(lw: Lowering, buf: Buf, dtype: str) -> Buf:
+    if buf.dtype == dtype:
+        return buf
+    return unary(lw, buf, "cast_i32_f32" if dtype == "f32" else "cast_f32_i32", out_dtype=dtype)
+
+
+def operand_shape_buf(lw: Lowering, value: SSAValue) -> Buf:
+    """The operand as a buffer with the operand's (tensor) shape."""
+    buf = lw.buffer(value)
+    return lw.view(buf, shape(value) or (1,)) if buf.shape != (shape(value) or (1,)) else buf
