@@ -102,12 +102,12 @@ def weight_bytes(module) -> int:
     from xdsl.dialects.arith import ConstantOp
     from xdsl.dialects.builtin import DenseResourceAttr
 
-    from qopt.resources import resource_array
+    from qopt.resources import resource_array, weights_of
 
     total = 0
     for op in module.walk():
         if isinstance(op, ConstantOp) and isinstance(op.value, DenseResourceAttr):
-            array = resource_array(op.value)
+            array = resource_array(op.value, weights_of(op))
             total += 0 if array is None else array.nbytes
     return total
 

@@ -1,27 +1,91 @@
-"""The xDSL context qopt parses and prints in."""
+"""The xDSL context qopt parses and prints in, and module text in and out.
+
+Each context gets its own builtin dialect object whose resource interface is a
+`qopt.resources.ResourceSlot`, so `dense_resource` blobs are read into and
+printed from the weight store of the module at hand (`parse_module`,
+`print_module`), never a process-wide table.
+"""
 
 from __future__ import annotations
 
+import io
+
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
-from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
+from xdsl.ir import Dialect
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from qopt.dialects import get_all_dialects
-from qopt.resources import store
+from qopt.resources import (
+    DEFAULT_ELIDE_BYTES,
+    ResourceSlot,
+    WeightStore,
+    attach,
+    weights_of,
+)
+
+
+def builtin_dialect() -> Dialect:
+    """xDSL's builtin dialect with a resource slot of its own."""
+    return Dialect("builtin", list(Builtin.operations), list(Builtin.attributes), [ResourceSlot()])
+
+
+def resource_slot(ctx: Context) -> ResourceSlot:
+    """The resource slot of a qopt context (one from `make_context` or
+    `load_qopt_dialects` always has one)."""
+    slot = ctx.get_dialect("builtin").get_interface(ResourceSlot)
+    if slot is None:
+        raise ValueError(
+            "the context's builtin dialect has no qopt ResourceSlot: use make_context()"
+        )
+    return slot
 
 
 def register_qopt_dialects(ctx: Context) -> None:
-    store()
     for name, factory in get_all_dialects().items():
         if name not in ctx.registered_dialect_names:
             ctx.register_dialect(name, factory)
 
 
-def make_context() -> Context:
-    ctx = Context()
-    for dialect in (Builtin, Func, Arith):
+def load_qopt_dialects(ctx: Context) -> None:
+    """builtin (with its resource slot), func, arith and qopt's dialects."""
+    for dialect in (builtin_dialect(), Func, Arith):
         if dialect.name not in ctx.registered_dialect_names:
             ctx.load_dialect(dialect)
     register_qopt_dialects(ctx)
+
+
+def make_context() -> Context:
+    ctx = Context()
+    load_qopt_dialects(ctx)
     return ctx
+
+
+def parse_module(text: str, name: str = "<text>", ctx: Context | None = None) -> ModuleOp:
+    """Parse MLIR text into a module owning a new weight store (its blobs from the
+    text's `dialect_resources` section)."""
+    ctx = ctx or make_context()
+    store = WeightStore()
+    with resource_slot(ctx).bound(store):
+        module = Parser(ctx, text, name).parse_module()
+    return attach(module, store)
+
+
+def print_module(
+    module: ModuleOp,
+    ctx: Context | None = None,
+    elide_larger_than: int | None = DEFAULT_ELIDE_BYTES,
+    print_generic: bool = False,
+) -> str:
+    """MLIR text of `module` with its blobs in `dialect_resources` (those above
+    `elide_larger_than` bytes left out; None prints every blob)."""
+    ctx = ctx or make_context()
+    out = io.StringIO()
+    with resource_slot(ctx).bound(weights_of(module), elide_larger_than):
+        printer = Printer(stream=out, print_generic_format=print_generic)
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+    return out.getvalue()

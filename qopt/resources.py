@@ -1,153 +1,116 @@
-"""Numpy-backed `dense_resource` blobs.
+"""The weight store: numpy-backed `dense_resource` blobs owned by their module.
 
 Weights live as numpy arrays behind `dense_resource<key>` attributes, never as
-Python lists. xDSL keeps resource blobs in the builtin dialect's
-`OpAsmDialectInterface` as hex strings; qopt replaces that interface with one
-that stores numpy arrays (or raw bytes, for blobs read from text) and turns
-them into hex only when a module is printed, eliding blobs above a threshold
-unless asked to print them.
+Python lists. As MLIR's context owns its resource blobs, each qopt module owns a
+`WeightStore`: the importer, the package reader and the parser create one with
+the module and attach it (`attach`); passes reach it from any op of the module
+(`weights_of`), so a module's blobs are freed with the module and keys are
+unique within it only. Keys come from the program (parameter names, then
+`_<n>` for repeats, in program order), so the same input gives the same IR in
+any process, however many modules were made before.
+
+Text goes through xDSL's parser and printer, which look blobs up through the
+builtin dialect's `OpAsmDialectInterface` in the context. qopt's contexts
+(`qopt.context.make_context`) carry their own builtin dialect object whose
+interface is a `ResourceSlot`: it serves the store of the module being parsed or
+printed (`qopt.context.parse_module` / `print_module` bind it), turning blobs
+into hex only when printed and eliding those above a threshold unless asked.
+(xDSL keeps blobs per dialect object; tying them to a module is the smallest
+extension on top, worth proposing upstream as a per-module resource table.)
 """
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import weakref
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
-from xdsl.dialects.builtin import Builtin, DenseResourceAttr, TensorType
-from xdsl.parser.base_parser import BaseParser
+from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp, TensorType
+from xdsl.ir import Operation
 
 from qopt.dialects.dtypes import numpy_dtype
+from qopt.errors import QoptError
 
 #: Blobs larger than this many bytes are left out of printouts by default.
 DEFAULT_ELIDE_BYTES = 1024
 
 _ALIGNMENT = 8
 
+Blob = np.ndarray | bytes
 
-class NumpyResourceInterface(OpAsmDialectInterface):
-    """A resource store whose blobs are numpy arrays or bytes."""
+
+class WeightStore:
+    """The blobs of one module: numpy arrays (or the bytes of blobs read from text)
+    by key."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._arrays: dict[str, np.ndarray | bytes] = {}
+        self._blobs: dict[str, Blob] = {}
+        self._declared: set[str] = set()
         self._next_suffix: dict[str, int] = {}
-        self._aliases: dict[int, dict[str, str]] = {}  # per live parser (by id)
-        self.elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
 
-    def declare_resource(self, key: str) -> str:
-        """A parser met `dense_resource<key>` (or the resource section's `key:`).
-
-        Keys already in the store (a module parsed in the process that printed it)
-        are renamed as xDSL does (`key_<n>`); within one parse every later mention
-        of `key`, the resource section's included, maps to that same new key.
-        (xDSL 0.75's parser de-duplicates by the *renamed* key, so without this map
-        each mention would declare a new, empty blob and the module would lose
-        its weights.)"""
-        parser = _calling_parser()
-        if parser is None:
-            return self._declare(key)
-        aliases = self._aliases.get(id(parser))
-        if aliases is None:
-            aliases = self._aliases[id(parser)] = {}
-            weakref.finalize(parser, self._aliases.pop, id(parser), None)
-        if key not in aliases:
-            aliases[key] = self._declare(key)
-        return aliases[key]
-
-    def _declare(self, key: str) -> str:
-        """xDSL's de-duplication (`key`, else `key_<n>` with the smallest free n),
-        without its scan from n = 0 on every duplicate: keys are only ever added
-        (until `clear`), so the smallest free n for a key never decreases and the
-        search resumes where the last one ended. Declaring n keys with one hint
-        costs O(n), not O(n^2)."""
-        storage = self._blob_storage
-        if key in storage:
-            counter = self._next_suffix.get(key, 0)
-            while f"{key}_{counter}" in storage:
-                counter += 1
-            self._next_suffix[key] = counter + 1
-            key = f"{key}_{counter}"
-        storage[key] = ""
+    def add(self, hint: str, array: np.ndarray) -> str:
+        """Store `array` under `hint`, or `hint_<n>` (the smallest n free) if taken."""
+        key = hint
+        if key in self._declared:
+            n = self._next_suffix.get(hint, 0)
+            while f"{hint}_{n}" in self._declared:
+                n += 1
+            self._next_suffix[hint] = n + 1
+            key = f"{hint}_{n}"
+        self._declared.add(key)
+        self._blobs[key] = np.asarray(array, order="C")
         return key
 
-    def parse_resource(self, key: str, val: str) -> None:
-        if key not in self._blob_storage:
-            raise KeyError(f"Resource with key {key} wasn't declared")
-        if not val.startswith("0x"):
-            raise ValueError(f"blob '{key}' must be a hex string starting with 0x")
-        try:
-            raw = bytes.fromhex(val[2:])
-        except ValueError as e:
-            raise ValueError(f"blob '{key}' is not valid hex: {e}") from None
-        if len(raw) < 4:
-            raise ValueError(f"blob '{key}' lacks its 4-byte alignment header")
-        self._arrays[key] = raw[4:]
-        self._blob_storage[key] = "0x"
+    def declare(self, key: str) -> None:
+        """A parsed `dense_resource<key>`: the key names one blob of this module."""
+        self._declared.add(key)
 
-    def clear(self) -> None:
-        """Forget every blob (a new, independent parse follows)."""
-        self._blob_storage.clear()
-        self._arrays.clear()
-        self._next_suffix.clear()
-        self._aliases.clear()
+    def set_bytes(self, key: str, raw: bytes) -> None:
+        if key not in self._declared:
+            raise KeyError(f"resource {key} was not declared")
+        self._blobs[key] = raw
 
-    def store(self, key: str, array: np.ndarray) -> str:
-        key = self._declare(key)
-        self._arrays[key] = np.asarray(array, order="C")
-        self._blob_storage[key] = "0x"
-        return key
+    def get(self, key: str) -> Blob | None:
+        return self._blobs.get(key)
 
-    def data(self, key: str) -> np.ndarray | bytes | None:
-        return self._arrays.get(key)
+    def __contains__(self, key: str) -> bool:
+        return key in self._blobs
 
-    def lookup(self, key: str) -> str | None:
-        blob = self._arrays.get(key)
-        if blob is None:
-            return self._blob_storage.get(key)
-        return _to_hex(blob)
+    def __len__(self) -> int:
+        return len(self._blobs)
 
-    def build_resources(self, keys: Iterable[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for key in keys:
-            blob = self._arrays.get(key)
-            if blob is None:
-                continue
-            nbytes = blob.nbytes if isinstance(blob, np.ndarray) else len(blob)
-            if self.elide_larger_than is not None and nbytes > self.elide_larger_than:
-                continue
-            out[key] = _to_hex(blob)
-        return out
+    def nbytes(self) -> int:
+        return sum(b.nbytes if isinstance(b, np.ndarray) else len(b) for b in self._blobs.values())
 
 
-def _calling_parser() -> object | None:
-    """The xDSL parser whose resource-handle parsing called `declare_resource`."""
-    frame = sys._getframe(2)  # declare_resource <- the parser's method
-    owner = frame.f_locals.get("self")
-    return owner if isinstance(owner, BaseParser) else None
+_STORES: weakref.WeakKeyDictionary[ModuleOp, WeightStore] = weakref.WeakKeyDictionary()
 
 
-def _to_hex(blob: np.ndarray | bytes) -> str:
-    raw = blob.tobytes() if isinstance(blob, np.ndarray) else blob
-    return "0x" + _ALIGNMENT.to_bytes(4, "little").hex().upper() + raw.hex().upper()
+def attach(module: ModuleOp, store: WeightStore) -> ModuleOp:
+    """Make `store` the weight store of `module` (it lives as long as the module)."""
+    _STORES[module] = store
+    return module
 
 
-def store() -> NumpyResourceInterface:
-    """The process-wide resource store, installed into xDSL's builtin dialect."""
-    interfaces = Builtin._interfaces  # pyright: ignore[reportPrivateUsage]
-    for i, interface in enumerate(interfaces):
-        if isinstance(interface, NumpyResourceInterface):
-            return interface
-        if isinstance(interface, OpAsmDialectInterface):
-            replacement = NumpyResourceInterface()
-            interfaces[i] = replacement
-            return replacement
-    replacement = NumpyResourceInterface()
-    interfaces.append(replacement)
-    return replacement
+def weights_of(op: Operation) -> WeightStore:
+    """The weight store of the module `op` belongs to (created empty for a module
+    built by hand)."""
+    top = op
+    while (parent := top.parent_op()) is not None:
+        top = parent
+    if not isinstance(top, ModuleOp):
+        raise QoptError(f"'{op.name}' is not inside a builtin.module: it has no weight store")
+    store = _STORES.get(top)
+    if store is None:
+        store = _STORES[top] = WeightStore()
+    return store
+
+
+def clone_module(module: ModuleOp) -> ModuleOp:
+    """`module.clone()` sharing the original's weights (blobs are never mutated)."""
+    return attach(module.clone(), weights_of(module))
 
 
 def printable_inline(array: np.ndarray) -> bool:
@@ -158,17 +121,19 @@ def printable_inline(array: np.ndarray) -> bool:
     return array.dtype.kind != "f" or bool(np.isfinite(array).all())
 
 
-def make_resource(key_hint: str, array: np.ndarray, type: TensorType) -> DenseResourceAttr:
-    """A `dense_resource` attribute holding `array` (which must match `type`)."""
-    key = store().store(key_hint, array)
-    return DenseResourceAttr.from_params(key, type)
+def make_resource(
+    key_hint: str, array: np.ndarray, type: TensorType, store: WeightStore
+) -> DenseResourceAttr:
+    """A `dense_resource` attribute holding `array` (which must match `type`) in `store`."""
+    return DenseResourceAttr.from_params(store.add(key_hint, array), type)
 
 
-def resource_array(attr: DenseResourceAttr) -> np.ndarray | None:
-    """The numpy value of a `dense_resource`, or None if its blob is absent."""
+def resource_array(attr: DenseResourceAttr, store: WeightStore) -> np.ndarray | None:
+    """The numpy value of a `dense_resource` in `store`, or None if its blob is absent
+    (elided from the printout the module was parsed from)."""
     type = attr.type
     assert isinstance(type, TensorType)
-    blob = store().data(attr.resource_handle.data)
+    blob = store.get(attr.resource_handle.data)
     if blob is None:
         return None
     dtype = numpy_dtype(type.get_element_type())
@@ -177,20 +142,82 @@ def resource_array(attr: DenseResourceAttr) -> np.ndarray | None:
         return blob.reshape(shape) if blob.dtype == dtype else blob.view(dtype).reshape(shape)
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(blob) != expected:
-        raise ValueError(
+        raise QoptError(
             f"blob '{attr.resource_handle.data}' has {len(blob)} bytes, "
             f"its type {type} needs {expected}"
         )
     return np.frombuffer(blob, dtype=dtype).reshape(shape)
 
 
-@contextlib.contextmanager
-def elision(threshold: int | None) -> Iterator[None]:
-    """Print blobs larger than `threshold` bytes as elided (None: print all)."""
-    interface = store()
-    saved = interface.elide_larger_than
-    interface.elide_larger_than = threshold
-    try:
-        yield
-    finally:
-        interface.elide_larger_than = saved
+def _to_hex(blob: Blob) -> str:
+    raw = blob.tobytes() if isinstance(blob, np.ndarray) else blob
+    return "0x" + _ALIGNMENT.to_bytes(4, "little").hex().upper() + raw.hex().upper()
+
+
+class ResourceSlot(OpAsmDialectInterface):
+    """The builtin dialect's resource interface in a qopt context: it serves the
+    store it is bound to (`bound`), the store of the module being parsed or printed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: WeightStore | None = None
+        self.elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
+
+    def _current(self) -> WeightStore:
+        if self.store is None:
+            raise QoptError(
+                "dense_resource blobs are parsed into a module's weight store: parse with "
+                "qopt.context.parse_module (or bind the context's ResourceSlot)"
+            )
+        return self.store
+
+    @contextlib.contextmanager
+    def bound(
+        self, store: WeightStore, elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
+    ) -> Iterator[None]:
+        """Serve `store` (printing: leave out blobs above `elide_larger_than` bytes;
+        None prints them all)."""
+        saved = self.store, self.elide_larger_than
+        self.store, self.elide_larger_than = store, elide_larger_than
+        try:
+            yield
+        finally:
+            self.store, self.elide_larger_than = saved
+
+    # -- xDSL's OpAsmDialectInterface --------------------------------------------------
+
+    def declare_resource(self, key: str) -> str:
+        # Parsing: every mention of a key in one text names the same blob (xDSL's
+        # parser declares each key once per parse).
+        self._current().declare(key)
+        return key
+
+    def parse_resource(self, key: str, val: str) -> None:
+        if not val.startswith("0x"):
+            raise ValueError(f"blob '{key}' must be a hex string starting with 0x")
+        try:
+            raw = bytes.fromhex(val[2:])
+        except ValueError as e:
+            raise ValueError(f"blob '{key}' is not valid hex: {e}") from None
+        if len(raw) < 4:
+            raise ValueError(f"blob '{key}' lacks its 4-byte alignment header")
+        self._current().set_bytes(key, raw[4:])
+
+    def lookup(self, key: str) -> str | None:
+        blob = None if self.store is None else self.store.get(key)
+        return None if blob is None else _to_hex(blob)
+
+    def build_resources(self, keys: Iterable[str]) -> dict[str, str]:
+        store = self.store
+        out: dict[str, str] = {}
+        if store is None:  # printing a module without binding its store: blobs elided
+            return out
+        for key in keys:
+            blob = store.get(key)
+            if blob is None:
+                continue
+            nbytes = blob.nbytes if isinstance(blob, np.ndarray) else len(blob)
+            if self.elide_larger_than is not None and nbytes > self.elide_larger_than:
+                continue
+            out[key] = _to_hex(blob)
+        return out

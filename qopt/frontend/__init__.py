@@ -19,9 +19,7 @@ def import_program(
 
     from qopt.frontend.converters import get_converters
     from qopt.frontend.importer import Importer
-    from qopt.resources import store
 
-    store()
     if isinstance(ep_or_path, ExportedProgram):
         ep = ep_or_path
     elif isinstance(ep_or_path, str | os.PathLike):

@@ -21,13 +21,13 @@ from xdsl.interpreter import (
 
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
-from qopt.resources import resource_array
+from qopt.resources import resource_array, weights_of
 
 
 def constant_array(op: arith.ConstantOp) -> np.ndarray | int | float:
     value = op.value
     if isinstance(value, DenseResourceAttr):
-        array = resource_array(value)
+        array = resource_array(value, weights_of(op))
         if array is None:
             raise QoptError(
                 f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "

@@ -27,7 +27,7 @@ from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.aten_reduction import softmax
 from qopt.interpreters.common import checked_indices
 from qopt.numerics import sequential_sum, torch_mean, torch_sum
-from qopt.resources import store
+from qopt.resources import weights_of
 
 
 def const_array(op: coreml.ConstOp) -> np.ndarray:
@@ -38,7 +38,7 @@ def const_array(op: coreml.ConstOp) -> np.ndarray:
     dtype = storage_dtype(type.get_element_type())
     shape = tuple(type.get_shape())
     if isinstance(value, DenseResourceAttr):
-        blob = store().data(value.resource_handle.data)
+        blob = weights_of(op).get(value.resource_handle.data)
         if blob is None:
             raise QoptError(
                 f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "

@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.dtypes import tensor_type
 from qopt.errors import QoptError, where
-from qopt.resources import make_resource, printable_inline
+from qopt.resources import WeightStore, make_resource, printable_inline, weights_of
 
 INLINE_LIMIT = 16
 
@@ -105,7 +105,7 @@ class FoldConstantsPass(ModulePass):
                 array = np.asarray(value)
                 known[result] = array
                 if result.uses:
-                    new = self._replace(result, array)
+                    new = self._replace(result, array, weights_of(op))
                     known[new] = array
                     if is_light:
                         light.add(new)
@@ -118,7 +118,7 @@ class FoldConstantsPass(ModulePass):
                 Rewriter.erase_op(constant)
 
     @staticmethod
-    def _replace(result: SSAValue, array: np.ndarray) -> SSAValue:
+    def _replace(result: SSAValue, array: np.ndarray, store: WeightStore) -> SSAValue:
         type = result.type
         assert isinstance(type, TensorType)
         want = tensor_type(array.dtype, array.shape)
@@ -131,7 +131,7 @@ class FoldConstantsPass(ModulePass):
         if array.size <= INLINE_LIMIT and printable_inline(array):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
-            value = make_resource("folded", array, type)
+            value = make_resource("folded", array, type, store)
         constant = ConstantOp(value, type)  # pyright: ignore[reportArgumentType]
         owner = result.owner
         assert isinstance(owner, Operation)

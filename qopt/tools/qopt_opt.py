@@ -19,23 +19,15 @@ import tempfile
 from collections.abc import Sequence
 from typing import IO
 
-from xdsl.dialects.arith import Arith
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.dialects.func import Func
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from qopt.context import register_qopt_dialects
+from qopt.context import load_qopt_dialects, resource_slot
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
-from qopt.resources import DEFAULT_ELIDE_BYTES, elision, store
+from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
 from qopt.tools.contract import run_tool
-
-
-def clear_resources() -> None:
-    """Forget every blob of the process-wide resource store (between input chunks)."""
-    resources = store()
-    resources.clear()
 
 
 def writes_in_place(path: str) -> bool:
@@ -84,9 +76,7 @@ class QoptOptMain(xDSLOptMain):
         super().__init__(description, args)
 
     def register_all_dialects(self) -> None:
-        for dialect in (Builtin, Func, Arith):
-            self.ctx.load_dialect(dialect)
-        register_qopt_dialects(self.ctx)
+        load_qopt_dialects(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -161,9 +151,7 @@ class QoptOptMain(xDSLOptMain):
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
-        # Each chunk is a module of its own: its resource keys must not be renamed
-        # (`w` -> `w_0`) because an earlier chunk declared the same key.
-        clear_resources()
+        # Each chunk is a module of its own, with a weight store of its own.
         spec = parse_spec(self.args.frontend or file_extension)
         if spec.name == "mlpackage":  # a directory: read back into the coreml dialect
             from qopt.backends.coreml.reader import read_mlpackage
@@ -174,7 +162,10 @@ class QoptOptMain(xDSLOptMain):
                 data = chunk.read()
                 check_mlir_text(data, self.limits, self.get_input_name())
                 chunk = io.BytesIO(data)
-            return super().parse_chunk(chunk, file_extension, start_offset)
+            store = WeightStore()
+            with resource_slot(self.ctx).bound(store):
+                module = super().parse_chunk(chunk, file_extension, start_offset)
+            return None if module is None else attach(module, store)
         from qopt.frontend.pt2_frontend import PT2Frontend
 
         frontend = PT2Frontend.from_spec(spec)
@@ -206,7 +197,7 @@ class QoptOptMain(xDSLOptMain):
         return self._output.stream
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        with elision(self.elide_threshold()):
+        with resource_slot(self.ctx).bound(weights_of(prog), self.elide_threshold()):
             return super().output_resulting_program(prog)
 
     def run(self) -> None:

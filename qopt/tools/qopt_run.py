@@ -75,9 +75,7 @@ def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_
         return import_program(path, trust_pickle=trust_pickle, limits=limits)
     if extension != ".mlir":
         raise QoptError(f"'{path}': expected an .mlir or .pt2 file")
-    from xdsl.parser import Parser
-
-    from qopt.context import make_context
+    from qopt.context import parse_module
 
     with open(path, "rb") as f:
         data = f.read()
@@ -86,7 +84,7 @@ def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise QoptError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    module = Parser(make_context(), text, path).parse_module()
+    module = parse_module(text, path)
     module.verify()
     return module
 

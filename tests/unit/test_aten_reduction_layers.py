@@ -13,11 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils import _pytree as pytree
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 import qopt
-from qopt.context import make_context
+from qopt.context import make_context, parse_module
 from qopt.errors import QoptError
 
 LIT = Path(__file__).resolve().parents[1] / "lit" / "aten"
@@ -378,7 +377,7 @@ INVALID = [
 
 @pytest.mark.parametrize(("text", "message"), INVALID, ids=[m[:40] for _, m in INVALID])
 def test_verifier_rejects(text: str, message: str) -> None:
-    module = Parser(make_context(), text).parse_module()
+    module = parse_module(text)
     with pytest.raises(VerifyException, match=re.escape(message)):
         module.verify()
 
@@ -386,10 +385,10 @@ def test_verifier_rejects(text: str, message: str) -> None:
 @pytest.mark.parametrize("name", ["reduction.mlir", "layers.mlir"])
 def test_custom_syntax_round_trip(name: str) -> None:
     ctx = make_context()
-    module = Parser(ctx, (LIT / name).read_text()).parse_module()
+    module = parse_module((LIT / name).read_text(), ctx=ctx)
     module.verify()
     printed = str(module)
-    again = Parser(ctx, printed).parse_module()
+    again = parse_module(printed, ctx=ctx)
     again.verify()
     assert str(again) == printed
     assert again.is_structurally_equivalent(module)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 import qopt
-from qopt.context import make_context
+from qopt.context import parse_module
 
 torch.manual_seed(0)
 
@@ -233,7 +232,7 @@ def test_boolean_mask_index_rejected():
 
 def parse(body: str, args: str = "%x: tensor<2x3x4xf32>"):
     text = f"func.func @f({args}) {{\n{body}\n  func.return\n}}"
-    return Parser(make_context(), text).parse_module()
+    return parse_module(text)
 
 
 BAD = {
@@ -351,10 +350,10 @@ def test_lit_file_round_trips():
 
     path = Path(__file__).resolve().parents[1] / "lit" / "aten" / "shape.mlir"
     text = path.read_text()
-    module = Parser(make_context(), text).parse_module()
+    module = parse_module(text)
     module.verify()
     printed = str(module)
-    again = Parser(make_context(), printed).parse_module()
+    again = parse_module(printed)
     assert str(again) == printed
     names = {op.name for op in module.walk() if op.name.startswith("aten.")}
     from qopt.dialects.aten.shape import OPS

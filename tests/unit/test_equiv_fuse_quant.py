@@ -26,12 +26,11 @@ import functools
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.parser import Parser
 
 import qopt
 from qopt import examples as E
 from qopt import testing as T
-from qopt.context import make_context
+from qopt.context import parse_module
 from qopt.dialects import qfused
 from qopt.lowering.fuse_quant import FuseQuantPass
 from qopt.lowering.fuse_quant.report import kernel_counts, quant_op_count
@@ -197,7 +196,7 @@ func.func @forward(%x: tensor<8xf32>, %s: tensor<f32>, %z: tensor<i64>) -> tenso
 
 
 def test_boundary_steps_are_allowed_only_at_a_boundary():
-    module = Parser(make_context(), _QUANTIZE).parse_module()
+    module = parse_module(_QUANTIZE)
     func = next(iter(module.ops))
     quantize = next(iter(func.regions[0].block.ops))  # pyright: ignore[reportAttributeAccessIssue]
     x_arg, s_arg, z_arg = func.regions[0].block.args  # pyright: ignore[reportAttributeAccessIssue]

@@ -4,29 +4,18 @@ modules without input-independent aten ops."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import torch
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 
 import qopt
-from qopt.context import make_context
+from qopt.context import make_context, parse_module, print_module
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
 from qopt.lowering.fold_constants import FoldConstantsPass
-from qopt.resources import elision
 
 
 def _round_trip(module):
     """Print with every blob (as `qopt-opt --print-weights`) and parse back."""
-    ctx = make_context()
-    out = io.StringIO()
-    with elision(None):
-        printer = Printer(stream=out)
-        printer.print_op(module)
-        printer.print_metadata(ctx.loaded_dialects)
-    return Parser(ctx, out.getvalue()).parse_module()
+    return parse_module(print_module(module, elide_larger_than=None))
 
 
 class _Masked(torch.nn.Module):

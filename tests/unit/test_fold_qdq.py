@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 
 import qopt
-from qopt.context import make_context
+from qopt.context import parse_module
 from qopt.interpreters.quant import dequantize, quantize
 from qopt.lowering.fuse_quant import FuseQuantPass
 from qopt.lowering.fuse_quant.fold import _MAX_SCALE, _MIN_SCALE
@@ -64,7 +63,7 @@ func.func @forward(%x: tensor<256xf32>) -> tensor<256xi8> {
 
 
 def test_fold_pattern_keeps_outputs() -> None:
-    module = Parser(make_context(), _FOLD_IR).parse_module()
+    module = parse_module(_FOLD_IR)
     assert isinstance(module, ModuleOp)
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(256) * 2).astype(np.float32)

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import qopt
-from qopt.context import make_context
+from qopt.context import make_context, parse_module
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
 
 PAIRS = [(m, s) for m in MODELS for s in SCHEMES]
@@ -195,7 +195,6 @@ def test_saved_bundle_runs_on_device(vulkan_device: None, tmp_path) -> None:
 
 
 def test_unsupported_op_names_op_and_remedy() -> None:
-    from xdsl.parser import Parser
 
     from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 
@@ -205,7 +204,7 @@ def test_unsupported_op_names_op_and_remedy() -> None:
       func.return %y : tensor<4xf32>
     }
     """
-    module = Parser(make_context(), text).parse_module()
+    module = parse_module(text)
     with pytest.raises(qopt.QoptError, match=r"'aten.cumsum'.*no Vulkan lowering.*fuse-quant"):
         ConvertToVkcPass().apply(make_context(), module)
 

@@ -19,7 +19,7 @@ from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.dtypes import element_type, numpy_dtype
 from qopt.interpreters.builtin import constant_array
-from qopt.resources import make_resource
+from qopt.resources import WeightStore, make_resource, weights_of
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,10 @@ def const_value(value: SSAValue | None) -> np.ndarray | None:
     return np.asarray(array)
 
 
-def new_constant(array: np.ndarray, hint: str) -> ConstantOp:
+def new_constant(array: np.ndarray, hint: str, store: WeightStore) -> ConstantOp:
     array = np.asarray(array, order="C")
     type = TensorType(element_type(array.dtype), list(array.shape))
-    return ConstantOp(make_resource(hint, array, type), type)  # pyright: ignore[reportArgumentType]
+    return ConstantOp(make_resource(hint, array, type, store), type)  # pyright: ignore[reportArgumentType]
 
 
 def single_use(value: SSAValue) -> Operation | None:
@@ -79,11 +79,12 @@ class WeightMatch:
 
     def materialize(self) -> tuple[SSAValue, SSAValue, SSAValue | None]:
         """Create the scale / zero-point constants (kept in `new_ops`)."""
-        scale_op = new_constant(self.scale, "fused_scale")
+        store = weights_of(self.source)
+        scale_op = new_constant(self.scale, "fused_scale", store)
         self.new_ops = [scale_op]
         zp_value = None
         if self.zero_point is not None:
-            zp_op = new_constant(self.zero_point, "fused_zero_point")
+            zp_op = new_constant(self.zero_point, "fused_zero_point", store)
             self.new_ops.append(zp_op)
             zp_value = zp_op.result
         return self.data, scale_op.result, zp_value
