@@ -18,6 +18,7 @@ every member's declared shape checked against the bytes it holds before reading.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -110,10 +111,15 @@ def check_inputs(
     return arrays
 
 
-def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray]:
+def load_npz(
+    path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
+) -> dict[str, np.ndarray]:
     """The arrays of an `.npz` file, by name, in file order: no pickle, each member's
     header checked (shape, dtype, its size against the bytes the member holds) before
     its data is read."""
+    if not isinstance(path, str | os.PathLike):
+        raise QoptError(f"load_npz takes a path, got {type(path).__name__}")
+    path = os.fspath(path)
     check_zip(path, limits, f"inputs '{path}'", single_root=False)
     arrays: dict[str, np.ndarray] = {}
     try:
@@ -158,6 +164,8 @@ def load_npz(path: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, np.ndarray
                 arrays[name[: -len(".npy")]] = array.reshape(shape, order=order).copy()
     except QoptError:
         raise
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as e:
         raise QoptError(f"cannot read inputs '{path}': {type(e).__name__}: {e}") from None
+    except RuntimeError as e:  # zipfile: encrypted members
+        raise QoptError(f"cannot read inputs '{path}': {e}") from None
     return arrays

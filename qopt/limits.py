@@ -116,7 +116,11 @@ def resolve(limits: Limits | str | None) -> Limits:
 
 
 def check_zip(
-    source: str | bytes, limits: Limits, what: str, *, single_root: bool = True
+    source: str | os.PathLike[str] | bytes,
+    limits: Limits,
+    what: str,
+    *,
+    single_root: bool = True,
 ) -> None:
     """A zip's central directory against `limits`, before any member is read.
 
@@ -125,9 +129,19 @@ def check_zip(
     `single_root`, as in a `.pt2`) under one root folder; declared sizes are bounded
     per member, in total and relative to the zip's own size (a zip bomb declares far
     more than it holds)."""
-    size = os.path.getsize(source) if isinstance(source, str) else len(source)
+    if isinstance(source, bytes | bytearray | memoryview):
+        size, opened = len(source), io.BytesIO(source)
+    elif isinstance(source, str | os.PathLike):
+        source = os.fspath(source)
+        try:
+            size = os.path.getsize(source)
+        except OSError as e:
+            raise QoptError(f"{what}: cannot read it ({e.strerror})") from None
+        opened = source
+    else:
+        raise QoptError(f"{what}: expected a path or bytes, got {type(source).__name__}")
     try:
-        with zipfile.ZipFile(source if isinstance(source, str) else io.BytesIO(source)) as z:
+        with zipfile.ZipFile(opened) as z:
             infos = z.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as e:
         raise QoptError(f"{what}: not a readable zip archive ({type(e).__name__})") from None
@@ -170,39 +184,67 @@ def check_zip(
         )
 
 
+#: Comments, complete string literals (possessive: linear time) and a lone `"` that
+#: starts no valid literal (unterminated, or with an escape MLIR does not have).
+_STRINGS = re.compile(rb'//[^\n]*|"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"|"')
 #: `<dims>x<element>` shapes of tensor/vector/memref/buffer types in MLIR text.
-_SHAPE = re.compile(rb"<((?:\d+x)+)")
-#: A splat `dense<value>` literal and the type after it (the parser expands it).
-_SPLAT = re.compile(rb"dense<([^<>\[\]\"]*|\"0x[0-9A-Fa-f]{0,64}\")>\s*:\s*[a-z]+<((?:\d+x)*)")
+_SHAPE = re.compile(rb"<\s*((?:\d+\s*x\s*)+)")
+#: A type alias definition, `!name = tensor<...>`.
+_ALIAS = re.compile(rb"^\s*(![\w.$-]+)\s*=\s*[\w.]+\s*<\s*((?:\d+\s*x\s*)*)", re.MULTILINE)
+#: A splat `dense<value>` literal and the type after it, spelled out or an alias
+#: (the parser expands a splat element by element).
+_SPLAT = re.compile(
+    rb'dense\s*<\s*(?:[^<>\[\]"]*|"0x[0-9A-Fa-f]*")\s*>\s*:\s*'
+    rb"(?:[\w.]+\s*<\s*((?:\d+\s*x\s*)*)|(![\w.$-]+))"
+)
 #: Bytes the parser spends per element of an expanded splat (a Python list entry + data).
 _SPLAT_BYTES_PER_ELEMENT = 16
 
 
+def _count(dims: bytes) -> int:
+    count = 1
+    for d in dims.split(b"x")[:-1]:
+        count *= int(d)
+    return count
+
+
+def _line(text: bytes, pos: int) -> int:
+    return text.count(b"\n", 0, pos) + 1
+
+
 def check_mlir_text(text: bytes, limits: Limits, what: str) -> None:
-    """MLIR text, before xDSL parses it: every shape's element count within
-    `max_tensor_elements`, and splat literals (`dense<0.0> : tensor<...>`, which the
-    parser expands element by element) within a budget proportional to the text."""
-    for match in _SHAPE.finditer(text):
-        count = 1
-        for d in match.group(1).split(b"x")[:-1]:
-            count *= int(d)
-        if count > limits.max_tensor_elements:
-            line = text.count(b"\n", 0, match.start()) + 1
-            raise limits.exceeded(
-                f"{what}:{line}: a type's element count", count, "max_tensor_elements"
+    """MLIR text, before xDSL parses it: string literals closed on their line (xDSL
+    0.75's lexer takes exponential time on an unterminated one), every shape's
+    element count within `max_tensor_elements`, and splat literals (`dense<0.0> :
+    tensor<...>`, which the parser expands element by element; type aliases
+    resolved) within a budget proportional to the text."""
+    for match in _STRINGS.finditer(text):
+        if match.group() == b'"':
+            raise QoptError(
+                f"{what}:{_line(text, match.start())}: a string literal that is not "
+                "closed on its line, or holds an escape other than \\n \\t \\\\ \\\" \\XX"
             )
+    for match in _SHAPE.finditer(text):
+        count = _count(re.sub(rb"\s", b"", match.group(1)))
+        if count > limits.max_tensor_elements:
+            raise limits.exceeded(
+                f"{what}:{_line(text, match.start())}: a type's element count",
+                count,
+                "max_tensor_elements",
+            )
+    aliases = {m.group(1): _count(re.sub(rb"\s", b"", m.group(2))) for m in _ALIAS.finditer(text)}
     budget = max(limits.expansion_slack_bytes, int(limits.max_expansion * 16 * len(text)))
     spent = 0
     for match in _SPLAT.finditer(text):
-        count = 1
-        for d in match.group(2).split(b"x")[:-1]:
-            count *= int(d)
+        if match.group(1) is not None:
+            count = _count(re.sub(rb"\s", b"", match.group(1)))
+        else:
+            count = aliases.get(match.group(2), 0)
         spent += count * _SPLAT_BYTES_PER_ELEMENT
         if spent > budget:
-            line = text.count(b"\n", 0, match.start()) + 1
             raise QoptError(
-                f"{what}:{line}: splat literals would expand to more than {budget} bytes of "
-                f"memory in the parser ({spent}), {spent // max(len(text), 1)}x the text; "
-                "store large constants as dense_resource blobs, or raise "
-                "--limits max_expansion=N if the file is genuine"
+                f"{what}:{_line(text, match.start())}: splat literals would expand to more "
+                f"than {budget} bytes of memory in the parser ({spent}), "
+                f"{spent // max(len(text), 1)}x the text; store large constants as "
+                "dense_resource blobs, or raise --limits max_expansion=N if the file is genuine"
             )

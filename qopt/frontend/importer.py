@@ -1,7 +1,8 @@
 """torch.export ExportedProgram -> `builtin.module` of aten + quant ops.
 
 One op per node of the exported graph. User inputs become the arguments of
-`func.func @forward`, user outputs its results. Parameters, buffers, constants
+`func.func @forward`, user outputs its results (their names in the function's
+`qopt.output_names`, qopt/dialects/signature.py). Parameters, buffers, constants
 and the inner tensors of torchao tensor subclasses become `arith.constant`s
 holding numpy-backed `dense_resource` blobs, created on first use (PT2E keeps
 unused float weights as parameters: they are not imported).
@@ -34,10 +35,12 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.dtypes import element_type
+from qopt.dialects.signature import set_output_names
 from qopt.errors import QoptError
-from qopt.resources import make_resource, printable_inline
+from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Constants with at most this many elements are printed inline (`dense<...>`).
 INLINE_CONSTANT_LIMIT = 16
@@ -160,6 +163,10 @@ class Importer:
         self.subclass_params: dict[Node, Any] = {}
         self.node: Node | None = None
         self.builder: Builder
+        self.store = WeightStore()
+        """The module's weights (attached to it when the walk ends)."""
+        self.output_names: list[str] = []
+        """The graph signature's user output names (recorded on the function)."""
 
     # ----- public helpers for converters ---------------------------------------
 
@@ -198,7 +205,7 @@ class Importer:
         if array.size <= INLINE_CONSTANT_LIMIT and printable_inline(array):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
-            value = make_resource(_key(name), array, type)
+            value = make_resource(_key(name), array, type, self.store)
         op = ConstantOp(value, type)  # pyright: ignore[reportArgumentType]
         if node is not None and (loc := node_location(node)) is not None:
             op.location = loc
@@ -310,7 +317,14 @@ class Importer:
             (arg_types, [v.type for v in outputs]),
             Region(block),
         )
-        return ModuleOp([func])
+        set_output_names(func, self.output_names)
+        module = attach(ModuleOp([func]), self.store)
+        try:
+            module.verify()
+        except VerifyException as e:  # what the graph declares disagrees with itself
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise QoptError(f"the imported program does not verify: {first}") from e
+        return module
 
     def _check_supported(self, nodes: Any) -> None:
         unknown: list[str] = []
@@ -364,7 +378,26 @@ class Importer:
         if target in DROPPED_TARGETS:
             return
         args = self._normalized_args(node)
-        result = self.converters[target](self, node, args)
+        try:
+            result = self.converters[target](self, node, args)
+        except QoptError:
+            raise
+        except (
+            IndexError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            OverflowError,
+            VerifyException,  # an attribute built from an argument out of its type's range
+        ) as e:
+            # A node whose arguments do not have the shape torch gives them (a crafted or
+            # corrupted .pt2): a converter reading them fails. Name the node.
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise self.error(
+                f"its arguments are not what '{target}' takes ({type(e).__name__}: {first}); "
+                "is the program from torch.export? (rerun with --debug if it is)"
+            ) from e
         loc = node_location(node)
         if isinstance(result, Operation):
             if result.parent is None:
@@ -412,13 +445,16 @@ class Importer:
                 raise QoptError(f"output {item!r} is not a tensor: qopt returns tensors only")
             self.node = item
             outputs.append(self.value(item))
+            self.output_names.append(spec.arg.name)
         return outputs
 
 
 def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     """`export.access_subclass_inner_tensor(param, 'qdata')` -> a constant of that part."""
-    owner = args.get("src_subclass_tensor", node.args[0])
-    attr = args.get("attr", node.args[1])
+    owner = args.get("src_subclass_tensor")
+    attr = args.get("attr")
+    if owner is None or attr is None:
+        owner, attr = [*node.args, None, None][:2]
     subclass = imp.subclass_params.get(owner)
     if subclass is None:
         raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")

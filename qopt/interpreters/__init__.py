@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.interpreters.func import FuncFunctions
+from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.dtypes import numpy_dtype
 from qopt.errors import QoptError
@@ -70,7 +71,15 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
 
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
-    """Run `@forward` (or `function`) of `module` on numpy or torch inputs."""
+    """Run `@forward` (or `function`) of `module` on numpy or torch inputs.
+
+    The module is verified first: the interpreter runs only programs whose ops agree
+    with their declared types (a module read from a file may not)."""
+    try:
+        module.verify()
+    except VerifyException as e:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise QoptError(f"the module does not verify, so it is not run: {first}") from e
     func = entry_function(module, function)
     arrays = check_inputs(func, inputs)
     interpreter = make_interpreter(module)
