@@ -10,7 +10,7 @@ runs (marker files); memory stays under `MEM_CAP` and each mutant under `SECONDS
 
 `test_fuzz_campaign` makes valid seeds from the built-in examples, mutates them
 (deterministically: mutant i of campaign C is a function of (C, i) alone; see
-tests/unit/fuzz_worker.py for the mutators and how to rerun one mutant), and runs
+tests/unit/untrusted/fuzz_worker.py for the mutators and how to rerun one mutant), and runs
 every mutant in-process through the tools' `main(argv)` and the API inside ONE
 long-lived, memory-capped worker subprocess (an import of torch per mutant would
 cost 2-4 s). A mutant that crashes or hangs the worker is recorded as such and the
@@ -29,13 +29,13 @@ the regression tests at the end of this file pin them.
 `test_console_scripts_refuse_dangerous_inputs` runs a few of the most dangerous
 mutants through the installed console scripts; the named tests below pin each
 attack class. Related coverage elsewhere (not repeated here):
-- tests/unit/test_pt2_loading.py: pickled weight/constant/sample-input payloads,
+- tests/unit/untrusted/test_pt2_loading.py: pickled weight/constant/sample-input payloads,
   `exec(chr(...))` in a shape expression (through `load_pt2`), bad files;
-- tests/unit/test_coreml_reader_untrusted.py: every `.mlpackage` path escape
+- tests/unit/untrusted/test_coreml_reader_untrusted.py: every `.mlpackage` path escape
   (names, symlinks, fifos) and blob/record/shape edit, through `read_mlpackage`;
-- tests/unit/test_vulkan_extents.py: `KernelSpec.check_dispatch` on bad dispatches;
-- tests/unit/test_vulkan_models.py: corrupted bundle headers/hashes;
-- tests/unit/test_tools.py: the tools' error line on simple bad inputs.
+- tests/unit/kernels/test_vulkan_extents.py: `KernelSpec.check_dispatch` on bad dispatches;
+- tests/unit/backends/vulkan/test_vulkan_models.py: corrupted bundle headers/hashes;
+- tests/unit/tools/test_tools.py: the tools' error line on simple bad inputs.
 """
 
 from __future__ import annotations
@@ -624,7 +624,7 @@ def refused(fn: Any, *needles: str) -> str:
     ],
 )
 def test_pt2_shape_expression_code_execution(seeds: Path, tmp_path: Path, payload: str) -> None:
-    # exec(chr(...)) through load_pt2: tests/unit/test_pt2_loading.py; here the other
+    # exec(chr(...)) through load_pt2: tests/unit/untrusted/test_pt2_loading.py; here the other
     # payloads, through the API and qopt-opt, each refused quickly and without running.
     marker = tmp_path / "pwned"
     path = tmp_path / "expr.pt2"
@@ -916,7 +916,7 @@ def test_qvk_manifest_records(seeds: Path, tmp_path: Path, edit: Any, needle: st
     "how", ["blob-dotdot", "blob-absolute", "root-item", "weights-symlink", "spec-symlink"]
 )
 def test_mlpackage_path_escape(seeds: Path, tmp_path: Path, how: str) -> None:
-    # read_mlpackage on every escape: tests/unit/test_coreml_reader_untrusted.py; here
+    # read_mlpackage on every escape: tests/unit/untrusted/test_coreml_reader_untrusted.py; here
     # the same escapes through qopt-opt, which must leave no output behind.
     from coremltools.proto import Model_pb2
 

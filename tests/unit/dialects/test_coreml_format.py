@@ -19,7 +19,7 @@ from xdsl.printer import Printer
 from qopt.context import make_context, parse_module
 from qopt.dialects.coreml import CoreML
 
-OPS_MLIR = Path(__file__).resolve().parents[1] / "lit" / "coreml" / "ops.mlir"
+OPS_MLIR = Path(__file__).resolve().parents[2] / "lit" / "coreml" / "ops.mlir"
 OPS = sorted(CoreML.operations, key=lambda op: op.name)
 
 

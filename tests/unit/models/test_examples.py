@@ -12,7 +12,7 @@ import torch
 try:
     from qopt import examples as E
 except ModuleNotFoundError:  # running from a checkout without `pip install -e .`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from qopt import examples as E
 
 PAIRS = [(m, s) for m in E.MODELS for s in E.SCHEMES]

@@ -19,7 +19,7 @@ import qopt
 from qopt.context import make_context, parse_module
 from qopt.errors import QoptError
 
-LIT = Path(__file__).resolve().parents[1] / "lit" / "aten"
+LIT = Path(__file__).resolve().parents[2] / "lit" / "aten"
 
 
 class Fn(nn.Module):

@@ -5,8 +5,8 @@ hands it a seeds folder and a range of mutant indices on stdin, and reads one JS
 line per mutant from stdout. Mutant `i` of campaign `c` is generated from
 `random.Random(f"{c}:{i}")` alone, so any mutant can be rebuilt and rerun by index:
 
-    .venv/bin/python tests/unit/fuzz_worker.py --make-seeds /tmp/seeds          # once
-    .venv/bin/python tests/unit/fuzz_worker.py --seeds /tmp/seeds --only 123 --keep /tmp/m
+    .venv/bin/python tests/unit/untrusted/fuzz_worker.py --make-seeds /tmp/seeds          # once
+    .venv/bin/python tests/unit/untrusted/fuzz_worker.py --seeds /tmp/seeds --only 123 --keep /tmp/m
 
 (`--keep DIR` leaves the mutant file there; add `--campaign C` if the test ran another
 campaign than the default.)

@@ -277,13 +277,6 @@ def test_unknown_ops_are_listed() -> None:
         read_mlpackage(path)
 
 
-def test_every_coreml_op_has_semantics() -> None:
-    from qopt.interpreters.coreml import CoremlFunctions
-
-    implemented = {op_type for op_type, _ in CoremlFunctions._impls()}  # pyright: ignore
-    assert set(coreml.ALL_OPS) <= implemented
-
-
 def test_qopt_opt_writes_and_reads_mlpackage(tmp_path: Any) -> None:
     import torch
 

@@ -348,7 +348,7 @@ def test_verifier_rejects(name: str):
 def test_lit_file_round_trips():
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "lit" / "aten" / "shape.mlir"
+    path = Path(__file__).resolve().parents[2] / "lit" / "aten" / "shape.mlir"
     text = path.read_text()
     module = parse_module(text)
     module.verify()
