@@ -3,8 +3,8 @@
 Compiles every built-in (model, scheme) pair to an `.mlpackage`, reads it back,
 interprets it on fresh random inputs and prints, per pair, the package size
 against the float model's, the compression ops used, and the numerics check
-against torch eager (see tests/unit/test_coreml.py for the tolerances; dynamic
-activation schemes are computed in float on Core ML).
+against torch eager (see tests/unit/backends/coreml/test_coreml.py for the
+tolerances; dynamic activation schemes are computed in float on Core ML).
 """
 
 from __future__ import annotations

@@ -27,11 +27,16 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
-from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.ir import Operation
 
 from qopt.dialects.dtypes import numpy_dtype
-from qopt.errors import QoptError
+from qopt.errors import QoptError, where
 
 #: Blobs larger than this many bytes are left out of printouts by default.
 DEFAULT_ELIDE_BYTES = 1024
@@ -128,15 +133,18 @@ def make_resource(
     return DenseResourceAttr.from_params(store.add(key_hint, array), type)
 
 
-def resource_array(attr: DenseResourceAttr, store: WeightStore) -> np.ndarray | None:
+def resource_array(
+    attr: DenseResourceAttr, store: WeightStore, dtype: np.dtype | None = None
+) -> np.ndarray | None:
     """The numpy value of a `dense_resource` in `store`, or None if its blob is absent
-    (elided from the printout the module was parsed from)."""
+    (elided from the printout the module was parsed from). `dtype` overrides the
+    element type's numpy dtype (a storage dtype of the same size)."""
     type = attr.type
     assert isinstance(type, TensorType)
     blob = store.get(attr.resource_handle.data)
     if blob is None:
         return None
-    dtype = numpy_dtype(type.get_element_type())
+    dtype = numpy_dtype(type.get_element_type()) if dtype is None else np.dtype(dtype)
     shape = tuple(type.get_shape())
     if isinstance(blob, np.ndarray):
         return blob.reshape(shape) if blob.dtype == dtype else blob.view(dtype).reshape(shape)
@@ -147,6 +155,46 @@ def resource_array(attr: DenseResourceAttr, store: WeightStore) -> np.ndarray | 
             f"its type {type} needs {expected}"
         )
     return np.frombuffer(blob, dtype=dtype).reshape(shape)
+
+
+def dense_array(attr: DenseIntOrFPElementsAttr, dtype: np.dtype | None = None) -> np.ndarray:
+    """An inline `dense<...>` literal as a fresh numpy array of its type's shape (a
+    splat repeated; i1 bytes read as booleans). `dtype` overrides the element
+    type's numpy dtype (a storage dtype of the same size)."""
+    type = attr.type
+    assert isinstance(type, TensorType)
+    dtype = numpy_dtype(type.get_element_type()) if dtype is None else np.dtype(dtype)
+    shape = tuple(type.get_shape())
+    raw = attr.data.data
+    if dtype == np.bool_:
+        flat = np.frombuffer(raw, np.uint8).astype(np.bool_)
+    else:
+        flat = np.frombuffer(raw, dtype=dtype)
+    if flat.size == 1 and int(np.prod(shape, dtype=np.int64)) != 1:
+        return np.broadcast_to(flat, shape).copy()
+    return flat.reshape(shape).copy()
+
+
+def elements_array(
+    attr: DenseIntOrFPElementsAttr | DenseResourceAttr,
+    owner: Operation,
+    dtype: np.dtype | None = None,
+) -> np.ndarray:
+    """The numpy value of the tensor literal `attr` held by `owner` (an inline `dense`
+    literal, or a `dense_resource` blob of `owner`'s module): the one reader of
+    constant data. A blob elided from the printout the module was parsed from is a
+    QoptError naming `owner`. `dtype` overrides the element type's numpy dtype
+    (Core ML's sub-byte types live in 8-bit containers)."""
+    if isinstance(attr, DenseResourceAttr):
+        array = resource_array(attr, weights_of(owner), dtype)
+        if array is None:
+            raise QoptError(
+                f"{where(owner)}: the data of dense_resource<{attr.resource_handle.data}> is "
+                "missing (weights are elided from printouts by default): print the module "
+                "with --print-weights (qopt-opt) or print_weights=True to run it"
+            )
+        return array
+    return dense_array(attr, dtype)
 
 
 def _to_hex(blob: Blob) -> str:

@@ -28,7 +28,6 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Operation, SSAValue
 
-from qopt.dialects.dtypes import numpy_dtype
 from qopt.frontend.converters import get_converters
 from qopt.frontend.importer import Importer
 from qopt.interpreters import check_inputs, entry_function, make_interpreter
@@ -202,17 +201,14 @@ def _boundary_steps(
     output: allowed (counted) exactly where they differ by one step and the
     quantizer's float input lay within 1e-6 relative of a rounding boundary."""
     from qopt.dialects import quant
-    from qopt.interpreters.quant import expand_params
+    from qopt.numerics.quant import expand_params, scaled
 
     if not isinstance(quantize, quant.QuantizeOp) or quantize.input not in values:
         return 0, "the replaced value is not a quantize result"
     x = np.asarray(values[quantize.input])
-    scale = np.asarray(values[quantize.scale])
-    compute = np.promote_types(x.dtype, scale.dtype)
-    if quantize.compute_type is not None:
-        compute = numpy_dtype(quantize.compute_type)
-    inv = (np.asarray(1.0, scale.dtype) / scale).astype(compute)
-    v = x.astype(compute) * expand_params(inv, quantize.block_size.get_values(), x.shape)
+    block = quantize.block_size.get_values()
+    # x in units of the scale, before rounding, exactly as the quantizer computes it
+    v = scaled(x, values[quantize.scale], block, quantize.compute_dtype())
     diff = got.astype(np.int64) - want.astype(np.int64)
     bad = diff != 0
     if np.any(np.abs(diff) > 1):
@@ -223,9 +219,7 @@ def _boundary_steps(
     # the fused value must be the other neighbour of v: v rounded across the boundary
     zp = 0
     if quantize.zero_point is not None and quantize.zero_point in values:
-        zp = expand_params(
-            np.asarray(values[quantize.zero_point]), quantize.block_size.get_values(), x.shape
-        ).astype(np.int64)
+        zp = expand_params(values[quantize.zero_point], block, x.shape).astype(np.int64)
     n = got.astype(np.int64) - zp
     toward = (n == np.floor(v64)) | (n == np.floor(v64) + 1)
     allowed = bad & near & toward

@@ -58,6 +58,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.dtypes import int_range, is_float, is_int
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import where
 
 # ----- attribute helpers ---------------------------------------------------------
@@ -354,19 +355,6 @@ def act_token(act: ActScheme) -> str:
 # ----- ops ------------------------------------------------------------------------
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    type = value.type
-    if not isinstance(type, TensorType):
-        raise VerifyException(f"expected a tensor, got {type}")
-    return tuple(type.get_shape())
-
-
-def _elem(value: SSAValue) -> Attribute:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return type.get_element_type()
-
-
 class QFusedOp(IRDLOperation):
     """Shared checks of the fused ops (weight operands, schemes, kernel name)."""
 
@@ -398,7 +386,7 @@ class QFusedOp(IRDLOperation):
         zero_point: SSAValue | None,
     ) -> None:
         """Weight data/codes, scales/codebook and zero points agree with the scheme."""
-        shape = _shape(weight)
+        shape = shape_of(weight)
         if isinstance(scheme, AffineWeightAttr):
             block = scheme.block_size
             if len(block) != len(shape):
@@ -409,25 +397,25 @@ class QFusedOp(IRDLOperation):
                 if d % b:
                     raise self.fail(f"block size {b} does not divide weight dimension {i} ({d})")
             reduced = tuple(d // b for b, d in zip(block, shape, strict=True))
-            if not is_int(_elem(weight)):
+            if not is_int(elem_of(weight)):
                 raise self.fail(f"affine weight data must be integers, got {weight.type}")
-            lo, hi = int_range(_elem(weight))
+            lo, hi = int_range(elem_of(weight))
             if not (lo <= scheme.qmin.data and scheme.qmax.data <= hi):
                 raise self.fail(
                     f"weight range [{scheme.qmin.data}, {scheme.qmax.data}] does not fit "
-                    f"storage {_elem(weight)}"
+                    f"storage {elem_of(weight)}"
                 )
-            if not is_float(_elem(scale)) or _shape(scale) != reduced:
+            if not is_float(elem_of(scale)) or shape_of(scale) != reduced:
                 raise self.fail(
                     f"weight scale must be a float tensor of shape {list(reduced)} "
                     f"(weight shape / block), got {scale.type}"
                 )
-            if zero_point is not None and _shape(zero_point) != reduced:
+            if zero_point is not None and shape_of(zero_point) != reduced:
                 raise self.fail(f"weight zero point must have shape {list(reduced)}")
         elif isinstance(scheme, LutWeightAttr):
             if zero_point is not None:
                 raise self.fail("a LUT weight has no zero point")
-            if not is_int(_elem(weight)):
+            if not is_int(elem_of(weight)):
                 raise self.fail(f"LUT codes must be integers, got {weight.type}")
             raw = scheme.block_size
             block = tuple(d if b == -1 else b for b, d in zip(raw, shape, strict=False))
@@ -435,7 +423,7 @@ class QFusedOp(IRDLOperation):
                 raise self.fail(f"LUT block {list(raw)} does not tile {list(shape)}")
             grid = tuple(d // b for b, d in zip(block, shape, strict=True))
             expected = (*grid, 2**scheme.nbits.data, 1)
-            if _shape(scale) != expected or not is_float(_elem(scale)):
+            if shape_of(scale) != expected or not is_float(elem_of(scale)):
                 raise self.fail(f"codebook must be a float tensor of shape {list(expected)}")
         else:
             raise self.fail(f"weight_scheme must be #qfused.affine or #qfused.lut, got {scheme}")
@@ -448,20 +436,20 @@ class QFusedOp(IRDLOperation):
         clamp_max: FloatAttr | None,
     ) -> None:
         if requant is None:
-            if not is_float(_elem(result)):
+            if not is_float(elem_of(result)):
                 raise self.fail("without requant the result must be a float tensor")
         else:
-            if not is_int(_elem(result)):
+            if not is_int(elem_of(result)):
                 raise self.fail("with requant the result must be an integer tensor")
-            lo, hi = int_range(_elem(result))
+            lo, hi = int_range(elem_of(result))
             if not (lo <= requant.qmin.data and requant.qmax.data <= hi):
-                raise self.fail(f"requant range does not fit the result type {_elem(result)}")
+                raise self.fail(f"requant range does not fit the result type {elem_of(result)}")
         if clamp_min is not None and clamp_max is not None:
             if clamp_min.value.data > clamp_max.value.data:
                 raise self.fail("clamp_min must not exceed clamp_max")
 
     def check_input(self, input: SSAValue, act: Attribute | None) -> None:
-        elem = _elem(input)
+        elem = elem_of(input)
         if is_float(elem):
             return
         if not isinstance(act, StaticQParamsAttr):
@@ -504,7 +492,7 @@ class LinearOp(QFusedOp):
     )
 
     def kernel_name(self) -> str:
-        k = _shape(self.weight)[-1]
+        k = shape_of(self.weight)[-1]
         scheme = self.weight_scheme
         assert isinstance(scheme, AffineWeightAttr | LutWeightAttr)
         reduced = [scheme.block_size[-1] == k] if isinstance(scheme, AffineWeightAttr) else []
@@ -523,14 +511,14 @@ class LinearOp(QFusedOp):
         return aliases.get(name, ())
 
     def verify_(self) -> None:
-        x, w = _shape(self.input), _shape(self.weight)
+        x, w = shape_of(self.input), shape_of(self.weight)
         if len(w) != 2:
             raise self.fail(f"weight must be 2-D [N, K], got {list(w)}")
         if not x or x[-1] != w[1]:
             raise self.fail(f"input's last dim must equal K = {w[1]}, got {list(x)}")
-        if _shape(self.result) != (*x[:-1], w[0]):
+        if shape_of(self.result) != (*x[:-1], w[0]):
             raise self.fail(f"result must have shape {[*x[:-1], w[0]]}")
-        if self.bias is not None and _shape(self.bias) != (w[0],):
+        if self.bias is not None and shape_of(self.bias) != (w[0],):
             raise self.fail(f"bias must have shape [{w[0]}]")
         self.check_weight(self.weight_scheme, self.weight, self.scale, self.zero_point)
         if self.act is not None and not isinstance(self.act, ActScheme):
@@ -565,7 +553,7 @@ class Conv2dOp(QFusedOp):
     assembly_format = LinearOp.assembly_format
 
     def _variant(self) -> str:
-        w = _shape(self.weight)
+        w = shape_of(self.weight)
         groups = self.groups.value.data
         if groups > 1 and groups == w[0] and w[1] == 1:
             return "_dw"
@@ -579,7 +567,7 @@ class Conv2dOp(QFusedOp):
     def kernel_name(self) -> str:
         scheme = self.weight_scheme
         assert isinstance(scheme, AffineWeightAttr | LutWeightAttr)
-        w = _shape(self.weight)
+        w = shape_of(self.weight)
         reduced = (
             [b == d for b, d in zip(scheme.block_size[1:], w[1:], strict=True)]
             if isinstance(scheme, AffineWeightAttr)
@@ -598,7 +586,7 @@ class Conv2dOp(QFusedOp):
     def verify_(self) -> None:
         from qopt.dialects.aten.nn import conv_out
 
-        x, w = _shape(self.input), _shape(self.weight)
+        x, w = shape_of(self.input), shape_of(self.weight)
         groups = self.groups.value.data
         params = [tuple(a.get_values()) for a in (self.stride, self.padding, self.dilation)]
         if any(len(p) != 2 for p in params):
@@ -611,9 +599,9 @@ class Conv2dOp(QFusedOp):
             )
         (sh, sw), (ph, pw), (dh, dw) = params
         expected = (x[0], w[0], conv_out(x[2], w[2], sh, ph, dh), conv_out(x[3], w[3], sw, pw, dw))
-        if _shape(self.result) != expected:
+        if shape_of(self.result) != expected:
             raise self.fail(f"result must have shape {list(expected)}")
-        if self.bias is not None and _shape(self.bias) != (w[0],):
+        if self.bias is not None and shape_of(self.bias) != (w[0],):
             raise self.fail(f"bias must have shape [{w[0]}]")
         self.check_weight(self.weight_scheme, self.weight, self.scale, self.zero_point)
         if self.act is not None and not isinstance(self.act, StaticQParamsAttr):
@@ -644,19 +632,19 @@ class EmbeddingOp(QFusedOp):
     def kernel_name(self) -> str:
         scheme = self.weight_scheme
         assert isinstance(scheme, AffineWeightAttr | LutWeightAttr)
-        d = _shape(self.weight)[-1]
+        d = shape_of(self.weight)[-1]
         reduced = [scheme.block_size[-1] == d] if isinstance(scheme, AffineWeightAttr) else []
         return f"embedding_{weight_token(scheme, _symmetric(self.zero_point), reduced)}"
 
     def verify_(self) -> None:
-        w = _shape(self.weight)
+        w = shape_of(self.weight)
         if len(w) != 2:
             raise self.fail(f"weight must be 2-D [V, D], got {list(w)}")
-        if not is_int(_elem(self.indices)):
+        if not is_int(elem_of(self.indices)):
             raise self.fail("indices must be an integer tensor")
-        if _shape(self.result) != (*_shape(self.indices), w[1]):
-            raise self.fail(f"result must have shape {[*_shape(self.indices), w[1]]}")
-        if not is_float(_elem(self.result)):
+        if shape_of(self.result) != (*shape_of(self.indices), w[1]):
+            raise self.fail(f"result must have shape {[*shape_of(self.indices), w[1]]}")
+        if not is_float(elem_of(self.result)):
             raise self.fail("result must be a float tensor")
         self.check_weight(self.weight_scheme, self.weight, self.scale, self.zero_point)
         self.check_kernel()
@@ -693,8 +681,8 @@ class AddOp(QFusedOp):
     def verify_(self) -> None:
         from qopt.dialects.aten.base import broadcast_shapes
 
-        shape = broadcast_shapes(_shape(self.lhs), _shape(self.rhs))
-        if shape is None or shape != _shape(self.result):
+        shape = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        if shape is None or shape != shape_of(self.result):
             raise self.fail("operands must broadcast to the result shape")
         self.check_input(self.lhs, self.lhs_act)
         self.check_input(self.rhs, self.rhs_act)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import auto
 
+import numpy as np
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
@@ -39,7 +40,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from qopt.dialects.dtypes import int_range, is_float, is_int
+from qopt.dialects.dtypes import int_range, is_float, is_int, numpy_dtype
+from qopt.dialects.tensors import dtype_of, elem_of, numel, shape_of
 from qopt.errors import where
 
 
@@ -49,25 +51,6 @@ class Mapping(StrEnum):
     ASYMMETRIC = auto()
     SYMMETRIC = auto()
     SYMMETRIC_NO_CLIPPING_ERR = auto()
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return tuple(type.get_shape())
-
-
-def _elem(value: SSAValue) -> Attribute:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return type.get_element_type()
-
-
-def numel(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def resolve_block_size(block: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
@@ -119,16 +102,16 @@ class QuantOpBase(IRDLOperation):
         zp: SSAValue | None,
     ) -> None:
         blocks = numel(reduced_shape(block, shape))
-        if not is_float(_elem(scale)):
+        if not is_float(elem_of(scale)):
             raise self._fail(f"scale must be a float tensor, got {scale.type}")
-        if numel(_shape(scale)) != blocks:
+        if numel(shape_of(scale)) != blocks:
             raise self._fail(
-                f"scale has {numel(_shape(scale))} elements but block_size "
+                f"scale has {numel(shape_of(scale))} elements but block_size "
                 f"{list(block)} splits shape {list(shape)} into {blocks} blocks"
             )
-        if zp is not None and numel(_shape(zp)) != blocks:
+        if zp is not None and numel(shape_of(zp)) != blocks:
             raise self._fail(
-                f"zero_point has {numel(_shape(zp))} elements but there are {blocks} blocks"
+                f"zero_point has {numel(shape_of(zp))} elements but there are {blocks} blocks"
             )
 
     def _check_range(self, qmin: int, qmax: int, storage: Attribute) -> None:
@@ -187,17 +170,24 @@ class QuantizeOp(QuantOpBase):
         )
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
-        if not is_float(_elem(self.input)):
+        shape = shape_of(self.input)
+        if not is_float(elem_of(self.input)):
             raise self._fail(f"input must be a float tensor, got {self.input.type}")
-        if _shape(self.output) != shape:
+        if shape_of(self.output) != shape:
             raise self._fail("result shape must equal the input shape")
         block = self.block_size.get_values()
         self._check_block(block, shape)
         self._check_params(block, shape, self.scale, self.zero_point)
-        self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.output))
+        self._check_range(self.qmin.value.data, self.qmax.value.data, elem_of(self.output))
         if self.compute_type is not None and not is_float(self.compute_type):
             raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
+
+    def compute_dtype(self) -> np.dtype:
+        """The numpy type the product is computed in: `compute_type`, else the
+        promotion of the input and scale types."""
+        if self.compute_type is not None:
+            return numpy_dtype(self.compute_type)
+        return np.promote_types(dtype_of(self.input), dtype_of(self.scale))
 
 
 @irdl_op_definition
@@ -237,19 +227,26 @@ class DequantizeOp(QuantOpBase):
         )
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
-        if not is_int(_elem(self.input)):
+        shape = shape_of(self.input)
+        if not is_int(elem_of(self.input)):
             raise self._fail(f"input must be an integer tensor, got {self.input.type}")
-        if not is_float(_elem(self.output)):
+        if not is_float(elem_of(self.output)):
             raise self._fail(f"result must be a float tensor, got {self.output.type}")
-        if _shape(self.output) != shape:
+        if shape_of(self.output) != shape:
             raise self._fail("result shape must equal the input shape")
         block = self.block_size.get_values()
         self._check_block(block, shape)
         self._check_params(block, shape, self.scale, self.zero_point)
-        self._check_range(self.qmin.value.data, self.qmax.value.data, _elem(self.input))
+        self._check_range(self.qmin.value.data, self.qmax.value.data, elem_of(self.input))
         if self.compute_type is not None and not is_float(self.compute_type):
             raise self._fail(f"compute_type must be a float type, got {self.compute_type}")
+
+    def compute_dtype(self) -> np.dtype:
+        """The numpy type `(x - zero_point) * scale` is computed in: `compute_type`,
+        else the result type."""
+        if self.compute_type is not None:
+            return numpy_dtype(self.compute_type)
+        return dtype_of(self.output)
 
 
 @irdl_op_definition
@@ -300,8 +297,8 @@ class ChooseQParamsOp(QuantOpBase):
         )
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
-        if not is_float(_elem(self.input)):
+        shape = shape_of(self.input)
+        if not is_float(elem_of(self.input)):
             raise self._fail(f"input must be a float tensor, got {self.input.type}")
         if self.mapping.data not in {m.value for m in Mapping}:
             raise self._fail(
@@ -351,16 +348,16 @@ class DequantizeCodebookOp(QuantOpBase):
         )
 
     def verify_(self) -> None:
-        shape = _shape(self.codes)
-        book = _shape(self.codebook)
+        shape = shape_of(self.codes)
+        book = shape_of(self.codebook)
         nbits = self.nbits.value.data
-        if not is_int(_elem(self.codes)):
+        if not is_int(elem_of(self.codes)):
             raise self._fail(f"codes must be an integer tensor, got {self.codes.type}")
-        if not is_float(_elem(self.codebook)) or not is_float(_elem(self.output)):
+        if not is_float(elem_of(self.codebook)) or not is_float(elem_of(self.output)):
             raise self._fail("codebook and result must be float tensors")
         if not 1 <= nbits <= 8:
             raise self._fail(f"nbits must be in [1, 8], got {nbits}")
-        if _shape(self.output) != shape:
+        if shape_of(self.output) != shape:
             raise self._fail("result shape must equal the codes shape")
         if len(book) != len(shape) + 2:
             raise self._fail(

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs as check_inputs_of
 
@@ -65,8 +65,7 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     """`inputs` against the function's signature (qopt.inputs: shape, value-keeping casts)."""
     signature = []
     for type in func.function_type.inputs.data:
-        assert isinstance(type, TensorType)
-        signature.append((tuple(type.get_shape()), numpy_dtype(type.get_element_type())))
+        signature.append((shape_of(type), dtype_of(type)))
     return check_inputs_of(inputs, signature, f"@{func.sym_name.data}")
 
 

@@ -7,7 +7,6 @@ frontend the way torch promotes Python scalars).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -17,43 +16,16 @@ from xdsl.ir import Operation
 
 from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.aten.base import real, text
-from qopt.interpreters.common import as_result, dtype_of, functions_class
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    try:
-        from scipy.special import erf as scipy_erf  # pyright: ignore
-
-        return scipy_erf(x).astype(x.dtype)
-    except ImportError:  # pragma: no cover
-        return _erf(x).astype(x.dtype)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.asarray(1, x.dtype) / (np.asarray(1, x.dtype) + np.exp(-x))
-
-
-def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
-    if approximate == "tanh":
-        c = np.asarray(math.sqrt(2 / math.pi), x.dtype)
-        return (
-            np.asarray(0.5, x.dtype)
-            * x
-            * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x**3)))
-        )
-    return (x * np.asarray(0.5, x.dtype) * (1 + erf(x / np.asarray(math.sqrt(2), x.dtype)))).astype(
-        x.dtype
-    )
-
+from qopt.dialects.tensors import dtype_of
+from qopt.interpreters.common import as_result, functions_class
+from qopt.numerics import activations as act
 
 UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.NegOp: lambda x, op: -x,
     ew.AbsOp: lambda x, op: np.abs(x),
     ew.ReluOp: lambda x, op: np.maximum(x, np.zeros((), x.dtype)),
-    ew.SiluOp: lambda x, op: x * _sigmoid(x),
-    ew.SigmoidOp: lambda x, op: _sigmoid(x),
+    ew.SiluOp: lambda x, op: act.silu(x),
+    ew.SigmoidOp: lambda x, op: act.sigmoid(x),
     ew.TanhOp: lambda x, op: np.tanh(x),
     ew.ExpOp: lambda x, op: np.exp(x),
     ew.LogOp: lambda x, op: np.log(x),
@@ -62,16 +34,14 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.ReciprocalOp: lambda x, op: np.asarray(1, x.dtype) / x,
     ew.SinOp: lambda x, op: np.sin(x),
     ew.CosOp: lambda x, op: np.cos(x),
-    ew.ErfOp: lambda x, op: erf(x),
+    ew.ErfOp: lambda x, op: act.erf(x),
     ew.FloorOp: lambda x, op: np.floor(x),
     ew.CeilOp: lambda x, op: np.ceil(x),
     ew.RoundOp: lambda x, op: np.round(x),
-    ew.GeluOp: lambda x, op: _gelu(x, text(op.approximate, "none")),
-    ew.HardswishOp: lambda x, op: x * np.clip(x + 3, 0, 6) / np.asarray(6, x.dtype),
-    ew.HardsigmoidOp: lambda x, op: np.clip(x + 3, 0, 6) / np.asarray(6, x.dtype),
-    ew.LeakyReluOp: lambda x, op: np.where(
-        x >= 0, x, x * np.asarray(real(op.negative_slope, 0.01), x.dtype)
-    ),
+    ew.GeluOp: lambda x, op: act.gelu(x, text(op.approximate, "none")),
+    ew.HardswishOp: lambda x, op: act.hardswish(x),
+    ew.HardsigmoidOp: lambda x, op: act.hardsigmoid(x),
+    ew.LeakyReluOp: lambda x, op: act.leaky_relu(x, real(op.negative_slope, 0.01)),
     ew.LogicalNotOp: lambda x, op: np.logical_not(x),
     ew.BitwiseNotOp: lambda x, op: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
     ew.IsNanOp: lambda x, op: np.isnan(x),

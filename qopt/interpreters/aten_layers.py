@@ -13,7 +13,8 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import SSAValue
 
 from qopt.dialects.aten import layers
-from qopt.dialects.aten.base import flag, integer, ints, real, shape_of
+from qopt.dialects.aten.base import flag, integer, ints, real
+from qopt.dialects.tensors import shape_of
 from qopt.interpreters.aten_reduction import float_dtype, softmax
 from qopt.interpreters.common import as_result
 from qopt.numerics import sequential_sum, torch_mean

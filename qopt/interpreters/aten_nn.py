@@ -13,7 +13,8 @@ from xdsl.interpreter import (
 
 from qopt.dialects.aten import nn
 from qopt.dialects.aten.base import integer, ints
-from qopt.interpreters.common import as_result, checked_indices, dtype_of
+from qopt.dialects.tensors import dtype_of
+from qopt.interpreters.common import as_result, checked_indices
 
 
 def conv2d(

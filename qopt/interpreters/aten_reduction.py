@@ -14,7 +14,8 @@ from xdsl.ir import SSAValue
 
 from qopt.dialects.aten import reduction as red
 from qopt.dialects.aten.base import flag, integer, norm_dim
-from qopt.interpreters.common import as_result, dtype_of
+from qopt.dialects.tensors import dtype_of
+from qopt.interpreters.common import as_result
 from qopt.numerics import torch_mean, torch_sum
 
 

@@ -15,7 +15,8 @@ from xdsl.interpreter import (
 
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
-from qopt.interpreters.common import as_result, checked_indices, dtype_of, shape_of
+from qopt.dialects.tensors import dtype_of, shape_of
+from qopt.interpreters.common import as_result, checked_indices
 
 
 def _fill(value: float, dtype: np.dtype) -> np.ndarray:

@@ -6,11 +6,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    DenseResourceAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -19,37 +15,15 @@ from xdsl.interpreter import (
     register_impls,
 )
 
-from qopt.dialects.dtypes import numpy_dtype
-from qopt.errors import QoptError, where
-from qopt.resources import resource_array, weights_of
+from qopt.resources import elements_array
 
 
 def constant_array(op: arith.ConstantOp) -> np.ndarray | int | float:
+    """The value of an `arith.constant`: a numpy array for a tensor literal
+    (`qopt.resources.elements_array`), the Python number of a scalar one."""
     value = op.value
-    if isinstance(value, DenseResourceAttr):
-        array = resource_array(value, weights_of(op))
-        if array is None:
-            raise QoptError(
-                f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "
-                "missing (weights are elided from printouts by default): print the module "
-                "with --print-weights (qopt-opt) or print_weights=True to run it"
-            )
-        return array
-    if isinstance(value, DenseIntOrFPElementsAttr):
-        type = value.type
-        assert isinstance(type, TensorType)
-        dtype = numpy_dtype(type.get_element_type())
-        shape = tuple(type.get_shape())
-        raw = value.data.data
-        count = int(np.prod(shape, dtype=np.int64))
-        flat = (
-            np.frombuffer(raw, dtype=dtype)
-            if dtype != np.bool_
-            else np.frombuffer(raw, np.uint8).astype(np.bool_)
-        )
-        if flat.size == 1 and count != 1:
-            return np.broadcast_to(flat, shape).copy()
-        return flat.reshape(shape).copy()
+    if isinstance(value, DenseResourceAttr | DenseIntOrFPElementsAttr):
+        return elements_array(value, op)
     return value.value.data  # pyright: ignore
 
 

@@ -5,22 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import InterpreterFunctions, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
-
-
-def dtype_of(value: SSAValue) -> np.dtype:
-    assert isinstance(value.type, TensorType)
-    return numpy_dtype(value.type.get_element_type())
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
 
 
 def as_result(array: np.ndarray | np.generic, value: SSAValue) -> np.ndarray:

@@ -9,52 +9,29 @@ does; sub-byte integers live in int8 / uint8 containers.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
-from qopt.backends.coreml.packing import unpack_bits
 from qopt.dialects import coreml
-from qopt.dialects.coreml import shape_of, storage_dtype
-from qopt.errors import QoptError, where
-from qopt.interpreters.aten_elementwise import erf
+from qopt.dialects.coreml import storage_dtype
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.interpreters.aten_layers import attention
 from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.aten_reduction import softmax
 from qopt.interpreters.common import checked_indices
-from qopt.numerics import sequential_sum, torch_mean, torch_sum
-from qopt.resources import weights_of
+from qopt.numerics import activations as act
+from qopt.numerics.bits import unpack_bits
+from qopt.numerics.quant import DIVIDE, RECIPROCAL, dequantize, lut_to_dense, quantize
+from qopt.numerics.reductions import sequential_sum, torch_mean, torch_sum
+from qopt.resources import elements_array
 
 
 def const_array(op: coreml.ConstOp) -> np.ndarray:
     """The value of a `coreml.const` (sub-byte types in 8-bit containers)."""
-    value = op.value
-    type = value.type
-    assert isinstance(type, TensorType)
-    dtype = storage_dtype(type.get_element_type())
-    shape = tuple(type.get_shape())
-    if isinstance(value, DenseResourceAttr):
-        blob = weights_of(op).get(value.resource_handle.data)
-        if blob is None:
-            raise QoptError(
-                f"{where(op)}: the data of dense_resource<{value.resource_handle.data}> is "
-                "missing: print the module with --print-weights to run it"
-            )
-        if isinstance(blob, np.ndarray):
-            return (blob if blob.dtype == dtype else blob.view(dtype)).reshape(shape)
-        return np.frombuffer(blob, dtype).reshape(shape)
-    assert isinstance(value, DenseIntOrFPElementsAttr)
-    raw = value.data.data
-    flat = np.frombuffer(raw, np.uint8 if dtype == np.bool_ else dtype)
-    flat = flat.astype(np.bool_) if dtype == np.bool_ else flat
-    count = int(np.prod(shape, dtype=np.int64))
-    if flat.size == 1 and count != 1:
-        return np.broadcast_to(flat, shape).copy()
-    return flat.reshape(shape).copy()
+    return elements_array(op.value, op, storage_dtype(elem_of(op.result)))
 
 
 def _ints(attr: Any) -> tuple[int, ...]:
@@ -69,15 +46,6 @@ def _float(attr: Any) -> float:
     return float(attr.value.data)
 
 
-def _expand(params: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Repeat a block-grid parameter tensor up to `shape`."""
-    out = params
-    for axis, (p, d) in enumerate(zip(params.shape, shape, strict=True)):
-        if p != d:
-            out = np.repeat(out, d // p, axis=axis)
-    return out
-
-
 def _axis_params(p: np.ndarray, axis: int | None, rank: int) -> np.ndarray:
     if axis is None:
         return p.reshape(())
@@ -89,27 +57,10 @@ def _axis_params(p: np.ndarray, axis: int | None, rank: int) -> np.ndarray:
 def blockwise_shift_scale(
     data: np.ndarray, scale: np.ndarray, offset: np.ndarray | None
 ) -> np.ndarray:
-    values = data.astype(scale.dtype)
-    if offset is not None:
-        values = values - _expand(offset.astype(scale.dtype), data.shape)
-    return values * _expand(scale, data.shape)
-
-
-def lut_to_dense(indices: np.ndarray, lut: np.ndarray, vector_axis: int | None) -> np.ndarray:
-    """iOS18 form: `out[i] = lut[i0 // (d0/g0), ..., indices[i], :]`."""
-    rank = indices.ndim
-    groups = lut.shape[:rank]
-    grid = np.indices(indices.shape, sparse=True)
-    block = [d // g for d, g in zip(indices.shape, groups, strict=True)]
-    keys = tuple(g // b for g, b in zip(grid, block, strict=True))
-    values = lut[(*keys, indices.astype(np.int64))]  # [*shape, V]
-    if lut.shape[-1] == 1:
-        return values[..., 0]
-    assert vector_axis is not None
-    moved = np.moveaxis(values, -1, vector_axis + 1)
-    shape = list(indices.shape)
-    shape[vector_axis] *= lut.shape[-1]
-    return moved.reshape(shape)
+    """iOS18 `constexpr_blockwise_shift_scale`: `scale * (data - offset)` per block
+    (`block = data.shape / scale.shape`), in the scale's type."""
+    block = [d // p for d, p in zip(data.shape, scale.shape, strict=True)]
+    return dequantize(data, scale, offset, block, scale.dtype)
 
 
 def _same(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Any]:
@@ -119,18 +70,11 @@ def _same(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Any]:
     return body
 
 
+_GELU_MODES = {"EXACT": "none", "TANH_APPROXIMATION": "tanh", "SIGMOID_APPROXIMATION": "sigmoid"}
+
+
 def _gelu(op: Any, x: np.ndarray) -> np.ndarray:
-    half = np.asarray(0.5, x.dtype)
-    if op.mode.data == "TANH_APPROXIMATION":
-        c = np.asarray(math.sqrt(2 / math.pi), x.dtype)
-        return half * x * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x**3)))
-    if op.mode.data == "SIGMOID_APPROXIMATION":
-        return x / (1 + np.exp(np.asarray(-1.702, x.dtype) * x))
-    return half * x * (1 + erf(x / np.asarray(math.sqrt(2), x.dtype)))
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
+    return act.gelu(x, _GELU_MODES[op.mode.data])
 
 
 def _log(op: Any, x: np.ndarray) -> np.ndarray:
@@ -151,14 +95,14 @@ def _mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.ReluOp: _same(lambda x: np.maximum(x, 0)),
-    coreml.SiluOp: _same(lambda x: x * _sigmoid(x)),
-    coreml.SigmoidOp: _same(_sigmoid),
+    coreml.SiluOp: _same(act.silu),
+    coreml.SigmoidOp: _same(act.sigmoid),
     coreml.TanhOp: _same(np.tanh),
     coreml.ExpOp: _same(np.exp),
     coreml.SqrtOp: _same(np.sqrt),
     coreml.SinOp: _same(np.sin),
     coreml.CosOp: _same(np.cos),
-    coreml.ErfOp: _same(erf),
+    coreml.ErfOp: _same(act.erf),
     coreml.RsqrtOp: lambda op, x: 1 / np.sqrt(x + np.asarray(_float(op.epsilon), x.dtype)),
     coreml.GeluOp: _gelu,
     coreml.SoftmaxOp: lambda op, x: softmax(x, _int(op.axis)),
@@ -166,9 +110,7 @@ _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.SigmoidHardOp: lambda op, x: np.clip(
         np.asarray(_float(op.alpha), x.dtype) * x + np.asarray(_float(op.beta), x.dtype), 0, 1
     ),
-    coreml.LeakyReluOp: lambda op, x: np.where(
-        x >= 0, x, np.asarray(_float(op.alpha), x.dtype) * x
-    ),
+    coreml.LeakyReluOp: lambda op, x: act.leaky_relu(x, _float(op.alpha)),
     coreml.AbsOp: _same(np.abs),
     coreml.CeilOp: _same(np.ceil),
     coreml.FloorOp: _same(np.floor),
@@ -225,9 +167,7 @@ _REDUCE: dict[type, Callable[..., np.ndarray]] = {
 
 
 def _result_dtype(op: coreml.CoremlOp) -> np.dtype:
-    type = op.results[0].type
-    assert isinstance(type, TensorType)
-    return storage_dtype(type.get_element_type())
+    return storage_dtype(elem_of(op.results[0]))
 
 
 def _pool(op: coreml.MaxPoolOp | coreml.AvgPoolOp, x: np.ndarray) -> np.ndarray:
@@ -260,24 +200,25 @@ def _pool(op: coreml.MaxPoolOp | coreml.AvgPoolOp, x: np.ndarray) -> np.ndarray:
     return total / np.sum(counts, axis=(-2, -1))
 
 
-_QUANTIZE_RULE = ["divide"]
+_QUANTIZE_RULE = [DIVIDE]
 
 
 @contextlib.contextmanager
 def torch_quantize_rule() -> Iterator[None]:
     """Interpret `coreml.quantize` as torch does, `round(x * f32(1 / scale))`,
-    instead of the MIL spec's `round(x / scale)`, inside the `with` block.
+    instead of the MIL spec's `round(x / scale)`, inside the `with` block
+    (`qopt.numerics.quant`'s RECIPROCAL and DIVIDE rules).
 
     The two differ in the last bit for some x, which can move a value lying on
     a rounding boundary by one quantization step. Tests use this to show that a
     static-activation package computes exactly what torch computes apart from
     that documented rounding rule.
     """
-    _QUANTIZE_RULE[0] = "reciprocal"
+    _QUANTIZE_RULE[0] = RECIPROCAL
     try:
         yield
     finally:
-        _QUANTIZE_RULE[0] = "divide"
+        _QUANTIZE_RULE[0] = DIVIDE
 
 
 class CoremlFunctions(InterpreterFunctions):
@@ -298,44 +239,40 @@ class CoremlFunctions(InterpreterFunctions):
         axis = _int(op.axis) % data.ndim
         zp_b = _axis_params(np.asarray(zp), axis if zp.size > 1 else None, data.ndim)
         scale_b = _axis_params(np.asarray(scale), axis if scale.size > 1 else None, data.ndim)
-        return ((data.astype(scale.dtype) - zp_b.astype(scale.dtype)) * scale_b,)
+        return (dequantize(data, scale_b, zp_b, None, scale.dtype),)
 
     @impl(coreml.ConstexprLutToDenseOp)
     def run_lut(self, interp: Interpreter, op: Any, args: PythonValues):
         indices, lut = args
-        if op.shape is not None:
+        if op.shape is not None:  # iOS16: bit-packed indices, one palette
             shape = _ints(op.shape)
             nbits = lut.shape[0].bit_length() - 1
             codes = unpack_bits(indices, nbits, int(np.prod(shape)), signed=False)
-            return (lut[codes.astype(np.int64)].reshape(shape),)
+            palette = lut.reshape((1,) * len(shape) + (lut.shape[0], 1))
+            return (lut_to_dense(codes.reshape(shape), palette),)
         axis = None if op.vector_axis is None else _int(op.vector_axis)
         return (lut_to_dense(indices, lut, axis),)
 
     @impl(coreml.QuantizeOp)
     def run_quantize(self, interp: Interpreter, op: Any, args: PythonValues):
+        """MIL: `clip(round(x / scale) + zp)` to the full storage range, in x's type."""
         x, *rest = args
         zp, scale = rest if len(rest) == 2 else (None, rest[0])
         axis = None if op.axis is None else _int(op.axis)
         dtype = _result_dtype(op)
         info = np.iinfo(dtype)
         s = _axis_params(scale, axis, x.ndim).astype(x.dtype)
-        if _QUANTIZE_RULE[0] == "reciprocal":
-            q = np.round(x * (np.asarray(1, x.dtype) / s))
-        else:
-            q = np.round(x / s)  # the MIL spec (and coremltools' value inference)
-        if zp is not None:
-            q = q + _axis_params(zp, axis, x.ndim).astype(x.dtype)
-        return (np.clip(q, info.min, info.max).astype(dtype),)
+        z = None if zp is None else _axis_params(zp, axis, x.ndim)
+        q = quantize(x, s, z, None, info.min, info.max, dtype, x.dtype, rule=_QUANTIZE_RULE[0])
+        return (q,)
 
     @impl(coreml.DequantizeOp)
     def run_dequantize(self, interp: Interpreter, op: Any, args: PythonValues):
         x, *rest = args
         zp, scale = rest if len(rest) == 2 else (None, rest[0])
         axis = None if op.axis is None else _int(op.axis)
-        values = x.astype(scale.dtype)
-        if zp is not None:
-            values = values - _axis_params(zp, axis, x.ndim).astype(scale.dtype)
-        return (values * _axis_params(scale, axis, x.ndim),)
+        z = None if zp is None else _axis_params(zp, axis, x.ndim)
+        return (dequantize(x, _axis_params(scale, axis, x.ndim), z, None, scale.dtype),)
 
     @impl(coreml.LinearOp)
     def run_linear(self, interp: Interpreter, op: Any, args: PythonValues):

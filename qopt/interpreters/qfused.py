@@ -2,6 +2,8 @@
 definition (quantize the activation, integer-valued products against the
 unpacked weight, scale, bias, clamp, requantize) rather than by re-running the
 unfused quant/aten ops: the equivalence tests of `fuse-quant` compare the two.
+The quantization steps themselves are `qopt.numerics.quant`'s, the same the
+`quant` interpreter and the Vulkan kernels' references use.
 
 Accumulation is in float64, so a fused op is at least as accurate as the float32
 graph it replaces; results are rounded to the result type.
@@ -18,19 +20,18 @@ from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import qfused
 from qopt.dialects.dtypes import numpy_dtype
+from qopt.dialects.tensors import dtype_of
 from qopt.interpreters.aten_nn import conv2d
-from qopt.interpreters.common import checked_indices, dtype_of
+from qopt.interpreters.common import checked_indices
+from qopt.numerics.quant import (
+    choose_qparams,
+    dequantize,
+    dequantize_codebook,
+    expand_params,
+    quantize,
+)
 
 F32 = np.float32
-
-
-def _per_element(params: np.ndarray, block: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
-    """Block parameters (shape = shape / block) repeated to `shape`."""
-    out = params
-    for axis, b in enumerate(block):
-        if b > 1:
-            out = np.repeat(out, b, axis=axis)
-    return out
 
 
 def unpack_weight(
@@ -38,59 +39,54 @@ def unpack_weight(
 ) -> np.ndarray:
     """The weight as float64 values (`(data - zero_point) * scale`, or the LUT entries)."""
     if isinstance(scheme, qfused.LutWeightAttr):
-        shape = data.shape
-        block = tuple(d if b == -1 else b for b, d in zip(scheme.block_size, shape, strict=True))
-        index = tuple(
-            (np.arange(d) // b).reshape([-1 if j == i else 1 for j in range(len(shape))])
-            for i, (d, b) in enumerate(zip(shape, block, strict=True))
-        )
-        return scale[(*index, data.astype(np.int64), 0)].astype(np.float64)
+        return dequantize_codebook(data, scale, scheme.block_size, np.float64)
     assert isinstance(scheme, qfused.AffineWeightAttr)
-    block = scheme.block_size
-    values = data.astype(np.float64)
-    if zero_point is not None:
-        values = values - _per_element(zero_point.astype(np.float64), block, data.shape)
-    return values * _per_element(scale.astype(np.float64), block, data.shape)
+    return dequantize(data, scale, zero_point, scheme.block_size, np.float64)
 
 
 def quantize_static(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
-    """PT2E per-tensor quantization: `clamp(rne(x * f32(1/scale)) + zp)`, in f32."""
-    inv = F32(1.0 / act.scale.value.data)
-    q = np.round(x.astype(F32) * inv) + F32(act.zero_point.data)
-    return np.clip(q, act.qmin.data, act.qmax.data).astype(np.int64)
+    """PT2E per-tensor quantization: `clamp(rne(x * f32(1/scale)) + zp)`, in f32 (the
+    scale a Python float, its reciprocal taken in double)."""
+    return quantize(
+        x,
+        np.float64(act.scale.value.data),
+        act.zero_point.data,
+        None,
+        act.qmin.data,
+        act.qmax.data,
+        np.int64,
+        F32,
+    )
+
+
+def _act_block(x: np.ndarray, act: qfused.DynamicQParamsAttr) -> tuple[int, ...]:
+    """The block of a dynamic activation quantizer: per token (last dim) or per tensor."""
+    if act.granularity.data == "per_token":
+        return (*([1] * (x.ndim - 1)), x.shape[-1])
+    return x.shape
 
 
 def dynamic_qparams(x: np.ndarray, act: qfused.DynamicQParamsAttr) -> tuple[np.ndarray, np.ndarray]:
     """Per-token (last dim) or per-tensor scale and zero point, as
-    `quant.choose_qparams` computes them (in f32, scale rounded to scale_type)."""
+    `quant.choose_qparams` computes them (in f32, scale rounded to scale_type),
+    shaped to broadcast against x."""
     xf = x.astype(F32)
-    if act.granularity.data == "per_token":
-        lo, hi = xf.min(axis=-1, keepdims=True), xf.max(axis=-1, keepdims=True)
-    else:
-        lo, hi = xf.min(keepdims=True), xf.max(keepdims=True)
-    qmin, qmax = act.qmin.data, act.qmax.data
-    mn, mx = np.minimum(lo, F32(0)), np.maximum(hi, F32(0))
-    eps = F32(act.eps.value.data)
-    if act.mapping.data == "asymmetric":
-        scale = np.maximum((mx - mn) / F32(qmax - qmin), eps)
-        zp = np.clip(qmin - np.round(mn / scale), qmin, qmax)
-    else:
-        if act.mapping.data == "symmetric":
-            scale = np.maximum(-mn, mx) / F32((qmax - qmin) / 2)
-        else:
-            smin, smax = mn / F32(qmin), mx / F32(qmax)
-            scale = np.where(smin > smax, smin, smax)
-        scale = np.maximum(scale, eps)
-        zp = np.full_like(scale, int((qmax + qmin + 1) / 2))
-    return scale.astype(numpy_dtype(act.scale_type)), zp.astype(np.int64)
+    return choose_qparams(
+        xf,
+        _act_block(xf, act),
+        act.qmin.data,
+        act.qmax.data,
+        act.mapping.data,
+        act.eps.value.data,
+        numpy_dtype(act.scale_type),
+        np.int64,
+    )
 
 
 def quantize_dynamic(
     x: np.ndarray, scale: np.ndarray, zp: np.ndarray, act: qfused.DynamicQParamsAttr
 ) -> np.ndarray:
-    inv = (np.asarray(1.0, scale.dtype) / scale).astype(F32)
-    q = np.round(x.astype(F32) * inv) + zp.astype(F32)
-    return np.clip(q, act.qmin.data, act.qmax.data).astype(np.int64)
+    return quantize(x.astype(F32), scale, zp, None, act.qmin.data, act.qmax.data, np.int64, F32)
 
 
 def activation_values(x: np.ndarray, act: Attribute | None) -> np.ndarray:
@@ -100,11 +96,11 @@ def activation_values(x: np.ndarray, act: Attribute | None) -> np.ndarray:
         return x.astype(np.float64)
     if isinstance(act, qfused.StaticQParamsAttr):
         q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
-        return (q - act.zero_point.data).astype(np.float64) * float(F32(act.scale.value.data))
+        return dequantize(q, F32(act.scale.value.data), act.zero_point.data, None, np.float64)
     assert isinstance(act, qfused.DynamicQParamsAttr)
     scale, zp = dynamic_qparams(x, act)
     q = quantize_dynamic(x, scale, zp, act)
-    return (q - zp).astype(np.float64) * scale.astype(F32).astype(np.float64)
+    return dequantize(q, scale.astype(F32), zp, None, np.float64)
 
 
 def finish(
@@ -181,13 +177,10 @@ class QFusedFunctions(InterpreterFunctions):
             return (table[rows].astype(out_dtype),)
         # Dequantize only the gathered rows, in the result type (as dequantize does).
         assert isinstance(scheme, qfused.AffineWeightAttr)
-        block = scheme.block_size
-        data = v["weight"][rows].astype(out_dtype)
-        scale = _per_element(v["scale"], block, v["weight"].shape)[rows].astype(out_dtype)
-        if "zero_point" in v:
-            zp = _per_element(v["zero_point"], block, v["weight"].shape)[rows].astype(out_dtype)
-            data = data - zp
-        return ((data * scale).astype(out_dtype),)
+        block, shape = scheme.block_size, v["weight"].shape
+        scale = expand_params(v["scale"], block, shape)[rows]
+        zp = expand_params(v["zero_point"], block, shape)[rows] if "zero_point" in v else None
+        return (dequantize(v["weight"][rows], scale, zp, None, out_dtype),)
 
     @impl(qfused.AddOp)
     def run_add(
@@ -197,7 +190,7 @@ class QFusedFunctions(InterpreterFunctions):
 
         def dequant(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
             q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
-            return (q - act.zero_point.data).astype(F32) * F32(act.scale.value.data)
+            return dequantize(q, np.float64(act.scale.value.data), act.zero_point.data, None, F32)
 
         lhs, rhs = dequant(a, op.lhs_act), dequant(b, op.rhs_act)
         if op.alpha is not None:

@@ -16,13 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 
 from qopt.dialects import vkc
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters.kernels import kernels
 from qopt.kernels import index_error_message
@@ -154,8 +153,5 @@ class VkcFunctions(InterpreterFunctions):
     def run_output(
         self, interpreter: Interpreter, op: vkc.OutputOp, args: PythonValues
     ) -> PythonValues:
-        type = op.result.type
-        assert isinstance(type, TensorType)
-        dtype = numpy_dtype(type.get_element_type())
-        out = np.asarray(args[0]).copy().astype(dtype).reshape(tuple(type.get_shape()))
-        return (out,)
+        out = np.asarray(args[0]).copy().astype(dtype_of(op.result))
+        return (out.reshape(shape_of(op.result)),)

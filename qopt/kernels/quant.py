@@ -140,7 +140,7 @@ QUANTIZE_ROWS = KernelSpec(
     extents=guarded("quantize_rows", _quantize_rows_extents),
     spec_bounds={"ZP_BEFORE_ROUND": FLAG, "WG": WG_RANGE},
     doc="""Dynamic per-row quantization: q = clamp(roundEven(x * f32(1 /
-scale[r])) + zp[r], qmin, qmax) in f32 (qfused.quantize_dynamic). Bit-exact.""",
+scale[r])) + zp[r], qmin, qmax) in f32 (qopt.numerics.quant.quantize). Bit-exact.""",
 )
 
 

@@ -39,6 +39,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.dtypes import tensor_type
+from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.errors import QoptError, where
 from qopt.resources import WeightStore, make_resource, printable_inline, weights_of
 
@@ -49,11 +50,6 @@ def _constant(op: Operation) -> bool:
     return isinstance(op, ConstantOp) and isinstance(
         op.value, DenseIntOrFPElementsAttr | DenseResourceAttr
     )
-
-
-def _numel(type: object) -> int:
-    assert isinstance(type, TensorType)
-    return int(np.prod(type.get_shape(), dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -82,8 +78,8 @@ class FoldConstantsPass(ModulePass):
                 continue
             if not all(v in known for v in candidate.operands):
                 continue
-            sizes = [_numel(r.type) for r in candidate.results]
-            budget = sum(_numel(v.type) for v in candidate.operands)
+            sizes = [numel(r.type) for r in candidate.results]
+            budget = sum(numel(v.type) for v in candidate.operands)
             is_light = all(v in light for v in candidate.operands)
             if max(sizes, default=0) > self.max_elements:
                 continue
@@ -123,10 +119,8 @@ class FoldConstantsPass(ModulePass):
         assert isinstance(type, TensorType)
         want = tensor_type(array.dtype, array.shape)
         if want != type:  # the interpreter returns numpy's dtype: store the IR's
-            from qopt.dialects.dtypes import numpy_dtype
-
-            array = array.astype(numpy_dtype(type.get_element_type()))
-        array = np.ascontiguousarray(array).reshape(tuple(type.get_shape()))
+            array = array.astype(dtype_of(type))
+        array = np.ascontiguousarray(array).reshape(shape_of(type))
         value: DenseIntOrFPElementsAttr | DenseResourceAttr
         if array.size <= INLINE_LIMIT and printable_inline(array):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))

@@ -35,8 +35,9 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import coreml
-from qopt.dialects.coreml import OPSET_ATTR, elem_of, shape_of
+from qopt.dialects.coreml import OPSET_ATTR
 from qopt.dialects.signature import output_names as recorded_output_names
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import const_array

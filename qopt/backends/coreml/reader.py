@@ -93,11 +93,11 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import OptOperandDef, VarOperandDef
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from qopt.backends.coreml.packing import packed_nbytes, unpack_bits
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.errors import QoptError
 from qopt.limits import DEFAULT_LIMITS
+from qopt.numerics.bits import packed_nbytes, unpack_bits
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
@@ -119,7 +119,6 @@ _BLOB_SENTINEL = 0xDEADBEEF
 _BLOB_VERSION = 2
 _HEADER_BYTES = 64  # MILBlob storage header
 _RECORD_BYTES = 64  # MILBlob per-blob metadata record
-_UNPACK_CHUNK = 1 << 20  # sub-byte elements unpacked at a time (a multiple of 8)
 _MAX_NAME = 120  # characters of a package-supplied name shown in a message
 _MAX_MESSAGE = 2000
 
@@ -240,25 +239,13 @@ def _nbytes(elem: Attribute, count: int) -> int:
     return count * storage_dtype(elem).itemsize
 
 
-def _unpack(data: np.ndarray, nbits: int, count: int, signed: bool) -> np.ndarray:
-    """`unpack_bits`, a chunk at a time (its temporaries are ~50x the chunk)."""
-    out = np.empty(count, np.int8 if signed else np.uint8)
-    for start in range(0, count, _UNPACK_CHUNK):
-        k = min(_UNPACK_CHUNK, count - start)
-        first = start * nbits // 8  # chunks start on a byte boundary
-        out[start : start + k] = unpack_bits(
-            data[first : first + packed_nbytes(k, nbits)], nbits, k, signed
-        )
-    return out
-
-
 def _decode(raw: bytes | bytearray, elem: Attribute, count: int) -> np.ndarray:
     """The `count` values of `elem` in `raw` (exactly `_nbytes(elem, count)` long), flat."""
     assert len(raw) == _nbytes(elem, count)
     if _sub_byte(elem):
         assert isinstance(elem, IntegerType)
         signed = elem.signedness.data != Signedness.UNSIGNED
-        return _unpack(np.frombuffer(raw, np.uint8), elem.width.data, count, signed)
+        return unpack_bits(np.frombuffer(raw, np.uint8), elem.width.data, count, signed)
     dtype = storage_dtype(elem)
     if dtype == np.bool_:
         return np.frombuffer(raw, np.uint8, count).astype(np.bool_)

@@ -22,13 +22,9 @@ from xdsl.ir import SSAValue
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.dtypes import is_float
+from qopt.dialects.tensors import numel
 
 INLINE_LIMIT = 10
-
-
-def _numel(value: SSAValue) -> int:
-    assert isinstance(value.type, TensorType)
-    return int(np.prod(value.type.get_shape(), dtype=np.int64))
 
 
 def _bits_bytes(count: int, bits: int) -> int:
@@ -44,7 +40,7 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
         if value is None or value in counted:
             return 0
         counted.add(value)
-        n = _numel(value)
+        n = numel(value)
         return n * float_bytes if n >= INLINE_LIMIT else 0
 
     def ints(value: SSAValue | None, bits: int, zp: bool = False) -> int:
@@ -56,7 +52,7 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
 
             if not np.any(np.asarray(constant_array(value.owner))):
                 return 0
-        return _bits_bytes(_numel(value), bits)
+        return _bits_bytes(numel(value), bits)
 
     for op in module.walk():
         if isinstance(op, qfused.QFusedOp) and hasattr(op, "weight_scheme"):

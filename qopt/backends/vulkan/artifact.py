@@ -13,7 +13,6 @@ first such dispatch), and reads the outputs back.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -27,6 +26,7 @@ from qopt.backends.vulkan.bundle import (
     read_bundle,
     write_atomically,
 )
+from qopt.dialects.tensors import numel
 from qopt.inputs import check_inputs
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
@@ -156,7 +156,7 @@ class VulkanArtifact:
         outputs = []
         for buf, tensor in zip(self._outputs, program.outputs, strict=True):
             want = np.dtype(tensor.dtype)
-            raw = buf.read(np.float32 if want.kind == "f" else np.int32, _numel(tensor.shape))
+            raw = buf.read(np.float32 if want.kind == "f" else np.int32, numel(tensor.shape))
             outputs.append(raw.astype(want).reshape(tuple(tensor.shape)))
         return tuple(outputs)
 
@@ -183,10 +183,6 @@ class VulkanArtifact:
             self.close()
         except Exception:
             pass
-
-
-def _numel(shape: Sequence[int]) -> int:
-    return int(np.prod(tuple(shape), dtype=np.int64)) if shape else 1
 
 
 def _to_abi(array: np.ndarray, dtype: str, index: int) -> np.ndarray:

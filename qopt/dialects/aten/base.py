@@ -21,28 +21,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.dtypes import is_bool, is_float
+from qopt.dialects.tensors import Shape, elem_of, shape_of
 from qopt.errors import where
-
-Shape = tuple[int, ...]
-
-
-def shape_of(value: SSAValue) -> Shape:
-    type = value.type
-    if not isinstance(type, TensorType):
-        raise VerifyException(f"expected a tensor, got {type}")
-    return tuple(type.get_shape())
-
-
-def elem_of(value: SSAValue) -> Attribute:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return type.get_element_type()
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> Shape | None:

@@ -27,17 +27,9 @@ from xdsl.irdl import (
     var_result_def,
 )
 
-from qopt.dialects.aten.base import (
-    AtenOp,
-    Shape,
-    broadcast_shapes,
-    elem_of,
-    flag,
-    integer,
-    ints,
-    shape_of,
-)
+from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, flag, integer, ints
 from qopt.dialects.dtypes import is_bool, is_float
+from qopt.dialects.tensors import elem_of, shape_of
 
 _AFFINE = "(`weight` `(` $weight^ `:` type($weight) `)`)? (`bias` `(` $bias^ `:` type($bias) `)`)?"
 

@@ -18,18 +18,9 @@ from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAt
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.aten.base import (
-    AtenOp,
-    Shape,
-    elem_of,
-    flag,
-    integer,
-    ints,
-    norm_dim,
-    real,
-    shape_of,
-)
+from qopt.dialects.aten.base import AtenOp, Shape, flag, integer, ints, norm_dim, real
 from qopt.dialects.dtypes import is_bool
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 def reduced_dims(dims: Sequence[int], rank: int) -> tuple[int, ...]:

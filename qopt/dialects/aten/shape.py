@@ -31,23 +31,11 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.aten.base import (
-    AtenOp,
-    Shape,
-    broadcast_shapes,
-    elem_of,
-    integer,
-    ints,
-    norm_dim,
-    shape_of,
-)
+from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints, norm_dim
 from qopt.dialects.dtypes import is_bool, is_float
+from qopt.dialects.tensors import elem_of, numel, shape_of
 
 INT64_MAX = 2**63 - 1
-
-
-def numel(shape: Sequence[int]) -> int:
-    return math.prod(shape)
 
 
 def slice_bounds(start: int, end: int, step: int, size: int) -> tuple[int, int, int]:

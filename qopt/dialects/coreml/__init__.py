@@ -34,14 +34,12 @@ from qopt.dialects.coreml.base import (
     CoremlOp,
     F,
     broadcast,
-    elem_of,
     int_bounds,
     keyword_optional_format,
     matmul_shape,
     mil_dtype_name,
     opset_number,
     same_shape_result,
-    shape_of,
     spatial_out_shape,
     storage_dtype,
     trailing_optional_format,
@@ -130,6 +128,7 @@ from qopt.dialects.coreml.shape import (
     TransposeOp,
     slice_by_index_indices,
 )
+from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape_of(v)
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,

@@ -53,7 +53,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     Signedness,
     StringAttr,
-    TensorType,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, SSAValue
@@ -67,6 +66,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import where
 
 OPSETS = ("iOS15", "iOS16", "iOS17", "iOS18")
@@ -116,20 +116,6 @@ def int_bounds(elem: Attribute) -> tuple[int, int]:
     if elem.signedness.data == Signedness.UNSIGNED:
         return 0, 2**width - 1
     return -(2 ** (width - 1)), 2 ** (width - 1) - 1
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    type = value.type
-    if not isinstance(type, TensorType):
-        raise VerifyException(f"expected a tensor, got {type}")
-    return tuple(type.get_shape())
-
-
-def elem_of(value: SSAValue) -> Attribute:
-    type = value.type
-    if not isinstance(type, TensorType):
-        raise VerifyException(f"expected a tensor, got {type}")
-    return type.get_element_type()
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -36,12 +36,11 @@ from qopt.dialects.coreml.base import (
     LUT_TYPES,
     CompileTimeOp,
     F,
-    elem_of,
-    shape_of,
     storage_dtype,
     trailing_optional_format,
     with_segments,
 )
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 @irdl_op_definition

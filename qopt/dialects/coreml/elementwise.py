@@ -13,16 +13,8 @@ from typing import ClassVar, TypeVar
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
 
-from qopt.dialects.coreml.base import (
-    ANY,
-    FI,
-    CoremlOp,
-    broadcast,
-    elem_of,
-    same_shape_result,
-    shape_of,
-    type_name,
-)
+from qopt.dialects.coreml.base import ANY, FI, CoremlOp, broadcast, same_shape_result, type_name
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 def _broadcast_xy(op: CoremlOp) -> tuple[int, ...]:

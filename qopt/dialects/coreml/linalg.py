@@ -25,14 +25,13 @@ from qopt.dialects.coreml.base import (
     CoremlOp,
     F,
     broadcast,
-    elem_of,
     matmul_shape,
-    shape_of,
     spatial_out_shape,
     trailing_optional_format,
     type_name,
     with_segments,
 )
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 @irdl_op_definition

@@ -22,12 +22,11 @@ from xdsl.irdl import (
 from qopt.dialects.coreml.base import (
     CoremlOp,
     F,
-    elem_of,
     keyword_optional_format,
-    shape_of,
     type_name,
     with_segments,
 )
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 @irdl_op_definition

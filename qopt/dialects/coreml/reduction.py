@@ -21,13 +21,12 @@ from xdsl.irdl import (
 from qopt.dialects.coreml.base import (
     FI,
     CoremlOp,
-    elem_of,
     keyword_optional_format,
     mil_dtype_name,
     same_shape_result,
-    shape_of,
     with_segments,
 )
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 class ReduceOp(CoremlOp):

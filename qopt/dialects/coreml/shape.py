@@ -18,7 +18,8 @@ from xdsl.irdl import (
     var_operand_def,
 )
 
-from qopt.dialects.coreml.base import ANY, FI, CoremlOp, elem_of, shape_of
+from qopt.dialects.coreml.base import ANY, FI, CoremlOp
+from qopt.dialects.tensors import elem_of, shape_of
 
 
 @irdl_op_definition

@@ -46,7 +46,6 @@ from qopt.dialects.vkc.ops import (
     KernelOp,
     OutputOp,
     ViewOp,
-    dense_elements,
     root_buffer,
 )
 from qopt.dialects.vkc.types import (
@@ -85,7 +84,6 @@ __all__ = [
     "Vkc",
     "abi_element",
     "binding_accepts",
-    "dense_elements",
     "dtype_name",
     "root_buffer",
 ]

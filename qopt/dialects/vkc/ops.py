@@ -35,7 +35,8 @@ from xdsl.irdl import (
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import numpy_dtype, ui32
+from qopt.dialects.dtypes import ui32
+from qopt.dialects.tensors import numel
 from qopt.dialects.vkc.types import (
     ROW_MAJOR,
     BindingAttr,
@@ -44,20 +45,16 @@ from qopt.dialects.vkc.types import (
     abi_element,
     binding_accepts,
 )
-from qopt.errors import QoptError, where
+from qopt.errors import where
 from qopt.kernels import MAX_WORKGROUPS, catalogue
 from qopt.kernels.abi import NUMPY_DTYPES
-from qopt.resources import resource_array, weights_of
+from qopt.resources import elements_array
 
 
 def _buffer(value: SSAValue) -> BufferType:
     type = value.type
     assert isinstance(type, BufferType)
     return type
-
-
-def _tensor_dims(type: TensorType) -> tuple[int, ...]:
-    return tuple(type.get_shape())
 
 
 def _error(op: Operation, message: str) -> VerifyException:
@@ -68,12 +65,10 @@ def _error(op: Operation, message: str) -> VerifyException:
 def _check_tensor_buffer(op: Operation, tensor: Attribute, buffer: BufferType, what: str) -> None:
     if not isinstance(tensor, TensorType):
         raise _error(op, f"{what} must be a tensor, got {tensor}")
-    numel = 1
-    for d in _tensor_dims(tensor):
-        numel *= d
-    if max(numel, 1) != buffer.numel:
+    count = numel(tensor)
+    if max(count, 1) != buffer.numel:
         raise _error(
-            op, f"{what} {tensor} has {numel} elements but the buffer holds {buffer.numel}"
+            op, f"{what} {tensor} has {count} elements but the buffer holds {buffer.numel}"
         )
     try:
         want = abi_element(tensor.get_element_type())
@@ -186,18 +181,6 @@ class OutputOp(IRDLOperation):
         _check_tensor_buffer(self, self.result.type, _buffer(self.buffer), "output")
 
 
-def dense_elements(value: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """A dense literal's elements, flat (a splat repeated to the type's element count)."""
-    type = value.type
-    assert isinstance(type, TensorType)
-    dtype = numpy_dtype(type.get_element_type())
-    count = int(np.prod(tuple(type.get_shape()), dtype=np.int64))
-    flat = np.frombuffer(value.data.data, dtype=dtype)
-    if flat.size == 1 and count != 1:
-        return np.broadcast_to(flat, (count,)).copy()
-    return flat.copy()
-
-
 @irdl_op_definition
 class ConstantOp(IRDLOperation):
     """A buffer uploaded once, holding `value` (a `dense_resource` blob of packed
@@ -212,10 +195,7 @@ class ConstantOp(IRDLOperation):
         type = self.value.type
         assert isinstance(type, TensorType)
         buffer = _buffer(self.result)
-        numel = 1
-        for d in _tensor_dims(type):
-            numel *= d
-        if numel != buffer.numel or type.get_element_type() != buffer.element_type:
+        if numel(type) != buffer.numel or type.get_element_type() != buffer.element_type:
             raise _error(
                 self,
                 f"constant value {type} does not match buffer {buffer} "
@@ -225,17 +205,8 @@ class ConstantOp(IRDLOperation):
     def words(self) -> np.ndarray:
         """The value as a flat array of the buffer's element type (QoptError if a
         `dense_resource` blob was elided from a printout)."""
-        value = self.value
         dtype = NUMPY_DTYPES[_buffer(self.result).dtype]
-        if isinstance(value, DenseResourceAttr):
-            array = resource_array(value, weights_of(self))
-            if array is None:
-                raise QoptError(
-                    f"{where(self)}: the data of dense_resource<{value.resource_handle.data}> "
-                    "is missing (weights are elided from printouts): print with --print-weights"
-                )
-        else:
-            array = dense_elements(value)
+        array = elements_array(self.value, self)
         return np.ascontiguousarray(array).reshape(-1).view(dtype)
 
 

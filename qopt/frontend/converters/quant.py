@@ -8,13 +8,15 @@ from typing import Any
 import numpy as np
 import torch
 from torch.fx import Node
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import Operation, SSAValue, TypeAttribute
 
 from qopt.dialects import quant
 from qopt.dialects.dtypes import element_type, numpy_dtype
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer
+from qopt.numerics.quant import symmetric_zero_point
 
 CONVERTERS = ConverterTable()
 
@@ -22,16 +24,6 @@ _SUB_BYTE_BOUNDS: dict[str, tuple[int, int]] = {
     **{f"torch.int{b}": (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for b in range(1, 8)},
     **{f"torch.uint{b}": (0, 2**b - 1) for b in range(1, 8)},
 }
-
-
-def _shape(value: SSAValue) -> list[int]:
-    assert isinstance(value.type, TensorType)
-    return list(value.type.get_shape())
-
-
-def _elem(value: SSAValue) -> Any:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_element_type()
 
 
 def _dtype_bounds(dtype: torch.dtype) -> tuple[int, int]:
@@ -74,7 +66,7 @@ def convert_quantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any])
         x,
         _literal(imp, args["scale"], np.float64),
         _literal(imp, args["zero_point"], np.int64),
-        _shape(x),
+        shape_of(x),
         qmin,
         qmax,
         imp.result_type(),
@@ -90,14 +82,20 @@ def convert_quantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any])
 def convert_dequantize_per_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["input"])
     qmin, qmax = (int(_scalar(imp, args[k])) for k in ("quant_min", "quant_max"))
+    result = imp.result_type()
+    # `(x.to(out) - zp) * scale` with zp and scale Python numbers: torch computes a
+    # float16 result in its f32 "opmath" type with the scale kept in f32 (not rounded
+    # to f16 first), then rounds; f32 / f64 results compute in their own type.
+    compute = f32 if result.get_element_type() == f16 else None
     return quant.DequantizeOp(
         x,
         _literal(imp, args["scale"], np.float64),
         _literal(imp, args["zero_point"], np.int64),
-        _shape(x),
+        shape_of(x),
         qmin,
         qmax,
-        imp.result_type(),
+        result,
+        compute_type=compute,
     )
 
 
@@ -117,11 +115,11 @@ def convert_quantize_per_channel(imp: Importer, node: Node, args: dict[str, Any]
         x,
         imp.value(args["scales"]),
         imp.value(args["zero_points"]),
-        _per_channel_block(_shape(x), int(args["axis"])),
+        _per_channel_block(shape_of(x), int(args["axis"])),
         int(args["quant_min"]),
         int(args["quant_max"]),
         imp.result_type(),
-        compute_type=_promote(_elem(x), _elem(imp.value(args["scales"]))),
+        compute_type=_promote(elem_of(x), elem_of(imp.value(args["scales"]))),
     )
 
 
@@ -134,11 +132,11 @@ def convert_dequantize_per_channel(imp: Importer, node: Node, args: dict[str, An
         x,
         scales,
         imp.optional_value(args.get("zero_points")),
-        _per_channel_block(_shape(x), int(args["axis"])),
+        _per_channel_block(shape_of(x), int(args["axis"])),
         int(args["quant_min"]),
         int(args["quant_max"]),
         result,
-        compute_type=_promote(_elem(scales), result.get_element_type()),
+        compute_type=_promote(elem_of(scales), result.get_element_type()),
     )
 
 
@@ -156,7 +154,7 @@ def convert_quantize_per_channel_group(
         int(args["quant_min"]),
         int(args["quant_max"]),
         imp.result_type(),
-        compute_type=_promote(_elem(x), _elem(scales)),
+        compute_type=_promote(elem_of(x), elem_of(scales)),
         zero_point_before_rounding=True,
     )
 
@@ -169,8 +167,8 @@ def convert_dequantize_per_channel_group(
     scales = imp.value(args["scales"])
     result = imp.result_type()
     group = int(args["group_size"])
-    k = _shape(x)[-1]
-    if group > k and _shape(scales)[-1] == 1:
+    k = shape_of(x)[-1]
+    if group > k and shape_of(scales)[-1] == 1:
         group = k
     return quant.DequantizeOp(
         x,
@@ -180,7 +178,7 @@ def convert_dequantize_per_channel_group(
         int(args["quant_min"]),
         int(args["quant_max"]),
         result,
-        compute_type=_promote(_elem(scales), result.get_element_type()),
+        compute_type=_promote(elem_of(scales), result.get_element_type()),
     )
 
 
@@ -189,7 +187,7 @@ def _choose_qparams(imp: Importer, args: dict[str, Any], mapping: quant.Mapping)
     scale_type, zp_type = imp.result_types()
     return quant.ChooseQParamsOp(
         x,
-        _shape(x),
+        shape_of(x),
         int(args["quant_min"]),
         int(args["quant_max"]),
         mapping,
@@ -206,6 +204,20 @@ def convert_choose_qparams(imp: Importer, node: Node, args: dict[str, Any]) -> O
 
 @CONVERTERS("quantized_decomposed.choose_qparams_symmetric.tensor")
 def convert_choose_qparams_symmetric(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    # torch's determine_qparams (no customized range) gives the zero point 128 for a
+    # uint8 target and 0 for any other, whatever the range; quant.choose_qparams'
+    # symmetric zero point is torchao's int((qmax + qmin + 1) / 2). They agree on the
+    # default ranges (uint8 [0, 255], int8, int16, int32); refuse the others rather
+    # than quantize around a different zero point than torch.
+    qmin, qmax = int(args["quant_min"]), int(args["quant_max"])
+    torch_zp = 128 if args["dtype"] == torch.uint8 else 0
+    if symmetric_zero_point(qmin, qmax) != torch_zp:
+        raise imp.error(
+            f"choose_qparams_symmetric to {args['dtype']} with the range [{qmin}, {qmax}] "
+            f"has torch's zero point {torch_zp}, which qopt's symmetric mapping (zero point "
+            f"{symmetric_zero_point(qmin, qmax)}) does not reproduce: use the dtype's full "
+            "range, or torchao's choose_qparams_affine"
+        )
     return _choose_qparams(imp, args, quant.Mapping.SYMMETRIC)
 
 
@@ -243,7 +255,7 @@ def convert_dequantize_affine(imp: Importer, node: Node, args: dict[str, Any]) -
     scale = imp.value(args["scale"])
     result = imp.result_type()
     qmin, qmax = _range(args, args["input_dtype"])
-    compute = _promote(_elem(scale), result.get_element_type())
+    compute = _promote(elem_of(scale), result.get_element_type())
     return quant.DequantizeOp(
         x,
         scale,
@@ -267,7 +279,7 @@ def convert_choose_qparams_affine(imp: Importer, node: Node, args: dict[str, Any
     qmin, qmax = _range(args, args["target_dtype"])
     eps = args.get("eps")
     if eps is None:
-        eps = float(np.finfo(numpy_dtype(_elem(x))).smallest_normal)
+        eps = float(np.finfo(numpy_dtype(elem_of(x))).smallest_normal)
     scale_type, zp_type = imp.result_types()
     return quant.ChooseQParamsOp(
         x,

@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import norm_dim
 from qopt.dialects.dtypes import is_bool, is_float
+from qopt.dialects.tensors import shape_of
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer, node_location
 
@@ -35,11 +36,6 @@ def _array(values: Sequence[Any]) -> DenseArrayBase:
 
 def _int(value: Any) -> IntegerAttr:
     return IntegerAttr(int(value), i64)
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
 
 
 def _scalar(value: Any, result: TensorType) -> FloatAttr | IntegerAttr:
@@ -88,7 +84,7 @@ def convert_view(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 
 @CONVERTERS("aten.unsqueeze.default")
 def convert_unsqueeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     return _unary(
         imp,
         sh.UnsqueezeOp,
@@ -99,7 +95,7 @@ def convert_unsqueeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 
 @CONVERTERS("aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims")
 def convert_squeeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    shape = _shape(imp.value(args["self"]))
+    shape = shape_of(imp.value(args["self"]))
     dim = args.get("dim")
     if dim is None:
         listed = range(len(shape))
@@ -114,14 +110,14 @@ def convert_squeeze(imp: Importer, node: Node, args: dict[str, Any]) -> Operatio
 
 @CONVERTERS("aten.permute.default")
 def convert_permute(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     dims = [_dim(imp, d, rank) for d in args["dims"]]
     return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(dims)})
 
 
 @CONVERTERS("aten.movedim.int", "aten.movedim.intlist")
 def convert_movedim(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     source, destination = args["source"], args["destination"]
     if not isinstance(source, list | tuple):
         source, destination = [source], [destination]
@@ -137,7 +133,7 @@ def convert_movedim(imp: Importer, node: Node, args: dict[str, Any]) -> Operatio
 
 @CONVERTERS("aten.transpose.int", "aten.swapaxes.default", "aten.swapdims.default")
 def convert_transpose(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     dim0 = args.get("dim0", args.get("axis0"))
     dim1 = args.get("dim1", args.get("axis1"))
     props = {"dim0": _int(_dim(imp, dim0, rank)), "dim1": _int(_dim(imp, dim1, rank))}
@@ -146,7 +142,7 @@ def convert_transpose(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 
 @CONVERTERS("aten.t.default")
 def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     other = 1 if rank == 2 else 0  # t() is the identity below rank 2
     return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(other)})
 
@@ -163,14 +159,14 @@ def convert_repeat(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
 
 @CONVERTERS("aten.flip.default")
 def convert_flip(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     dims = [_dim(imp, d, rank) for d in args["dims"]]
     return _unary(imp, sh.FlipOp, args["self"], {"dims": _array(dims)})
 
 
 @CONVERTERS("aten.roll.default")
 def convert_roll(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     dims = [_dim(imp, d, rank) for d in args.get("dims") or []]
     props = {"shifts": _array(args["shifts"]), "dims": _array(dims)}
     return _unary(imp, sh.RollOp, args["self"], props)
@@ -180,7 +176,7 @@ def convert_roll(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 
 
 def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> Operation:
-    shape = _shape(imp.value(x))
+    shape = shape_of(imp.value(x))
     if not shape:
         raise imp.error("cannot slice a 0-d tensor")
     d = _dim(imp, dim, len(shape))
@@ -201,7 +197,7 @@ def convert_slice(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 
 @CONVERTERS("aten.narrow.default")
 def convert_narrow(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    shape = _shape(imp.value(args["self"]))
+    shape = shape_of(imp.value(args["self"]))
     d = _dim(imp, args["dim"], len(shape))
     start = int(args["start"])
     start = start + shape[d] if start < 0 else start
@@ -210,7 +206,7 @@ def convert_narrow(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
 
 @CONVERTERS("aten.select.int")
 def convert_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    shape = _shape(imp.value(args["self"]))
+    shape = shape_of(imp.value(args["self"]))
     d = _dim(imp, args["dim"], len(shape))
     index = int(args["index"])
     if shape and -shape[d] <= index < 0:
@@ -222,7 +218,7 @@ def convert_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
 def convert_unbind(imp: Importer, node: Node, args: dict[str, Any]) -> list[SSAValue]:
     """`unbind` -> one `aten.select` per index along `dim`."""
     x = imp.value(args["self"])
-    d = _dim(imp, args["dim"], len(_shape(x)))
+    d = _dim(imp, args["dim"], len(shape_of(x)))
     loc = node_location(node)
     values: list[SSAValue] = []
     for i, type in enumerate(imp.result_types()):
@@ -266,7 +262,7 @@ def convert_index(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 @CONVERTERS("aten.index_select.default")
 def convert_index_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
-    d = _dim(imp, args["dim"], len(_shape(x)))
+    d = _dim(imp, args["dim"], len(shape_of(x)))
     return sh.IndexSelectOp.create(
         operands=[x, imp.value(args["index"])],
         result_types=[imp.result_type()],
@@ -277,7 +273,7 @@ def convert_index_select(imp: Importer, node: Node, args: dict[str, Any]) -> Ope
 @CONVERTERS("aten.gather.default")
 def convert_gather(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
-    d = _dim(imp, args["dim"], len(_shape(x)))
+    d = _dim(imp, args["dim"], len(shape_of(x)))
     return sh.GatherOp.create(
         operands=[x, imp.value(args["index"])],
         result_types=[imp.result_type()],
@@ -311,7 +307,7 @@ def convert_stack(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 @CONVERTERS("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default")
 def convert_split(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
-    d = _dim(imp, args["dim"], len(_shape(x)))
+    d = _dim(imp, args["dim"], len(shape_of(x)))
     types = imp.result_types()
     sizes = [t.get_shape()[d] for t in types]
     return sh.SplitOp.create(
@@ -351,7 +347,7 @@ def convert_pad(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 def convert_diff(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """`diff(x, n, dim, prepend, append)` -> `diff(cat(prepend, x, append), n, dim)`."""
     x = imp.value(args["self"])
-    shape = list(_shape(x))
+    shape = list(shape_of(x))
     d = _dim(imp, args["dim"], len(shape))
     parts = [
         p if isinstance(p, SSAValue) else imp.value(p)
@@ -359,7 +355,7 @@ def convert_diff(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
         if p is not None
     ]
     if len(parts) > 1:
-        shape[d] = sum(_shape(p)[d] for p in parts)
+        shape[d] = sum(shape_of(p)[d] for p in parts)
         joined = TensorType(imp.result_type().get_element_type(), shape)
         cat = sh.CatOp.create(operands=parts, result_types=[joined], properties={"dim": _int(d)})
         if (loc := node_location(node)) is not None:
@@ -375,7 +371,7 @@ def convert_diff(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 
 @CONVERTERS("aten.cumsum.default")
 def convert_cumsum(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    rank = len(_shape(imp.value(args["self"])))
+    rank = len(shape_of(imp.value(args["self"])))
     return _unary(imp, sh.CumsumOp, args["self"], {"dim": _int(_dim(imp, args["dim"], rank))})
 
 

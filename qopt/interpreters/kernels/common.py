@@ -10,6 +10,7 @@ import numpy as np
 from qopt.kernels.extents import RANK, shape6, spec_int
 from qopt.kernels.packing import unpack_bits
 from qopt.kernels.spec import STATUS, PushValues, SpecValues
+from qopt.numerics.quant import quantize_scaled
 
 F32 = np.float32
 
@@ -53,9 +54,12 @@ def strided_index(push: PushValues, dims: tuple[int, ...], stride_prefix: str) -
 
 
 def quantize(x: np.ndarray, inv: float, zp: int, qmin: int, qmax: int, zp_first: bool = False):
-    v = x.astype(F32) * F32(inv)
-    r = np.round(v + F32(zp)) if zp_first else np.round(v) + F32(zp)
-    return np.clip(r, F32(qmin), F32(qmax)).astype(np.int64)
+    """The shaders' quantizer on the host's `inv_scale = f32(1 / scale)` push constant:
+    `clamp(roundEven(x * inv) + zp, qmin, qmax)` in f32 (`roundEven(x * inv + zp)`
+    with `zp_first`), as int64: `qopt.numerics.quant.quantize_scaled`."""
+    return quantize_scaled(
+        x.astype(F32) * F32(inv), F32(zp), qmin, qmax, np.int64, zero_point_before_rounding=zp_first
+    )
 
 
 def requantize(y: np.ndarray, push: PushValues, requant: bool) -> np.ndarray:

@@ -18,6 +18,23 @@ from qopt.interpreters.kernels.common import (
 from qopt.kernels.extents import shape6, spec_int
 from qopt.kernels.opcodes import BINARY_BOOL_NAMES, BINARY_OPS, DTYPES, UNARY_OPS, opcode_name
 from qopt.kernels.spec import PushValues, Reference, SpecValues
+from qopt.numerics import activations as act
+
+
+def tanh_f32(v: np.ndarray) -> np.ndarray:
+    """The shaders' tanh: of the argument clamped to [-15, 15] (GLSL's tanh may
+    overflow beyond; tanh(+-15) rounds to +-1 in f32, so the clamp changes no value)."""
+    return np.tanh(np.clip(v, F32(-15), F32(15)))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """The shader's tanh GELU. Not `qopt.numerics.activations.gelu(x, "tanh")`: the
+    shader writes `0.044715 * v * v * v`, which GLSL evaluates left to right
+    (`((0.044715 * v) * v) * v`), where torch cubes first (`0.044715 * (x * x * x)`);
+    the two round differently in the last bit, and the reference must round as the
+    shader does."""
+    inner = F32(0.7978845608028654) * (x + F32(0.044715) * x * x * x)
+    return F32(0.5) * x * (F32(1) + tanh_f32(inner))
 
 
 def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
@@ -54,9 +71,9 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
         fns: dict[str, Callable[[], np.ndarray]] = {
             "identity": lambda: x,
             "relu": lambda: np.maximum(x, F32(0)),
-            "silu": lambda: x / (one + np.exp(-x)),
-            "sigmoid": lambda: one / (one + np.exp(-x)),
-            "tanh": lambda: np.tanh(np.clip(x, F32(-15), F32(15))),
+            "silu": lambda: act.silu(x),
+            "sigmoid": lambda: act.sigmoid(x),
+            "tanh": lambda: tanh_f32(x),
             "exp": lambda: np.exp(x),
             "log": lambda: np.log(x),
             "sqrt": lambda: np.sqrt(x),
@@ -67,28 +84,16 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
             "erf": lambda: erf_f32(x),
             "neg": lambda: -x,
             "abs": lambda: np.abs(x),
-            "gelu": lambda: F32(0.5) * x * (one + erf_f32(x * F32(0.70710678118654752))),
-            "gelu_tanh": lambda: (
-                F32(0.5)
-                * x
-                * (
-                    one
-                    + np.tanh(
-                        np.clip(
-                            F32(0.7978845608028654) * (x + F32(0.044715) * x * x * x),
-                            F32(-15),
-                            F32(15),
-                        )
-                    )
-                )
-            ),
+            # torch's order with the shader's erf: x * 0.5 * (1 + erf(x * f32(1/sqrt(2))))
+            "gelu": lambda: act.gelu(x, "none", erf=erf_f32),
+            "gelu_tanh": lambda: _gelu_tanh(x),
             "floor": lambda: np.floor(x),
             "ceil": lambda: np.ceil(x),
             "round": lambda: np.round(x),
             "clamp": lambda: np.minimum(np.maximum(x, a), b),
-            "leaky_relu": lambda: np.where(x > 0, x, x * a),
-            "hardswish": lambda: x * np.clip(x + F32(3), F32(0), F32(6)) / F32(6),
-            "hardsigmoid": lambda: np.clip(x + F32(3), F32(0), F32(6)) / F32(6),
+            "leaky_relu": lambda: act.leaky_relu(x, a),
+            "hardswish": lambda: act.hardswish(x),
+            "hardsigmoid": lambda: act.hardsigmoid(x),
             "square": lambda: x * x,
         }
         store(buffers, "y", np.asarray(fns[name](), dtype=F32))

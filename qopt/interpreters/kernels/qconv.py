@@ -66,6 +66,9 @@ def _add_q8_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
                 push[f"{prefix}_qmin"],
                 push[f"{prefix}_qmax"],
             )
+        # The shader's order, `f32(q - zp) * scale` (an integer subtraction first), not
+        # qopt.numerics.quant.dequantize's `(f32(q) - f32(zp)) * scale`: the same for
+        # every |q|, |zp| < 2^24, and q here is an 8-bit activation.
         return (q - int(push[f"{prefix}_zp"])).astype(F32) * F32(push[f"{prefix}_scale"])
 
     da = deq("a", spec_int(spec, "A_QUANTIZED", 0), "a")

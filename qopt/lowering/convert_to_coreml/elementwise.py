@@ -15,16 +15,15 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from qopt.dialects import coreml
 from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.coreml import storage_dtype
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
     Rule,
     RuleTable,
-    elem_of,
     float_attr,
     mil_elem,
     mil_tensor,
-    shape_of,
 )
 
 RULES = RuleTable()
@@ -197,7 +196,7 @@ def _hard_activation(lw: Lowering, op: ew.HardsigmoidOp | ew.HardswishOp) -> Seq
     beta=0.5)` = `clip(x / 6 + 0.5, 0, 1)`; `hardswish(x) = x * hardsigmoid(x)` is a
     `mul` with it (coremltools' MIL has no hardswish op in any opset up to iOS18).
     The two forms round differently: a few ulp from torch (measured in
-    tests/unit/test_coreml_ops.py)."""
+    tests/unit/backends/coreml/test_coreml_ops.py)."""
     x, out = lw.float_input(op)
     gate = lw.build(
         coreml.SigmoidHardOp, [x], out, alpha=float_attr(1.0 / 6.0), beta=float_attr(0.5)

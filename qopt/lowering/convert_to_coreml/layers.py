@@ -13,17 +13,16 @@ from xdsl.ir import Attribute, SSAValue
 from qopt.dialects import coreml
 from qopt.dialects.aten import layers
 from qopt.dialects.coreml import storage_dtype
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
     RuleTable,
     bool_attr,
-    elem_of,
     float_attr,
     int_attr,
     ints,
     mil_tensor,
-    shape_of,
 )
 
 RULES = RuleTable()

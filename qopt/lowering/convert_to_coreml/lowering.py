@@ -44,17 +44,16 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from qopt.backends.coreml.packing import pack_bits
 from qopt.dialects import coreml, qfused
 from qopt.dialects.aten import nn
 from qopt.dialects.coreml import OPSET_ATTR, opset_number, storage_dtype
 from qopt.dialects.dtypes import element_type
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters.builtin import constant_array
 from qopt.interpreters.coreml import const_array
+from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of
-
-ui8 = IntegerType(8, Signedness.UNSIGNED)
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 
@@ -77,16 +76,6 @@ def bools(values: Sequence[bool]) -> DenseArrayBase:
 
 def float_attr(value: float) -> FloatAttr:
     return FloatAttr(float(value), 64)
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
-
-
-def elem_of(value: SSAValue) -> Attribute:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_element_type()
 
 
 def mil_elem(elem: Attribute) -> Attribute:

@@ -11,6 +11,7 @@ from xdsl.ir import SSAValue
 from qopt.dialects import coreml
 from qopt.dialects.aten import nn
 from qopt.dialects.coreml import storage_dtype
+from qopt.dialects.tensors import shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
@@ -18,7 +19,6 @@ from qopt.lowering.convert_to_coreml.lowering import (
     bool_attr,
     int_attr,
     mil_tensor,
-    shape_of,
 )
 
 RULES = RuleTable()

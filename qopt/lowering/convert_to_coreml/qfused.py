@@ -10,12 +10,8 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import SSAValue
 
 from qopt.dialects import coreml, qfused
-from qopt.lowering.convert_to_coreml.lowering import (
-    Lowering,
-    RuleTable,
-    int_attr,
-    shape_of,
-)
+from qopt.dialects.tensors import shape_of
+from qopt.lowering.convert_to_coreml.lowering import Lowering, RuleTable, int_attr
 
 RULES = RuleTable()
 

@@ -12,18 +12,17 @@ from xdsl.ir import SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.aten import reduction
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
     Rule,
     RuleTable,
     bool_attr,
-    elem_of,
     float_attr,
     int_attr,
     ints,
     mil_tensor,
-    shape_of,
 )
 
 RULES = RuleTable()

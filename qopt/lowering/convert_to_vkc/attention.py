@@ -10,15 +10,14 @@ import numpy as np
 
 from qopt.dialects.aten import layers
 from qopt.dialects.aten.base import flag
+from qopt.dialects.tensors import numel, shape_of
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
     RuleTable,
     broadcast_strides,
     copy_strided,
-    numel,
     pad6,
-    shape,
     unsupported,
 )
 
@@ -60,8 +59,8 @@ def _bool_mask_to_float(lw: Lowering, mask: Buf, dims: Sequence[int]) -> Buf:
 
 @RULES(Sdpa)
 def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
-    q_dims, k_dims, v_dims = shape(op.query), shape(op.key), shape(op.value)
-    out_dims = shape(op.result)
+    q_dims, k_dims, v_dims = shape_of(op.query), shape_of(op.key), shape_of(op.value)
+    out_dims = shape_of(op.result)
     if len(q_dims) != 4 or len(out_dims) != 4 or q_dims[:-2] != out_dims[:-2]:
         raise unsupported(
             op, "sdpa whose query is broadcast or not 4-d", "reshape q to [B, H, L, E]"
@@ -75,7 +74,7 @@ def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
     mask_value = op.attn_mask
     mb = mh = ml = ms = 0
     if mask_value is not None:
-        m_dims = shape(mask_value)
+        m_dims = shape_of(mask_value)
         mask = lw.buffer(mask_value)
         if mask.dtype != "f32":
             # A boolean mask keeps True positions: as torch does, turn it into an

@@ -12,6 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from qopt.dialects.aten import elementwise as el
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, real, text
+from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -19,13 +20,10 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     binary,
     broadcast_strides,
-    np_dtype,
-    numel,
     operand_shape_buf,
     pad6,
     row_major,
     same_dtype,
-    shape,
     unary,
     unsupported,
 )
@@ -93,10 +91,10 @@ def _unary_op(lw: Lowering, op: el.UnaryOp, a: float = 0.0, b: float = 0.0) -> S
     x = lw.buffer(op.input)
     if x.dtype != "f32" and not isinstance(op, INTEGER_UNARY):
         if isinstance(op, ROUNDING):
-            return [lw.view(x, shape(op.result))]
+            return [lw.view(x, shape_of(op.result))]
         raise unsupported(op, "integer inputs are not supported by this Vulkan op", "cast first")
     out = unary(lw, x, UNARY_NAMES[type(op)], a, b, abi_dtype(op.result))
-    return [lw.view(out, shape(op.result))]
+    return [lw.view(out, shape_of(op.result))]
 
 
 @RULES(*(cls for cls in UNARY_NAMES if cls not in (el.ClampOp, el.LeakyReluOp)))
@@ -127,14 +125,14 @@ def lower_gelu(lw: Lowering, op: el.GeluOp) -> Sequence[Buf]:
 def lower_cast(lw: Lowering, op: el.CastOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
     want = abi_dtype(op.result)
-    result_dtype = np_dtype(op.result)
+    result_dtype = dtype_of(op.result)
     if result_dtype == np.bool_:
         return [unary(lw, x, "to_bool", out_dtype="i32")]
     if want == x.dtype and not (want == "i32" and result_dtype.itemsize < 4):
-        return [lw.view(x, shape(op.result))]
+        return [lw.view(x, shape_of(op.result))]
     if want == x.dtype:
         raise unsupported(op, f"narrowing to {result_dtype} is not supported on Vulkan", "keep i32")
-    return [lw.view(same_dtype(lw, x, want), shape(op.result))]
+    return [lw.view(same_dtype(lw, x, want), shape_of(op.result))]
 
 
 @RULES(el.LogicalNotOp)
@@ -143,7 +141,7 @@ def lower_logical_not(lw: Lowering, op: el.LogicalNotOp) -> Sequence[Buf]:
 
 
 def _is_bool(value: SSAValue) -> bool:
-    return np_dtype(value) == np.bool_
+    return dtype_of(value) == np.bool_
 
 
 @RULES(el.BitwiseNotOp)
@@ -167,7 +165,7 @@ def lower_isnan(lw: Lowering, op: el.IsNanOp) -> Sequence[Buf]:
 
 
 def _binary_op(lw: Lowering, op: el.BinaryOp, name: str, alpha: float = 1.0) -> Sequence[Buf]:
-    out_dims = shape(op.result) or (1,)
+    out_dims = shape_of(op.result) or (1,)
     compute = "f32" if any(abi_dtype(v) == "f32" for v in op.operands) else "i32"
     a = same_dtype(lw, operand_shape_buf(lw, op.lhs), compute)
     b = same_dtype(lw, operand_shape_buf(lw, op.rhs), compute)
@@ -175,8 +173,8 @@ def _binary_op(lw: Lowering, op: el.BinaryOp, name: str, alpha: float = 1.0) -> 
         raise unsupported(op, f"{op.name} of floats", "bitwise ops take integer or bool tensors")
     if compute == "i32" and isinstance(op, el.DivOp):
         raise unsupported(op, "true division of integers", "cast the operands to float")
-    a = lw.view(a, shape(op.lhs) or (1,))
-    b = lw.view(b, shape(op.rhs) or (1,))
+    a = lw.view(a, shape_of(op.lhs) or (1,))
+    b = lw.view(b, shape_of(op.rhs) or (1,))
     return [binary(lw, a, b, name, out_dims, abi_dtype(op.result), alpha)]
 
 
@@ -211,10 +209,10 @@ def _as_bool(lw: Lowering, value: SSAValue) -> Buf:
 
 @RULES(el.LogicalXorOp)
 def lower_logical_xor(lw: Lowering, op: el.LogicalXorOp) -> Sequence[Buf]:
-    out_dims = shape(op.result) or (1,)
+    out_dims = shape_of(op.result) or (1,)
     a, b = _as_bool(lw, op.lhs), _as_bool(lw, op.rhs)
-    a = lw.view(a, shape(op.lhs) or (1,))
-    b = lw.view(b, shape(op.rhs) or (1,))
+    a = lw.view(a, shape_of(op.lhs) or (1,))
+    b = lw.view(b, shape_of(op.rhs) or (1,))
     return [binary(lw, a, b, "ne", out_dims, "i32")]
 
 
@@ -223,13 +221,13 @@ def lower_logical_xor(lw: Lowering, op: el.LogicalXorOp) -> Sequence[Buf]:
 
 def _select(lw: Lowering, op: Operation, c: SSAValue, a: SSAValue, b: SSAValue) -> Sequence[Buf]:
     """where(c, a, b) into the result of `op` (broadcasting all three)."""
-    out_dims = shape(op.results[0]) or (1,)
+    out_dims = shape_of(op.results[0]) or (1,)
     dtype = abi_dtype(op.results[0])
     bufs = [operand_shape_buf(lw, c)] + [
         same_dtype(lw, operand_shape_buf(lw, v), dtype) for v in (a, b)
     ]
     out = lw.alloc(out_dims, dtype)
-    strides = [broadcast_strides(shape(v) or (1,), out_dims) for v in (c, a, b)]
+    strides = [broadcast_strides(shape_of(v) or (1,), out_dims) for v in (c, a, b)]
     d, sc, sa, sb = pad6(out_dims, *strides)
     lw.dispatch("where", [*bufs, out], [numel(out_dims), *d, *sc, *sa, *sb])
     return [out]
@@ -248,7 +246,7 @@ def lower_masked_fill(lw: Lowering, op: el.MaskedFillOp) -> Sequence[Buf]:
 
 def _triangular(lw: Lowering, op: sh.TrilOp | sh.TriuOp, keep: np.ndarray) -> Sequence[Buf]:
     """where(keep, x, 0) with the [H, W] mask `keep` of kept positions built now."""
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     h, w = dims[-2:]
     mask = lw.view(lw.constant(keep.astype(np.int32).reshape(-1), "i32"), (h, w))
     x = lw.buffer(op.input)
@@ -262,7 +260,7 @@ def _triangular(lw: Lowering, op: sh.TrilOp | sh.TriuOp, keep: np.ndarray) -> Se
 
 def _offsets(op: sh.TrilOp | sh.TriuOp) -> tuple[np.ndarray, int]:
     """(column - row over the last two dims, the diagonal k)."""
-    h, w = shape(op.input)[-2:]
+    h, w = shape_of(op.input)[-2:]
     return np.arange(w)[None, :] - np.arange(h)[:, None], integer(op.diagonal, 0)
 
 

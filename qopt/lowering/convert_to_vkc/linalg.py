@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten.base import flag, integer, ints
+from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels.opcodes import POOL_OPS, REDUCE_OPS
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
@@ -14,8 +15,6 @@ from qopt.lowering.convert_to_vkc.lowering import (
     RuleTable,
     broadcast_strides,
     copy_strided,
-    numel,
-    shape,
     unsupported,
 )
 
@@ -36,24 +35,24 @@ def matmul_nt(lw: Lowering, x: Buf, w: Buf, bias: Buf | None, m: int, n: int, k:
 
 @RULES(nn.LinearOp)
 def lower_linear(lw: Lowering, op: nn.LinearOp) -> Sequence[Buf]:
-    x_dims = shape(op.input)
-    n, k = shape(op.weight)
+    x_dims = shape_of(op.input)
+    n, k = shape_of(op.weight)
     m = numel(x_dims[:-1])
     x = lw.buffer(op.input)
     w = lw.buffer(op.weight)
     b = lw.buffer(op.bias) if op.bias is not None else None
     out = matmul_nt(lw, x, w, b, m, n, k)
-    return [lw.view(out, shape(op.result))]
+    return [lw.view(out, shape_of(op.result))]
 
 
 @RULES(nn.AddmmOp)
 def lower_addmm(lw: Lowering, op: nn.AddmmOp) -> Sequence[Buf]:
     """beta * input + alpha * (mat1 @ mat2) with beta = alpha = 1 and a row-vector
     input (GPT-2's Conv1D, nn.Linear traced as addmm): the matmul kernel's bias."""
-    (m, k), (_, n) = shape(op.mat1), shape(op.mat2)
+    (m, k), (_, n) = shape_of(op.mat1), shape_of(op.mat2)
     beta = op.beta.value.data if op.beta is not None else 1.0
     alpha = op.alpha.value.data if op.alpha is not None else 1.0
-    bias_dims = shape(op.input)
+    bias_dims = shape_of(op.input)
     if beta != 1.0 or alpha != 1.0 or numel(bias_dims) != n or (bias_dims and bias_dims[-1] != n):
         raise unsupported(
             op,
@@ -70,12 +69,12 @@ def lower_addmm(lw: Lowering, op: nn.AddmmOp) -> Sequence[Buf]:
 
 @RULES(nn.MatmulOp)
 def lower_matmul(lw: Lowering, op: nn.MatmulOp) -> Sequence[Buf]:
-    a_dims, b_dims = shape(op.lhs), shape(op.rhs)
+    a_dims, b_dims = shape_of(op.lhs), shape_of(op.rhs)
     if len(a_dims) < 2 or len(b_dims) < 2:
         raise unsupported(op, "matmul of vectors", "unsqueeze the operands to matrices")
     m, k = a_dims[-2:]
     n = b_dims[-1]
-    out_dims = shape(op.result)
+    out_dims = shape_of(op.result)
     batch_dims = out_dims[:-2]
     batch = numel(batch_dims)
     a = lw.buffer(op.lhs)
@@ -95,9 +94,9 @@ def lower_matmul(lw: Lowering, op: nn.MatmulOp) -> Sequence[Buf]:
 
 @RULES(nn.Conv2dOp)
 def lower_conv2d(lw: Lowering, op: nn.Conv2dOp) -> Sequence[Buf]:
-    n, c, h, w = shape(op.input)
-    oc, _, kh, kw = shape(op.weight)
-    _, _, oh, ow = shape(op.result)
+    n, c, h, w = shape_of(op.input)
+    oc, _, kh, kw = shape_of(op.weight)
+    _, _, oh, ow = shape_of(op.result)
     x = lw.buffer(op.input)
     weight = lw.buffer(op.weight)
     b = lw.buffer(op.bias) if op.bias is not None else None
@@ -121,15 +120,15 @@ def _pool(
     include_pad: int,
     divisor: int,
 ) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     h, w = dims[-2:]
-    oh, ow = shape(op.result)[-2:]
+    oh, ow = shape_of(op.result)[-2:]
     planes = numel(dims[:-2])
     kh, kw = ints(op.kernel_size)
     stride = ints(op.stride) or (kh, kw)
     padding = ints(op.padding) or (0, 0)
     x = lw.buffer(op.input)
-    out = lw.alloc(shape(op.result), "f32")
+    out = lw.alloc(shape_of(op.result), "f32")
     lw.dispatch(
         "pool2d",
         [x, out],
@@ -167,8 +166,8 @@ def lower_avg_pool(lw: Lowering, op: layers.AvgPool2dOp) -> Sequence[Buf]:
 
 @RULES(layers.AdaptiveAvgPool2dOp)
 def lower_adaptive_pool(lw: Lowering, op: layers.AdaptiveAvgPool2dOp) -> Sequence[Buf]:
-    dims = shape(op.input)
-    oh, ow = shape(op.result)[-2:]
+    dims = shape_of(op.input)
+    oh, ow = shape_of(op.result)[-2:]
     x = lw.buffer(op.input)
     if (oh, ow) == (1, 1):
         # torch computes a 1x1 adaptive average as `mean` over (H, W): same order here.
@@ -179,7 +178,7 @@ def lower_adaptive_pool(lw: Lowering, op: layers.AdaptiveAvgPool2dOp) -> Sequenc
             [numel(dims[:-2]), dims[-2] * dims[-1]],
             {"OP": REDUCE_OPS["mean"]},
         )
-        return [lw.view(out, shape(op.result))]
-    out = lw.alloc(shape(op.result), "f32")
+        return [lw.view(out, shape_of(op.result))]
+    out = lw.alloc(shape_of(op.result), "f32")
     lw.dispatch("adaptive_avg_pool2d", [x, out], [numel(dims[:-2]), dims[-2], dims[-1], oh, ow])
     return [out]

@@ -30,7 +30,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
-    TensorType,
     UnitAttr,
     f32,
     i32,
@@ -40,7 +39,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.backends.vulkan.spirv import kernel_source
 from qopt.dialects import vkc
-from qopt.dialects.dtypes import numpy_dtype, tensor_type, ui32
+from qopt.dialects.dtypes import tensor_type, ui32
+from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.errors import QoptError, where
 from qopt.kernels import KernelSpec, catalogue
 from qopt.kernels.abi import narrow
@@ -67,21 +67,9 @@ Value = Buf | np.ndarray
 """What a lowered value is: a device buffer, or a compile-time numpy array."""
 
 
-def shape(value: SSAValue) -> tuple[int, ...]:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return tuple(type.get_shape())
-
-
-def np_dtype(value: SSAValue) -> np.dtype:
-    type = value.type
-    assert isinstance(type, TensorType)
-    return numpy_dtype(type.get_element_type())
-
-
 def abi_dtype(value: SSAValue) -> str:
     """The buffer dtype a tensor travels as: f32 for floats, i32 otherwise."""
-    return "f32" if np_dtype(value).kind == "f" else "i32"
+    return "f32" if dtype_of(value).kind == "f" else "i32"
 
 
 def unsupported(op: Operation, what: str, remedy: str) -> QoptError:
@@ -324,10 +312,6 @@ class RuleTable(Rules):
 # ----- shapes and strides ------------------------------------------------------------------
 
 
-def numel(dims: Sequence[int]) -> int:
-    return int(np.prod(tuple(dims), dtype=np.int64))
-
-
 def row_major(dims: Sequence[int]) -> tuple[int, ...]:
     strides: list[int] = []
     acc = 1
@@ -426,4 +410,4 @@ def same_dtype(lw: Lowering, buf: Buf, dtype: str) -> Buf:
 def operand_shape_buf(lw: Lowering, value: SSAValue) -> Buf:
     """The operand as a buffer with the operand's (tensor) shape."""
     buf = lw.buffer(value)
-    return lw.view(buf, shape(value) or (1,)) if buf.shape != (shape(value) or (1,)) else buf
+    return lw.view(buf, shape_of(value) or (1,)) if buf.shape != (shape_of(value) or (1,)) else buf

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import f32, f64
 from xdsl.ir import SSAValue
 
 from qopt.dialects import qfused
+from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -25,10 +26,9 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     broadcast_strides,
     copy_strided,
-    numel,
-    shape,
     unsupported,
 )
+from qopt.numerics.quant import reciprocal
 
 F32 = np.float32
 RULES = RuleTable()
@@ -47,7 +47,8 @@ def _const(lw: Lowering, op: QFusedOp, value: SSAValue | None, what: str) -> np.
 
 
 def _inv(scale: float) -> float:
-    return float(F32(1.0 / scale))
+    """The kernels' `inv_scale`: torch's f32(1 / scale), the reciprocal in double."""
+    return float(reciprocal(np.float64(scale), F32))
 
 
 def _static_push(act: qfused.StaticQParamsAttr | None) -> list[float | int]:
@@ -131,8 +132,8 @@ def _pick(op: QFusedOp, *names: str) -> str:
 
 @RULES(qfused.LinearOp)
 def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
-    x_dims = shape(op.input)
-    n, k = shape(op.weight)
+    x_dims = shape_of(op.input)
+    n, k = shape_of(op.weight)
     m = numel(x_dims[:-1])
     scheme = op.weight_scheme
     act = op.act
@@ -260,7 +261,7 @@ def _linear_lut(
     codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
     book = lw.constant(packed.codebook, "f32")
     b, has_bias = _bias(lw, op.bias, book)
-    out = lw.alloc((*shape(op.input)[:-1], n), "f32")
+    out = lw.alloc((*shape_of(op.input)[:-1], n), "f32")
     lw.dispatch(
         _pick(op, "linear_lut"),
         [x, codes, book, b, out],
@@ -281,10 +282,10 @@ def _linear_lut(
 
 @RULES(qfused.EmbeddingOp)
 def lower_embedding(lw: Lowering, op: qfused.EmbeddingOp) -> Sequence[Buf]:
-    v, d = shape(op.weight)
+    v, d = shape_of(op.weight)
     idx = lw.buffer(op.indices)
-    count = numel(shape(op.indices))
-    out = lw.alloc(shape(op.result), "f32")
+    count = numel(shape_of(op.indices))
+    out = lw.alloc(shape_of(op.result), "f32")
     scheme = op.weight_scheme
     if isinstance(scheme, qfused.LutWeightAttr):
         packed = _lut(lw, op, op.weight, op.scale, scheme)
@@ -332,9 +333,9 @@ def lower_conv2d(lw: Lowering, op: qfused.Conv2dOp) -> Sequence[Buf]:
         op.act, qfused.StaticQParamsAttr | None
     ):
         raise unsupported(op, "conv2d with LUT weights or dynamic activations", "unfuse it")
-    n, c, h, w_ = shape(op.input)
-    oc, icg, kh, kw = shape(op.weight)
-    _, _, oh, ow = shape(op.result)
+    n, c, h, w_ = shape_of(op.input)
+    oc, icg, kh, kw = shape_of(op.weight)
+    _, _, oh, ow = shape_of(op.result)
     data = _const(lw, op, op.weight, "weight")
     s = _const(lw, op, op.scale, "weight scale")
     z = _const(lw, op, op.zero_point, "weight zero point")
@@ -359,7 +360,7 @@ def lower_conv2d(lw: Lowering, op: qfused.Conv2dOp) -> Sequence[Buf]:
     sbuf = lw.constant(packed.scales, "f32")
     zbuf, has_zp = _zeros(lw, packed, sbuf)
     b, has_bias = _bias(lw, op.bias, sbuf)
-    out = lw.alloc(shape(op.result), abi_dtype(op.result))
+    out = lw.alloc(shape_of(op.result), abi_dtype(op.result))
     (sh, sw), (ph, pw), (dh, dw) = (
         tuple(op.stride.get_values()),
         tuple(op.padding.get_values()),
@@ -413,8 +414,8 @@ def _expanded(lw: Lowering, buf: Buf, dims: tuple[int, ...], out_dims: tuple[int
 
 @RULES(qfused.AddOp)
 def lower_add(lw: Lowering, op: qfused.AddOp) -> Sequence[Buf]:
-    out_dims = shape(op.result) or (1,)
-    a, b = (_expanded(lw, lw.buffer(v), shape(v) or (1,), out_dims) for v in (op.lhs, op.rhs))
+    out_dims = shape_of(op.result) or (1,)
+    a, b = (_expanded(lw, lw.buffer(v), shape_of(v) or (1,), out_dims) for v in (op.lhs, op.rhs))
     out = lw.alloc(out_dims, abi_dtype(op.result))
     alpha = op.alpha.value.data if op.alpha is not None else 1.0
     lw.dispatch(

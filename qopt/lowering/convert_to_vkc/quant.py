@@ -9,14 +9,9 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from qopt.dialects import quant
-from qopt.lowering.convert_to_vkc.lowering import (
-    Buf,
-    Lowering,
-    RuleTable,
-    numel,
-    shape,
-    unsupported,
-)
+from qopt.dialects.tensors import numel, shape_of
+from qopt.lowering.convert_to_vkc.lowering import Buf, Lowering, RuleTable, unsupported
+from qopt.numerics.quant import reciprocal
 
 RULES = RuleTable()
 
@@ -43,11 +38,11 @@ def _scalar(
 
 @RULES(quant.QuantizeOp)
 def lower_quantize(lw: Lowering, op: quant.QuantizeOp) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     _per_tensor(op, dims)
     scale = _scalar(lw, op, op.scale, "scale")
     zp = _scalar(lw, op, op.zero_point, "zero point") if op.zero_point is not None else None
-    inv = (np.asarray(1.0, scale.dtype) / scale).astype(np.float32).reshape(-1)[0]
+    inv = reciprocal(scale, np.float32).reshape(-1)[0]  # the shader multiplies by f32(1 / scale)
     x = lw.buffer(op.input)
     out = lw.alloc(dims or (1,), "i32")
     lw.dispatch(
@@ -67,7 +62,7 @@ def lower_quantize(lw: Lowering, op: quant.QuantizeOp) -> Sequence[Buf]:
 
 @RULES(quant.DequantizeOp)
 def lower_dequantize(lw: Lowering, op: quant.DequantizeOp) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     _per_tensor(op, dims)
     scale = _scalar(lw, op, op.scale, "scale").astype(np.float32).reshape(-1)
     zp = None

@@ -13,6 +13,7 @@ from xdsl.ir import SSAValue
 from qopt.dialects.aten import layers
 from qopt.dialects.aten import reduction as rd
 from qopt.dialects.aten.base import integer, ints, norm_dim, real
+from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels.opcodes import REDUCE_OPS
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
@@ -22,10 +23,8 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     binary,
     copy_strided,
-    numel,
     row_major,
     same_dtype,
-    shape,
     unary,
     unsupported,
 )
@@ -68,19 +67,19 @@ def reduce_rows(lw: Lowering, x: Buf, out: Buf, rows: int, cols: int, op: str) -
 
 @RULES(*REDUCE_NAMES)
 def lower_reduce(lw: Lowering, op: rd.SumOp | rd.MeanOp | rd.AmaxOp | rd.AminOp) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     x = lw.buffer(op.input)
     if x.dtype != "f32" or abi_dtype(op.result) != "f32":
         raise unsupported(op, "integer reductions are not supported on Vulkan", "cast to float")
     moved, rows, cols = to_last(lw, x, dims, _reduced_dims(dims, ints(op.dims)))
     out = lw.alloc((rows,), "f32")
     reduce_rows(lw, moved, out, rows, cols, REDUCE_NAMES[type(op)])
-    return [lw.view(out, shape(op.result) or (1,))]
+    return [lw.view(out, shape_of(op.result) or (1,))]
 
 
 @RULES(rd.SoftmaxOp, rd.LogSoftmaxOp)
 def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     x = lw.buffer(op.input)
     d = norm_dim(integer(op.dim), len(dims))
     log = 1 if isinstance(op, rd.LogSoftmaxOp) else 0
@@ -99,7 +98,7 @@ def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[
 
 @RULES(layers.LayerNormOp)
 def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     cols = numel(ints(op.normalized_shape))
     rows = numel(dims) // cols
     x = lw.buffer(op.input)
@@ -130,7 +129,7 @@ def lower_batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[Value]:
     """Inference batch norm with constant statistics: y = x * alpha + beta per channel,
     alpha = weight / sqrt(var + eps) and beta = bias - mean * alpha computed now in f32,
     as the interpreter does (two f32 dispatches: mul, add)."""
-    x_dims = shape(op.input)
+    x_dims = shape_of(op.input)
     remedy = "export the model in eval mode (constant running statistics)"
     mean = _constant_of(lw, op, op.running_mean, "running mean", remedy).astype(np.float32)
     var = _constant_of(lw, op, op.running_var, "running variance", remedy).astype(np.float32)
@@ -146,7 +145,7 @@ def lower_batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[Value]:
     a = lw.view(lw.constant(alpha.reshape(-1), "f32"), channel)
     b = lw.view(lw.constant(beta.reshape(-1), "f32"), channel)
     y = binary(lw, binary(lw, x, a, "mul", x_dims, "f32"), b, "add", x_dims, "f32")
-    stats = [np.empty(tuple(shape(r)), np.float32) for r in op.results[1:]]
+    stats = [np.empty(tuple(shape_of(r)), np.float32) for r in op.results[1:]]
     if any(r.uses for r in op.results[1:]):
         raise unsupported(op, "batch_norm statistics outputs", "use only the normalized output")
     return [y, *stats]
@@ -155,7 +154,7 @@ def lower_batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[Value]:
 def _arg_reduce(lw: Lowering, value: SSAValue, dim: int | None, op: str) -> tuple[Buf, Buf, int]:
     """(input moved to [rows, cols], the i32 [rows] indices, rows) of reduce_rows
     `op` (argmax / argmin) over `dim` (None: every element)."""
-    dims = shape(value) or (1,)
+    dims = shape_of(value) or (1,)
     x = same_dtype(lw, lw.buffer(value), "f32")
     reduce = list(range(len(dims))) if dim is None else [norm_dim(dim, len(dims))]
     moved, rows, cols = to_last(lw, x, dims, reduce)
@@ -171,7 +170,7 @@ def lower_argmax(lw: Lowering, op: rd.ArgmaxOp | rd.ArgminOp) -> Sequence[Buf]:
     dim = None if op.dim is None else integer(op.dim)
     arg = "argmax" if isinstance(op, rd.ArgmaxOp) else "argmin"
     _, index, _ = _arg_reduce(lw, op.input, dim, arg)
-    return [lw.view(index, shape(op.result) or (1,))]
+    return [lw.view(index, shape_of(op.result) or (1,))]
 
 
 @RULES(rd.MaxDimOp, rd.MinDimOp)
@@ -188,7 +187,7 @@ def lower_max_dim(lw: Lowering, op: rd.MaxDimOp | rd.MinDimOp) -> Sequence[Buf]:
         [lw.view(moved, (rows * cols,)), _row_offsets(lw, index, rows, cols), values],
         [rows, 1, rows * cols],
     )
-    out = shape(op.values) or (1,)
+    out = shape_of(op.values) or (1,)
     return [lw.view(values, out), lw.view(index, out)]
 
 
@@ -202,7 +201,7 @@ def _row_offsets(lw: Lowering, index: Buf, rows: int, cols: int) -> Buf:
 def lower_moment(lw: Lowering, op: rd.VarOp | rd.StdOp) -> Sequence[Buf]:
     """sum((x - mean)^2) / (N - correction) over the reduced dims (mean and sum in
     torch's summation order), then sqrt for std."""
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     x = same_dtype(lw, lw.buffer(op.input), "f32")
     moved, rows, cols = to_last(lw, x, dims, _reduced_dims(dims, ints(op.dims)))
     moved = lw.view(moved, (rows, cols))
@@ -216,19 +215,19 @@ def lower_moment(lw: Lowering, op: rd.VarOp | rd.StdOp) -> Sequence[Buf]:
     var = binary(lw, total, denom, "div", (rows,), "f32")
     if isinstance(op, rd.StdOp):
         var = unary(lw, var, "sqrt")
-    return [lw.view(var, shape(op.result) or (1,))]
+    return [lw.view(var, shape_of(op.result) or (1,))]
 
 
 @RULES(rd.AnyOp, rd.AllOp)
 def lower_any_all(lw: Lowering, op: rd.AnyOp | rd.AllOp) -> Sequence[Buf]:
     """max (any) or min (all) of (x != 0) over the reduced dims, as 0/1."""
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     truth = unary(lw, lw.buffer(op.input), "to_bool", out_dtype="i32")
     as_float = unary(lw, truth, "cast_i32_f32", out_dtype="f32")
     moved, rows, cols = to_last(lw, as_float, dims, _reduced_dims(dims, ints(op.dims)))
     out = lw.alloc((rows,), "f32")
     reduce_rows(lw, moved, out, rows, cols, "max" if isinstance(op, rd.AnyOp) else "min")
-    return [lw.view(unary(lw, out, "cast_f32_i32", out_dtype="i32"), shape(op.result) or (1,))]
+    return [lw.view(unary(lw, out, "cast_f32_i32", out_dtype="i32"), shape_of(op.result) or (1,))]
 
 
 @RULES(rd.MaxOp, rd.MinOp)
@@ -239,4 +238,4 @@ def lower_reduce_all(lw: Lowering, op: rd.MaxOp | rd.MinOp) -> Sequence[Buf]:
         raise unsupported(op, f"{op.name} of an integer tensor", "cast it to float first")
     out = lw.alloc((1,), "f32")
     reduce_rows(lw, x, out, 1, x.numel, "max" if isinstance(op, rd.MaxOp) else "min")
-    return [lw.view(out, shape(op.result) or (1,))]
+    return [lw.view(out, shape_of(op.result) or (1,))]

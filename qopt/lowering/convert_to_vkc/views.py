@@ -18,6 +18,7 @@ from qopt.dialects.aten import elementwise as el
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
+from qopt.dialects.tensors import numel, shape_of
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
     Buf,
@@ -26,10 +27,8 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     broadcast_strides,
     copy_strided,
-    numel,
     row_major,
     same_dtype,
-    shape,
     unsupported,
 )
 
@@ -41,12 +40,12 @@ def lower_view(
     lw: Lowering, op: sh.ViewOp | sh.UnsqueezeOp | sh.SqueezeOp | el.CloneOp
 ) -> Sequence[Buf]:
     x = lw.buffer(op.input)
-    return [lw.view(x, shape(op.result))]
+    return [lw.view(x, shape_of(op.result))]
 
 
 def _permuted(lw: Lowering, value: SSAValue, perm: list[int]) -> Buf:
     x = lw.buffer(value)
-    dims_in = shape(value)
+    dims_in = shape_of(value)
     strides = row_major(dims_in)
     out_dims = [dims_in[p] for p in perm]
     if perm == sorted(perm) or numel(out_dims) == 1:
@@ -56,13 +55,13 @@ def _permuted(lw: Lowering, value: SSAValue, perm: list[int]) -> Buf:
 
 @RULES(sh.PermuteOp)
 def lower_permute(lw: Lowering, op: sh.PermuteOp) -> Sequence[Buf]:
-    rank = len(shape(op.input))
+    rank = len(shape_of(op.input))
     return [_permuted(lw, op.input, [norm_dim(d, rank) for d in ints(op.dims)])]
 
 
 @RULES(sh.TransposeOp)
 def lower_transpose(lw: Lowering, op: sh.TransposeOp) -> Sequence[Buf]:
-    rank = len(shape(op.input))
+    rank = len(shape_of(op.input))
     perm = list(range(rank))
     a = norm_dim(integer(op.dim0), rank)
     b = norm_dim(integer(op.dim1), rank)
@@ -73,16 +72,16 @@ def lower_transpose(lw: Lowering, op: sh.TransposeOp) -> Sequence[Buf]:
 @RULES(sh.ExpandOp)
 def lower_expand(lw: Lowering, op: sh.ExpandOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
-    out_dims = shape(op.result)
-    return [copy_strided(lw, x, out_dims, broadcast_strides(shape(op.input), out_dims))]
+    out_dims = shape_of(op.result)
+    return [copy_strided(lw, x, out_dims, broadcast_strides(shape_of(op.input), out_dims))]
 
 
 @RULES(sh.SliceOp)
 def lower_slice(lw: Lowering, op: sh.SliceOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
     d, start, _end, step = op.bounds()
-    strides = list(row_major(shape(op.input)))
-    out_dims = shape(op.result)
+    strides = list(row_major(shape_of(op.input)))
+    out_dims = shape_of(op.result)
     offset = start * strides[d]
     strides[d] *= step
     return [copy_strided(lw, x, out_dims, strides, offset)]
@@ -92,12 +91,12 @@ def lower_slice(lw: Lowering, op: sh.SliceOp) -> Sequence[Buf]:
 def lower_split(lw: Lowering, op: sh.SplitOp) -> Sequence[Buf]:
     """One strided copy per piece (a slice of `sizes[i]` along `dim`)."""
     x = lw.buffer(op.input)
-    dims_in = shape(op.input)
+    dims_in = shape_of(op.input)
     d = norm_dim(integer(op.dim), len(dims_in))
     strides = list(row_major(dims_in))
     pieces, start = [], 0
     for result in op.outputs:
-        out_dims = shape(result)
+        out_dims = shape_of(result)
         pieces.append(copy_strided(lw, x, out_dims, strides, start * strides[d]))
         start += out_dims[d]
     return pieces
@@ -109,7 +108,7 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
     `arange`, position tables: fold-constants makes them constants): the flat
     source offset of every result element is computed now, and one gather_rows
     dispatch with rows of one 32-bit word copies them."""
-    dims_in = shape(op.input)
+    dims_in = shape_of(op.input)
     key: list[slice | np.ndarray] = [slice(None)] * len(dims_in)
     for d, index in zip(op.indexed_dims.get_values(), op.indices, strict=True):
         found = lw.values[index]
@@ -121,7 +120,7 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
     offsets = np.arange(max(numel(dims_in), 1), dtype=np.int64).reshape(dims_in)[tuple(key)]
     x = lw.buffer(op.input)
     idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
-    out_dims = shape(op.result) or (1,)
+    out_dims = shape_of(op.result) or (1,)
     out = lw.alloc(out_dims, x.dtype)
     lw.dispatch("gather_rows", [x, idx, out], [numel(out_dims), 1, numel(dims_in)])
     return [out]
@@ -130,13 +129,13 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
 @RULES(sh.SelectOp)
 def lower_select(lw: Lowering, op: sh.SelectOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
-    dims_in = shape(op.input)
+    dims_in = shape_of(op.input)
     d = norm_dim(integer(op.dim), len(dims_in))
     index = integer(op.index) % dims_in[d]
     strides = list(row_major(dims_in))
     offset = index * strides[d]
     del strides[d]
-    out_dims = shape(op.result) or (1,)
+    out_dims = shape_of(op.result) or (1,)
     return [copy_strided(lw, x, out_dims, strides or [1], offset)]
 
 
@@ -144,7 +143,7 @@ def concat_into(
     lw: Lowering, op: Operation, d: int, parts: Sequence[tuple[SSAValue, Sequence[int]]]
 ) -> Buf:
     """Copy each (value, dims as placed) into consecutive slices of the result along d."""
-    out_dims = shape(op.results[0])
+    out_dims = shape_of(op.results[0])
     dtype = abi_dtype(op.results[0])
     out = lw.alloc(out_dims, dtype)
     out_strides = row_major(out_dims)
@@ -162,15 +161,15 @@ def concat_into(
 
 @RULES(sh.CatOp)
 def lower_cat(lw: Lowering, op: sh.CatOp) -> Sequence[Buf]:
-    d = norm_dim(integer(op.dim), len(shape(op.result)))
-    parts = [(v, shape(v)) for v in op.inputs if shape(v) != (0,)]
+    d = norm_dim(integer(op.dim), len(shape_of(op.result)))
+    parts = [(v, shape_of(v)) for v in op.inputs if shape_of(v) != (0,)]
     return [concat_into(lw, op, d, parts)]
 
 
 @RULES(sh.StackOp)
 def lower_stack(lw: Lowering, op: sh.StackOp) -> Sequence[Buf]:
     """cat of the inputs, each placed as a slice of size 1 along the new dim."""
-    out_dims = shape(op.result)
+    out_dims = shape_of(op.result)
     d = norm_dim(integer(op.dim), len(out_dims))
     piece = (*out_dims[:d], 1, *out_dims[d + 1 :])
     return [concat_into(lw, op, d, [(v, piece) for v in op.inputs])]
@@ -180,8 +179,8 @@ def lower_stack(lw: Lowering, op: sh.StackOp) -> Sequence[Buf]:
 def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     """Fill the output with the pad value, then copy the input's kept region into it
     (negative pads crop)."""
-    in_dims = shape(op.input)
-    out_dims = shape(op.result)
+    in_dims = shape_of(op.input)
+    out_dims = shape_of(op.result)
     if abi_dtype(op.result) != "f32":
         raise unsupported(op, "constant_pad_nd of an integer tensor", "pad a float tensor")
     pads = list(ints(op.pad))
@@ -211,10 +210,10 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
 def lower_index_select(lw: Lowering, op: sh.IndexSelectOp) -> Sequence[Buf]:
     """Constant indices: a gather of precomputed flat offsets (any dim); run-time
     indices on dim 0: gather_rows of whole rows."""
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     d = norm_dim(integer(op.dim), len(dims))
     x = lw.buffer(op.input)
-    out_dims = shape(op.result) or (1,)
+    out_dims = shape_of(op.result) or (1,)
     out = lw.alloc(out_dims, x.dtype)
     found = lw.values[op.index]
     if not isinstance(found, Buf):
@@ -227,7 +226,7 @@ def lower_index_select(lw: Lowering, op: sh.IndexSelectOp) -> Sequence[Buf]:
         raise unsupported(
             op, f"index_select on dim {d} with run-time indices", "use dim 0 or constant indices"
         )
-    count = numel(shape(op.index) or (1,))
+    count = numel(shape_of(op.index) or (1,))
     lw.dispatch("gather_rows", [x, found, out], [count, numel(dims[1:]), dims[0]])
     return [out]
 
@@ -237,7 +236,7 @@ def lower_repeat(lw: Lowering, op: sh.RepeatOp) -> Sequence[Buf]:
     """Tile: the output [r0*d0, r1*d1, ...] is the row-major copy of the view
     [r0, d0, r1, d1, ...] with stride 0 on every r (pairs with r = 1 collapse)."""
     reps = list(ints(op.repeats))
-    in_dims = [1] * (len(reps) - len(shape(op.input))) + list(shape(op.input))
+    in_dims = [1] * (len(reps) - len(shape_of(op.input))) + list(shape_of(op.input))
     strides = row_major(in_dims)
     view_dims: list[int] = []
     view_strides: list[int] = []
@@ -251,14 +250,14 @@ def lower_repeat(lw: Lowering, op: sh.RepeatOp) -> Sequence[Buf]:
         raise unsupported(op, f"repeat needing a rank-{len(view_dims)} copy", "repeat fewer dims")
     x = lw.buffer(op.input)
     out = copy_strided(lw, x, view_dims, view_strides)
-    return [lw.view(out, shape(op.result))]
+    return [lw.view(out, shape_of(op.result))]
 
 
 @RULES(layers.PixelShuffleOp)
 def lower_pixel_shuffle(lw: Lowering, op: layers.PixelShuffleOp) -> Sequence[Buf]:
     """out[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w]: one strided copy over
     (N, C, H, r, W, r)."""
-    dims = shape(op.input)
+    dims = shape_of(op.input)
     r = integer(op.upscale_factor)
     c_in, h, w = dims[-3:]
     c = c_in // (r * r)
@@ -266,15 +265,15 @@ def lower_pixel_shuffle(lw: Lowering, op: layers.PixelShuffleOp) -> Sequence[Buf
     src = [c_in * h * w, r * r * h * w, w, r * h * w, 1, h * w]
     x = lw.buffer(op.input)
     out = copy_strided(lw, x, (n, c, h, r, w, r), src)
-    return [lw.view(out, shape(op.result))]
+    return [lw.view(out, shape_of(op.result))]
 
 
 def _permute_by_offsets(lw: Lowering, op: sh.FlipOp | sh.RollOp, offsets: np.ndarray) -> Buf:
     """A static data movement (flip, roll, ...) as one gather of compile-time flat
     source offsets (gather_rows with rows of one word)."""
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     x = lw.buffer(op.input)
-    out = lw.alloc(shape(op.result) or (1,), x.dtype)
+    out = lw.alloc(shape_of(op.result) or (1,), x.dtype)
     idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
     lw.dispatch("gather_rows", [x, idx, out], [offsets.size, 1, numel(dims)])
     return out
@@ -282,7 +281,7 @@ def _permute_by_offsets(lw: Lowering, op: sh.FlipOp | sh.RollOp, offsets: np.nda
 
 @RULES(sh.FlipOp)
 def lower_flip(lw: Lowering, op: sh.FlipOp) -> Sequence[Buf]:
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     axes = tuple(norm_dim(d, len(dims)) for d in ints(op.dims))
     flat = np.arange(numel(dims), dtype=np.int64).reshape(dims)
     return [_permute_by_offsets(lw, op, np.flip(flat, axis=axes) if axes else flat)]
@@ -290,7 +289,7 @@ def lower_flip(lw: Lowering, op: sh.FlipOp) -> Sequence[Buf]:
 
 @RULES(sh.RollOp)
 def lower_roll(lw: Lowering, op: sh.RollOp) -> Sequence[Buf]:
-    dims = shape(op.input) or (1,)
+    dims = shape_of(op.input) or (1,)
     shifts, axes = ints(op.shifts), ints(op.dims)
     flat = np.arange(numel(dims), dtype=np.int64).reshape(dims)
     if not axes:
@@ -302,10 +301,10 @@ def lower_roll(lw: Lowering, op: sh.RollOp) -> Sequence[Buf]:
 
 @RULES(nn.EmbeddingOp)
 def lower_embedding(lw: Lowering, op: nn.EmbeddingOp) -> Sequence[Buf]:
-    v, d = shape(op.weight)
+    v, d = shape_of(op.weight)
     table = lw.buffer(op.weight)
     idx = lw.buffer(op.indices)
-    count = numel(shape(op.indices))
-    out = lw.alloc(shape(op.result), table.dtype)
+    count = numel(shape_of(op.indices))
+    out = lw.alloc(shape_of(op.result), table.dtype)
     lw.dispatch("gather_rows", [table, idx, out], [count, d, v])
     return [out]

@@ -15,12 +15,12 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.tensors import elem_of
 from qopt.lowering.fuse_quant.linear import with_kernel_name
 from qopt.lowering.fuse_quant.match import (
     OutputMatch,
     Reject,
     StaticInput,
-    elem,
     match_input,
     match_output,
     single_use,
@@ -92,7 +92,7 @@ class FuseQuantizedAdd(RewritePattern):
             self._reject(rhs, op)
             return
         result_type = op.result.type
-        if not isinstance(result_type, TensorType) or elem(op.result) != f32:
+        if not isinstance(result_type, TensorType) or elem_of(op.result) != f32:
             self._reject(Reject(f"quantized add computes in f32, not {result_type}"), op)
             return
         if single_use(op.result) is None:

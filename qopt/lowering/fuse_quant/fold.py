@@ -22,7 +22,7 @@ for |n| <= 2^17: rne(z) = n exactly, and rne(z) + zp = q (an integer below
 2^-100 <= s <= 2^100 (checked), so no underflow/overflow spoils the bounds. The
 final clamp to [qmin, qmax] is the identity when q already lies in that range:
 the storage type's range is inside it, or q comes from a quantize or a fused
-requant with a range inside it (checked). tests/unit/test_fold_qdq.py checks
+requant with a range inside it (checked). tests/unit/lowering/test_fold_qdq.py checks
 the claim over every int8/uint8 value and many scales.
 """
 
@@ -34,8 +34,9 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from qopt.dialects import qfused, quant
-from qopt.dialects.dtypes import int_range, numpy_dtype
-from qopt.lowering.fuse_quant.match import Reject, elem, static_params
+from qopt.dialects.dtypes import int_range
+from qopt.dialects.tensors import elem_of
+from qopt.lowering.fuse_quant.match import Reject, static_params
 from qopt.lowering.fuse_quant.report import FusionLog
 
 _MIN_SCALE, _MAX_SCALE = 2.0**-100, 2.0**100
@@ -43,18 +44,9 @@ _MAX_STORAGE_BITS = 16
 _EXACT_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _effective_compute(op: quant.QuantizeOp | quant.DequantizeOp) -> np.dtype:
-    """The float type the op computes in (as qopt/interpreters/quant.py does)."""
-    if op.compute_type is not None:
-        return numpy_dtype(op.compute_type)
-    if isinstance(op, quant.DequantizeOp):
-        return numpy_dtype(elem(op.output))
-    return np.promote_types(numpy_dtype(elem(op.input)), numpy_dtype(elem(op.scale)))
-
-
 def _range_within(value: SSAValue, qmin: int, qmax: int) -> bool:
     """Every element of the integer tensor `value` lies in [qmin, qmax]."""
-    lo, hi = int_range(elem(value))
+    lo, hi = int_range(elem_of(value))
     if qmin <= lo and hi <= qmax:
         return True
     producer = value.owner
@@ -78,13 +70,13 @@ def match_redundant_pair(q: quant.QuantizeOp) -> quant.DequantizeOp | Reject | N
         return dq_params
     if q_params != dq_params:
         return Reject("quantize and dequantize parameters differ", q)
-    if elem(q.output) != elem(dq.input):
+    if elem_of(q.output) != elem_of(dq.input):
         return Reject("quantize and dequantize use different storage types", q)
-    if int_range(elem(dq.input))[1] >= 2**_MAX_STORAGE_BITS:
+    if int_range(elem_of(dq.input))[1] >= 2**_MAX_STORAGE_BITS:
         return Reject(f"storage wider than {_MAX_STORAGE_BITS} bits", q)
-    if elem(dq.output) not in (f32, f64):
-        return Reject(f"dequantize produces {elem(dq.output)}: too narrow to be exact", q)
-    if any(_effective_compute(op) not in _EXACT_FLOATS for op in (q, dq)):
+    if elem_of(dq.output) not in (f32, f64):
+        return Reject(f"dequantize produces {elem_of(dq.output)}: too narrow to be exact", q)
+    if any(op.compute_dtype() not in _EXACT_FLOATS for op in (q, dq)):
         return Reject("quantize or dequantize computes in a type narrower than f32", q)
     if not _MIN_SCALE <= dq_params.scale.value.data <= _MAX_SCALE:
         return Reject("scale too small or too large for an exact round trip", q)

@@ -15,6 +15,7 @@ from xdsl.rewriter import InsertPoint
 
 from qopt.dialects import qfused
 from qopt.dialects.aten import nn
+from qopt.dialects.tensors import shape_of
 from qopt.lowering.fuse_quant.match import (
     DynamicInput,
     OutputMatch,
@@ -24,7 +25,6 @@ from qopt.lowering.fuse_quant.match import (
     match_input,
     match_output,
     match_weight,
-    shape,
 )
 from qopt.lowering.fuse_quant.report import FusionLog
 
@@ -34,7 +34,7 @@ def check_weight_block(weight: WeightMatch, anchor: Operation) -> Reject | None:
     if not isinstance(weight.scheme, qfused.AffineWeightAttr):
         return None
     block = weight.scheme.block_size
-    k = shape(weight.data)[-1]
+    k = shape_of(weight.data)[-1]
     if block[0] != 1:
         return Reject(f"weight block {list(block)} spans several output rows", weight.source)
     if k % block[1]:

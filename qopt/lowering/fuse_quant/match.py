@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.dtypes import element_type, numpy_dtype
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.interpreters.builtin import constant_array
 from qopt.resources import WeightStore, make_resource, weights_of
 
@@ -28,16 +29,6 @@ class Reject:
 
     reason: str
     op: Operation | None = None
-
-
-def shape(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return tuple(value.type.get_shape())
-
-
-def elem(value: SSAValue) -> Attribute:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_element_type()
 
 
 def const_value(value: SSAValue | None) -> np.ndarray | None:
@@ -106,8 +97,8 @@ def match_weight(value: SSAValue, rank: int = 2) -> WeightMatch | Reject:
 
 def _match_affine_weight(dq: quant.DequantizeOp, rank: int) -> WeightMatch | Reject:
     data = dq.input
-    if len(shape(data)) != rank:
-        return Reject(f"weight has rank {len(shape(data))}, expected {rank}", dq)
+    if len(shape_of(data)) != rank:
+        return Reject(f"weight has rank {len(shape_of(data))}, expected {rank}", dq)
     if not _is_const(data):
         return Reject("weight data is not a constant", dq)
     scale = const_value(dq.scale)
@@ -118,11 +109,11 @@ def _match_affine_weight(dq: quant.DequantizeOp, rank: int) -> WeightMatch | Rej
         zp = const_value(dq.zero_point)
         if zp is None:
             return Reject("weight zero point is not a constant", dq)
-    if dq.compute_type is not None and dq.compute_type != elem(dq.output):
+    if dq.compute_type is not None and dq.compute_type != elem_of(dq.output):
         if numpy_dtype(dq.compute_type).itemsize > 4:
             return Reject(f"dequantize computes in {dq.compute_type}, kernels use f32", dq)
     block = tuple(dq.block_size.get_values())
-    grid = tuple(d // b for d, b in zip(shape(data), block, strict=True))
+    grid = tuple(d // b for d, b in zip(shape_of(data), block, strict=True))
     scale = scale.reshape(grid)
     if zp is not None:
         zp = zp.reshape(grid)
@@ -131,7 +122,7 @@ def _match_affine_weight(dq: quant.DequantizeOp, rank: int) -> WeightMatch | Rej
         elif zp.dtype.kind == "f" and not np.all(zp == np.round(zp)):
             return Reject("weight zero point is not an integer", dq)
         else:
-            zp = zp.astype(numpy_dtype(elem(data)))
+            zp = zp.astype(numpy_dtype(elem_of(data)))
     scheme = qfused.AffineWeightAttr.get(dq.qmin.value.data, dq.qmax.value.data, block)
     return WeightMatch(scheme, data, scale.astype(np.float32), zp, dq)
 
@@ -141,15 +132,15 @@ def _match_codebook_weight(dq: quant.DequantizeCodebookOp, rank: int) -> WeightM
     # Look through the integer cast torchao inserts (ui8 codes -> i32).
     if isinstance(codes.owner, ew.CastOp) and _is_const(codes.owner.input):
         codes = codes.owner.input
-    if len(shape(codes)) != rank:
-        return Reject(f"codes have rank {len(shape(codes))}, expected {rank}", dq)
+    if len(shape_of(codes)) != rank:
+        return Reject(f"codes have rank {len(shape_of(codes))}, expected {rank}", dq)
     if not _is_const(codes):
         return Reject("codebook codes are not a constant", dq)
     book = const_value(dq.codebook)
     if book is None:
         return Reject("the codebook is not a constant", dq)
     scheme = qfused.LutWeightAttr.get(dq.nbits.value.data, dq.block_size.get_values())
-    return WeightMatch(scheme, codes, book.astype(numpy_dtype(elem(dq.output))), None, dq)
+    return WeightMatch(scheme, codes, book.astype(numpy_dtype(elem_of(dq.output))), None, dq)
 
 
 # ----- activations -----------------------------------------------------------------
@@ -178,7 +169,7 @@ def static_params(
     op: quant.QuantizeOp | quant.DequantizeOp,
 ) -> qfused.StaticQParamsAttr | Reject:
     """Per-tensor parameters given as constants (PT2E's `.default` overloads)."""
-    if tuple(op.block_size.get_values()) != shape(op.input):
+    if tuple(op.block_size.get_values()) != shape_of(op.input):
         return Reject("quantization is not per-tensor", op)
     scale = _scalar(op.scale)
     zp = 0 if op.zero_point is None else _scalar(op.zero_point)
@@ -214,7 +205,7 @@ def match_input(value: SSAValue) -> StaticInput | DynamicInput | SSAValue | Reje
         q_params = static_params(q)
         if isinstance(q_params, Reject):
             return q_params
-        if q_params != params or elem(q.output) != elem(dq.input):
+        if q_params != params or elem_of(q.output) != elem_of(dq.input):
             return Reject("quantize and dequantize parameters differ", dq)
         return StaticInput(q.input, params)
     return StaticInput(dq.input, params)
@@ -233,7 +224,7 @@ def _match_dynamic(dq: quant.DequantizeOp) -> DynamicInput | Reject:
         return Reject("choose_qparams looks at a different tensor than it quantizes", dq)
     if q.zero_point_before_rounding is not None:
         return Reject("zero point is added before rounding", q)
-    x_shape = shape(q.input)
+    x_shape = shape_of(q.input)
     block = tuple(choose.block_size.get_values())
     if block != tuple(q.block_size.get_values()) or block != tuple(dq.block_size.get_values()):
         return Reject("choose_qparams, quantize and dequantize use different blocks", dq)
@@ -246,7 +237,7 @@ def _match_dynamic(dq: quant.DequantizeOp) -> DynamicInput | Reject:
     for op in (q, dq):
         if op.compute_type is not None and numpy_dtype(op.compute_type) != np.float32:
             return Reject(f"{op.name} computes in {op.compute_type}, not f32", op)
-    if numpy_dtype(elem(q.input)) != np.float32:
+    if numpy_dtype(elem_of(q.input)) != np.float32:
         return Reject("dynamic activation quantization needs a float32 input", dq)
     if (q.qmin, q.qmax) != (choose.qmin, choose.qmax):
         return Reject("choose_qparams and quantize use different ranges", dq)
@@ -256,7 +247,7 @@ def _match_dynamic(dq: quant.DequantizeOp) -> DynamicInput | Reject:
         choose.qmin.value.data,
         choose.qmax.value.data,
         choose.eps.value.data,
-        elem(choose.scale),  # type: ignore[arg-type]
+        elem_of(choose.scale),  # type: ignore[arg-type]
     )
     return DynamicInput(q.input, act)
 

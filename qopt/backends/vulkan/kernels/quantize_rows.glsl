@@ -1,7 +1,7 @@
 #version 450
 // Dynamic per-row quantization of [rows, cols] with the row's scale (f32) and zp (i32):
 // q = clamp(roundEven(x * f32(1 / scale)) + zp, qmin, qmax) (ZP_BEFORE_ROUND = 1:
-// roundEven(x * inv + zp)), in f32 (qfused.quantize_dynamic).
+// roundEven(x * inv + zp)), in f32 (qopt.numerics.quant.quantize).
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int ZP_BEFORE_ROUND = 0;
 layout(constant_id = 1) const int WG = 64;

@@ -5,7 +5,7 @@
 // that OP >= REDUCE_ARGMAX is an index reduction and OP >= REDUCE_MAX a max/min.
 // One workgroup of 32 per row (grid-stride over rows).
 //
-// Sums add in torch's CPU order (qopt/numerics.py, ATen's cascade_sum), so a
+// Sums add in torch's CPU order (qopt/numerics/reductions.py, ATen's cascade_sum), so a
 // quantizer after a mean sees torch's value bit for bit: thread t = 8 * chain +
 // lane accumulates vectors v = 4 i + chain (8 lanes each) with the 4-level
 // cascade (level 0 spills into level 1 every 16 vectors of the chain, level 1
