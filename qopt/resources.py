@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Operation
 
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
 
 #: Blobs larger than this many bytes are left out of printouts by default.

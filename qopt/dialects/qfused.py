@@ -57,8 +57,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import int_range, is_float, is_int
 from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dtypes import int_range, is_float, is_int
 from qopt.errors import where
 
 # ----- attribute helpers ---------------------------------------------------------

@@ -40,8 +40,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from qopt.dialects.dtypes import int_range, is_float, is_int, numpy_dtype
 from qopt.dialects.tensors import dtype_of, elem_of, numel, shape_of
+from qopt.dtypes import int_range, is_float, is_int, numpy_dtype
 from qopt.errors import where
 
 

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dtypes import numpy_dtype
 
 Shape = tuple[int, ...]
 
@@ -38,7 +38,7 @@ def elem_of(value: SSAValue | Attribute) -> Attribute:
 
 
 def dtype_of(value: SSAValue | Attribute) -> np.dtype:
-    """The numpy dtype of the element type (`qopt.dialects.dtypes.numpy_dtype`)."""
+    """The numpy dtype of the element type (`qopt.dtypes.numpy_dtype`)."""
     return numpy_dtype(elem_of(value))
 
 

@@ -37,8 +37,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import element_type
 from qopt.dialects.signature import set_output_names
+from qopt.dtypes import element_type
 from qopt.errors import QoptError
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
@@ -220,7 +220,7 @@ class Importer:
 
     @staticmethod
     def scalar_dtype(value: bool | float, like: SSAValue | None) -> np.dtype:
-        from qopt.dialects.dtypes import numpy_dtype
+        from qopt.dtypes import numpy_dtype
 
         other = None
         if like is not None and isinstance(like.type, TensorType):

@@ -56,8 +56,8 @@ class PT2Frontend(Frontend):
     limits: Limits = DEFAULT_LIMITS
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
-        from qopt import import_program
         from qopt.context import register_qopt_dialects
+        from qopt.frontend.program import import_program
 
         register_qopt_dialects(ctx)
         if getattr(input, "name", None) == input_name and os.path.isfile(input_name):

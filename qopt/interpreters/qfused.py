@@ -19,8 +19,8 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import qfused
-from qopt.dialects.dtypes import numpy_dtype
 from qopt.dialects.tensors import dtype_of
+from qopt.dtypes import numpy_dtype
 from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.common import checked_indices
 from qopt.numerics.quant import (

@@ -1,6 +1,6 @@
 """`KernelSpec` and `Binding`: one Vulkan kernel's interface as data.
 
-A kernel (a GLSL 450 compute shader of qopt/backends/vulkan/kernels/) is described
+A kernel (a GLSL 450 compute shader of qopt/kernels/glsl/) is described
 by its storage-buffer bindings (in binding order), its push-constant block (in
 declaration order, 4-byte scalars), its specialization constants (variants of one
 shader: op codes, bit widths, group sizes, flags, tile sizes) with their ranges,
@@ -94,7 +94,7 @@ class KernelSpec:
     name: str
     """Kernel name, e.g. `linear_q4gsw` (ExecuTorch nomenclature where one exists)."""
     glsl: str
-    """File name under qopt/backends/vulkan/kernels/."""
+    """File name under qopt/kernels/glsl/."""
     bindings: tuple[Binding, ...]
     push: tuple[tuple[str, str], ...]
     """Push-constant block: (name, "i32" | "u32" | "f32") in declaration order."""

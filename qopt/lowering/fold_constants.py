@@ -38,8 +38,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from qopt.dialects.dtypes import tensor_type
 from qopt.dialects.tensors import dtype_of, numel, shape_of
+from qopt.dtypes import tensor_type
 from qopt.errors import QoptError, where
 from qopt.resources import WeightStore, make_resource, printable_inline, weights_of
 

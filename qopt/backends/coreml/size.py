@@ -21,8 +21,8 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
 from qopt.dialects import qfused, quant
-from qopt.dialects.dtypes import is_float
 from qopt.dialects.tensors import numel
+from qopt.dtypes import is_float
 
 INLINE_LIMIT = 10
 

@@ -40,7 +40,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from qopt.dialects import vkc
-from qopt.dialects.dtypes import numpy_dtype
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
 from qopt.kernels import catalogue, index_error_message
 from qopt.limits import DEFAULT_LIMITS, Limits

@@ -1,10 +1,9 @@
 """GLSL -> SPIR-V: `glslangValidator -V --target-env vulkan1.2`, checked with
 `spirv-val`, cached by content hash.
 
-A kernel's source (`kernel_source`) is its file under `kernels/` with the op-code
-names of qopt/kernels/opcodes.py (`#define UNARY_RELU 1`, ...: `opcode_defines`)
-inserted after its `#version` line, so the shaders compare spec constants against
-the names of the one table the lowering and the references use.
+A kernel's source is `qopt.kernels.source.kernel_source`: its file under
+qopt/kernels/glsl/ with the op-code names of qopt/kernels/opcodes.py inserted (the
+catalogue owns the sources, so the lowering can hash them without this backend).
 
 The cache lives in `$QOPT_CACHE_DIR/spirv` (default `~/.cache/qopt/spirv`, or
 `$XDG_CACHE_HOME/qopt/spirv`); a cache entry is keyed by the SHA-256 of the
@@ -24,9 +23,8 @@ import tempfile
 from pathlib import Path
 
 from qopt.errors import QoptError
-from qopt.kernels.opcodes import OPCODE_TABLES
+from qopt.kernels.source import kernel_source
 
-KERNEL_DIR = Path(__file__).parent / "kernels"
 TARGET_ENV = "vulkan1.2"
 
 _PACKAGES = {
@@ -67,30 +65,6 @@ def _compiler_version() -> str:
         [_tool("glslangValidator"), "--version"], capture_output=True, text=True, check=False
     )
     return out.stdout.splitlines()[0] if out.stdout else "unknown"
-
-
-def opcode_defines() -> str:
-    """`#define <PREFIX>_<NAME> <code>` for every entry of the op-code tables."""
-    lines = ["// generated from qopt/kernels/opcodes.py (qopt.backends.vulkan.spirv)"]
-    for prefix, table in OPCODE_TABLES.items():
-        lines.extend(f"#define {prefix}_{name.upper()} {code}" for name, code in table.items())
-    return "\n".join(lines) + "\n"
-
-
-def with_opcodes(source: str, name: str = "kernel") -> str:
-    """`source` with `opcode_defines()` inserted after its first line, `#version`."""
-    first, newline, rest = source.partition("\n")
-    if not first.startswith("#version"):
-        raise QoptError(f"Vulkan kernel {name} must start with its #version line")
-    return first + newline + opcode_defines() + rest
-
-
-def kernel_source(glsl_name: str) -> str:
-    """The GLSL qopt compiles for `kernels/<glsl_name>` (op-code names defined)."""
-    path = KERNEL_DIR / glsl_name
-    if not path.is_file():
-        raise QoptError(f"no Vulkan kernel source {glsl_name} in {KERNEL_DIR}")
-    return with_opcodes(path.read_text(), glsl_name)
 
 
 def compile_glsl(source: str, name: str = "kernel.comp", validate: bool = True) -> bytes:

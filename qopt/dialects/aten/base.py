@@ -26,8 +26,8 @@ from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import is_bool, is_float
 from qopt.dialects.tensors import Shape, elem_of, shape_of
+from qopt.dtypes import is_bool, is_float
 from qopt.errors import where
 
 

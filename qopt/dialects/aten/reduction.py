@@ -19,8 +19,8 @@ from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, r
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.aten.base import AtenOp, Shape, flag, integer, ints, norm_dim, real
-from qopt.dialects.dtypes import is_bool
 from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dtypes import is_bool
 
 
 def reduced_dims(dims: Sequence[int], rank: int) -> tuple[int, ...]:

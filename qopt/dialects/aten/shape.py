@@ -32,8 +32,8 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints, norm_dim
-from qopt.dialects.dtypes import is_bool, is_float
 from qopt.dialects.tensors import elem_of, numel, shape_of
+from qopt.dtypes import is_bool, is_float
 
 INT64_MAX = 2**63 - 1
 

@@ -35,7 +35,6 @@ from xdsl.irdl import (
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import ui32
 from qopt.dialects.tensors import numel
 from qopt.dialects.vkc.types import (
     ROW_MAJOR,
@@ -45,6 +44,7 @@ from qopt.dialects.vkc.types import (
     abi_element,
     binding_accepts,
 )
+from qopt.dtypes import ui32
 from qopt.errors import where
 from qopt.kernels import MAX_WORKGROUPS, catalogue
 from qopt.kernels.abi import NUMPY_DTYPES
@@ -87,7 +87,7 @@ class KernelOp(IRDLOperation):
     compiled from `glsl` (content hash `hash` of the source as compiled) with `spec`
     specialization constants; `bindings` (`#vkc.binding`, in binding order) and `push`
     (`#vkc.push`, in block order) are its signature, checked against the catalogue
-    when the kernel is one of qopt's. See qopt/backends/vulkan/kernels/<glsl>."""
+    when the kernel is one of qopt's. See qopt/kernels/glsl/<glsl>."""
 
     name = "vkc.kernel"
     sym_name = prop_def(SymbolNameConstraint())

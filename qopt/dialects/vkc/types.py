@@ -20,7 +20,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.dtypes import is_bool, is_float, is_int, ui32
+from qopt.dtypes import is_bool, is_float, is_int, ui32
 from qopt.kernels import Binding, is_status_binding
 
 ROW_MAJOR = "row_major"

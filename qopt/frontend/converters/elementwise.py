@@ -245,7 +245,7 @@ def convert_where(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     a_v = imp.value(a) if not isinstance(a, int | float) else None
     b_v = imp.value(b) if not isinstance(b, int | float) else None
     result = imp.result_type()
-    from qopt.dialects.dtypes import numpy_dtype
+    from qopt.dtypes import numpy_dtype
 
     like = a_v if a_v is not None else b_v
     a_v = a_v if a_v is not None else imp.scalar(a, like)
@@ -268,7 +268,7 @@ def convert_masked_fill(imp: Importer, node: Node, args: dict[str, Any]) -> Oper
     else:
         import numpy as np
 
-        from qopt.dialects.dtypes import numpy_dtype
+        from qopt.dtypes import numpy_dtype
 
         dtype = numpy_dtype(imp.result_type().get_element_type())
         fill = imp.constant(np.array(value, dtype=dtype), "scalar")

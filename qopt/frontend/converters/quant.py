@@ -12,8 +12,8 @@ from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import Operation, SSAValue, TypeAttribute
 
 from qopt.dialects import quant
-from qopt.dialects.dtypes import element_type, numpy_dtype
 from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dtypes import element_type, numpy_dtype
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer
 from qopt.numerics.quant import symmetric_zero_point

@@ -22,8 +22,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import norm_dim
-from qopt.dialects.dtypes import is_bool, is_float
 from qopt.dialects.tensors import shape_of
+from qopt.dtypes import is_bool, is_float
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer, node_location
 

@@ -60,22 +60,104 @@ Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
 the package.
 
-Layout: `lowering.py` holds the pass, the `Lowering` builder and `RuleTable`; one
-module per op family holds that family's `RULES` (`elementwise`, `nn`, `shape`,
-`reduction`, `layers` after qopt/dialects/aten/, then `qfused` and `quant`),
-merged by `lowering.get_rules` with a duplicate check. Every coreml op carries the
+Layout: `lowering.py` holds the `Lowering` builder and `RuleTable`; one module
+per op family holds that family's `RULES` (`elementwise`, `nn`, `shape`,
+`reduction`, `layers` after qopt/dialects/aten/, then `qfused` and `quant`); this
+module holds the pass and `get_rules`, which merges them with a duplicate check
+(the families import `lowering`, never this module: no import cycle). Every coreml op carries the
 location of the op it lowers.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from qopt.dialects.coreml import opset_number, storage_dtype
+from qopt.dialects.tensors import elem_of
+from qopt.errors import QoptError
+from qopt.interpreters.builtin import constant_array
+from qopt.lowering.convert_to_coreml import elementwise, layers, quant, reduction
+from qopt.lowering.convert_to_coreml import nn as nn_rules
+from qopt.lowering.convert_to_coreml import qfused as qfused_rules
+from qopt.lowering.convert_to_coreml import shape as shape_rules
 from qopt.lowering.convert_to_coreml.lowering import (
-    ConvertToCoremlPass,
     Lowering,
+    Rules,
     RuleTable,
-    get_rules,
     mil_elem,
     mil_tensor,
 )
 
-__all__ = ["ConvertToCoremlPass", "Lowering", "RuleTable", "get_rules", "mil_elem", "mil_tensor"]
+RULES = RuleTable()
+"""Builtin values (`arith.constant`)."""
+
+
+@functools.cache
+def get_rules() -> Rules:
+    """Every family's rules, merged (an op class ruled by two families is an error)."""
+    merged: Rules = {}
+    families = (
+        RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
+        layers.RULES, qfused_rules.RULES, quant.RULES,
+    )  # fmt: skip
+    for table in families:
+        for op_type, fn in table.items():
+            if op_type in merged:
+                raise ValueError(f"convert-to-coreml: two rule tables lower {op_type.name}")
+            merged[op_type] = fn
+    return merged
+
+
+@RULES(arith.ConstantOp)
+def _constant(lw: Lowering, op: arith.ConstantOp) -> Sequence[SSAValue]:
+    array = np.asarray(constant_array(op))
+    elem = mil_elem(elem_of(op.result))
+    value = lw.const(array.astype(storage_dtype(elem)), elem, op.result.name_hint or "const")
+    lw.full_precision[value] = array
+    return [value]
+
+
+# ----- the pass ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertToCoremlPass(ModulePass):
+    """aten + qfused (+ quant) -> coreml, for a minimum deployment target."""
+
+    name = "convert-to-coreml"
+
+    target: str = "iOS18"
+    """Minimum deployment target: iOS16, iOS17 or iOS18."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            opset = opset_number(self.target)
+        except ValueError as e:
+            raise QoptError(f"convert-to-coreml: {e}") from None
+        if opset < 16:
+            raise QoptError("convert-to-coreml: the minimum target is iOS16")
+        rules = get_rules()
+        for func in list(op.ops):
+            if isinstance(func, FuncOp):
+                Lowering(func, opset, self.target, rules).run()
+
+
+__all__ = [
+    "RULES",
+    "ConvertToCoremlPass",
+    "Lowering",
+    "RuleTable",
+    "get_rules",
+    "mil_elem",
+    "mil_tensor",
+]

@@ -11,15 +11,11 @@ verifier, the emitter) name the user's source line.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
@@ -29,7 +25,6 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     IntegerType,
-    ModuleOp,
     Signedness,
     StringAttr,
     TensorType,
@@ -41,16 +36,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from qopt.dialects import coreml, qfused
 from qopt.dialects.aten import nn
-from qopt.dialects.coreml import OPSET_ATTR, opset_number, storage_dtype
-from qopt.dialects.dtypes import element_type
+from qopt.dialects.coreml import OPSET_ATTR, storage_dtype
 from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dtypes import element_type
 from qopt.errors import QoptError, where
-from qopt.interpreters.builtin import constant_array
 from qopt.interpreters.coreml import const_array
 from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of
@@ -519,78 +512,4 @@ class RuleTable(Rules):
         self[op_type] = fn
 
 
-RULES = RuleTable()
-"""Builtin values (`arith.constant`)."""
-
-
-@functools.cache
-def get_rules() -> Rules:
-    """Every family's rules, merged (an op class ruled by two families is an error)."""
-    from qopt.lowering.convert_to_coreml import (
-        elementwise,
-        layers,
-        quant,
-        reduction,
-    )
-    from qopt.lowering.convert_to_coreml import nn as nn_rules
-    from qopt.lowering.convert_to_coreml import qfused as qfused_rules
-    from qopt.lowering.convert_to_coreml import shape as shape_rules
-
-    merged: Rules = {}
-    families = (
-        RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
-        layers.RULES, qfused_rules.RULES, quant.RULES,
-    )  # fmt: skip
-    for table in families:
-        for op_type, fn in table.items():
-            if op_type in merged:
-                raise ValueError(f"convert-to-coreml: two rule tables lower {op_type.name}")
-            merged[op_type] = fn
-    return merged
-
-
-@RULES(arith.ConstantOp)
-def _constant(lw: Lowering, op: arith.ConstantOp) -> Sequence[SSAValue]:
-    array = np.asarray(constant_array(op))
-    elem = mil_elem(elem_of(op.result))
-    value = lw.const(array.astype(storage_dtype(elem)), elem, op.result.name_hint or "const")
-    lw.full_precision[value] = array
-    return [value]
-
-
-# ----- the pass ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConvertToCoremlPass(ModulePass):
-    """aten + qfused (+ quant) -> coreml, for a minimum deployment target."""
-
-    name = "convert-to-coreml"
-
-    target: str = "iOS18"
-    """Minimum deployment target: iOS16, iOS17 or iOS18."""
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            opset = opset_number(self.target)
-        except ValueError as e:
-            raise QoptError(f"convert-to-coreml: {e}") from None
-        if opset < 16:
-            raise QoptError("convert-to-coreml: the minimum target is iOS16")
-        rules = get_rules()
-        for func in list(op.ops):
-            if isinstance(func, FuncOp):
-                Lowering(func, opset, self.target, rules).run()
-
-
-__all__ = [
-    "RULES",
-    "ConvertToCoremlPass",
-    "Lowering",
-    "Results",
-    "Rule",
-    "RuleTable",
-    "get_rules",
-    "mil_elem",
-    "mil_tensor",
-]
+__all__ = ["Lowering", "Results", "Rule", "RuleTable", "Rules", "mil_elem", "mil_tensor"]

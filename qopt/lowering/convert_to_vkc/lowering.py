@@ -8,9 +8,9 @@ Every vkc op built here carries the location of the op being lowered
 `qopt.errors.where`, a status buffer's `what`) names the user's source line.
 Kernel interfaces come from the catalogue (qopt.kernels): buffers and push values
 are checked against the kernel's declared bindings and push block, so a change of
-interface shows as a clear error; op codes come from qopt.kernels.opcodes. The one
-import from the Vulkan backend is `spirv.kernel_source`: a `vkc.kernel` records the
-content hash of the GLSL it is compiled from (with its generated op-code block).
+interface shows as a clear error; op codes come from qopt.kernels.opcodes. A
+`vkc.kernel` records the content hash of the GLSL it is compiled from (with its
+generated op-code block: qopt.kernels.source); nothing comes from the backend.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from qopt.backends.vulkan.spirv import kernel_source
 from qopt.dialects import vkc
-from qopt.dialects.dtypes import tensor_type, ui32
 from qopt.dialects.tensors import dtype_of, numel, shape_of
+from qopt.dtypes import tensor_type, ui32
 from qopt.errors import QoptError, where
 from qopt.kernels import KernelSpec, catalogue
 from qopt.kernels.abi import narrow
 from qopt.kernels.opcodes import BINARY_OPS, DTYPES, UNARY_OPS
+from qopt.kernels.source import kernel_source
 from qopt.resources import make_resource, weights_of
 
 MAX_RANK = 6

@@ -34,8 +34,8 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from qopt.dialects import qfused, quant
-from qopt.dialects.dtypes import int_range
 from qopt.dialects.tensors import elem_of
+from qopt.dtypes import int_range
 from qopt.lowering.fuse_quant.match import Reject, static_params
 from qopt.lowering.fuse_quant.report import FusionLog
 

@@ -25,7 +25,7 @@ from xdsl.ir import Attribute, Block, Region
 
 import qopt
 from qopt.dialects import qfused
-from qopt.dialects.dtypes import tensor_type
+from qopt.dtypes import tensor_type
 
 QD = torch.ops.quantized_decomposed
 F32_EPS = float(torch.finfo(torch.float32).eps)

@@ -18,13 +18,7 @@ from torch.ao.quantization.fx import _decomposed  # noqa: F401  (quantized_decom
 
 from qopt.backends.vulkan.registry import kernels
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, VulkanError, vulkan_available
-from qopt.backends.vulkan.spirv import (
-    KERNEL_DIR,
-    compile_glsl,
-    compile_kernel,
-    kernel_source,
-    opcode_defines,
-)
+from qopt.backends.vulkan.spirv import compile_glsl, compile_kernel
 from qopt.interpreters.kernels.common import quantize as ref_quantize
 from qopt.kernels.opcodes import (
     BINARY_BOOL_OPS,
@@ -49,6 +43,7 @@ from qopt.kernels.push import (
     static_io_push,
     word_of,
 )
+from qopt.kernels.source import KERNEL_DIR, kernel_source, opcode_defines
 
 F32 = np.float32
 RNG = np.random.default_rng(1234)
