@@ -14,12 +14,11 @@ from xdsl.ir import SSAValue
 
 from qopt.dialects.aten import layers
 from qopt.dialects.aten.base import flag, integer, ints, real
+from qopt.dialects.aten.layers import DEFAULT_EPS
 from qopt.dialects.tensors import shape_of
 from qopt.interpreters.aten_reduction import float_dtype, softmax
 from qopt.interpreters.common import as_result
 from qopt.numerics import sequential_sum, torch_mean
-
-DEFAULT_EPS = 1e-5
 
 
 def _affine(
@@ -135,8 +134,8 @@ def _adaptive_avg_pool(x: np.ndarray, out_hw: tuple[int, ...]) -> np.ndarray:
             for j in range(out_hw[1]):
                 window = x[..., h_start[i] : h_end[i], w_start[j] : w_end[j]]
                 total = sequential_sum(window)
-                out[..., i, j] = total / np.float32(h_end[i] - h_start[i]) / np.float32(
-                    w_end[j] - w_start[j]
+                out[..., i, j] = (
+                    total / np.float32(h_end[i] - h_start[i]) / np.float32(w_end[j] - w_start[j])
                 )
         return out
     rows = np.empty((*x.shape[:-2], out_hw[0], x.shape[-1]), x.dtype)

@@ -4,6 +4,12 @@ No Core ML runtime exists on Linux: these bodies are how qopt checks the
 numerics of what it writes (and of packages read back from disk). Float ops
 compute in their operands' dtype (fp32, or fp16 for fp16 programs), as Core ML
 does; sub-byte integers live in int8 / uint8 containers.
+
+Every body computes its result from its operands and the op's MIL parameters
+(never by reshaping to the declared type), and every result is then checked
+against the op's declared result type (`_checked`): a disagreement between the
+verifier (MIL's type inference) and these semantics is a `QoptError` naming the
+op, never a silently wrong shape or type.
 """
 
 from __future__ import annotations
@@ -13,13 +19,21 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImpl,
+    PythonValues,
+    register_impls,
+)
+from xdsl.interpreter import impl as xdsl_impl
+from xdsl.ir import Operation
 
 from qopt.dialects import coreml
 from qopt.dialects.coreml import storage_dtype
 from qopt.dialects.tensors import elem_of, shape_of
+from qopt.errors import QoptError, where
 from qopt.interpreters.aten_layers import attention
-from qopt.interpreters.aten_nn import conv2d
 from qopt.interpreters.aten_reduction import softmax
 from qopt.interpreters.common import checked_indices
 from qopt.numerics import activations as act
@@ -27,6 +41,42 @@ from qopt.numerics.bits import unpack_bits
 from qopt.numerics.quant import DIVIDE, RECIPROCAL, dequantize, lut_to_dense, quantize
 from qopt.numerics.reductions import sequential_sum, torch_mean, torch_sum
 from qopt.resources import elements_array
+
+
+def _check_results(op: Operation, results: PythonValues) -> None:
+    """Each result has the shape and (storage) dtype of the op's declared type."""
+    if len(results) != len(op.results):
+        raise QoptError(
+            f"coreml interpreter: {where(op)} computed {len(results)} results, the op "
+            f"declares {len(op.results)}"
+        )
+    for i, (value, declared) in enumerate(zip(results, op.results, strict=True)):
+        array = np.asarray(value)
+        shape, dtype = shape_of(declared), storage_dtype(elem_of(declared))
+        if array.shape != shape or array.dtype != dtype:
+            raise QoptError(
+                f"coreml interpreter: {where(op)} computed result {i} as {array.dtype} "
+                f"{list(array.shape)}, but the op declares {dtype} {list(shape)} "
+                f"({declared.type}): its semantics and its verifier disagree"
+            )
+
+
+def impl(op_type: type[Operation]) -> Callable[[Callable[..., PythonValues]], OpImpl[Any, Any]]:
+    """xDSL's `impl`, with the results checked against the op's declared types."""
+
+    def annotate(body: Callable[..., PythonValues]) -> OpImpl[Any, Any]:
+        def checked(self: Any, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+            results = body(self, interp, op, args)
+            _check_results(op, results)
+            return results
+
+        return xdsl_impl(op_type)(checked)
+
+    return annotate
+
+
+def unsupported(op: Operation, what: str) -> QoptError:
+    return QoptError(f"coreml interpreter: {where(op)}: {what} is not supported")
 
 
 def const_array(op: coreml.ConstOp) -> np.ndarray:
@@ -170,34 +220,153 @@ def _result_dtype(op: coreml.CoremlOp) -> np.dtype:
     return storage_dtype(elem_of(op.results[0]))
 
 
+def spatial_pads(
+    op: Operation,
+    pad_type: str,
+    pad: tuple[int, ...],
+    size: tuple[int, ...],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilations: tuple[int, ...],
+) -> list[tuple[int, int]]:
+    """(before, after) padding of each spatial dim of MIL `conv` / pools.
+
+    `valid`: none; `custom`: `pad[2i], pad[2i+1]`; `same` / `same_lower`: the
+    total `max(0, s * ceil(d / s) - d + k - s)` with `k = dilation * (kernel - 1)
+    + 1` (coremltools' `aggregated_pad`, output `ceil(d / s)`), split evenly with
+    the odd one at the end for `same` (BOTTOM_RIGHT_HEAVY, as coremltools maps it
+    to Core ML's SamePadding) and at the beginning for `same_lower`
+    (TOP_LEFT_HEAVY)."""
+    spatial = len(size)
+    if pad_type == "valid":
+        return [(0, 0)] * spatial
+    if pad_type == "custom":
+        if len(pad) != 2 * spatial or min(pad, default=0) < 0:
+            raise unsupported(op, f"pad {list(pad)} for {spatial} spatial dims")
+        return [(pad[2 * i], pad[2 * i + 1]) for i in range(spatial)]
+    if pad_type not in ("same", "same_lower"):
+        raise unsupported(op, f"pad_type '{pad_type}'")
+    pads = []
+    for d, kk, s, dil in zip(size, kernel, strides, dilations, strict=True):
+        k = dil * (kk - 1) + 1
+        total = max(0, s * -(-d // s) - d + k - s)
+        small, large = total // 2, total - total // 2
+        pads.append((small, large) if pad_type == "same" else (large, small))
+    return pads
+
+
+def _spatial_params(op: Any, name: str, spatial: int) -> tuple[int, ...]:
+    values = _ints(getattr(op, name))
+    if len(values) != spatial or min(values, default=1) < 1:
+        raise unsupported(op, f"{name} {list(values)} for {spatial} spatial dims")
+    return values
+
+
+def _window_view(
+    op: Operation,
+    x: np.ndarray,
+    spans: tuple[int, ...],
+    strides: tuple[int, ...],
+    steps: tuple[int, ...],
+) -> np.ndarray:
+    """`[N, C, *out, *window]`: the windows of `spans` over x's spatial dims, every
+    `strides` apart, every `steps`-th element of each window (dilation)."""
+    spatial = len(spans)
+    if any(x.shape[2 + i] < spans[i] for i in range(spatial)):
+        raise unsupported(op, f"a window {list(spans)} larger than the padded input")
+    windows = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, 2 + spatial)))
+    index = (
+        slice(None),
+        slice(None),
+        *(slice(None, None, s) for s in strides),
+        *(slice(None, None, t) for t in steps),
+    )
+    return windows[index]
+
+
+_LETTERS_OUT, _LETTERS_KERNEL = "xyz", "ijk"
+
+
+def conv(op: Any, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """MIL `conv`: x `[N, Cin, *D]` with 1 to 3 spatial dims, weight `[Cout, Cin /
+    groups, *K]`, padding by `spatial_pads`, in x's type."""
+    spatial = x.ndim - 2
+    if not 1 <= spatial <= 3 or w.ndim != x.ndim:
+        raise unsupported(op, f"conv of x {list(x.shape)} with weight {list(w.shape)}")
+    groups = _int(op.groups)
+    strides = _spatial_params(op, "strides", spatial)
+    dilations = _spatial_params(op, "dilations", spatial)
+    kernel = w.shape[2:]
+    pads = spatial_pads(
+        op, op.pad_type.data, _ints(op.pad), x.shape[2:], kernel, strides, dilations
+    )
+    xp = np.pad(x, [(0, 0), (0, 0), *pads])
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True))
+    patches = _window_view(op, xp, spans, strides, dilations)  # [N, Cin, *out, *K]
+    w = w.astype(x.dtype, copy=False)
+    out_l, k_l = _LETTERS_OUT[:spatial], _LETTERS_KERNEL[:spatial]
+    subscripts = f"nc{out_l}{k_l},oc{k_l}->no{out_l}"
+    icg, ocg = w.shape[1], w.shape[0] // groups
+    out = np.empty((x.shape[0], w.shape[0], *patches.shape[2 : 2 + spatial]), x.dtype)
+    for g in range(groups):
+        pg = patches[:, g * icg : (g + 1) * icg]
+        wg = w[g * ocg : (g + 1) * ocg]
+        out[:, g * ocg : (g + 1) * ocg] = np.einsum(subscripts, pg, wg, optimize=True)
+    if bias is not None:
+        out += bias.astype(x.dtype).reshape(1, -1, *(1,) * spatial)
+    return out
+
+
 def _pool(op: coreml.MaxPoolOp | coreml.AvgPoolOp, x: np.ndarray) -> np.ndarray:
-    kernel, stride = _ints(op.kernel_sizes), _ints(op.strides)
-    pad = _ints(op.pad) if op.pad_type.data == "custom" else (0,) * (2 * len(kernel))
-    out_hw = shape_of(op.result)[2:]
+    """MIL `max_pool` / `avg_pool` over 1 to 3 spatial dims. Output sizes are
+    coremltools' (`spatial_dimensions_out_shape`); with `ceil_mode` the last
+    window may run past the end padding: that part is never in a max and never
+    counted in an average (torch's rule), while the declared padding is counted
+    unless `exclude_padding_from_average`."""
+    spatial = x.ndim - 2
+    if not 1 <= spatial <= 3:
+        raise unsupported(op, f"pooling x {list(x.shape)} (rank 3 to 5)")
+    kernel = _spatial_params(op, "kernel_sizes", spatial)
+    strides = _spatial_params(op, "strides", spatial)
+    ones = (1,) * spatial
+    pads = spatial_pads(op, op.pad_type.data, _ints(op.pad), x.shape[2:], kernel, strides, ones)
+    ceil_mode = bool(_int(op.ceil_mode))
+    full: list[tuple[int, int]] = []
+    outs: list[int] = []
+    for i in range(spatial):
+        d, k, s = x.shape[2 + i], kernel[i], strides[i]
+        before, after = pads[i]
+        total = before + after
+        if ceil_mode:
+            n = (d + total - k + s - 1) // s + 1
+            if (n - 1) * s >= d + before and total > 0:
+                n -= 1
+        else:
+            n = (d + total - k) // s + 1
+        if n < 1:
+            raise unsupported(op, f"a window {list(kernel)} larger than the padded input")
+        outs.append(n)
+        full.append((before, after + max(0, (n - 1) * s + k - (d + total))))
     is_max = isinstance(op, coreml.MaxPoolOp)
     fill = -np.inf if is_max else 0.0
-    pads = [(0, 0), (0, 0)]
-    for i in range(len(kernel)):
-        need = (out_hw[i] - 1) * stride[i] + kernel[i]
-        size = x.shape[2 + i]
-        pads.append((pad[2 * i], max(0, need - size - pad[2 * i])))
-    xp = np.pad(x, pads, constant_values=fill)
-    windows = np.lib.stride_tricks.sliding_window_view(xp, kernel, axis=(2, 3))
-    windows = windows[
-        :, :, : out_hw[0] * stride[0] : stride[0], : out_hw[1] * stride[1] : stride[1]
-    ]
+    xp = np.pad(x, [(0, 0), (0, 0), *full], constant_values=fill)
+    # custom end padding larger than the windows need gives windows past the last
+    last = tuple(slice(0, n) for n in outs)
+    windows = _window_view(op, xp, kernel, strides, ones)[(slice(None), slice(None), *last)]
+    axes = tuple(range(-spatial, 0))
     if is_max:
-        return np.max(windows, axis=(-2, -1))
-    if x.dtype == np.float32:
-        total = sequential_sum(windows)  # torch's avg_pool2d order
-    else:
-        total = np.sum(windows, axis=(-2, -1), dtype=x.dtype)
+        return np.max(windows, axis=axes)
     assert isinstance(op, coreml.AvgPoolOp)
-    include_padding = 0 if _int(op.exclude_padding_from_average) else 1
-    ones = np.pad(np.ones(x.shape[2:], x.dtype), pads[2:], constant_values=include_padding)
-    counts = np.lib.stride_tricks.sliding_window_view(ones, kernel)
-    counts = counts[: out_hw[0] * stride[0] : stride[0], : out_hw[1] * stride[1] : stride[1]]
-    return total / np.sum(counts, axis=(-2, -1))
+    if x.dtype == np.float32:
+        total = sequential_sum(windows, spatial)  # torch's avg_pool order
+    else:
+        total = np.sum(windows, axis=axes, dtype=x.dtype)
+    declared = 0 if _int(op.exclude_padding_from_average) else 1
+    valid = np.pad(np.ones(x.shape[2:], x.dtype), pads, constant_values=declared)
+    extra = [(0, f[1] - p[1]) for f, p in zip(full, pads, strict=True)]
+    valid = np.pad(valid, extra, constant_values=0)
+    counts = _window_view(op, valid[None, None], kernel, strides, ones)[(0, 0, *last)]
+    return total / np.sum(counts, axis=axes)
 
 
 _QUANTIZE_RULE = [DIVIDE]
@@ -230,8 +399,8 @@ class CoremlFunctions(InterpreterFunctions):
 
     @impl(coreml.ConstexprBlockwiseShiftScaleOp)
     def run_blockwise(self, interp: Interpreter, op: Any, args: PythonValues):
-        offset = args[2] if len(args) > 2 else None
-        return (blockwise_shift_scale(args[0], args[1], offset),)
+        data, scale, *rest = args
+        return (blockwise_shift_scale(data, scale, rest[0] if rest else None),)
 
     @impl(coreml.ConstexprAffineDequantizeOp)
     def run_affine(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -250,7 +419,8 @@ class CoremlFunctions(InterpreterFunctions):
             codes = unpack_bits(indices, nbits, int(np.prod(shape)), signed=False)
             palette = lut.reshape((1,) * len(shape) + (lut.shape[0], 1))
             return (lut_to_dense(codes.reshape(shape), palette),)
-        axis = None if op.vector_axis is None else _int(op.vector_axis)
+        # vector_axis in [-rank, rank) of the indices, negative from the end
+        axis = None if op.vector_axis is None else _int(op.vector_axis) % max(indices.ndim, 1)
         return (lut_to_dense(indices, lut, axis),)
 
     @impl(coreml.QuantizeOp)
@@ -289,26 +459,18 @@ class CoremlFunctions(InterpreterFunctions):
             x = np.swapaxes(x, -1, -2)
         if _int(op.transpose_y):
             y = np.swapaxes(y, -1, -2)
-        return (np.matmul(x, y.astype(x.dtype)).astype(x.dtype, copy=False),)
+        # From iOS17 one operand may be a constant of another type: the product has
+        # the other's type (coremltools' iOS17 `matmul`); else x and y share one.
+        x_const = isinstance(op.x.owner, coreml.CompileTimeOp)
+        y_const = isinstance(op.y.owner, coreml.CompileTimeOp)
+        dtype = y.dtype if x_const and not y_const else x.dtype
+        out = np.matmul(x.astype(dtype, copy=False), y.astype(dtype, copy=False))
+        return (np.asarray(out).astype(dtype, copy=False),)
 
     @impl(coreml.ConvOp)
     def run_conv(self, interp: Interpreter, op: Any, args: PythonValues):
         x, w, *bias = args
-        pad = _ints(op.pad) if op.pad_type.data == "custom" else (0, 0, 0, 0)
-        if pad[0] != pad[1] or pad[2] != pad[3]:
-            xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[1]), (pad[2], pad[3])))
-            pad = (0, 0, 0, 0)
-            x = xp
-        out = conv2d(
-            x,
-            w.astype(x.dtype),
-            bias[0].astype(x.dtype) if bias else None,
-            _ints(op.strides),
-            (pad[0], pad[2]),
-            _ints(op.dilations),
-            _int(op.groups),
-        )
-        return (out.astype(x.dtype, copy=False),)
+        return (conv(op, x, w, bias[0] if bias else None),)
 
     @impl(coreml.GatherOp)
     def run_gather(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -320,16 +482,21 @@ class CoremlFunctions(InterpreterFunctions):
 
     @impl(coreml.LayerNormOp)
     def run_layer_norm(self, interp: Interpreter, op: Any, args: PythonValues):
-        x = args[0]
-        axes = _ints(op.axes)
+        """`(x - mean) / sqrt(var + epsilon) * gamma + beta` over `axes` (any dims,
+        negative from the end); gamma and beta hold x's dims at `axes` in dim order
+        and broadcast with 1s elsewhere (coremltools' `layer_norm` value inference)."""
+        x, *rest = args
+        axes = tuple(sorted({a % x.ndim for a in _ints(op.axes)}))
         mean = np.mean(x, axis=axes, keepdims=True, dtype=x.dtype)
         var = np.mean(np.square(x - mean), axis=axes, keepdims=True, dtype=x.dtype)
         y = (x - mean) / np.sqrt(var + np.asarray(_float(op.epsilon), x.dtype))
-        operands = dict(zip(("gamma", "beta"), args[1:], strict=False))
-        if op.gamma is not None:
-            y = y * operands["gamma"]
-        if op.beta is not None:
-            y = y + (operands["beta"] if op.gamma is not None else operands["gamma"])
+        gamma = rest.pop(0) if op.gamma is not None else None
+        beta = rest.pop(0) if op.beta is not None else None
+        normalized = [d if i in axes else 1 for i, d in enumerate(x.shape)]
+        if gamma is not None:
+            y = y * gamma.astype(x.dtype, copy=False).reshape(normalized)
+        if beta is not None:
+            y = y + beta.astype(x.dtype, copy=False).reshape(normalized)
         return (y.astype(x.dtype, copy=False),)
 
     @impl(coreml.BatchNormOp)
@@ -353,18 +520,30 @@ class CoremlFunctions(InterpreterFunctions):
 
     @impl(coreml.ReshapeOp)
     def run_reshape(self, interp: Interpreter, op: Any, args: PythonValues):
-        return (args[0].reshape(shape_of(op.result)),)
+        """MIL's `shape`: a `0` copies x's dim, one `-1` takes what is left."""
+        x = args[0]
+        shape = [int(d) for d in _ints(op.shape)]
+        if 0 in shape:
+            if len(shape) != x.ndim:
+                raise unsupported(op, f"shape {shape} copying dims of a rank-{x.ndim} x")
+            shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return (x.reshape(shape),)
 
     @impl(coreml.TransposeOp)
     def run_transpose(self, interp: Interpreter, op: Any, args: PythonValues):
-        return (np.ascontiguousarray(np.transpose(args[0], _ints(op.perm))),)
+        return (np.array(np.transpose(args[0], _ints(op.perm)), order="C"),)
 
     @impl(coreml.ConcatOp)
     def run_concat(self, interp: Interpreter, op: Any, args: PythonValues):
+        """`interleave`: same-shaped values alternate along `axis`, one slice each
+        (`out[i::n] = values[i]` along axis); else numpy's concatenate."""
+        axis = _int(op.axis) % args[0].ndim
         if _int(op.interleave):
-            stacked = np.stack(args, axis=_int(op.axis) + 1)
-            return (stacked.reshape(shape_of(op.result)),)
-        return (np.concatenate(args, axis=_int(op.axis)),)
+            stacked = np.stack(args, axis=axis + 1)
+            shape = list(args[0].shape)
+            shape[axis] *= len(args)
+            return (stacked.reshape(shape),)
+        return (np.concatenate(args, axis=axis),)
 
     @impl(coreml.TileOp)
     def run_tile(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -373,15 +552,18 @@ class CoremlFunctions(InterpreterFunctions):
     @impl(coreml.SliceByIndexOp)
     def run_slice(self, interp: Interpreter, op: Any, args: PythonValues):
         # begin/end masks drop a bound, squeezed axes are integer indices.
-        return (np.ascontiguousarray(args[0][op.index()]).reshape(shape_of(op.result)),)
+        return (np.array(args[0][op.index()], order="C"),)
 
     @impl(coreml.ExpandDimsOp)
     def run_expand_dims(self, interp: Interpreter, op: Any, args: PythonValues):
-        return (args[0].reshape(shape_of(op.result)),)
+        # axes index the result (negative from its end), as numpy's expand_dims
+        return (np.expand_dims(args[0], _ints(op.axes)),)
 
     @impl(coreml.SqueezeOp)
     def run_squeeze(self, interp: Interpreter, op: Any, args: PythonValues):
-        return (args[0].reshape(shape_of(op.result)),)
+        x = args[0]
+        axes = {a % x.ndim for a in _ints(op.axes)} if x.ndim else set()
+        return (np.squeeze(x, axis=tuple(sorted(a for a in axes if x.shape[a] == 1))),)
 
     @impl(coreml.CastOp)
     def run_cast(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -390,7 +572,7 @@ class CoremlFunctions(InterpreterFunctions):
     @impl(coreml.SelectOp)
     def run_select(self, interp: Interpreter, op: Any, args: PythonValues):
         cond, a, b = args
-        return (np.where(cond.astype(np.bool_), a, b).astype(_result_dtype(op)),)
+        return (np.where(cond.astype(np.bool_), a, b).astype(a.dtype, copy=False),)
 
     @impl(coreml.MaxPoolOp)
     def run_max_pool(self, interp: Interpreter, op: Any, args: PythonValues):
@@ -415,9 +597,9 @@ def _unary_impl(body: Callable[..., np.ndarray]) -> Callable[..., PythonValues]:
 
 def _binary_impl(body: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Any]:
     def run(self: Any, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
-        x, y = args
-        dtype = _result_dtype(op)
-        return (np.asarray(body(x.astype(dtype), y.astype(dtype))).astype(dtype, copy=False),)
+        x, y = args  # one type T (the verifier): the result is T
+        dtype = x.dtype
+        return (np.asarray(body(x, y.astype(dtype))).astype(dtype, copy=False),)
 
     return run
 
@@ -434,12 +616,12 @@ def _reduce_impl(body: Callable[..., np.ndarray]) -> Callable[..., Any]:
     def run(self: Any, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
         x = args[0]
         out = body(x, axis=_ints(op.axes), keepdims=bool(_int(op.keep_dims)))
-        return (np.asarray(out).astype(x.dtype, copy=False).reshape(shape_of(op.result)),)
+        return (np.asarray(out).astype(x.dtype, copy=False),)
 
     return run
 
 
-for _table, _make in (
+for _table, _make in (  # the `impl` above: results checked against the declared types
     (_UNARY, _unary_impl),
     (_BINARY, _binary_impl),
     (_COMPARE, _compare_impl),

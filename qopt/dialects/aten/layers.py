@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -32,6 +39,10 @@ from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import is_bool, is_float
 
 _AFFINE = "(`weight` `(` $weight^ `:` type($weight) `)`)? (`bias` `(` $bias^ `:` type($bias) `)`)?"
+
+
+DEFAULT_EPS = 1e-5
+"""`eps` of the norms when the op has none: torch's default."""
 
 
 class NormOp(AtenOp):
@@ -59,7 +70,7 @@ class LayerNormOp(NormOp):
     input = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
     bias = opt_operand_def(TensorType)
-    normalized_shape = prop_def(DenseArrayBase)
+    normalized_shape = prop_def(DenseArrayBase[IntegerType])
     eps = opt_prop_def(FloatAttr)
     result = result_def(TensorType)
     stats = var_result_def(TensorType)
@@ -174,9 +185,9 @@ class Pool2dOp(AtenOp):
     `[C, H, W]` input. `stride` empty = `kernel_size`."""
 
     input = operand_def(TensorType)
-    kernel_size = prop_def(DenseArrayBase)
-    stride = opt_prop_def(DenseArrayBase)
-    padding = opt_prop_def(DenseArrayBase)
+    kernel_size = prop_def(DenseArrayBase[IntegerType])
+    stride = opt_prop_def(DenseArrayBase[IntegerType])
+    padding = opt_prop_def(DenseArrayBase[IntegerType])
     ceil_mode = opt_prop_def(BoolAttr)
 
     def window(self) -> tuple[Shape, Shape, Shape, Shape]:
@@ -224,7 +235,7 @@ class MaxPool2dOp(Pool2dOp):
     each maximum in its input plane (the first maximum wins ties)."""
 
     name = "aten.max_pool2d"
-    dilation = opt_prop_def(DenseArrayBase)
+    dilation = opt_prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     indices = var_result_def(TensorType)
 
@@ -266,7 +277,7 @@ class AdaptiveAvgPool2dOp(AtenOp):
 
     name = "aten.adaptive_avg_pool2d"
     input = operand_def(TensorType)
-    output_size = prop_def(DenseArrayBase)
+    output_size = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def check(self) -> None:

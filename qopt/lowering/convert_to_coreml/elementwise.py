@@ -40,7 +40,7 @@ def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute
 
 
 for _aten, _coreml in (
-    (ew.ReluOp, coreml.ReluOp), (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
+    (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
     (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.ErfOp, coreml.ErfOp),
     (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
@@ -48,6 +48,28 @@ for _aten, _coreml in (
 ):  # fmt: skip
     RULES.add(_aten, _simple(_coreml))
 RULES.add(ew.RsqrtOp, _simple(coreml.RsqrtOp, epsilon=lambda op: float_attr(0.0)))
+
+
+@RULES(ew.ReluOp)
+def _relu(lw: Lowering, op: ew.ReluOp) -> Sequence[SSAValue]:
+    """MIL `relu` takes fp16 / fp32 only: an int32 (or int64, narrowed) tensor is
+    `maximum(x, 0)` (exact), an unsigned one is its input (never negative); other
+    integer types are an error naming them."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    x = op.input
+    if name in ("fp16", "fp32"):
+        return [lw.build(coreml.ReluOp, [lw.as_elem(x, elem)], out)]
+    if name == "int32":
+        x = lw.as_elem(x, elem)
+        return [lw.build(coreml.MaximumOp, [x, lw.scalar(0, x)], out)]
+    if name.startswith("uint") and x.type == out:
+        return [x]
+    raise QoptError(
+        f"convert-to-coreml: {where(op)}: relu on {name} tensors has no CoreML lowering "
+        "(MIL relu takes fp16 or fp32, maximum fp16, fp32 or int32): cast the input first"
+    )
 
 
 @RULES(ew.GeluOp)

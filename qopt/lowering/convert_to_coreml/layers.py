@@ -12,6 +12,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.aten import layers
+from qopt.dialects.aten.base import flag, real
 from qopt.dialects.coreml import storage_dtype
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
@@ -39,7 +40,7 @@ def _layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[SSAValue]:
             [op.input, op.weight, op.bias],
             mil_tensor(op.result.type),
             axes=ints(axes),
-            epsilon=float_attr(op.eps.value.data),
+            epsilon=float_attr(real(op.eps, layers.DEFAULT_EPS)),
         )
     ]
 
@@ -58,7 +59,7 @@ def _batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[SSAValue]:
     out = mil_tensor(op.result.type)
     elem = out.get_element_type()
     dtype = storage_dtype(elem)
-    eps = op.eps.value.data if op.eps is not None else 1e-5
+    eps = real(op.eps, layers.DEFAULT_EPS)
     params = {
         "running_mean": op.running_mean,
         "running_var": op.running_var,
@@ -168,10 +169,35 @@ def _adaptive_avg_pool(lw: Lowering, op: layers.AdaptiveAvgPool2dOp) -> Sequence
     ]
 
 
+def _repeat_heads(lw: Lowering, x: SSAValue, repeats: int) -> SSAValue:
+    """`x` `[*B, H, S, E]` with each head repeated `repeats` times in place
+    (`repeat_interleave` on dim -3: head h of the result is head h // repeats of
+    x): `reshape` to `[prod(B), H, 1, S * E]`, `tile` the size-1 dim, `reshape` to
+    `[*B, H * repeats, S, E]` (rank 4 at most in between)."""
+    *batch, h, s, e = shape_of(x)
+    elem = elem_of(x)
+    lead = math.prod(batch)
+    split = (lead, h, 1, s * e)
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(elem, split), shape=ints(split))
+    tiled = (lead, h, repeats, s * e)
+    x = lw.build(coreml.TileOp, [x], TensorType(elem, tiled), reps=ints((1, 1, repeats, 1)))
+    dims = (*batch, h * repeats, s, e)
+    return lw.build(coreml.ReshapeOp, [x], TensorType(elem, dims), shape=ints(dims))
+
+
 @RULES(layers.ScaledDotProductAttentionOp)
 def _sdpa(lw: Lowering, op: layers.ScaledDotProductAttentionOp) -> Sequence[SSAValue]:
+    """`softmax(q @ k.T * scale + mask) @ v`: MIL `scaled_dot_product_attention` on
+    iOS18, its decomposition before. With `enable_gqa` and fewer key/value heads
+    than query heads, each key/value head is repeated for its `Hq / Hk`
+    consecutive query heads (`_repeat_heads`); MIL's op wants equal batch dims,
+    so query, key and value are then broadcast to the result's (`tile`)."""
     q, k, v = op.query, op.key, op.value
     out = mil_tensor(op.result.type)
+    qs, ks = shape_of(q), shape_of(k)
+    if flag(op.enable_gqa) and len(qs) >= 3 and qs[-3] != ks[-3]:
+        repeats = qs[-3] // ks[-3]
+        k, v = _repeat_heads(lw, k, repeats), _repeat_heads(lw, v, repeats)
     e = shape_of(q)[-1]
     length, source = shape_of(q)[-2], shape_of(k)[-2]
     mask = op.attn_mask
@@ -183,6 +209,8 @@ def _sdpa(lw: Lowering, op: layers.ScaledDotProductAttentionOp) -> Sequence[SSAV
         factor = op.scale.value.data * math.sqrt(e)
         q = lw.build(coreml.MulOp, [q, lw.scalar(factor, q)], q.type)
     if lw.opset >= 18:
+        batch = tuple(out.get_shape())[:-2]
+        q, k, v = (lw.broadcast_to(op, x, (*batch, *shape_of(x)[-2:])) for x in (q, k, v))
         return [lw.build(coreml.ScaledDotProductAttentionOp, [q, k, v, mask], out)]
     # Before iOS18: the decomposition coremltools itself uses.
     scores_type = TensorType(f32, [*shape_of(q)[:-1], source])

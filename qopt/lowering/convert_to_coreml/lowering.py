@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -139,6 +140,8 @@ class Lowering:
     def const(self, array: np.ndarray, elem: Attribute | None = None, hint: str = "c") -> SSAValue:
         array = np.asarray(array, order="C")
         elem = element_type(array.dtype) if elem is None else elem
+        if not isinstance(elem, AnyFloat | IntegerType):
+            raise QoptError(f"convert-to-coreml: a constant of element type {elem}")
         type = TensorType(elem, list(array.shape))
         width = elem.width.data if isinstance(elem, IntegerType) else 32
         if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):
@@ -195,9 +198,18 @@ class Lowering:
             return value
         if (array := self.array(value)) is not None:
             return self.const(array.astype(storage_dtype(elem)), elem)
+        name = coreml.mil_dtype_name(elem)
+        allowed = ("fp16", "fp32", "int32", "bool")
+        if self.opset >= 17:
+            allowed += ("int8", "uint8", "int16", "uint16")
+        if name not in allowed:
+            subject = "an op" if self.source is None else where(self.source)
+            raise QoptError(
+                f"convert-to-coreml: {subject}: an operand must be cast to {name}, which MIL "
+                f"cast cannot produce on {self.target} (it casts to {', '.join(allowed)})"
+            )
         type = TensorType(elem, shape_of(value))
-        name = StringAttr(coreml.mil_dtype_name(elem))
-        return self.build(coreml.CastOp, [value], type, dtype=name)
+        return self.build(coreml.CastOp, [value], type, dtype=StringAttr(name))
 
     def broadcast_to(self, op: Operation, x: SSAValue, shape: Sequence[int]) -> SSAValue:
         """`x` broadcast to `shape` (numpy rules): a `reshape` to the rank of `shape`
@@ -302,7 +314,7 @@ class Lowering:
         scale = self.const_of(op.operands[2], op, "weight scale")
         zp_value = getattr(op, "zero_point", None)
         zp = None if zp_value is None else self.const_of(zp_value, op, "weight zero point")
-        return self.weight(op, op.weight_scheme, data, scale, zp)  # type: ignore[attr-defined]
+        return self.weight(op, getattr(op, "weight_scheme"), data, scale, zp)
 
     # ----- activations ------------------------------------------------------------------
 
@@ -403,15 +415,26 @@ class Lowering:
         return self.as_elem(op.operands[0], elem), out
 
     def linear(self, x: SSAValue, w: SSAValue, bias: SSAValue | None, out: Attribute) -> SSAValue:
+        """`x @ w.T + bias`. MIL `linear` wants a compile-time weight and bias (and x
+        of rank 1 to 3 before iOS17): with both constant it is `linear`; otherwise
+        `matmul(x, w, transpose_y=True)`, plus an `add` of the bias when there is one
+        (torch's order: the product, then the bias)."""
+        constant = isinstance(w.owner, coreml.CompileTimeOp) and isinstance(
+            bias.owner if bias is not None else None, coreml.CompileTimeOp
+        )
+        if constant and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3):
+            assert bias is not None
+            return self.build(coreml.LinearOp, [x, w, bias], out)
+        y = self.build(
+            coreml.MatmulOp,
+            [x, w],
+            out,
+            transpose_x=bool_attr(False),
+            transpose_y=bool_attr(True),
+        )
         if bias is None:
-            return self.build(
-                coreml.MatmulOp,
-                [x, w],
-                out,
-                transpose_x=bool_attr(False),
-                transpose_y=bool_attr(True),
-            )
-        return self.build(coreml.LinearOp, [x, w, bias], out)
+            return y
+        return self.build(coreml.AddOp, [y, self.as_elem(bias, elem_of(y))], out)
 
     def conv(
         self,

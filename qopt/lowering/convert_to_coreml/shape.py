@@ -124,9 +124,21 @@ def _index_select(lw: Lowering, op: shape.IndexSelectOp) -> Sequence[SSAValue]:
 
 @RULES(shape.CatOp)
 def _cat(lw: Lowering, op: shape.CatOp) -> Sequence[SSAValue]:
+    """MIL `concat` of the operands in the result's element type: torch promotes
+    mixed operands (`cat` of fp32 and int64 is fp32), MIL concat takes one type,
+    so an operand of another type gets a `cast` (a constant is converted at
+    compile time). 1-D operands of size 0 are skipped, as torch skips them."""
     rank = len(shape_of(op.result))
     out = mil_tensor(op.result.type)
-    values = list(op.inputs)
+    elem = out.get_element_type()
+    values = [lw.as_elem(v, elem) for v in op.inputs if shape_of(v) != (0,)]
+    if not values or 0 in out.get_shape():
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: cat with an empty result {list(out.get_shape())} "
+            "is not supported (Core ML tensors are not empty)"
+        )
+    if len(values) == 1:
+        return values
     concat = coreml.ConcatOp.build(
         operands=[values],
         properties={"axis": int_attr(op.dim.value.data % rank), "interleave": bool_attr(False)},

@@ -66,7 +66,7 @@ def reduce_rows(lw: Lowering, x: Buf, out: Buf, rows: int, cols: int, op: str) -
 
 
 @RULES(*REDUCE_NAMES)
-def lower_reduce(lw: Lowering, op: rd.SumOp | rd.MeanOp | rd.AmaxOp | rd.AminOp) -> Sequence[Buf]:
+def lower_reduce(lw: Lowering, op: rd.ReduceOp) -> Sequence[Buf]:
     dims = shape_of(op.input)
     x = lw.buffer(op.input)
     if x.dtype != "f32" or abi_dtype(op.result) != "f32":
@@ -110,7 +110,7 @@ def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
         else lw.constant(np.zeros(cols, np.float32), "f32")
     )
     out = lw.alloc(dims, "f32")
-    eps = real(op.eps, 1e-5)
+    eps = real(op.eps, layers.DEFAULT_EPS)
     lw.dispatch("layer_norm_rows", [x, w, b, out], [rows, cols, eps])
     return [out]
 
@@ -133,7 +133,7 @@ def lower_batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[Value]:
     remedy = "export the model in eval mode (constant running statistics)"
     mean = _constant_of(lw, op, op.running_mean, "running mean", remedy).astype(np.float32)
     var = _constant_of(lw, op, op.running_var, "running variance", remedy).astype(np.float32)
-    eps = np.asarray(real(op.eps, 1e-5), np.float32)
+    eps = np.asarray(real(op.eps, layers.DEFAULT_EPS), np.float32)
     alpha = np.asarray(1, np.float32) / np.sqrt(var + eps)
     if op.weight is not None:
         alpha = alpha * _constant_of(lw, op, op.weight, "weight", remedy).astype(np.float32)

@@ -21,9 +21,9 @@ Tolerances, per case:
   is computed in float on Core ML by design (the package docstring): those cases
   bound the relative L2 error (`l2`) by the activation quantization error instead.
 
-`KNOWN_GAPS` are inputs the aten verifier accepts but convert-to-coreml lowers to a
-coreml module that does not verify; they are strict xfails, so fixing the rule
-turns them into failures to move into `CASES`.
+Inputs the aten verifier accepts that once lowered to coreml modules that did not
+verify (mixed-dtype `cat`, integer `relu`, `linear` with a run-time weight and a
+bias, grouped-query attention) are ordinary cases here, next to their op.
 """
 
 from __future__ import annotations
@@ -231,6 +231,22 @@ CASES: list[Case] = [
         f"%r = aten.cat %x, %y {{dim = -1 : i64}} : ({F}, tensor<2x3x2xf32>) -> tensor<2x3x6xf32>\n%r",
     ),
     case(
+        "cat_mixed_dtypes",
+        f"%x: {F}, %y: tensor<2x3x2xi64>",
+        "tensor<2x3x6xf32>",
+        f"%r = aten.cat %x, %y {{dim = -1 : i64}} : ({F}, tensor<2x3x2xi64>) -> tensor<2x3x6xf32>\n%r",
+    ),
+    case(
+        "cat_mixed_dtypes_constant_iOS16",
+        "%x: tensor<2x3xi32>, %y: tensor<1x3xi1>",
+        "tensor<4x3xi64>",
+        """
+        %c = arith.constant dense<[[1, -2, 3]]> : tensor<1x3xi64>
+        %r = aten.cat %x, %c, %y {dim = 0 : i64} : (tensor<2x3xi32>, tensor<1x3xi64>, tensor<1x3xi1>) -> tensor<4x3xi64>
+        %r""",
+        target="iOS16",
+    ),
+    case(
         "index_select_constant",
         "%x: tensor<4x5xf32>",
         "tensor<4x3xf32>",
@@ -289,6 +305,18 @@ CASES: list[Case] = [
         "%x: tensor<2x3xi32>",
         "tensor<2x3xi32>",
         "%r = aten.neg %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
+    ),
+    case(
+        "relu_i32",
+        "%x: tensor<2x3xi32>",
+        "tensor<2x3xi32>",
+        "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
+    ),
+    case(
+        "relu_i64",
+        "%x: tensor<2x3xi64>",
+        "tensor<2x3xi64>",
+        "%r = aten.relu %x : (tensor<2x3xi64>) -> tensor<2x3xi64>\n%r",
     ),
     case(
         "floor_i64",
@@ -465,6 +493,36 @@ CASES: list[Case] = [
         "tensor<2x3xf32>",
         "%r = aten.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>\n%r",
     ),
+    *(
+        case(
+            f"linear_runtime_weight_bias_{t}",
+            "%x: tensor<2x4xf32>, %w: tensor<3x4xf32>, %b: tensor<3xf32>",
+            "tensor<2x3xf32>",
+            "%r = aten.linear %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>\n%r",
+            target=t,
+        )
+        for t in ("iOS18", "iOS16")
+    ),
+    case(
+        "linear_runtime_bias",
+        "%x: tensor<2x4xf32>, %b: tensor<3xf32>",
+        "tensor<2x3xf32>",
+        """
+        %w = arith.constant dense<[[0.5, -1.0, 0.25, 2.0], [1.0, 1.0, -0.5, 0.0], [-2.0, 0.75, 0.5, 1.5]]> : tensor<3x4xf32>
+        %r = aten.linear %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+        %r""",
+    ),
+    case(
+        "linear_rank4_iOS16",
+        "%x: tensor<2x1x5x4xf32>",
+        "tensor<2x1x5x3xf32>",
+        """
+        %w = arith.constant dense<[[0.5, -1.0, 0.25, 2.0], [1.0, 1.0, -0.5, 0.0], [-2.0, 0.75, 0.5, 1.5]]> : tensor<3x4xf32>
+        %b = arith.constant dense<[0.1, -0.2, 0.3]> : tensor<3xf32>
+        %r = aten.linear %x, %w, %b : (tensor<2x1x5x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x1x5x3xf32>
+        %r""",
+        target="iOS16",
+    ),
     case(
         "linear_no_bias",
         "%x: tensor<2x4xf32>",
@@ -549,6 +607,28 @@ CASES: list[Case] = [
         "%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x6xf32>, %m: tensor<3x5xf32>",
         "tensor<1x2x3x6xf32>",
         "%r = aten.scaled_dot_product_attention %q, %k, %v, %m {scale = 2.500000e-01 : f64} : (tensor<1x2x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>, tensor<3x5xf32>) -> tensor<1x2x3x6xf32>\n%r",
+    ),
+    *(
+        case(
+            f"sdpa_gqa_{t}",
+            "%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x6xf32>",
+            "tensor<1x4x3x6xf32>",
+            "%r = aten.scaled_dot_product_attention %q, %k, %v {enable_gqa = true} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>) -> tensor<1x4x3x6xf32>\n%r",
+            target=t,
+        )
+        for t in ("iOS18", "iOS17")
+    ),
+    case(
+        "sdpa_gqa_broadcast_batch_causal",
+        "%q: tensor<2x6x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x5xf32>",
+        "tensor<2x6x3x5xf32>",
+        "%r = aten.scaled_dot_product_attention %q, %k, %v {is_causal = true, enable_gqa = true, scale = 5.000000e-01 : f64} : (tensor<2x6x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x5xf32>) -> tensor<2x6x3x5xf32>\n%r",
+    ),
+    case(
+        "sdpa_gqa_rank3_bool_mask",
+        "%q: tensor<4x3x8xf32>, %k: tensor<1x5x8xf32>, %v: tensor<1x5x6xf32>, %m: tensor<3x5xi1>",
+        "tensor<4x3x6xf32>",
+        "%r = aten.scaled_dot_product_attention %q, %k, %v, %m {enable_gqa = true} : (tensor<4x3x8xf32>, tensor<1x5x8xf32>, tensor<1x5x6xf32>, tensor<3x5xi1>) -> tensor<4x3x6xf32>\n%r",
     ),
     # ----- quant: standalone static, weights kept compressed, dynamic chains -------------
     case(
@@ -683,46 +763,6 @@ CASES: list[Case] = [
     ),
 ]
 
-KNOWN_GAPS: list[tuple[Case, str]] = [
-    (
-        case(
-            "cat_mixed_dtypes",
-            f"%x: {F}, %y: tensor<2x3x2xi64>",
-            "tensor<2x3x6xf32>",
-            f"%r = aten.cat %x, %y {{dim = -1 : i64}} : ({F}, tensor<2x3x2xi64>) -> tensor<2x3x6xf32>\n%r",
-        ),
-        "torch.cat promotes; the rule emits coreml.concat of fp32 and int32 without a cast",
-    ),
-    (
-        case(
-            "relu_i32",
-            "%x: tensor<2x3xi32>",
-            "tensor<2x3xi32>",
-            "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
-        ),
-        "MIL relu takes fp16/fp32 only; the rule emits it for int32",
-    ),
-    (
-        case(
-            "linear_runtime_weight_bias",
-            "%x: tensor<2x4xf32>, %w: tensor<3x4xf32>, %b: tensor<3xf32>",
-            "tensor<2x3xf32>",
-            "%r = aten.linear %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>\n%r",
-        ),
-        "MIL linear needs a constant weight; with a bias the rule emits it for a run-time "
-        "weight too (without one it emits matmul, which verifies)",
-    ),
-    (
-        case(
-            "sdpa_gqa",
-            "%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x6xf32>",
-            "tensor<1x4x3x6xf32>",
-            "%r = aten.scaled_dot_product_attention %q, %k, %v {enable_gqa = true} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x6xf32>) -> tensor<1x4x3x6xf32>\n%r",
-        ),
-        "MIL scaled_dot_product_attention needs equal head counts; enable_gqa is not expanded",
-    ),
-]
-
 MIL_DTYPE = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.float32)}
 """Core ML has no 64-bit types: the lowering narrows i64 to i32 and f64 to f32."""
 
@@ -784,15 +824,6 @@ def test_rule_matches_the_mid_level(case: Case) -> None:
     check(case)
 
 
-@pytest.mark.parametrize(
-    "case",
-    [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=why)) for c, why in KNOWN_GAPS],
-    ids=[c.id for c, _ in KNOWN_GAPS],
-)
-def test_known_gaps(case: Case) -> None:
-    check(case)
-
-
 def test_every_rule_has_a_case() -> None:
     """Every op class with a rule appears in some passing case (a new rule needs one)."""
     covered = {op.name for case in CASES for op in parse_module(case.body).walk()}
@@ -801,6 +832,6 @@ def test_every_rule_has_a_case() -> None:
 
 
 def test_cases_are_distinct() -> None:
-    ids = [c.id for c in CASES] + [c.id for c, _ in KNOWN_GAPS]
+    ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     assert all(isinstance(parse_module(c.body).body.block.first_op, FuncOp) for c in CASES)
