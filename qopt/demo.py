@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     quiet_third_party_logs()
     from qopt.examples import MODELS, SCHEMES
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
     parser.add_argument("--schemes", nargs="*", default=list(SCHEMES), choices=SCHEMES)
     parser.add_argument("--tolerance", type=float, default=1e-5)

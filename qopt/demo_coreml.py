@@ -54,8 +54,8 @@ def run_coreml(models: list[str], schemes: list[str]) -> int:
                 module = qopt.fuse(qopt.import_program(ep))
                 t0 = time.perf_counter()
                 try:
-                    names = list(ep.graph_signature.user_outputs)
-                    artifact = compile_coreml(module, output_names=names)
+                    # Outputs keep the graph signature's names (recorded at import).
+                    artifact = compile_coreml(module)
                     path = artifact.save(os.path.join(tmp, f"{name}-{scheme}.mlpackage"))
                 except qopt.QoptError as e:
                     failures += 1

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.hints import isa
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 ui16 = IntegerType(16, Signedness.UNSIGNED)
@@ -30,7 +31,7 @@ ui32 = IntegerType(32, Signedness.UNSIGNED)
 
 #: numpy dtype name -> MLIR element type. Signed integers are signless (`i8`),
 #: unsigned ones `ui8`, booleans `i1`.
-_FROM_NUMPY: dict[str, Attribute] = {
+_FROM_NUMPY: dict[str, AnyFloat | IntegerType] = {
     "float16": f16,
     "float32": f32,
     "float64": f64,
@@ -45,7 +46,7 @@ _FROM_NUMPY: dict[str, Attribute] = {
 }
 
 
-def element_type(dtype: np.dtype | type | str) -> Attribute:
+def element_type(dtype: np.dtype | type | str) -> AnyFloat | IntegerType:
     name = np.dtype(dtype).name
     if name not in _FROM_NUMPY:
         raise ValueError(f"no MLIR element type for numpy dtype {name}")
@@ -61,7 +62,7 @@ def numpy_dtype(elem: Attribute) -> np.dtype:
         return np.dtype(np.float64)
     if isinstance(elem, BFloat16Type):
         raise ValueError("bfloat16 tensors are not supported: convert the model to float32")
-    if isinstance(elem, IntegerType):
+    if isa(elem, IntegerType):
         width = elem.width.data
         if width == 1:
             return np.dtype(np.bool_)
@@ -75,11 +76,11 @@ def is_float(elem: Attribute) -> bool:
 
 
 def is_int(elem: Attribute) -> bool:
-    return isinstance(elem, IntegerType) and elem.width.data != 1
+    return isa(elem, IntegerType) and elem.width.data != 1
 
 
 def is_bool(elem: Attribute) -> bool:
-    return isinstance(elem, IntegerType) and elem.width.data == 1
+    return isa(elem, IntegerType) and elem.width.data == 1
 
 
 def int_range(elem: Attribute) -> tuple[int, int]:
@@ -88,7 +89,9 @@ def int_range(elem: Attribute) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
-def tensor_type(dtype: np.dtype | type | str, shape: tuple[int, ...] | list[int]) -> TensorType:
+def tensor_type(
+    dtype: np.dtype | type | str, shape: tuple[int, ...] | list[int]
+) -> TensorType[AnyFloat | IntegerType]:
     return TensorType(element_type(dtype), list(shape))
 
 

@@ -176,6 +176,9 @@ class TinyLlama(nn.Module):
     softmax.
     """
 
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+
     def __init__(
         self,
         cfg: LlamaConfig | None = None,
@@ -433,7 +436,7 @@ def apply_scheme(
         if scheme == "w4g32":
             quantize_(
                 model,
-                IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+                IntxWeightOnlyConfig(weight_dtype=getattr(torch, "int4"), granularity=PerGroup(32)),
                 filter_fn=_linear_or_embedding_filter(32),
             )
         elif scheme == "w8c":
@@ -445,13 +448,13 @@ def apply_scheme(
         elif scheme == "8da4w":
             quantize_(
                 model,
-                IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)),
+                IntxWeightOnlyConfig(weight_dtype=getattr(torch, "int4"), granularity=PerGroup(32)),
                 filter_fn=_embedding_filter(32),
             )
             quantize_(
                 model,
                 Int8DynamicActivationIntxWeightConfig(
-                    weight_dtype=torch.int4, weight_granularity=PerGroup(32)
+                    weight_dtype=getattr(torch, "int4"), weight_granularity=PerGroup(32)
                 ),
                 filter_fn=_linear_filter(32),
             )
@@ -460,7 +463,7 @@ def apply_scheme(
                 CodebookWeightOnlyConfig,
             )
 
-            dtype = torch.uint4 if scheme == "codebook4" else torch.uint3
+            dtype = getattr(torch, "uint4" if scheme == "codebook4" else "uint3")
             quantize_(
                 model,
                 CodebookWeightOnlyConfig(dtype=dtype, block_size=[-1, 16]),

@@ -117,7 +117,7 @@ def load_npz(
     """The arrays of an `.npz` file, by name, in file order: no pickle, each member's
     header checked (shape, dtype, its size against the bytes the member holds) before
     its data is read."""
-    if not isinstance(path, str | os.PathLike):
+    if not isinstance(path, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
         raise QoptError(f"load_npz takes a path, got {type(path).__name__}")
     path = os.fspath(path)
     check_zip(path, limits, f"inputs '{path}'", single_root=False)

@@ -88,7 +88,7 @@ class Limits:
             values[name] = value
         return cls(**values)  # pyright: ignore[reportArgumentType]
 
-    def exceeded(self, what: str, value: float, name: str) -> QoptError:
+    def exceeded(self, what: str, value: float | str, name: str) -> QoptError:
         """The error for `what` (with `value`) over the bound `name`."""
         bound = getattr(self, name)
         return QoptError(
@@ -111,7 +111,7 @@ def resolve(limits: Limits | str | None) -> Limits:
         return DEFAULT_LIMITS
     if isinstance(limits, str):
         return Limits.parse(limits)
-    if not isinstance(limits, Limits):
+    if not isinstance(limits, Limits):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
         raise QoptError(
             f"limits must be a qopt.Limits or a 'name=value,...' string, got {limits!r}"
         )
@@ -134,7 +134,7 @@ def check_zip(
     more than it holds)."""
     if isinstance(source, bytes | bytearray | memoryview):
         size, opened = len(source), io.BytesIO(source)
-    elif isinstance(source, str | os.PathLike):
+    elif isinstance(source, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
         source = os.fspath(source)
         try:
             size = os.path.getsize(source)
@@ -225,7 +225,7 @@ def check_mlir_text(text: bytes, limits: Limits, what: str) -> None:
         if match.group() == b'"':
             raise QoptError(
                 f"{what}:{_line(text, match.start())}: a string literal that is not "
-                "closed on its line, or holds an escape other than \\n \\t \\\\ \\\" \\XX"
+                'closed on its line, or holds an escape other than \\n \\t \\\\ \\" \\XX'
             )
     for match in _SHAPE.finditer(text):
         count = _count(re.sub(rb"\s", b"", match.group(1)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Operation
+from xdsl.utils.hints import isa
 
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
@@ -140,7 +141,7 @@ def resource_array(
     (elided from the printout the module was parsed from). `dtype` overrides the
     element type's numpy dtype (a storage dtype of the same size)."""
     type = attr.type
-    assert isinstance(type, TensorType)
+    assert isa(type, TensorType)
     blob = store.get(attr.resource_handle.data)
     if blob is None:
         return None
@@ -222,7 +223,7 @@ class ResourceSlot(OpAsmDialectInterface):
     @contextlib.contextmanager
     def bound(
         self, store: WeightStore, elide_larger_than: int | None = DEFAULT_ELIDE_BYTES
-    ) -> Iterator[None]:
+    ) -> Generator[None, None, None]:
         """Serve `store` (printing: leave out blobs above `elide_larger_than` bytes;
         None prints them all)."""
         saved = self.store, self.elide_larger_than

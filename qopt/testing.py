@@ -241,9 +241,9 @@ def _compare_fused(
         return 0, _mismatch(got, want, rtol)
     if got.dtype.kind == "f" or np.array_equal(got, want):
         return 0, _mismatch(got, want, rtol)
-    if getattr(op, "requant", None) is None:
+    if getattr(op, "requant", None) is None or not isinstance(old.owner, Operation):
         return 0, _mismatch(got, want, rtol)
-    return _boundary_steps(got, want, old.owner, values)  # pyright: ignore[reportArgumentType]
+    return _boundary_steps(got, want, old.owner, values)
 
 
 def fuse_and_validate(

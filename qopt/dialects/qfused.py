@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
 )
@@ -498,7 +499,8 @@ class LinearOp(QFusedOp):
         reduced = [scheme.block_size[-1] == k] if isinstance(scheme, AffineWeightAttr) else []
         weight = weight_token(scheme, _symmetric(self.zero_point), reduced)
         act = self.act
-        prefix = "linear" if act is None else f"linear_{act_token(act)}"  # type: ignore[arg-type]
+        assert act is None or isinstance(act, ActScheme)
+        prefix = "linear" if act is None else f"linear_{act_token(act)}"
         return f"{prefix}_{weight}{_output_suffix(self.requant)}"
 
     def et_aliases(self) -> tuple[str, ...]:
@@ -539,9 +541,9 @@ class Conv2dOp(QFusedOp):
     scale = operand_def(TensorType)
     zero_point = opt_operand_def(TensorType)
     bias = opt_operand_def(TensorType)
-    stride = prop_def(DenseArrayBase)
-    padding = prop_def(DenseArrayBase)
-    dilation = prop_def(DenseArrayBase)
+    stride = prop_def(DenseArrayBase[IntegerType])
+    padding = prop_def(DenseArrayBase[IntegerType])
+    dilation = prop_def(DenseArrayBase[IntegerType])
     groups = prop_def(IntegerAttr)
     weight_scheme = prop_def(Attribute)
     act = opt_prop_def(Attribute)
@@ -575,7 +577,8 @@ class Conv2dOp(QFusedOp):
         )
         weight = weight_token(scheme, _symmetric(self.zero_point), reduced)
         act = self.act
-        prefix = "conv2d" if act is None else f"conv2d_{act_token(act)}"  # type: ignore[arg-type]
+        assert act is None or isinstance(act, ActScheme)
+        prefix = "conv2d" if act is None else f"conv2d_{act_token(act)}"
         return f"{prefix}_{weight}{_output_suffix(self.requant)}"
 
     def et_aliases(self) -> tuple[str, ...]:

@@ -12,13 +12,13 @@ shape, per-channel on axis a is 1 at a and full elsewhere, per-group G is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import auto
 
 import numpy as np
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -48,9 +48,9 @@ from qopt.errors import where
 class Mapping(StrEnum):
     """How `quant.choose_qparams` maps a block's [min, max] to (scale, zero point)."""
 
-    ASYMMETRIC = auto()
-    SYMMETRIC = auto()
-    SYMMETRIC_NO_CLIPPING_ERR = auto()
+    ASYMMETRIC = "asymmetric"
+    SYMMETRIC = "symmetric"
+    SYMMETRIC_NO_CLIPPING_ERR = "symmetric_no_clipping_err"
 
 
 def resolve_block_size(block: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
@@ -141,7 +141,7 @@ class QuantizeOp(QuantOpBase):
     input = operand_def(TensorType)
     scale = operand_def(TensorType)
     zero_point = opt_operand_def(TensorType)
-    block_size = prop_def(DenseArrayBase)
+    block_size = prop_def(DenseArrayBase[IntegerType])
     qmin = prop_def(IntegerAttr)
     qmax = prop_def(IntegerAttr)
     compute_type = opt_prop_def(TypeAttribute)
@@ -202,7 +202,7 @@ class DequantizeOp(QuantOpBase):
     input = operand_def(TensorType)
     scale = operand_def(TensorType)
     zero_point = opt_operand_def(TensorType)
-    block_size = prop_def(DenseArrayBase)
+    block_size = prop_def(DenseArrayBase[IntegerType])
     qmin = prop_def(IntegerAttr)
     qmax = prop_def(IntegerAttr)
     compute_type = opt_prop_def(TypeAttribute)
@@ -265,7 +265,7 @@ class ChooseQParamsOp(QuantOpBase):
 
     name = "quant.choose_qparams"
     input = operand_def(TensorType)
-    block_size = prop_def(DenseArrayBase)
+    block_size = prop_def(DenseArrayBase[IntegerType])
     qmin = prop_def(IntegerAttr)
     qmax = prop_def(IntegerAttr)
     mapping = prop_def(StringAttr)
@@ -327,7 +327,7 @@ class DequantizeCodebookOp(QuantOpBase):
     codes = operand_def(TensorType)
     codebook = operand_def(TensorType)
     nbits = prop_def(IntegerAttr)
-    block_size = prop_def(DenseArrayBase)
+    block_size = prop_def(DenseArrayBase[IntegerType])
     output = result_def(TensorType)
 
     def __init__(

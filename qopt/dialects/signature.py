@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.dialects.func import FuncOp
+from xdsl.utils.hints import isa
 
 OUTPUT_NAMES_ATTR = "qopt.output_names"
 
@@ -24,10 +25,10 @@ def set_output_names(func: FuncOp, names: Sequence[str]) -> None:
 def output_names(func: FuncOp) -> list[str] | None:
     """The recorded output names, or None (absent, malformed or of the wrong count)."""
     attr = func.attributes.get(OUTPUT_NAMES_ATTR)
-    if not isinstance(attr, ArrayAttr):
+    if not isa(attr, ArrayAttr[StringAttr]):
         return None
-    names = [a.data for a in attr.data if isinstance(a, StringAttr)]
-    if len(names) != len(attr.data) or len(names) != len(func.function_type.outputs):
+    names = [a.data for a in attr.data]
+    if len(names) != len(func.function_type.outputs):
         return None
     return names
 

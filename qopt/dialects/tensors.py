@@ -15,6 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from qopt.dtypes import numpy_dtype
 
@@ -24,7 +25,7 @@ Shape = tuple[int, ...]
 def tensor_type_of(value: SSAValue | Attribute) -> TensorType:
     """The tensor type of `value` (or `value` itself, a type)."""
     type = value.type if isinstance(value, SSAValue) else value
-    if not isinstance(type, TensorType):
+    if not isa(type, TensorType):
         raise VerifyException(f"expected a tensor, got {type}")
     return type
 

@@ -24,10 +24,12 @@ from torch.fx import Node
 from xdsl.builder import Builder
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -83,7 +85,9 @@ def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
     return TORCH_TO_NUMPY[dtype]
 
 
-def tensor_type_of(t: torch.Tensor, where: str | Callable[[], str] = "") -> TensorType:
+def tensor_type_of(
+    t: torch.Tensor, where: str | Callable[[], str] = ""
+) -> TensorType[AnyFloat | IntegerType]:
     """The tensor type of `t`; `where` (or a function computing it only when an
     error is raised) places the tensor in error messages."""
     shape: list[int] = []
@@ -101,7 +105,7 @@ def tensor_type_of(t: torch.Tensor, where: str | Callable[[], str] = "") -> Tens
 
 
 @functools.lru_cache(maxsize=4096)
-def tensor_type(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType:
+def tensor_type(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType[AnyFloat | IntegerType]:
     """`tensor<shape x dtype>`, shared: attributes are immutable, and building and
     verifying one per op and constant was a large part of import time."""
     return TensorType(element_type(dtype), list(shape))
@@ -206,7 +210,7 @@ class Importer:
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
             value = make_resource(_key(name), array, type, self.store)
-        op = ConstantOp(value, type)  # pyright: ignore[reportArgumentType]
+        op = ConstantOp(value, type)
         if node is not None and (loc := node_location(node)) is not None:
             op.location = loc
         self.builder.insert(op)

@@ -14,9 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from qopt.errors import QoptError
 
 
-def import_program(
-    ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None
-) -> ModuleOp:
+def import_program(ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None) -> ModuleOp:
     """Import a `torch.export.ExportedProgram` or a `.pt2` path into aten + quant
     (`limits`: a `qopt.Limits` or spec string bounding what a `.pt2` may declare)."""
     from torch.export import ExportedProgram

@@ -138,7 +138,7 @@ def _restricted_load(data: bytes, what: str, limits: Limits) -> Any:
     # `safe_globals` removes its entries on exit, even ones registered before (torchao
     # registers IntxUnpackedToInt8Tensor at import): add only the missing ones.
     already = set(torch.serialization.get_safe_globals())
-    missing = [t for t in allowed if t not in already]
+    missing: list[Any] = [t for t in allowed if t not in already]
     try:
         with torch.serialization.safe_globals(missing):
             loaded = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
@@ -335,8 +335,8 @@ def _converter(cls: Any) -> Callable[[Any], Any]:
     if isinstance(cls, type) and issubclass(cls, _Union):
         from torch._export.serde.union import _UnionTag
 
-        hints = typing.get_type_hints(cls, globalns=vars(schema))
-        variants = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls, globalns=dict(vars(schema)))
+        variants = {f.name: hints[f.name] for f in dataclasses.fields(typing.cast(Any, cls))}
         unset = dict.fromkeys(variants)
         cls.create(**{next(iter(variants)): None})  # torch's own checks of the class, once
         name = cls.__name__
@@ -358,7 +358,7 @@ def _converter(cls: Any) -> Callable[[Any], Any]:
 
         return union
     if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-        hints = typing.get_type_hints(cls, globalns=vars(schema))
+        hints = typing.get_type_hints(cls, globalns=dict(vars(schema)))
         fields = [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
         name = cls.__name__
 
@@ -486,9 +486,7 @@ def _check_loaded(obj: Any, what: str, limits: Limits) -> None:
             check_tensor(item, what, limits)
 
 
-def _raw_tensor(
-    reader: Any, entry: str, meta: Any, what: str, limits: Limits
-) -> torch.Tensor:
+def _raw_tensor(reader: Any, entry: str, meta: Any, what: str, limits: Limits) -> torch.Tensor:
     """A raw (unpickled) weight: its dtype, shape, strides and offset checked against
     the record's size before the storage is read and viewed."""
     from torch._export.serde.schema import ScalarType
@@ -514,7 +512,7 @@ def _raw_tensor(
     strides = ints(tm.strides, "stride")
     (offset,) = ints([tm.storage_offset], "storage offset")
     nbytes = reader.archive_file.get_record_size(entry)
-    itemsize = torch._utils._element_size(dtype)
+    itemsize = dtype.itemsize
     if nbytes % itemsize:
         raise QoptError(f"{what}: {nbytes} bytes is not a whole number of {dtype} elements")
     storage_numel = nbytes // itemsize

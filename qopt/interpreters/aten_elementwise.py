@@ -157,7 +157,7 @@ def _table() -> dict[type[Operation], Callable[..., PythonValues]]:
     table.update({k: unary_impl(v) for k, v in UNARY.items()})
     table.update({k: binary_impl(v) for k, v in BINARY.items()})
     table.update({k: compare_impl(v) for k, v in COMPARE.items()})
-    table[ew.ClampOp] = unary_impl(_clamp)  # pyright: ignore[reportArgumentType]
+    table[ew.ClampOp] = unary_impl(_clamp)
     table[ew.CastOp] = lambda self, interp, op, args: (
         as_result(_cast(np.asarray(args[0]), op), op.result),
     )

@@ -24,7 +24,7 @@ def constant_array(op: arith.ConstantOp) -> np.ndarray | int | float:
     value = op.value
     if isinstance(value, DenseResourceAttr | DenseIntOrFPElementsAttr):
         return elements_array(value, op)
-    return value.value.data  # pyright: ignore
+    return value.value.data
 
 
 @register_impls

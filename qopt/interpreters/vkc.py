@@ -38,7 +38,7 @@ def slot_sizes(func: Operation) -> dict[int, int]:
     for op in func.walk():
         if isinstance(op, vkc.AllocOp) and op.slot is not None:
             slot = op.slot.value.data
-            nbytes = op.result.type.nbytes  # pyright: ignore[reportAttributeAccessIssue]
+            nbytes = op.result.type.nbytes
             sizes[slot] = max(sizes.get(slot, 0), nbytes)
     return sizes
 
@@ -110,7 +110,7 @@ class VkcFunctions(InterpreterFunctions):
     def run_input(
         self, interpreter: Interpreter, op: vkc.InputOp, args: PythonValues
     ) -> PythonValues:
-        dtype = buffer_dtype(op.result.type)  # pyright: ignore[reportArgumentType]
+        dtype = buffer_dtype(op.result.type)
         return (narrow(np.asarray(args[0]), dtype, f"the input of {where(op)}").copy(),)
 
     @impl(vkc.ConstantOp)

@@ -22,7 +22,7 @@ def _sdpa_extents(push: PushValues, spec: SpecValues) -> Extents:
     out[row*EV + e]."""
     bh, heads, lq, s, e, ev = ints(push, "BH", "H", "L", "S", "E", "EV")
     rows = count(bh * lq, "BH * L")
-    ext = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
+    ext: Extents = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
     if rows == 0:
         return ext
     ext["out"] = rows * ev

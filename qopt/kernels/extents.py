@@ -117,7 +117,8 @@ def max_digits(n: int, dims: tuple[int, ...], weights: list[Callable[[int], int]
     the best index below it lowers one nonzero digit of n - 1 and maxes every later one."""
     if n >= int(np.prod(dims, dtype=object)):
         return sum(w(d - 1) for w, d in zip(weights, dims, strict=True))
-    digits, rem = [], n - 1
+    digits: list[int] = []
+    rem = n - 1
     for d in reversed(dims):
         digits.append(rem % d)
         rem //= d
@@ -198,7 +199,7 @@ def conv_extents(push: PushValues, spec: SpecValues, quantized: bool) -> Extents
     groups = int(push["groups"])
     total = count(n * oc * oh * ow, "N * OC * OH * OW")
     names = ("x", "w", "scales", "zeros", "bias", "y") if quantized else ("x", "w", "bias", "y")
-    ext = dict.fromkeys(names, 0)
+    ext: Extents = dict.fromkeys(names, 0)
     nonzero(push, "groups")  # cg = C / groups runs before the loop
     if total == 0:
         return ext

@@ -66,7 +66,7 @@ def _embedding_q_extents(push: PushValues, spec: SpecValues) -> Extents:
     n, d, v, row_words, ngroups = ints(push, "n", "D", "V", "row_words", "ngroups")
     total = count(n * d, "n * D")
     index_rows(v)
-    ext = dict.fromkeys(("idx", "w", "scales", "zeros", "out"), 0)
+    ext: Extents = dict.fromkeys(("idx", "w", "scales", "zeros", "out"), 0)
     ext[STATUS] = 1
     if total == 0:
         return ext
@@ -126,7 +126,7 @@ def _embedding_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     n, d, v = ints(push, "n", "D", "V")
     total = count(n * d, "n * D")
     index_rows(v)
-    ext = dict.fromkeys(("idx", "codes", "codebook", "out"), 0)
+    ext: Extents = dict.fromkeys(("idx", "codes", "codebook", "out"), 0)
     ext[STATUS] = 1
     if total == 0:
         return ext

@@ -44,7 +44,7 @@ def _matmul_extents(push: PushValues, spec: SpecValues) -> Extents:
     K, a_bs, b_bs % 4 == 0), bias[n] (HAS_BIAS), out[z*M*N + m*N + n]. Both layouts of b
     end at word (batch - 1) * b_bs + K * N."""
     m, n, k, batch, a_bs, b_bs = ints(push, "M", "N", "K", "batch", "a_bs", "b_bs")
-    ext = dict.fromkeys(("a", "b", "bias", "out"), 0)
+    ext: Extents = dict.fromkeys(("a", "b", "bias", "out"), 0)
     if 0 in (m, n, batch):
         return ext
     ext["out"] = batch * m * n

@@ -122,7 +122,7 @@ def pack_affine(
     s = np.asarray(scale, dtype=np.float32).reshape(rows, -1)
     ngroups = s.shape[1]
     if group_size is None:
-        group_size = cols // ngroups
+        group_size = int(cols // ngroups)
     if group_size * ngroups != cols:
         raise ValueError(f"{ngroups} groups do not tile {cols} columns")
     zeros = None

@@ -27,7 +27,8 @@ def elementwise_push(shape: tuple[int, ...], **strides: tuple[int, ...]) -> dict
 def broadcast_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> tuple[int, ...]:
     """Element strides of a contiguous `shape` broadcast to `out_shape` (0 = broadcast)."""
     shape = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    strides, acc = [], 1
+    strides: list[int] = []
+    acc = 1
     for d in reversed(shape):
         strides.append(0 if d == 1 else acc)
         acc *= d

@@ -51,7 +51,7 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
     group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
-    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
     if m == 0 or n == 0:
         return ext
     nonzero(push, "ngroups")
@@ -148,7 +148,7 @@ def _linear_q8ta_extents(push: PushValues, spec: SpecValues) -> Extents:
     (HAS_BIAS); writes o[i]."""
     m, n, k, row_words = ints(push, "M", "N", "K", "row_words")
     total = count(m * n, "M * N")
-    ext = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
+    ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
     if total == 0:
         return ext
     ext["out"] = total
@@ -211,7 +211,7 @@ def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
     total = count(m * n, "M * N")
     names = ("xq", "x_scale", "x_zp", "w", "scales", "zeros", "bias", "out")
-    ext = dict.fromkeys(names, 0)
+    ext: Extents = dict.fromkeys(names, 0)
     if total == 0:
         return ext
     ext["out"] = total
@@ -283,7 +283,7 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     and its palettes (`lut_rows_extents`, k < K), bias[n] (HAS_BIAS); writes o[i]."""
     m, n, k = ints(push, "M", "N", "K")
     total = count(m * n, "M * N")
-    ext = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
+    ext: Extents = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
     if total == 0:
         return ext
     nonzero(push, "BN")  # cbrow = (n / BN) * GK, also when K = 0

@@ -40,7 +40,7 @@ def _dequantize_extents(push: PushValues, spec: SpecValues) -> Extents:
     (BITS 32) or the packed word data[(i / d3) * row_words + (i % d3) / (32 / BITS)]."""
     n = int(push["n"])
     bits = one_of(spec, "BITS", (4, 8, 32))
-    ext = dict.fromkeys(("data", "scales", "zeros", "y"), 0)
+    ext: Extents = dict.fromkeys(("data", "scales", "zeros", "y"), 0)
     if n == 0:
         return ext
     dims = tuple(int(push[f"d{j}"]) for j in range(4))

@@ -109,7 +109,7 @@ class KernelSpec:
     an under-estimate is a memory-safety bug). It may raise ValueError for push
     values the kernel does not accept. `check_dispatch` compares it with the
     bound buffers before any device runs the dispatch (vkc verifier, `.qvk` load)."""
-    spec_bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    spec_bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
     """Inclusive (low, high) range of every specialization constant; a value
     outside it (or a constant without a range) is refused by `check_dispatch`."""
     exact: Callable[[SpecValues], bool] = _never_exact
@@ -163,7 +163,7 @@ class KernelSpec:
         self,
         push: PushValues,
         spec: SpecValues,
-        groups: Sequence[int],
+        groups: Sequence[object],
         buffer_words: Sequence[int],
     ) -> None:
         """Raise ValueError (one line) unless a dispatch of this kernel with these
@@ -172,17 +172,19 @@ class KernelSpec:
         words (in binding order)."""
         self.check_spec(spec)
         self.check_push(push)
-        if len(groups) != 3 or any(
-            not isinstance(g, int) or isinstance(g, bool) or not 1 <= g <= MAX_WORKGROUPS
+        counts = [
+            g
             for g in groups
-        ):
+            if isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= MAX_WORKGROUPS
+        ]
+        if len(groups) != 3 or len(counts) != len(groups):
             raise ValueError(
                 f"kernel {self.name}: workgroup counts must be 3 integers in "
                 f"[1, {MAX_WORKGROUPS}], got {list(groups)}"
             )
         values = self.spec_values(spec)
         need = tuple(max(1, int(g)) for g in self.workgroups(push, values))
-        if any(g > n for g, n in zip(groups, need, strict=True)):
+        if any(g > n for g, n in zip(counts, need, strict=True)):
             # Every kernel loops over its work (grid-stride), so more workgroups than
             # its own count only burn device time: a bundle may not ask for them.
             raise ValueError(
@@ -205,7 +207,7 @@ class KernelSpec:
                     f"with these push constants, but its buffer holds {words}"
                 )
 
-    def check_spec(self, spec: SpecValues) -> None:
+    def check_spec(self, spec: Mapping[str, object]) -> None:
         """Every specialization value names a constant of the kernel and lies in its range."""
         known = dict(self.spec)
         for key, value in spec.items():
@@ -225,7 +227,7 @@ class KernelSpec:
                     f"[{bounds[0]}, {bounds[1]}]"
                 )
 
-    def check_push(self, push: PushValues) -> None:
+    def check_push(self, push: Mapping[str, object]) -> None:
         """Exactly the kernel's push constants, each representable in its kind."""
         names = [n for n, _ in self.push]
         if sorted(push) != sorted(names):
@@ -244,7 +246,7 @@ class KernelSpec:
                 )
 
     def push_bytes(self, values: PushValues) -> bytes:
-        words = []
+        words: list[np.ndarray] = []
         for name, kind in self.push:
             value = values[name]
             words.append(

@@ -84,7 +84,7 @@ def integer_regions(block: Block) -> set[Operation]:
     use is a `quantize` or another such op (dequantize -> linear/conv/add/pool ->
     quantize). Core ML runs these as int8 kernels, so their accumulation is not
     rounded to fp16; `coreml-fp16` keeps them in fp32, which models that."""
-    region = {
+    region: set[Operation] = {
         op
         for op in block.ops
         if not isinstance(op, (*_QDQ, *_WEIGHTS))

@@ -23,6 +23,7 @@ are the interpreter's, which the equivalence tests check against torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 from xdsl.context import Context
@@ -46,7 +47,7 @@ from qopt.resources import WeightStore, make_resource, printable_inline, weights
 INLINE_LIMIT = 16
 
 
-def _constant(op: Operation) -> bool:
+def _constant(op: Operation) -> TypeGuard[ConstantOp]:
     return isinstance(op, ConstantOp) and isinstance(
         op.value, DenseIntOrFPElementsAttr | DenseResourceAttr
     )
@@ -71,7 +72,7 @@ class FoldConstantsPass(ModulePass):
         for candidate in list(op.walk()):
             if _constant(candidate):
                 known[candidate.results[0]] = np.asarray(interpreter.run_op(candidate, ())[0])
-                if not isinstance(candidate.value, DenseResourceAttr):  # type: ignore[attr-defined]
+                if not isinstance(candidate.value, DenseResourceAttr):
                     light.add(candidate.results[0])
                 continue
             if not candidate.name.startswith("aten.") or candidate.regions:
@@ -126,7 +127,7 @@ class FoldConstantsPass(ModulePass):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
             value = make_resource("folded", array, type, store)
-        constant = ConstantOp(value, type)  # pyright: ignore[reportArgumentType]
+        constant = ConstantOp(value, type)
         owner = result.owner
         assert isinstance(owner, Operation)
         Rewriter.insert_op(constant, InsertPoint.before(owner))

@@ -45,7 +45,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     """The error function, rounded to x's type (SciPy's; `math.erf` without SciPy)."""
     x = np.asarray(x)
     try:
-        from scipy.special import erf as scipy_erf  # pyright: ignore
+        from scipy.special import erf as scipy_erf
     except ImportError:  # pragma: no cover
         return _erf_scalar(x).astype(x.dtype)
     return np.asarray(scipy_erf(x)).astype(x.dtype)

@@ -47,6 +47,7 @@ The operations, in torch's order and types:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -115,7 +116,9 @@ def scaled(
     `x / scale` (DIVIDE, MIL / MLIR)."""
     x = np.asarray(x)
     s = np.asarray(scale)
-    ct = np.dtype(np.promote_types(x.dtype, s.dtype) if compute_dtype is None else compute_dtype)
+    ct: np.dtype[Any] = np.dtype(
+        np.promote_types(x.dtype, s.dtype) if compute_dtype is None else compute_dtype
+    )
     # Overflow to +-inf (clamped later) and a zero scale are defined as in torch.
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if rule == RECIPROCAL:
@@ -183,7 +186,7 @@ def dequantize(
     `dtype`: `quantized_decomposed.dequantize_*`, `torchao.dequantize_affine`, MIL
     `dequantize` / `constexpr_affine_dequantize` / `constexpr_blockwise_shift_scale`."""
     q = np.asarray(q)
-    ct = np.dtype(dtype if compute_dtype is None else compute_dtype)
+    ct: np.dtype[Any] = np.dtype(dtype if compute_dtype is None else compute_dtype)
     v = q.astype(ct)
     if zero_point is not None:
         v = v - expand_params(zero_point, block, q.shape).astype(ct)

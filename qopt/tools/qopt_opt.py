@@ -17,10 +17,13 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import load_qopt_dialects, resource_slot
@@ -34,6 +37,20 @@ def writes_in_place(path: str) -> bool:
     """True for an existing path that is not a regular file (`/dev/stdout`, a pipe):
     it is written directly, never replaced by a renamed temporary file."""
     return os.path.exists(path) and not os.path.isfile(path)
+
+
+@dataclass(frozen=True)
+class MlpackageFrontend(Frontend):
+    """`.mlpackage` directories, read back into the coreml dialect
+    (`qopt.backends.coreml.reader`): a package is a directory, so it is read by its
+    path (`input_name`), not from the stream."""
+
+    name = "mlpackage"
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
+        from qopt.backends.coreml.reader import read_mlpackage
+
+        return read_mlpackage(input_name)
 
 
 class AtomicOutput:
@@ -91,6 +108,7 @@ class QoptOptMain(xDSLOptMain):
 
         for extension, factory in get_all_frontends().items():
             self.available_frontends[extension] = factory
+        self.available_frontends["mlpackage"] = lambda: MlpackageFrontend
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
@@ -153,10 +171,8 @@ class QoptOptMain(xDSLOptMain):
     ) -> ModuleOp | None:
         # Each chunk is a module of its own, with a weight store of its own.
         spec = parse_spec(self.args.frontend or file_extension)
-        if spec.name == "mlpackage":  # a directory: read back into the coreml dialect
-            from qopt.backends.coreml.reader import read_mlpackage
-
-            return read_mlpackage(self.args.input_file)
+        if spec.name == "mlpackage":  # a directory: read by path, not from the stream
+            return MlpackageFrontend().parse(self.ctx, chunk, self.args.input_file)
         if spec.name != "pt2":
             if spec.name == "mlir":
                 data = chunk.read()
@@ -178,13 +194,6 @@ class QoptOptMain(xDSLOptMain):
         # Directories need overrides (STYLE §1.4): an .mlpackage is read by path.
         path = self.args.input_file
         if path is not None and os.path.isdir(path) and path.rstrip("/").endswith(".mlpackage"):
-            from qopt.frontend import get_all_frontends
-
-            if "mlpackage" not in self.available_frontends:  # parsed in parse_chunk
-                self.available_frontends["mlpackage"] = get_all_frontends().get(
-                    "mlpackage",
-                    lambda: None,  # pyright: ignore[reportArgumentType]
-                )
             return io.BytesIO(b""), "mlpackage"
         return super().get_input_stream()
 

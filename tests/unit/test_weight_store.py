@@ -32,7 +32,9 @@ def test_same_input_same_ir_in_one_process() -> None:
     ep = export_model("mlp", "w4g32")
     first = qopt.fuse(qopt.import_program(ep))
     second = qopt.fuse(qopt.import_program(ep))
-    assert print_module(first, elide_larger_than=None) == print_module(second, elide_larger_than=None)
+    assert print_module(first, elide_larger_than=None) == print_module(
+        second, elide_larger_than=None
+    )
     # Keys are the program's parameter names, numbered only within the module.
     keys = _resource_keys(first)
     assert {"p_fc1_weight_qdata", "p_fc1_bias", "fused_scale", "fused_scale_0"} <= set(keys)
@@ -46,7 +48,9 @@ def test_same_input_same_ir_across_processes() -> None:
         "print(print_module(qopt.fuse(qopt.import_program(export_model('mlp', 'w8c'))),"
         " elide_larger_than=None))\n"
     )
-    here = print_module(qopt.fuse(qopt.import_program(export_model("mlp", "w8c"))), elide_larger_than=None)
+    here = print_module(
+        qopt.fuse(qopt.import_program(export_model("mlp", "w8c"))), elide_larger_than=None
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == here.strip()
 

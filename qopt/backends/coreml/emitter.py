@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR
@@ -134,7 +134,8 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
     renamed_outputs: list[tuple[str, SSAValue]] = []
     for name, value in zip(out_names, ret.operands, strict=True):
         if (
-            value.owner in block.ops
+            isinstance(value.owner, Operation)
+            and value.owner.parent is block
             and value not in names
             and not isinstance(value.owner, coreml.ConstOp)
         ):
@@ -161,7 +162,7 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
                 value = _np_value(const_array(op), elem_of(op.result))
                 hint = getattr(op.value, "resource_handle", None)
                 base = hint.data if hint is not None else "const"
-                env[op.result] = mb.const(val=value, name=fresh(base))
+                env[op.result] = getattr(mb, "const")(val=value, name=fresh(base))
                 continue
             if not isinstance(op, coreml.CoremlOp):
                 raise QoptError(f"emit: {where(op)} is not a coreml op: run convert-to-coreml")
@@ -189,7 +190,7 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
             outputs.append(env[value])
         for name, value in renamed_outputs:
             i = list(ret.operands).index(value)
-            outputs[i] = mb.identity(x=env[value], name=name)
+            outputs[i] = getattr(mb, "identity")(x=env[value], name=name)
         return tuple(outputs)
 
     body.__name__ = "main"

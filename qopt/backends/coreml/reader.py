@@ -66,10 +66,11 @@ import re
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -367,12 +368,13 @@ class _Package:
 
     def read_spec(self, full: str) -> Any:
         from coremltools.proto import Model_pb2
-        from google.protobuf.message import DecodeError
+        from google.protobuf.message import DecodeError, Message
 
         raw = self._read_file(full, MAX_SPEC_BYTES, "the root model (Manifest.json's root item)")
-        spec = Model_pb2.Model()
+        # a class made at run time by protobuf's reflection: the checker cannot see its base
+        spec = cast(Message, Model_pb2.Model())
         try:
-            spec.ParseFromString(raw)
+            spec.ParseFromString(raw)  # pyright: ignore[reportArgumentType] -- any buffer works; the protobuf stubs say bytes
         except (DecodeError, RecursionError, ValueError) as e:
             raise self.error(f"the root model is not a Core ML protobuf spec: {e}") from None
         return spec
@@ -588,6 +590,7 @@ class Reader:
     # ----- ops -----------------------------------------------------------------
 
     def const(self, array: np.ndarray, elem: Attribute, hint: str) -> SSAValue:
+        assert isinstance(elem, AnyFloat | IntegerType)  # a _TYPES entry: the array is no string
         type = TensorType(elem, list(array.shape))
         width = elem.width.data if isinstance(elem, IntegerType) else 32
         if array.size <= 16 and width >= 8 and printable_inline(np.asarray(array)):

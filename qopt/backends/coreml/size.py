@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.tensors import numel
@@ -55,8 +55,8 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
         return _bits_bytes(numel(value), bits)
 
     for op in module.walk():
-        if isinstance(op, qfused.QFusedOp) and hasattr(op, "weight_scheme"):
-            scheme = op.weight_scheme  # type: ignore[attr-defined]
+        scheme = getattr(op, "weight_scheme", None)
+        if isinstance(op, qfused.QFusedOp) and scheme is not None:
             bits = (
                 scheme.bits.data
                 if isinstance(scheme, qfused.AffineWeightAttr)
@@ -72,7 +72,7 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
             total += ints(op.zero_point, 4 if bits <= 4 else 8, zp=True)
         elif isinstance(op, quant.DequantizeCodebookOp):
             codes = op.codes
-            if not isinstance(codes.owner, ConstantOp) and codes.owner is not None:
+            if not isinstance(codes.owner, ConstantOp) and isinstance(codes.owner, Operation):
                 codes = codes.owner.operands[0]  # the integer cast of the codes
             total += ints(codes, op.nbits.value.data) + floats(op.codebook)
             counted.add(op.codes)

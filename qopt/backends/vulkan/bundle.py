@@ -41,7 +41,7 @@ from xdsl.utils.target import Target
 
 from qopt.dialects import vkc
 from qopt.dtypes import numpy_dtype
-from qopt.errors import QoptError
+from qopt.errors import QoptError, where
 from qopt.kernels import catalogue, index_error_message
 from qopt.limits import DEFAULT_LIMITS, Limits
 
@@ -151,7 +151,9 @@ def program_from_module(module: ModuleOp, function: str = "forward") -> BundlePr
         if isinstance(op, vkc.InputOp):
             type = op.result.type
             assert isinstance(type, vkc.BufferType)
-            index = args.index(op.tensor)  # pyright: ignore[reportArgumentType]
+            index = next((i for i, a in enumerate(args) if a is op.tensor), None)
+            if index is None:
+                raise QoptError(f"{where(op)}: vkc.input of a value that is no function argument")
             new_buffer(op.result, {"kind": "input", "index": index, "nbytes": type.nbytes})
             tensor = op.tensor.type
             assert isinstance(tensor, TensorType)
@@ -542,9 +544,7 @@ def load_bundle(
     return program
 
 
-def read_bundle(
-    path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS
-) -> BundleProgram:
+def read_bundle(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> BundleProgram:
     """A `.qvk` file, read whole (bounded by `max_manifest_bytes` plus its blobs) and
     checked by `load_bundle`."""
     if not isinstance(path, str | os.PathLike):

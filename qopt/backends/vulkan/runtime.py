@@ -115,11 +115,13 @@ class Buffer:
         data = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
         if offset + data.size > self.size:
             raise VulkanError(f"{data.size} bytes do not fit a {self.nbytes}-byte buffer")
+        assert self.view is not None, "the buffer was freed"
         self.view[offset : offset + data.size] = data
 
     def read(self, dtype: Any = np.float32, count: int | None = None) -> np.ndarray:
         dtype = np.dtype(dtype)
         n = self.nbytes // dtype.itemsize if count is None else count
+        assert self.view is not None, "the buffer was freed"
         return self.view[: n * dtype.itemsize].view(dtype).copy()
 
     def _destroy(self) -> None:
@@ -568,6 +570,7 @@ class VulkanDevice:
         """A new zero-filled storage buffer of `nbytes` bytes."""
         self._check_open()
         buf = Buffer(self, nbytes)
+        assert buf.view is not None
         buf.view[:] = 0
         self._buffers.add(buf)
         return buf

@@ -25,6 +25,7 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from qopt.dialects.tensors import Shape, elem_of, shape_of
 from qopt.dtypes import is_bool, is_float
@@ -59,7 +60,7 @@ def norm_dim(dim: int, rank: int) -> int:
     return dim % bound
 
 
-def ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
+def ints(attr: DenseArrayBase[IntegerType] | None) -> tuple[int, ...]:
     return () if attr is None else tuple(int(v) for v in attr.get_values())
 
 
@@ -133,5 +134,5 @@ class AtenOp(IRDLOperation):
 
     def require_integer(self, value: SSAValue, what: str) -> None:
         elem = elem_of(value)
-        if not isinstance(elem, IntegerType) or is_bool(elem):
+        if not isa(elem, IntegerType) or is_bool(elem):
             raise self.fail(f"{what} must be an integer tensor, got {value.type}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -135,9 +135,9 @@ class Conv2dOp(AtenOp):
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
-    stride = prop_def(DenseArrayBase)
-    padding = prop_def(DenseArrayBase)
-    dilation = prop_def(DenseArrayBase)
+    stride = prop_def(DenseArrayBase[IntegerType])
+    padding = prop_def(DenseArrayBase[IntegerType])
+    dilation = prop_def(DenseArrayBase[IntegerType])
     groups = prop_def(IntegerAttr)
     result = result_def(TensorType)
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+)
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
@@ -44,7 +51,7 @@ class ReduceOp(AtenOp):
     """`result = reduce(input, dims)`; `dims` absent or empty reduces every dim."""
 
     input = operand_def(TensorType)
-    dims = opt_prop_def(DenseArrayBase)
+    dims = opt_prop_def(DenseArrayBase[IntegerType])
     keepdim = opt_prop_def(BoolAttr)
     result = result_def(TensorType)
 

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     TensorType,
     i64,
 )
@@ -161,7 +162,7 @@ class SqueezeOp(AtenOp):
 
     name = "aten.squeeze"
     input = operand_def(TensorType)
-    dims = prop_def(DenseArrayBase)
+    dims = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -183,7 +184,7 @@ class PermuteOp(AtenOp):
 
     name = "aten.permute"
     input = operand_def(TensorType)
-    dims = prop_def(DenseArrayBase)
+    dims = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -253,7 +254,7 @@ class RepeatOp(AtenOp):
 
     name = "aten.repeat"
     input = operand_def(TensorType)
-    repeats = prop_def(DenseArrayBase)
+    repeats = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -275,7 +276,7 @@ class FlipOp(AtenOp):
 
     name = "aten.flip"
     input = operand_def(TensorType)
-    dims = prop_def(DenseArrayBase)
+    dims = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -294,8 +295,8 @@ class RollOp(AtenOp):
 
     name = "aten.roll"
     input = operand_def(TensorType)
-    shifts = prop_def(DenseArrayBase)
-    dims = prop_def(DenseArrayBase)
+    shifts = prop_def(DenseArrayBase[IntegerType])
+    dims = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -392,7 +393,7 @@ class IndexOp(AtenOp):
     name = "aten.index"
     input = operand_def(TensorType)
     indices = var_operand_def(TensorType)
-    indexed_dims = prop_def(DenseArrayBase)
+    indexed_dims = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
 
     def check(self) -> None:
@@ -551,7 +552,7 @@ class SplitOp(AtenOp):
 
     name = "aten.split"
     input = operand_def(TensorType)
-    sizes = prop_def(DenseArrayBase)
+    sizes = prop_def(DenseArrayBase[IntegerType])
     dim = prop_def(IntegerAttr)
     outputs = var_result_def(TensorType)
 
@@ -614,7 +615,7 @@ class ConstantPadNdOp(AtenOp):
 
     name = "aten.constant_pad_nd"
     input = operand_def(TensorType)
-    pad = prop_def(DenseArrayBase)
+    pad = prop_def(DenseArrayBase[IntegerType])
     value = prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
 

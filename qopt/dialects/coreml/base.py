@@ -65,6 +65,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import where
@@ -85,7 +86,7 @@ def storage_dtype(elem: Attribute) -> np.dtype:
         return np.dtype(np.float32)
     if isinstance(elem, Float16Type):
         return np.dtype(np.float16)
-    if isinstance(elem, IntegerType):
+    if isa(elem, IntegerType):
         width = elem.width.data
         unsigned = elem.signedness.data == Signedness.UNSIGNED
         if width == 1 and not unsigned:
@@ -101,7 +102,7 @@ def mil_dtype_name(elem: Attribute) -> str:
         return "fp32"
     if isinstance(elem, Float16Type):
         return "fp16"
-    if isinstance(elem, IntegerType):
+    if isa(elem, IntegerType):
         width = elem.width.data
         unsigned = elem.signedness.data == Signedness.UNSIGNED
         if width == 1 and not unsigned:
@@ -111,7 +112,7 @@ def mil_dtype_name(elem: Attribute) -> str:
 
 
 def int_bounds(elem: Attribute) -> tuple[int, int]:
-    assert isinstance(elem, IntegerType)
+    assert isa(elem, IntegerType)
     width = elem.width.data
     if elem.signedness.data == Signedness.UNSIGNED:
         return 0, 2**width - 1

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
 )
+from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -29,6 +30,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.hints import isa
 
 from qopt.dialects.coreml.base import (
     IOS18_INDICES,
@@ -75,8 +77,9 @@ class ConstOp(CompileTimeOp):
                 "coreml.const takes a dense or dense_resource tensor", start, parser.pos
             )
         attributes = parser.parse_optional_attr_dict()
+        properties: dict[str, Attribute] = {"value": value}
         return cls.create(
-            properties={"value": value}, result_types=[value.get_type()], attributes=attributes
+            properties=properties, result_types=[value.get_type()], attributes=attributes
         )
 
     def check(self) -> None:
@@ -176,7 +179,7 @@ class ConstexprLutToDenseOp(ConstexprOp):
     name = "coreml.constexpr_lut_to_dense"
     indices = operand_def(TensorType)
     lut = operand_def(TensorType)
-    shape = opt_prop_def(DenseArrayBase)
+    shape = opt_prop_def(DenseArrayBase[IntegerType])
     vector_axis = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
     MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("indices", "lut")
@@ -206,7 +209,7 @@ class ConstexprLutToDenseOp(ConstexprOp):
             raise self.fail("the per-block LUT form needs iOS18 (or give shape for iOS16)")
         self.require(self.indices, "indices", IOS18_INDICES)
         elem = elem_of(self.indices)
-        assert isinstance(elem, IntegerType)
+        assert isa(elem, IntegerType)
         nbits = elem.width.data
         if len(lut) != len(idx) + 2 or lut[-2] != 2**nbits:
             raise self.fail(f"lut must have shape [g0..g{len(idx) - 1}, {2**nbits}, V]")

@@ -8,7 +8,7 @@ with its parameters (`alpha`, `epsilon`, `mode`, ...) in the attribute dictionar
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
@@ -58,18 +58,17 @@ _OpT = TypeVar("_OpT", bound="CoremlOp")
 
 def _two_operand(base: type[_OpT], mil_name: str, doc: str) -> type[_OpT]:
     """An `x`, `y` -> `result` MIL op class on `base` (elementwise, compare, logical)."""
-    cls = type(
-        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
-        (base,),
-        {
-            "__doc__": doc,
-            "name": f"coreml.{mil_name}",
-            "x": operand_def(TensorType),
-            "y": operand_def(TensorType),
-            "result": result_def(TensorType),
-            "__module__": __name__,
-        },
-    )
+    namespace: dict[str, object] = {
+        "__doc__": doc,
+        "name": f"coreml.{mil_name}",
+        "x": operand_def(TensorType),
+        "y": operand_def(TensorType),
+        "result": result_def(TensorType),
+        "__module__": __name__,
+    }
+    class_name = f"{''.join(p.title() for p in mil_name.split('_'))}Op"
+    # a class made by type() from a TypeVar base: the checker cannot see it is an _OpT
+    cls = cast(type[_OpT], type(class_name, (base,), namespace))
     return irdl_op_definition(cls)
 
 

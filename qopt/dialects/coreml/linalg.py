@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
@@ -114,10 +114,10 @@ class ConvOp(CoremlOp):
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
-    strides = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase[IntegerType])
     pad_type = prop_def(StringAttr)
-    pad = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase)
+    pad = prop_def(DenseArrayBase[IntegerType])
+    dilations = prop_def(DenseArrayBase[IntegerType])
     groups = prop_def(IntegerAttr)
     result = result_def(TensorType)
     irdl_options = with_segments()
@@ -250,10 +250,10 @@ def _ints(attr: Attribute) -> tuple[int, ...]:
 class MaxPoolOp(PoolOp):
     name = "coreml.max_pool"
     x = operand_def(TensorType)
-    kernel_sizes = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase)
+    kernel_sizes = prop_def(DenseArrayBase[IntegerType])
+    strides = prop_def(DenseArrayBase[IntegerType])
     pad_type = prop_def(StringAttr)
-    pad = prop_def(DenseArrayBase)
+    pad = prop_def(DenseArrayBase[IntegerType])
     ceil_mode = prop_def(IntegerAttr)
     result = result_def(TensorType)
 
@@ -262,10 +262,10 @@ class MaxPoolOp(PoolOp):
 class AvgPoolOp(PoolOp):
     name = "coreml.avg_pool"
     x = operand_def(TensorType)
-    kernel_sizes = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase)
+    kernel_sizes = prop_def(DenseArrayBase[IntegerType])
+    strides = prop_def(DenseArrayBase[IntegerType])
     pad_type = prop_def(StringAttr)
-    pad = prop_def(DenseArrayBase)
+    pad = prop_def(DenseArrayBase[IntegerType])
     ceil_mode = prop_def(IntegerAttr)
     exclude_padding_from_average = prop_def(IntegerAttr)
     result = result_def(TensorType)

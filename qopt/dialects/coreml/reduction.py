@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, IntegerType, TensorType
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -57,7 +57,7 @@ def _reduce(mil_name: str, doc: str) -> type[ReduceOp]:
             "__doc__": doc,
             "name": f"coreml.{mil_name}",
             "x": operand_def(TensorType),
-            "axes": prop_def(DenseArrayBase),
+            "axes": prop_def(DenseArrayBase[IntegerType]),
             "keep_dims": prop_def(IntegerAttr),
             "result": result_def(TensorType),
             "__module__": __name__,
@@ -80,7 +80,7 @@ class LayerNormOp(CoremlOp):
     x = operand_def(TensorType)
     gamma = opt_operand_def(TensorType)
     beta = opt_operand_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[IntegerType])
     epsilon = prop_def(FloatAttr)
     result = result_def(TensorType)
     irdl_options = with_segments()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -28,7 +28,7 @@ class ReshapeOp(CoremlOp):
 
     name = "coreml.reshape"
     x = operand_def(TensorType)
-    shape = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"shape": "ints"}
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
@@ -60,7 +60,7 @@ class ReshapeOp(CoremlOp):
 class TransposeOp(CoremlOp):
     name = "coreml.transpose"
     x = operand_def(TensorType)
-    perm = prop_def(DenseArrayBase)
+    perm = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"perm": "ints"}
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
@@ -121,7 +121,7 @@ class TileOp(CoremlOp):
 
     name = "coreml.tile"
     x = operand_def(TensorType)
-    reps = prop_def(DenseArrayBase)
+    reps = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"reps": "ints"}
     INPUT_TYPES: ClassVar[frozenset[str]] = FI | {"bool"}
@@ -138,7 +138,7 @@ class TileOp(CoremlOp):
             raise self.fail(f"result must have shape {list(out)} and the element type of x")
 
 
-def _mask(attr: DenseArrayBase | None, rank: int) -> tuple[bool, ...]:
+def _mask(attr: DenseArrayBase[IntegerType] | None, rank: int) -> tuple[bool, ...]:
     if attr is None:
         return (False,) * rank
     return tuple(bool(v) for v in attr.get_values())
@@ -188,12 +188,12 @@ class SliceByIndexOp(CoremlOp):
 
     name = "coreml.slice_by_index"
     x = operand_def(TensorType)
-    begin = prop_def(DenseArrayBase)
-    end = prop_def(DenseArrayBase)
-    stride = prop_def(DenseArrayBase)
-    begin_mask = opt_prop_def(DenseArrayBase)
-    end_mask = opt_prop_def(DenseArrayBase)
-    squeeze_mask = opt_prop_def(DenseArrayBase)
+    begin = prop_def(DenseArrayBase[IntegerType])
+    end = prop_def(DenseArrayBase[IntegerType])
+    stride = prop_def(DenseArrayBase[IntegerType])
+    begin_mask = opt_prop_def(DenseArrayBase[IntegerType])
+    end_mask = opt_prop_def(DenseArrayBase[IntegerType])
+    squeeze_mask = opt_prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {
         "begin": "ints",
@@ -259,7 +259,7 @@ class ExpandDimsOp(CoremlOp):
 
     name = "coreml.expand_dims"
     x = operand_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"axes": "ints"}
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
@@ -280,7 +280,7 @@ class SqueezeOp(CoremlOp):
 
     name = "coreml.squeeze"
     x = operand_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[IntegerType])
     result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"axes": "ints"}
     INPUT_TYPES: ClassVar[frozenset[str]] = ANY
@@ -310,7 +310,7 @@ class GatherOp(CoremlOp):
             self.require(self.x, "x", FI)
         else:
             self.require(self.x, "x", FI | {"int8", "uint8", "int16", "uint16"})
-        allowed = {"int32"} | ({"int16", "uint16"} if self.opset() >= 16 else set())
+        allowed: set[str] = {"int32"} | ({"int16", "uint16"} if self.opset() >= 16 else set())
         if self.opset() >= 17:
             allowed |= {"int8", "uint8"}
         self.require(self.indices, "indices", frozenset(allowed))

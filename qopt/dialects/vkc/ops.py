@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -34,6 +35,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from qopt.dialects.tensors import numel
 from qopt.dialects.vkc.types import (
@@ -63,7 +65,7 @@ def _error(op: Operation, message: str) -> VerifyException:
 
 
 def _check_tensor_buffer(op: Operation, tensor: Attribute, buffer: BufferType, what: str) -> None:
-    if not isinstance(tensor, TensorType):
+    if not isa(tensor, TensorType):
         raise _error(op, f"{what} must be a tensor, got {tensor}")
     count = numel(tensor)
     if max(count, 1) != buffer.numel:
@@ -95,7 +97,7 @@ class KernelOp(IRDLOperation):
     glsl = prop_def(StringAttr)
     entry = prop_def(StringAttr)
     hash = prop_def(StringAttr)
-    local_size = prop_def(DenseArrayBase)
+    local_size = prop_def(DenseArrayBase[IntegerType])
     spec = prop_def(DictionaryAttr)
     bindings = prop_def(ArrayAttr[BindingAttr])
     push = prop_def(ArrayAttr[PushAttr])
@@ -193,7 +195,7 @@ class ConstantOp(IRDLOperation):
 
     def verify_(self) -> None:
         type = self.value.type
-        assert isinstance(type, TensorType)
+        assert isa(type, TensorType)
         buffer = _buffer(self.result)
         if numel(type) != buffer.numel or type.get_element_type() != buffer.element_type:
             raise _error(
@@ -290,7 +292,7 @@ class DispatchOp(IRDLOperation):
     kernel = prop_def(SymbolRefAttr)
     buffers = var_operand_def(BufferType)
     push = prop_def(DictionaryAttr)
-    workgroups = prop_def(DenseArrayBase)
+    workgroups = prop_def(DenseArrayBase[IntegerType])
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$kernel `(` $buffers `)` attr-dict `:` type($buffers)"
 
@@ -338,13 +340,13 @@ class DispatchOp(IRDLOperation):
         for constant in push:
             attr = self.push.data[constant.constant.data]
             if constant.kind == "f32" and not (
-                isinstance(attr, FloatAttr) and isinstance(attr.type, Float32Type)
+                isa(attr, FloatAttr) and isinstance(attr.type, Float32Type)
             ):
                 raise _error(
                     self, f"push constant {constant.constant.data} must be an f32 float attribute"
                 )
             if constant.kind != "f32" and not (
-                isinstance(attr, IntegerAttr) and attr.type in (i32, ui32, i64)
+                isa(attr, IntegerAttr) and attr.type in (i32, ui32, i64)
             ):
                 raise _error(
                     self,

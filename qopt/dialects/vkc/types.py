@@ -19,6 +19,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from qopt.dtypes import is_bool, is_float, is_int, ui32
 from qopt.kernels import Binding, is_status_binding
@@ -43,7 +44,7 @@ def abi_element(elem: Attribute) -> Attribute:
     if is_float(elem):
         return f32
     if is_int(elem) or is_bool(elem):
-        if isinstance(elem, IntegerType) and elem.signedness.data == Signedness.UNSIGNED:
+        if isa(elem, IntegerType) and elem.signedness.data == Signedness.UNSIGNED:
             if elem.width.data == 32:
                 return ui32
         return i32

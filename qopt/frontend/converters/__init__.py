@@ -13,10 +13,13 @@ from qopt.frontend.importer import Converter, Importer, subclass_inner
 
 def getitem(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     source, index = node.args[0], node.args[1]
-    values = imp.values.get(source)  # type: ignore[arg-type]
+    values = imp.values.get(source) if isinstance(source, Node) else None
     if not isinstance(values, tuple) or not isinstance(index, int):
         raise imp.error("getitem must index the results of a multi-result op")
-    return values[index]  # type: ignore[return-value]
+    value = values[index]
+    if not isinstance(value, SSAValue):
+        raise imp.error(f"getitem index {index} names no result")
+    return value
 
 
 def get_converters() -> dict[str, Converter]:

@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, i64
 from xdsl.ir import Attribute, Operation
 
 from qopt.dialects.aten import nn
+from qopt.dialects.tensors import shape_of
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer
 
@@ -90,7 +91,7 @@ def convert_conv2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
         if padding == "valid":
             padding = [0, 0]
         else:
-            weight_shape = imp.value(args["weight"]).type.get_shape()  # type: ignore[union-attr]
+            weight_shape = shape_of(imp.value(args["weight"]))
             dilation = _pair(args.get("dilation", 1))
             totals = [dilation[i] * (weight_shape[2 + i] - 1) for i in range(2)]
             if any(t % 2 for t in totals):

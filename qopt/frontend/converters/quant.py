@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ def _literal(imp: Importer, value: Any, dtype: type) -> SSAValue:
     return imp.constant(np.array(value, dtype=dtype), "qparam")
 
 
-def _per_channel_block(shape: list[int], axis: int) -> list[int]:
+def _per_channel_block(shape: Sequence[int], axis: int) -> list[int]:
     axis %= len(shape)
     return [1 if i == axis else d for i, d in enumerate(shape)]
 

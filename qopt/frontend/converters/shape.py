@@ -7,7 +7,7 @@ split `aten.split` (its piece sizes read from the result types).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torch.fx import Node
@@ -58,12 +58,12 @@ def _unary(
     imp: Importer,
     op_type: type[Operation],
     x: Any,
-    props: dict[str, Attribute] | None = None,
+    props: Mapping[str, Attribute] | None = None,
 ) -> Operation:
     return op_type.create(
         operands=[imp.value(x)],
         result_types=[imp.result_type()],
-        properties=props or {},
+        properties=dict(props or {}),
     )
 
 

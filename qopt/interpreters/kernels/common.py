@@ -53,12 +53,19 @@ def strided_index(push: PushValues, dims: tuple[int, ...], stride_prefix: str) -
     return idx.reshape(-1)
 
 
-def quantize(x: np.ndarray, inv: float, zp: int, qmin: int, qmax: int, zp_first: bool = False):
+def quantize(
+    x: np.ndarray, inv: float, zp: float, qmin: float, qmax: float, zp_first: bool = False
+) -> np.ndarray:
     """The shaders' quantizer on the host's `inv_scale = f32(1 / scale)` push constant:
     `clamp(roundEven(x * inv) + zp, qmin, qmax)` in f32 (`roundEven(x * inv + zp)`
     with `zp_first`), as int64: `qopt.numerics.quant.quantize_scaled`."""
     return quantize_scaled(
-        x.astype(F32) * F32(inv), F32(zp), qmin, qmax, np.int64, zero_point_before_rounding=zp_first
+        x.astype(F32) * F32(inv),
+        F32(zp),
+        int(qmin),
+        int(qmax),
+        np.int64,
+        zero_point_before_rounding=zp_first,
     )
 
 

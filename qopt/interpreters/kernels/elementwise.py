@@ -91,7 +91,7 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
             "ceil": lambda: np.ceil(x),
             "round": lambda: np.round(x),
             "clamp": lambda: np.minimum(np.maximum(x, a), b),
-            "leaky_relu": lambda: act.leaky_relu(x, a),
+            "leaky_relu": lambda: act.leaky_relu(x, float(a)),
             "hardswish": lambda: act.hardswish(x),
             "hardsigmoid": lambda: act.hardsigmoid(x),
             "square": lambda: x * x,

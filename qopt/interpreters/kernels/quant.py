@@ -55,7 +55,7 @@ def _choose_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
         int(push["qmin"]),
         int(push["qmax"]),
         mapping,
-        F32(push["eps"]),
+        float(F32(push["eps"])),
         F32,
         np.int32,
     )

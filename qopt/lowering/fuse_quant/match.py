@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, SSAValue, TypeAttribute
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
@@ -45,7 +45,7 @@ def const_value(value: SSAValue | None) -> np.ndarray | None:
 def new_constant(array: np.ndarray, hint: str, store: WeightStore) -> ConstantOp:
     array = np.asarray(array, order="C")
     type = TensorType(element_type(array.dtype), list(array.shape))
-    return ConstantOp(make_resource(hint, array, type, store), type)  # pyright: ignore[reportArgumentType]
+    return ConstantOp(make_resource(hint, array, type, store), type)
 
 
 def single_use(value: SSAValue) -> Operation | None:
@@ -241,13 +241,15 @@ def _match_dynamic(dq: quant.DequantizeOp) -> DynamicInput | Reject:
         return Reject("dynamic activation quantization needs a float32 input", dq)
     if (q.qmin, q.qmax) != (choose.qmin, choose.qmax):
         return Reject("choose_qparams and quantize use different ranges", dq)
+    scale_type = elem_of(choose.scale)
+    assert isinstance(scale_type, TypeAttribute)
     act = qfused.DynamicQParamsAttr.get(
         granularity,
         choose.mapping.data,
         choose.qmin.value.data,
         choose.qmax.value.data,
         choose.eps.value.data,
-        elem_of(choose.scale),  # type: ignore[arg-type]
+        scale_type,
     )
     return DynamicInput(q.input, act)
 

@@ -318,9 +318,7 @@ def test_binary_broadcast(dev: VulkanDevice, dtype: str) -> None:
     else:
         a = RNG.integers(-9, 9, ash).astype(np.int32)
         b = RNG.integers(1, 5, bsh).astype(np.int32) * RNG.choice([-1, 1], bsh).astype(np.int32)
-    push = elementwise_push(
-        osh, sa=broadcast_strides(ash, osh), sb=broadcast_strides(bsh, osh)
-    )
+    push = elementwise_push(osh, sa=broadcast_strides(ash, osh), sb=broadcast_strides(bsh, osh))
     push.update(a_off=0, b_off=0, alpha=2.0)
     n = push["n"]
     for name, op in BINARY_OPS.items():

@@ -22,7 +22,10 @@ class ResNetish(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Sequential(
-            nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+            nn.Conv2d(3, 16, 3, 2, 1, bias=False),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1),
         )
         self.c1, self.b1 = nn.Conv2d(16, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16)
         self.c2, self.b2 = nn.Conv2d(16, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16)
@@ -74,7 +77,9 @@ MODELS: dict[str, tuple[type[nn.Module], tuple[int, ...]]] = {
 }
 # torchao's IntxUnpackedToInt8Tensor has no kernel for nn.MultiheadAttention's
 # packed in-projection, so weight-only schemes skip the ViT (torchao, before qopt).
-CASES = [(m, s) for m in MODELS for s in ("float", "pt2e_static", "w8c") if (m, s) != ("vit", "w8c")]
+CASES = [
+    (m, s) for m in MODELS for s in ("float", "pt2e_static", "w8c") if (m, s) != ("vit", "w8c")
+]
 
 
 @functools.cache

@@ -150,9 +150,10 @@ def test_fold_constants_keeps_semantics(name: str, attn: str, scheme: str):
     module.verify()
     after = qopt.interpret(module, *fresh)
     assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
-    assert sorted(
-        op.name for op in module.walk() if op.name.startswith(("quant.", "qfused."))
-    ) == quant_ops
+    assert (
+        sorted(op.name for op in module.walk() if op.name.startswith(("quant.", "qfused.")))
+        == quant_ops
+    )
     assert sum(1 for _ in module.walk()) < count - 10
     assert not any(op.name in ("aten.arange", "aten.full") for op in module.walk())
 

@@ -26,11 +26,23 @@ from qopt.tools.contract import format_error, run_tool
     [
         (QoptError("bad input"), "tool: error: bad input"),
         (VerifyException("result 0 has shape [3]"), "tool: error: result 0 has shape [3]"),
-        (FileNotFoundError(2, "No such file or directory", "x.mlir"), "tool: error: x.mlir: No such file or directory"),
+        (
+            FileNotFoundError(2, "No such file or directory", "x.mlir"),
+            "tool: error: x.mlir: No such file or directory",
+        ),
         (MemoryError(), "tool: error: out of memory"),
-        (RecursionError("maximum recursion depth exceeded"), "tool: error: the input is nested too deeply"),
-        (vk.VkErrorOutOfDeviceMemory("oom"), "tool: error: the Vulkan driver failed: VkErrorOutOfDeviceMemory"),
-        (KeyError("kernels"), "tool: error: internal error: KeyError: 'kernels' (a bug in qopt: rerun with --debug"),
+        (
+            RecursionError("maximum recursion depth exceeded"),
+            "tool: error: the input is nested too deeply",
+        ),
+        (
+            vk.VkErrorOutOfDeviceMemory("oom"),
+            "tool: error: the Vulkan driver failed: VkErrorOutOfDeviceMemory",
+        ),
+        (
+            KeyError("kernels"),
+            "tool: error: internal error: KeyError: 'kernels' (a bug in qopt: rerun with --debug",
+        ),
         (AssertionError(), "tool: error: internal error: AssertionError (a bug in qopt"),
     ],
 )
