@@ -40,6 +40,59 @@ def _pad(x: np.ndarray, pad: tuple[int, ...], value: np.ndarray) -> np.ndarray:
     return np.pad(x[tuple(crop)], widths, constant_values=value)
 
 
+def _last_writes(keys: np.ndarray) -> np.ndarray:
+    """Positions of the last occurrence of each distinct value of the 1-D `keys`:
+    writing only those gives "last write wins" for repeated indices deterministically
+    (numpy's assignment order for repeated indices is unspecified)."""
+    _, first_from_end = np.unique(keys[::-1], return_index=True)
+    return keys.size - 1 - first_from_end
+
+
+def _index_put(op: sh.IndexPutOp, x: np.ndarray, indices: list[object], values: object):
+    """`self[indices] = values` (or `+=`) on a copy of `x`; see `aten.index_put`."""
+    dims = ints(op.indexed_dims)
+    checked = [
+        checked_indices(i, x.shape[d], op, negative=True)
+        for d, i in zip(dims, indices, strict=True)
+    ]
+    wrapped = [np.where(i < 0, i + x.shape[d], i) for d, i in zip(dims, checked, strict=True)]
+    grid = np.broadcast_arrays(*wrapped)
+    count = grid[0].size
+    # The indexing result has the index shape B in place of the indexed dims when they
+    # are adjacent, else in front: bring B to the front and flatten it.
+    target = np.broadcast_to(np.asarray(values), op.indexed_shape())
+    b_rank = grid[0].ndim
+    adjacent = list(dims) == list(range(dims[0], dims[0] + len(dims)))
+    if adjacent and dims[0]:
+        target = np.moveaxis(target, list(range(dims[0], dims[0] + b_rank)), list(range(b_rank)))
+    rows = target.reshape(count, *target.shape[b_rank:])
+    flat = [g.reshape(-1) for g in grid]
+    out = np.array(x, copy=True)
+    moved = np.moveaxis(out, list(dims), list(range(len(dims))))  # a view of `out`
+    if op.is_accumulate():
+        np.add.at(moved, tuple(flat), rows)  # in index order, as torch's CPU kernel adds
+        return out
+    keys = np.ravel_multi_index(tuple(flat), tuple(x.shape[d] for d in dims))
+    keep = _last_writes(keys)
+    moved[tuple(f[keep] for f in flat)] = rows[keep]
+    return out
+
+
+def _index_copy(op: sh.IndexCopyOp, x: np.ndarray, index: object, source: object):
+    out = np.array(x, copy=True)
+    if out.ndim == 0:
+        idx = checked_indices(index, 1, op).reshape(-1)
+        out[...] = np.asarray(source).reshape(-1)[-1]
+        return out
+    d = norm_dim(integer(op.dim), out.ndim)
+    idx = checked_indices(index, out.shape[d], op).reshape(-1)
+    src = np.asarray(source)
+    rows = np.moveaxis(src, d, 0) if src.ndim else src.reshape(1)
+    keep = _last_writes(idx)
+    np.moveaxis(out, d, 0)[idx[keep]] = rows[keep]
+    return out
+
+
 def _arange(op: sh.ArangeOp) -> np.ndarray:
     dtype = dtype_of(op.result)
     start, end, step = (sh.scalar_value(a) for a in (op.start, op.end, op.step))
@@ -102,6 +155,17 @@ class AtenShapeFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues
     ) -> PythonValues:
         return (as_result(np.tile(args[0], ints(op.repeats)), op.result),)
+
+    @impl(sh.RepeatInterleaveOp)
+    def run_repeat_interleave(
+        self, interpreter: Interpreter, op: sh.RepeatInterleaveOp, args: PythonValues
+    ) -> PythonValues:
+        (x,) = args
+        repeats = integer(op.repeats)
+        if op.dim is None:
+            return (as_result(np.repeat(np.reshape(x, -1), repeats), op.result),)
+        d = norm_dim(integer(op.dim), np.ndim(x))
+        return (as_result(np.repeat(x, repeats, axis=d), op.result),)
 
     @impl(sh.FlipOp)
     def run_flip(self, interpreter: Interpreter, op: sh.FlipOp, args: PythonValues) -> PythonValues:
@@ -170,6 +234,42 @@ class AtenShapeFunctions(InterpreterFunctions):
         # torch lets the index be smaller than the input outside `dim`
         window = tuple(slice(None) if i == d else slice(0, n) for i, n in enumerate(index.shape))
         return (as_result(np.take_along_axis(x[window], index, axis=d), op.result),)
+
+    @impl(sh.IndexPutOp)
+    def run_index_put(
+        self, interpreter: Interpreter, op: sh.IndexPutOp, args: PythonValues
+    ) -> PythonValues:
+        x, *indices, values = args
+        return (as_result(_index_put(op, np.asarray(x), indices, values), op.result),)
+
+    @impl(sh.IndexCopyOp)
+    def run_index_copy(
+        self, interpreter: Interpreter, op: sh.IndexCopyOp, args: PythonValues
+    ) -> PythonValues:
+        x, index, source = args
+        return (as_result(_index_copy(op, np.asarray(x), index, source), op.result),)
+
+    @impl(sh.SliceScatterOp)
+    def run_slice_scatter(
+        self, interpreter: Interpreter, op: sh.SliceScatterOp, args: PythonValues
+    ) -> PythonValues:
+        x, src = args
+        out = np.array(x, copy=True)
+        d, start, end, step = op.bounds()
+        # torch copies `src` into the slice, converting it to self's dtype
+        out[(slice(None),) * d + (slice(start, end, step),)] = np.asarray(src).astype(out.dtype)
+        return (as_result(out, op.result),)
+
+    @impl(sh.SelectScatterOp)
+    def run_select_scatter(
+        self, interpreter: Interpreter, op: sh.SelectScatterOp, args: PythonValues
+    ) -> PythonValues:
+        x, src = args
+        out = np.array(x, copy=True)
+        d = norm_dim(integer(op.dim), out.ndim)
+        index = integer(op.index) % out.shape[d]
+        out[(slice(None),) * d + (index,)] = np.asarray(src).astype(out.dtype)
+        return (as_result(out, op.result),)
 
     @impl(sh.CatOp)
     def run_cat(self, interpreter: Interpreter, op: sh.CatOp, args: PythonValues) -> PythonValues:

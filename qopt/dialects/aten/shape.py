@@ -14,11 +14,13 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.irdl import (
@@ -32,7 +34,15 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints, norm_dim
+from qopt.dialects.aten.base import (
+    AtenOp,
+    Shape,
+    broadcast_shapes,
+    flag,
+    integer,
+    ints,
+    norm_dim,
+)
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import is_bool, is_float
 
@@ -54,6 +64,18 @@ def slice_bounds(start: int, end: int, step: int, size: int) -> tuple[int, int, 
     start = min(max(start, 0), size)
     end = min(max(end, start), size)
     return start, end, (end - start + step - 1) // step
+
+
+def slice_params(
+    shape: Shape, dim: int, start: int, end: int, step: int
+) -> tuple[int, int, int, int, int]:
+    """A slice of a tensor of `shape` on `dim`, normalised and clamped as torch does:
+    (dim, start, end, step, length); shared by `aten.slice` and `aten.slice_scatter`."""
+    if not shape:
+        raise VerifyException("cannot slice a 0-d tensor")
+    d = norm_dim(dim, len(shape))
+    start, end, length = slice_bounds(start, end, step, shape[d])
+    return d, start, end, step, length
 
 
 def norm_dims(dims: Sequence[int], rank: int, what: str = "dims") -> tuple[int, ...]:
@@ -268,6 +290,39 @@ class RepeatOp(AtenOp):
 
 
 @irdl_op_definition
+class RepeatInterleaveOp(AtenOp):
+    """Repeat each element `repeats` times in place along `dim` (result index i
+    reads input index `i // repeats`); without `dim`, along the flattened input
+    (a 1-D result), as torch does.
+
+    From `repeat_interleave.self_int` (a constant number of repeats; the
+    `output_size` hint is checked by the importer). See external
+    [documentation](https://pytorch.org/docs/stable/generated/torch.repeat_interleave.html).
+    """
+
+    name = "aten.repeat_interleave"
+    input = operand_def(TensorType)
+    repeats = prop_def(IntegerAttr)
+    dim = opt_prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def check(self) -> None:
+        if elem_of(self.input) != elem_of(self.result):
+            raise self.fail("input and result element types must match")
+        if integer(self.repeats) < 0:
+            raise self.fail(f"repeats must be non-negative, got {integer(self.repeats)}")
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x, repeats = shape_of(self.input), integer(self.repeats)
+        if self.dim is None:
+            return [(numel(x) * repeats,)]
+        if not x:
+            raise self.fail("repeat_interleave of a 0-d tensor takes no dim")
+        d = norm_dim(integer(self.dim), len(x))
+        return [(*x[:d], x[d] * repeats, *x[d + 1 :])]
+
+
+@irdl_op_definition
 class FlipOp(AtenOp):
     """Reverse the order of elements along each of `dims`.
 
@@ -335,12 +390,13 @@ class SliceOp(AtenOp):
 
     def bounds(self) -> tuple[int, int, int, int]:
         """(dim, start, end, step) normalised and clamped for this input."""
-        x = shape_of(self.input)
-        d = norm_dim(integer(self.dim), len(x))
-        if not x:
-            raise VerifyException("cannot slice a 0-d tensor")
-        step = integer(self.step, 1)
-        start, end, _ = slice_bounds(integer(self.start), integer(self.end), step, x[d])
+        d, start, end, step, _ = slice_params(
+            shape_of(self.input),
+            integer(self.dim),
+            integer(self.start),
+            integer(self.end),
+            integer(self.step, 1),
+        )
         return d, start, end, step
 
     def expected_shapes(self) -> Sequence[Shape]:
@@ -479,6 +535,217 @@ class GatherOp(AtenOp):
             if i != d and b > a:
                 raise self.fail(f"index size {b} exceeds input size {a} in dim {i}")
         return [idx]
+
+
+# ----- functional updates (scatters) -------------------------------------------
+
+
+class ScatterOp(AtenOp):
+    """Base of the functional updates: `self` (operand 0, `input`) with some
+    entries replaced (or accumulated into); the result has `self`'s type."""
+
+    def check(self) -> None:
+        x, result = self.operands[0], self.results[0]
+        if x.type != result.type:
+            raise self.fail(f"result type {result.type} must equal the type of self {x.type}")
+
+
+@irdl_op_definition
+class IndexPutOp(ScatterOp):
+    """`self[..., i0, ..., i1, ...] = values` (or `+=` with `accumulate`) on a copy
+    of `self`: the functional form of advanced-index assignment.
+
+    `indexed_dims[k]` (strictly increasing) is the dim of `self` that
+    `indices[k]` indexes; the other dims (the `None`s of torch's index list) are
+    taken whole. The index tensors (int64 or int32) broadcast to one shape, which
+    places the written entries like `aten.index` reads them; `values` (of
+    `self`'s dtype) broadcasts to that indexing result's shape (it may have fewer
+    dims, never more). Negative indices count from the end. With `accumulate`,
+    repeated indices add up in index order; without it, torch leaves the result of
+    repeated indices undefined and qopt writes the last one (numpy's rule).
+    Boolean masks are rewritten by the importer (`aten.where`).
+
+    From `index_put.default` (`x[:, :, pos] = v` in a functional graph). See
+    external [documentation](https://pytorch.org/docs/stable/generated/torch.Tensor.index_put_.html).
+    """
+
+    name = "aten.index_put"
+    input = operand_def(TensorType)
+    indices = var_operand_def(TensorType)
+    values = operand_def(TensorType)
+    indexed_dims = prop_def(DenseArrayBase[IntegerType])
+    accumulate = opt_prop_def(BoolAttr)
+    result = result_def(TensorType)
+
+    def is_accumulate(self) -> bool:
+        return flag(self.accumulate)
+
+    def check(self) -> None:
+        super().check()
+        for i, index in enumerate(self.indices):
+            if elem_of(index) not in (i64, i32):
+                raise self.fail(
+                    f"index {i} must be an int64 or int32 tensor, got {index.type} "
+                    "(boolean masks are rewritten by the importer)"
+                )
+        if elem_of(self.values) != elem_of(self.input):
+            raise self.fail(
+                f"values ({self.values.type}) must have the element type of self "
+                f"({self.input.type})"
+            )
+
+    def indexed_shape(self) -> Shape:
+        """The shape of `self[indices]`, which `values` broadcasts to."""
+        x = shape_of(self.input)
+        dims = ints(self.indexed_dims)
+        if len(dims) != len(self.indices) or not dims:
+            raise self.fail(
+                f"indexed_dims {list(dims)} must name one dim per index tensor "
+                f"({len(self.indices)})"
+            )
+        if any(b <= a for a, b in itertools.pairwise(dims)) or not (
+            0 <= dims[0] and dims[-1] < len(x)
+        ):
+            raise self.fail(
+                f"indexed_dims {list(dims)} must be increasing dims of the rank-{len(x)} self"
+            )
+        return index_shape(x, [shape_of(i) for i in self.indices], dims)
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        target = self.indexed_shape()
+        values = shape_of(self.values)
+        if len(values) > len(target) or broadcast_shapes(values, target) != target:
+            raise self.fail(
+                f"values of shape {list(values)} do not broadcast to the indexing result "
+                f"shape {list(target)}"
+            )
+        return [shape_of(self.input)]
+
+
+@irdl_op_definition
+class IndexCopyOp(ScatterOp):
+    """`self` with `self[..., index[i], ...] = source[..., i, ...]` along `dim`:
+    `index` is a 0-d or 1-D int64 tensor of indices in `[0, size)` (torch accepts
+    no negative ones here), `source` has `self`'s dtype and shape except that its
+    `dim` has one entry per index (a 0-d `source` pairs with a single index).
+    Repeated indices: torch leaves the result undefined; qopt writes the last.
+
+    From `index_copy.default`. See external
+    [documentation](https://pytorch.org/docs/stable/generated/torch.Tensor.index_copy_.html).
+    """
+
+    name = "aten.index_copy"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    source = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def check(self) -> None:
+        super().check()
+        if elem_of(self.index) != i64:
+            raise self.fail(f"index must be an int64 tensor, got {self.index.type}")
+        if elem_of(self.source) != elem_of(self.input):
+            raise self.fail(
+                f"source ({self.source.type}) must have the element type of self "
+                f"({self.input.type})"
+            )
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x, idx, src = shape_of(self.input), shape_of(self.index), shape_of(self.source)
+        d = norm_dim(integer(self.dim), len(x))
+        if len(idx) > 1:
+            raise self.fail(f"index must be 0-d or 1-D, got {list(idx)}")
+        count = numel(idx)
+        if not src and count != 1:
+            raise self.fail(f"a 0-d source takes exactly one index, got {count}")
+        if src and x and len(src) != len(x):
+            raise self.fail(f"source rank {len(src)} must equal self rank {len(x)}")
+        x_rest = [n for i, n in enumerate(x) if i != d]
+        src_rest = [n for i, n in enumerate(src) if i != d]
+        if x_rest != src_rest:
+            raise self.fail(
+                f"source shape {list(src)} must equal self shape {list(x)} outside dim {d}"
+            )
+        if src and src[d] != count:
+            raise self.fail(f"source has {src[d]} entries along dim {d}, but {count} indices")
+        return [x]
+
+
+@irdl_op_definition
+class SliceScatterOp(ScatterOp):
+    """`self` with the slice `self[..., start:end:step, ...]` on `dim` replaced by
+    `src` (converted to `self`'s dtype, as torch's copy does); the bounds are
+    clamped as `aten.slice` clamps them, and `src` has the slice's shape exactly.
+
+    From `slice_scatter.default` (`x[:, 3:5] = v` in a functional graph). See
+    external [documentation](https://pytorch.org/docs/stable/generated/torch.slice_scatter.html).
+    """
+
+    name = "aten.slice_scatter"
+    input = operand_def(TensorType)
+    src = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    start = prop_def(IntegerAttr)
+    end = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def bounds(self) -> tuple[int, int, int, int]:
+        """(dim, start, end, step) normalised and clamped for `self`."""
+        d, start, end, step, _ = slice_params(
+            shape_of(self.input),
+            integer(self.dim),
+            integer(self.start),
+            integer(self.end),
+            integer(self.step, 1),
+        )
+        return d, start, end, step
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x = shape_of(self.input)
+        d, start, end, step = self.bounds()
+        window = (*x[:d], (end - start + step - 1) // step, *x[d + 1 :])
+        if shape_of(self.src) != window:
+            raise self.fail(
+                f"src of shape {list(shape_of(self.src))} must have the slice's shape "
+                f"{list(window)}"
+            )
+        return [x]
+
+
+@irdl_op_definition
+class SelectScatterOp(ScatterOp):
+    """`self` with `self[..., index, ...]` on `dim` replaced by `src` (converted
+    to `self`'s dtype), which has `self`'s shape without `dim`; a negative
+    `index` counts from the end.
+
+    From `select_scatter.default` (`x[:, 3] = v` in a functional graph). See
+    external [documentation](https://pytorch.org/docs/stable/generated/torch.select_scatter.html).
+    """
+
+    name = "aten.select_scatter"
+    input = operand_def(TensorType)
+    src = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    index = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x = shape_of(self.input)
+        if not x:
+            raise self.fail("cannot select from a 0-d tensor")
+        d = norm_dim(integer(self.dim), len(x))
+        index = integer(self.index)
+        if not -x[d] <= index < x[d]:
+            raise self.fail(f"index {index} is out of range for dim {d} of size {x[d]}")
+        window = (*x[:d], *x[d + 1 :])
+        if shape_of(self.src) != window:
+            raise self.fail(
+                f"src of shape {list(shape_of(self.src))} must have the selected shape "
+                f"{list(window)}"
+            )
+        return [x]
 
 
 # ----- joining and splitting ---------------------------------------------------
@@ -738,6 +1005,7 @@ OPS: list[type] = [
     TransposeOp,
     ExpandOp,
     RepeatOp,
+    RepeatInterleaveOp,
     FlipOp,
     RollOp,
     SliceOp,
@@ -745,6 +1013,10 @@ OPS: list[type] = [
     IndexOp,
     IndexSelectOp,
     GatherOp,
+    IndexPutOp,
+    IndexCopyOp,
+    SliceScatterOp,
+    SelectScatterOp,
     CatOp,
     StackOp,
     SplitOp,

@@ -12,17 +12,20 @@ from typing import Any
 
 from torch.fx import Node
 from xdsl.dialects.builtin import (
+    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.aten import shape as sh
-from qopt.dialects.aten.base import norm_dim
-from qopt.dialects.tensors import shape_of
+from qopt.dialects.aten.base import broadcast_shapes, norm_dim
+from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import is_bool, is_float
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer, node_location
@@ -52,6 +55,14 @@ def _dim(imp: Importer, dim: Any, rank: int) -> int:
         return norm_dim(int(dim), rank)
     except Exception as e:  # VerifyException from norm_dim
         raise imp.error(str(e)) from None
+
+
+def _insert(imp: Importer, node: Node, op: Operation) -> SSAValue:
+    """Insert an intermediate op of a converter that emits several, at the node's line."""
+    if (loc := node_location(node)) is not None:
+        op.location = loc
+    imp.builder.insert(op)
+    return op.results[0]
 
 
 def _unary(
@@ -157,6 +168,34 @@ def convert_repeat(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
     return _unary(imp, sh.RepeatOp, args["self"], {"repeats": _array(args["repeats"])})
 
 
+@CONVERTERS("aten.repeat_interleave.self_int")
+def convert_repeat_interleave(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`repeat_interleave(x, repeats: int, dim=None, output_size=None)`; a tensor of
+    repeats (`.self_Tensor`) has data-dependent shapes and is not imported."""
+    repeats, dim, output_size = args["repeats"], args.get("dim"), args.get("output_size")
+    if isinstance(repeats, Node) or isinstance(dim, Node):
+        raise imp.error("repeat_interleave needs constant repeats and dim")
+    repeats = int(repeats)
+    if repeats < 0:
+        raise imp.error(f"repeat_interleave repeats must be non-negative, got {repeats}")
+    shape = shape_of(imp.value(args["self"]))
+    props: dict[str, Attribute] = {"repeats": _int(repeats)}
+    if dim is None:
+        size = numel(shape) * repeats
+    else:
+        if not shape:
+            raise imp.error("repeat_interleave of a 0-d tensor takes no dim")
+        d = _dim(imp, dim, len(shape))
+        props["dim"] = _int(d)
+        size = shape[d] * repeats
+    if isinstance(output_size, int) and output_size != size:
+        raise imp.error(
+            f"repeat_interleave output_size {output_size} disagrees with the {size} entries "
+            f"{repeats} repeats give"
+        )
+    return _unary(imp, sh.RepeatInterleaveOp, args["self"], props)
+
+
 @CONVERTERS("aten.flip.default")
 def convert_flip(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     rank = len(shape_of(imp.value(args["self"])))
@@ -175,10 +214,16 @@ def convert_roll(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 # ----- slicing and indexing ----------------------------------------------------
 
 
-def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> Operation:
+def _slice_props(
+    imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any
+) -> dict[str, Attribute]:
+    """`dim`, `start`, `end`, `step` of a slice of `x`, normalised and clamped as torch
+    does (`aten.slice`, `aten.slice_scatter`)."""
     shape = shape_of(imp.value(x))
     if not shape:
         raise imp.error("cannot slice a 0-d tensor")
+    if any(isinstance(v, Node) for v in (dim, start, end, step)):
+        raise imp.error("slice bounds must be constants (qopt compiles static shapes)")
     d = _dim(imp, dim, len(shape))
     step = 1 if step is None else int(step)
     if step <= 0:
@@ -186,8 +231,11 @@ def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> 
     start = 0 if start is None else int(start)
     end = sh.INT64_MAX if end is None else int(end)
     start, end, _ = sh.slice_bounds(start, end, step, shape[d])
-    props = {"dim": _int(d), "start": _int(start), "end": _int(end), "step": _int(step)}
-    return _unary(imp, sh.SliceOp, x, props)
+    return {"dim": _int(d), "start": _int(start), "end": _int(end), "step": _int(step)}
+
+
+def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> Operation:
+    return _unary(imp, sh.SliceOp, x, _slice_props(imp, x, dim, start, end, step))
 
 
 @CONVERTERS("aten.slice.Tensor")
@@ -279,6 +327,168 @@ def convert_gather(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
         result_types=[imp.result_type()],
         properties={"dim": _int(d)},
     )
+
+
+# ----- functional updates (scatters) -------------------------------------------
+
+
+@CONVERTERS("aten.index_put.default")
+def convert_index_put(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`index_put(self, indices, values, accumulate)`: the `None`s of `indices` are
+    dims taken whole; the others become operands, their dims `indexed_dims`. A
+    single boolean mask becomes `aten.where` (see `_index_put_mask`)."""
+    x = imp.value(args["self"])
+    values = imp.value(args["values"])
+    accumulate = bool(args.get("accumulate"))
+    entries = list(args["indices"] or [])
+    rank = len(shape_of(x))
+    if len(entries) > rank:
+        raise imp.error(f"index_put has {len(entries)} indices for a rank-{rank} tensor")
+    present = [(d, imp.value(index)) for d, index in enumerate(entries) if index is not None]
+    if not present:
+        raise imp.error("index_put needs at least one index tensor")
+    if elem_of(values) != elem_of(x):
+        raise imp.error(
+            f"index_put values ({values.type}) must have the dtype of self ({x.type}), "
+            "as torch requires"
+        )
+    masks = [d for d, index in present if is_bool(elem_of(index))]
+    if masks and len(present) == 1:
+        return _index_put_mask(imp, node, x, masks[0], present[0][1], values, accumulate)
+    if masks:
+        raise imp.error(
+            "index_put with a boolean mask next to other index tensors is not supported "
+            "(its shape depends on the mask's data): index with integer tensors instead"
+        )
+    for d, index in present:
+        if elem_of(index) not in (i64, i32):
+            raise imp.error(
+                f"index tensor for dim {d} has type {index.type}: index_put takes int64 or "
+                "int32 indices, or one boolean mask"
+            )
+    props: dict[str, Attribute] = {"indexed_dims": _array([d for d, _ in present])}
+    if accumulate:
+        props["accumulate"] = BoolAttr.from_bool(True)
+    return sh.IndexPutOp.create(
+        operands=[x, *(index for _, index in present), values],
+        result_types=[imp.result_type()],
+        properties=props,
+    )
+
+
+def _index_put_mask(
+    imp: Importer,
+    node: Node,
+    x: SSAValue,
+    first: int,
+    mask: SSAValue,
+    values: SSAValue,
+    accumulate: bool,
+) -> Operation:
+    """`x[..., mask, ...] = values` (`+=` with `accumulate`) with one boolean `mask`
+    covering dims `first ..` of `x`: `where(mask, values, x)` (`where(mask, x +
+    values, x)`), the mask and the values viewed with size-1 dims to broadcast over
+    `x`. The values must be the same for every masked entry (a scalar, or one value
+    per dim outside the mask): one value per masked entry depends on the mask's data."""
+    shape = shape_of(x)
+    m = shape_of(mask)
+    after = len(shape) - first - len(m)
+    if after < 0 or shape[first : first + len(m)] != m:
+        raise imp.error(
+            f"the boolean mask of shape {list(m)} does not match dims {first}.. of the "
+            f"self of shape {list(shape)}"
+        )
+    v = shape_of(values)
+    target_rank = first + 1 + after
+    padded = (1,) * (target_rank - len(v)) + v
+    if len(v) > target_rank or padded[first] != 1:
+        raise imp.error(
+            f"index_put with a boolean mask and values of shape {list(v)}: values that differ "
+            "per masked entry depend on the mask's data, which qopt does not support; use "
+            "values that broadcast over the masked entries (e.g. a scalar) or torch.where"
+        )
+    spread = (*padded[:first], *(1,) * len(m), *padded[first + 1 :])
+    if broadcast_shapes(spread, shape) != shape:
+        raise imp.error(
+            f"index_put values of shape {list(v)} do not broadcast to the masked entries of "
+            f"the self of shape {list(shape)}"
+        )
+    elem = elem_of(x)
+    cond_shape = (*(1,) * first, *m, *(1,) * after)
+    cond = mask
+    if cond_shape != m:
+        cond_type = TensorType(elem_of(mask), cond_shape)
+        cond = _insert(imp, node, sh.ViewOp.create(operands=[mask], result_types=[cond_type]))
+    new = values
+    if spread != v:
+        new = _insert(
+            imp, node, sh.ViewOp.create(operands=[values], result_types=[TensorType(elem, spread)])
+        )
+    if accumulate:
+        added = ew.AddOp.create(operands=[x, new], result_types=[TensorType(elem, shape)])
+        new = _insert(imp, node, added)
+    return ew.WhereOp.create(operands=[cond, new, x], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.index_copy.default")
+def convert_index_copy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    d = _dim(imp, args["dim"], len(shape_of(x)))
+    return sh.IndexCopyOp.create(
+        operands=[x, imp.value(args["index"]), imp.value(args["source"])],
+        result_types=[imp.result_type()],
+        properties={"dim": _int(d)},
+    )
+
+
+@CONVERTERS("aten.slice_scatter.default")
+def convert_slice_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = args["self"]
+    props = _slice_props(imp, x, args["dim"], args["start"], args["end"], args["step"])
+    return sh.SliceScatterOp.create(
+        operands=[imp.value(x), imp.value(args["src"])],
+        result_types=[imp.result_type()],
+        properties=props,
+    )
+
+
+@CONVERTERS("aten.select_scatter.default")
+def convert_select_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x = imp.value(args["self"])
+    shape = shape_of(x)
+    if not shape:
+        raise imp.error("cannot select from a 0-d tensor")
+    d = _dim(imp, args["dim"], len(shape))
+    if isinstance(args["index"], Node):
+        raise imp.error("select_scatter needs a constant index")
+    index = int(args["index"])
+    if not -shape[d] <= index < shape[d]:
+        raise imp.error(
+            f"select_scatter index {index} is out of range for dim {d} of size {shape[d]}"
+        )
+    return sh.SelectScatterOp.create(
+        operands=[x, imp.value(args["src"])],
+        result_types=[imp.result_type()],
+        properties={"dim": _int(d), "index": _int(index % shape[d])},
+    )
+
+
+@CONVERTERS("aten.copy.default")
+def convert_copy(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
+    """Functional `copy(self, src)`: `src` broadcast to `self`'s shape in `self`'s
+    dtype (`self` supplies only the type). Functionalized slice assignments
+    (`x[:, 3:5] = v`) give `slice` -> `copy` -> `slice_scatter`."""
+    type = imp.value(args["self"]).type
+    assert isinstance(type, TensorType)
+    value = imp.operand(args["src"], imp.value(args["self"]))
+    source = value.type
+    assert isinstance(source, TensorType)
+    if source.get_element_type() != type.get_element_type():
+        cast = TensorType(type.get_element_type(), source.get_shape())
+        value = _insert(imp, node, ew.CastOp.create(operands=[value], result_types=[cast]))
+    if tuple(source.get_shape()) != tuple(type.get_shape()):
+        value = _insert(imp, node, sh.ExpandOp.create(operands=[value], result_types=[type]))
+    return value
 
 
 # ----- joining and splitting ---------------------------------------------------

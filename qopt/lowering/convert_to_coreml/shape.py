@@ -1,6 +1,9 @@
 """convert-to-coreml rules for the aten shape family (qopt/dialects/aten/shape.py):
-reshapes, transposes, slices, selects, gathers, concatenation, expand, split and
-advanced indexing."""
+reshapes, transposes, slices, selects, gathers, concatenation, expand, split,
+advanced indexing, repeat_interleave (reshape + tile + reshape) and the
+compile-time windows of slice_scatter (step 1) / select_scatter (concat). index_put
+and index_copy (KV-cache writes at run-time positions) have no rule yet: the pass
+names them as unsupported."""
 
 from __future__ import annotations
 
@@ -244,3 +247,115 @@ def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
         coreml.GatherOp, [x, indices], TensorType(work, result_shape), axis=int_attr(0)
     )
     return [lw.as_elem(value, elem)]
+
+
+@RULES(shape.RepeatInterleaveOp)
+def _repeat_interleave(lw: Lowering, op: shape.RepeatInterleaveOp) -> Sequence[SSAValue]:
+    """`repeat_interleave(x, r, dim)`: `reshape` x `[*pre, n, *post]` to `[P, n, 1, Q]`,
+    `tile` the size-1 dim `r` times, `reshape` to the result (the flattened input,
+    `[numel, 1]` tiled, without `dim`); like `_repeat_heads` in layers.py. MIL tile
+    takes fp16, fp32, int32 and bool: other types go through int32 (iOS17+ casts)."""
+    x = op.input
+    dims = shape_of(x)
+    repeats = op.repeats.value.data
+    out = mil_tensor(op.result.type)
+    result_shape = tuple(out.get_shape())
+    if 0 in result_shape:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: repeat_interleave to the empty shape "
+            f"{list(result_shape)} is not supported (Core ML tensors are not empty)"
+        )
+    if op.dim is None:
+        pre, n, post = 1, math.prod(dims), 1
+    else:
+        axis = op.dim.value.data % len(dims)
+        pre, n, post = math.prod(dims[:axis]), dims[axis], math.prod(dims[axis + 1 :])
+    elem = out.get_element_type()
+    if repeats == 1:
+        if shape_of(x) == result_shape:
+            return [x]
+        return [lw.build(coreml.ReshapeOp, [x], out, shape=ints(result_shape))]
+    work = elem if coreml.mil_dtype_name(elem) in ("fp16", "fp32", "int32", "bool") else i32
+    x = lw.as_elem(x, work)
+    split = (pre, n, 1, post)
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(work, split), shape=ints(split))
+    tiled = (pre, n, repeats, post)
+    x = lw.build(coreml.TileOp, [x], TensorType(work, tiled), reps=ints((1, 1, repeats, 1)))
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(work, result_shape), shape=ints(result_shape))
+    return [lw.as_elem(x, elem)]
+
+
+def _scatter_window(
+    lw: Lowering,
+    op: shape.SliceScatterOp | shape.SelectScatterOp,
+    axis: int,
+    start: int,
+    end: int,
+    window: SSAValue,
+) -> SSAValue:
+    """`x` with `x[.., start:end, ..]` on `axis` replaced by `window` (of that slice's
+    shape, in x's type): a `concat` of the part of x before, the window and the part
+    after (the parts that are not empty)."""
+    x = op.input
+    dims = shape_of(x)
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    parts: list[SSAValue] = []
+    for lo, hi in ((0, start), (None, None), (end, dims[axis])):
+        if lo is None or hi is None:
+            parts.append(window)
+            continue
+        if hi <= lo:
+            continue
+        begin, stop = [0] * len(dims), list(dims)
+        begin[axis], stop[axis] = lo, hi
+        piece = (*dims[:axis], hi - lo, *dims[axis + 1 :])
+        parts.append(
+            lw.build(
+                coreml.SliceByIndexOp,
+                [x],
+                TensorType(elem, piece),
+                begin=ints(begin),
+                end=ints(stop),
+                stride=ints([1] * len(dims)),
+            )
+        )
+    if len(parts) == 1:
+        return parts[0]
+    concat = coreml.ConcatOp.build(
+        operands=[parts],
+        properties={"axis": int_attr(axis), "interleave": bool_attr(False)},
+        result_types=[out],
+    )
+    return lw.emit(concat)
+
+
+@RULES(shape.SliceScatterOp)
+def _slice_scatter(lw: Lowering, op: shape.SliceScatterOp) -> Sequence[SSAValue]:
+    """`slice_scatter` with step 1 (`x[:, :, a:b] = v`): the untouched parts of x and
+    `src` (cast to x's type, as torch copies it) joined by `concat`. A step above 1
+    has no lowering yet (an error, never a wrong answer)."""
+    axis, start, end, step = op.bounds()
+    if start == end:
+        return [op.input]
+    if step != 1:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: slice_scatter with step {step} is not "
+            "supported on CoreML yet (only step 1)"
+        )
+    src = lw.as_elem(op.src, mil_tensor(op.result.type).get_element_type())
+    return [_scatter_window(lw, op, axis, start, end, src)]
+
+
+@RULES(shape.SelectScatterOp)
+def _select_scatter(lw: Lowering, op: shape.SelectScatterOp) -> Sequence[SSAValue]:
+    """`select_scatter` (`x[:, :, i] = v`): `src`, cast to x's type and given back the
+    selected dim (size 1, by `reshape`), between the untouched parts of x (`concat`)."""
+    dims = shape_of(op.input)
+    axis = op.dim.value.data % len(dims)
+    index = op.index.value.data % dims[axis]
+    elem = mil_tensor(op.result.type).get_element_type()
+    src = lw.as_elem(op.src, elem)
+    piece = (*dims[:axis], 1, *dims[axis + 1 :])
+    src = lw.build(coreml.ReshapeOp, [src], TensorType(elem, piece), shape=ints(piece))
+    return [_scatter_window(lw, op, axis, index, index + 1, src)]

@@ -1,10 +1,12 @@
 """convert-to-vkc rules of views, layout changes and gathers.
 
 Views that keep the row-major order become `vkc.view` (no copy); every other
-layout change (permute, transpose, slice, select, split, expand, repeat, cat,
-stack, pad, pixel_shuffle) is a `copy_strided` dispatch; data movements with
-compile-time offsets (index, index_select with constant indices, flip, roll) and
-embeddings are `gather_rows` dispatches.
+layout change (permute, transpose, slice, select, split, expand, repeat,
+repeat_interleave, cat, stack, pad, pixel_shuffle) is a `copy_strided` dispatch;
+slice_scatter and select_scatter are two (self, then src into the window); data
+movements with compile-time offsets (index, index_select with constant indices,
+flip, roll) and embeddings are `gather_rows` dispatches. index_put and index_copy
+have no rule yet (no scatter kernel): convert-to-vkc names them as unsupported.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from qopt.dialects.aten import elementwise as el
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
-from qopt.dialects.tensors import numel, shape_of
+from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
     Buf,
@@ -29,6 +31,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     copy_strided,
     row_major,
     same_dtype,
+    unary,
     unsupported,
 )
 
@@ -251,6 +254,79 @@ def lower_repeat(lw: Lowering, op: sh.RepeatOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
     out = copy_strided(lw, x, view_dims, view_strides)
     return [lw.view(out, shape_of(op.result))]
+
+
+@RULES(sh.RepeatInterleaveOp)
+def lower_repeat_interleave(lw: Lowering, op: sh.RepeatInterleaveOp) -> Sequence[Buf]:
+    """Each element `r` times in place along dim: the row-major copy of the view
+    [P, n, r, Q] of x `[*pre, n, *post]` with stride 0 on r (the flattened x, [n, r],
+    without dim), viewed as the result."""
+    dims = shape_of(op.input)
+    r = integer(op.repeats)
+    if op.dim is None:
+        pre, n, post = 1, numel(dims), 1
+    else:
+        d = norm_dim(integer(op.dim), len(dims))
+        pre, n, post = numel(dims[:d]), dims[d], numel(dims[d + 1 :])
+    if numel(shape_of(op.result)) == 0:
+        raise unsupported(op, "repeat_interleave with an empty result", "repeat at least once")
+    x = lw.buffer(op.input)
+    out = copy_strided(lw, x, (pre, n, r, post), (n * post, post, 0, 1))
+    return [lw.view(out, shape_of(op.result))]
+
+
+def _converted_source(lw: Lowering, op: sh.SliceScatterOp | sh.SelectScatterOp) -> Buf:
+    """`src` in the buffer type of the result (torch copies it into self's dtype), as
+    `aten.to` lowers: booleans by `!= 0`, floats to integers by truncation."""
+    src = lw.buffer(op.src)
+    result_dtype = dtype_of(op.result)
+    if dtype_of(op.src) == result_dtype:
+        return src
+    if result_dtype == np.bool_:
+        return unary(lw, src, "to_bool", out_dtype="i32")
+    want = abi_dtype(op.result)
+    if want == "i32" and result_dtype.itemsize < 4:
+        raise unsupported(
+            op, f"converting src to {result_dtype} is not supported on Vulkan", "keep i32"
+        )
+    return same_dtype(lw, src, want)
+
+
+def _scatter_window(
+    lw: Lowering,
+    op: sh.SliceScatterOp | sh.SelectScatterOp,
+    window_strides: Sequence[int],
+    offset: int,
+) -> Buf:
+    """A copy of self with `src` written over the window of self at `offset` with
+    `window_strides` (one stride per dim of src): two strided copies."""
+    dims = shape_of(op.input)
+    src_dims = shape_of(op.src) or (1,)
+    out = copy_strided(lw, lw.buffer(op.input), dims, row_major(dims))
+    src = _converted_source(lw, op)
+    copy_strided(lw, src, src_dims, row_major(src_dims), 0, out, window_strides, offset)
+    return out
+
+
+@RULES(sh.SliceScatterOp)
+def lower_slice_scatter(lw: Lowering, op: sh.SliceScatterOp) -> Sequence[Buf]:
+    d, start, end, step = op.bounds()
+    if start == end:
+        return [lw.buffer(op.input)]
+    strides = list(row_major(shape_of(op.input)))
+    offset = start * strides[d]
+    strides[d] *= step
+    return [_scatter_window(lw, op, strides, offset)]
+
+
+@RULES(sh.SelectScatterOp)
+def lower_select_scatter(lw: Lowering, op: sh.SelectScatterOp) -> Sequence[Buf]:
+    dims = shape_of(op.input)
+    d = norm_dim(integer(op.dim), len(dims))
+    strides = list(row_major(dims))
+    offset = (integer(op.index) % dims[d]) * strides[d]
+    del strides[d]
+    return [_scatter_window(lw, op, strides or [1], offset)]
 
 
 @RULES(layers.PixelShuffleOp)

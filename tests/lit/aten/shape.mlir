@@ -10,6 +10,8 @@
 // CHECK-NEXT:    %{{.*}} = aten.transpose %{{.*}} {dim0 = 0 : i64, dim1 = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
 // CHECK-NEXT:    %{{.*}} = aten.expand %{{.*}} : (tensor<1x3x1xf32>) -> tensor<5x2x3x4xf32>
 // CHECK-NEXT:    %{{.*}} = aten.repeat %{{.*}} {repeats = array<i64: 2, 2, 1, 3>} : (tensor<1x3x1xf32>) -> tensor<2x2x3x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.repeat_interleave %{{.*}} {repeats = 2 : i64, dim = -2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.repeat_interleave %{{.*}} {repeats = 3 : i64} : (tensor<1x3x1xf32>) -> tensor<9xf32>
 // CHECK-NEXT:    %{{.*}} = aten.flip %{{.*}} {dims = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:    %{{.*}} = aten.roll %{{.*}} {shifts = array<i64: 1, -2>, dims = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 func.func @views(%x: tensor<2x3x4xf32>, %y: tensor<1x3x1xf32>) -> tensor<6x4xf32> {
@@ -20,6 +22,8 @@ func.func @views(%x: tensor<2x3x4xf32>, %y: tensor<1x3x1xf32>) -> tensor<6x4xf32
   %4 = aten.transpose %x {dim0 = 0 : i64, dim1 = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
   %5 = aten.expand %y : (tensor<1x3x1xf32>) -> tensor<5x2x3x4xf32>
   %6 = aten.repeat %y {repeats = array<i64: 2, 2, 1, 3>} : (tensor<1x3x1xf32>) -> tensor<2x2x3x3xf32>
+  %r0 = aten.repeat_interleave %x {repeats = 2 : i64, dim = -2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
+  %r1 = aten.repeat_interleave %y {repeats = 3 : i64} : (tensor<1x3x1xf32>) -> tensor<9xf32>
   %7 = aten.flip %x {dims = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   %8 = aten.roll %x {shifts = array<i64: 1, -2>, dims = array<i64: 0, 2>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   func.return %0 : tensor<6x4xf32>
@@ -40,6 +44,23 @@ func.func @indexing(%x: tensor<2x3x4xf32>, %i: tensor<2x2xi64>, %j: tensor<3xi32
   %4 = aten.index_select %x, %j {dim = 2 : i64} : (tensor<2x3x4xf32>, tensor<3xi32>) -> tensor<2x3x3xf32>
   %5 = aten.gather %x, %g {dim = 0 : i64} : (tensor<2x3x4xf32>, tensor<1x2x4xi64>) -> tensor<1x2x4xf32>
   func.return %0 : tensor<2x3x2xf32>
+}
+
+// CHECK-LABEL: func.func @scatters(
+// CHECK-NEXT:    %{{.*}} = aten.index_put %{{.*}}, %{{.*}}, %{{.*}} {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.index_put %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {indexed_dims = array<i64: 0, 3>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<3xi32>, tensor<3xi64>, tensor<f32>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.index_copy %{{.*}}, %{{.*}}, %{{.*}} {dim = -2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.slice_scatter %{{.*}}, %{{.*}} {dim = 2 : i64, start = 3 : i64, end = 4 : i64, step = 1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.slice_scatter %{{.*}}, %{{.*}} {dim = -1 : i64, start = 1 : i64, end = 9223372036854775807 : i64, step = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x8x2xi64>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.select_scatter %{{.*}}, %{{.*}} {dim = 2 : i64, index = -1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8x4xf32>
+func.func @scatters(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>, %i: tensor<3xi32>, %j: tensor<3xi64>, %v: tensor<f32>, %w: tensor<1x2x8x2xi64>, %s: tensor<1x2x4xf32>) -> tensor<1x2x8x4xf32> {
+  %0 = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %1 = aten.index_put %cache, %i, %j, %v {indexed_dims = array<i64: 0, 3>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<3xi32>, tensor<3xi64>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %2 = aten.index_copy %cache, %pos, %k {dim = -2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %3 = aten.slice_scatter %cache, %k {dim = 2 : i64, start = 3 : i64, end = 4 : i64, step = 1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %4 = aten.slice_scatter %cache, %w {dim = -1 : i64, start = 1 : i64, end = 9223372036854775807 : i64, step = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x8x2xi64>) -> tensor<1x2x8x4xf32>
+  %5 = aten.select_scatter %cache, %s {dim = 2 : i64, index = -1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8x4xf32>
+  func.return %0 : tensor<1x2x8x4xf32>
 }
 
 // CHECK-LABEL: func.func @joins(

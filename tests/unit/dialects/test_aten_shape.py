@@ -293,6 +293,69 @@ BAD = {
         "%0 = aten.gather %x, %i {dim = 0 : i64} : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<5xi64>",
         "index rank 1 must equal input rank 3",
     ),
+    "repeat_interleave_negative": (
+        "%0 = aten.repeat_interleave %x {repeats = -1 : i64, dim = 0 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "repeats must be non-negative",
+    ),
+    "repeat_interleave_shape": (
+        "%0 = aten.repeat_interleave %x {repeats = 2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x6x4xf32>",
+        r"operands imply \[48\]",
+    ),
+    "index_put_values_shape": (
+        "%0 = aten.index_put %x, %i, %x {indexed_dims = array<i64: 1>}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        r"values of shape \[2, 3, 4\] do not broadcast to the indexing result shape \[2, 5, 4\]",
+    ),
+    "index_put_values_dtype": (
+        "%0 = aten.index_put %x, %i, %i {indexed_dims = array<i64: 1>}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<5xi64>) -> tensor<2x3x4xf32>",
+        "must have the element type of self",
+    ),
+    "index_put_float_index": (
+        "%0 = aten.index_put %x, %x, %x {indexed_dims = array<i64: 0>}"
+        " : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "must be an int64 or int32 tensor",
+    ),
+    "index_put_dims": (
+        "%0 = aten.index_put %x, %i, %i, %x {indexed_dims = array<i64: 2, 1>}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<5xi64>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "must be increasing dims",
+    ),
+    "index_put_result": (
+        "%0 = aten.index_put %x, %i, %x {indexed_dims = array<i64: 0>}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<2x3x4xf32>) -> tensor<2x3x4xf16>",
+        "must equal the type of self",
+    ),
+    "index_copy_index_dtype": (
+        "%0 = aten.index_copy %x, %x, %x {dim = 0 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "index must be an int64 tensor",
+    ),
+    "index_copy_count": (
+        "%0 = aten.index_copy %x, %i, %x {dim = 0 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "source has 2 entries along dim 0, but 5 indices",
+    ),
+    "index_copy_slice_shape": (
+        "%0 = aten.index_copy %x, %i, %x {dim = 1 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<5xi64>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "source has 3 entries along dim 1, but 5 indices",
+    ),
+    "slice_scatter_src_shape": (
+        "%0 = aten.slice_scatter %x, %x {dim = 1 : i64, start = 0 : i64, end = 2 : i64, step = 1 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        r"must have the slice's shape \[2, 2, 4\]",
+    ),
+    "select_scatter_index": (
+        "%0 = aten.select_scatter %x, %x {dim = 1 : i64, index = 3 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        "index 3 is out of range",
+    ),
+    "select_scatter_src_shape": (
+        "%0 = aten.select_scatter %x, %x {dim = 1 : i64, index = -3 : i64}"
+        " : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>",
+        r"must have the selected shape \[2, 4\]",
+    ),
     "cat": (
         "%0 = aten.cat %x, %x {dim = 0 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>",
         r"operands imply \[4, 3, 4\]",

@@ -264,6 +264,49 @@ CASES: list[Case] = [
         high=4,
     ),
     case(
+        "repeat_interleave",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x4x3x4xf32>",
+        "%r = aten.repeat_interleave %x {repeats = 2 : i64, dim = -3 : i64} : (tensor<1x2x3x4xf32>) -> tensor<1x4x3x4xf32>\n%r",
+    ),
+    case(
+        "repeat_interleave_flattened_int",
+        "%x: tensor<2x3xi64>",
+        "tensor<18xi64>",
+        "%r = aten.repeat_interleave %x {repeats = 3 : i64} : (tensor<2x3xi64>) -> tensor<18xi64>\n%r",
+    ),
+    case(
+        "repeat_interleave_int8_iOS17",
+        "%x: tensor<2x3xi8>",
+        "tensor<2x6xi8>",
+        "%r = aten.repeat_interleave %x {repeats = 2 : i64, dim = 1 : i64} : (tensor<2x3xi8>) -> tensor<2x6xi8>\n%r",
+        target="iOS17",
+    ),
+    case(
+        "slice_scatter",
+        "%x: tensor<1x2x8x4xf32>, %k: tensor<1x2x2x4xf32>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.slice_scatter %x, %k {dim = 2 : i64, start = 3 : i64, end = 5 : i64, step = 1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+    ),
+    case(
+        "slice_scatter_at_the_end_cast",
+        "%x: tensor<3x5xf32>, %k: tensor<3x2xi64>",
+        "tensor<3x5xf32>",
+        "%r = aten.slice_scatter %x, %k {dim = -1 : i64, start = 3 : i64, end = 9223372036854775807 : i64, step = 1 : i64} : (tensor<3x5xf32>, tensor<3x2xi64>) -> tensor<3x5xf32>\n%r",
+    ),
+    case(
+        "select_scatter",
+        "%x: tensor<1x2x8x4xf32>, %k: tensor<1x2x4xf32>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.select_scatter %x, %k {dim = 2 : i64, index = -1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+    ),
+    case(
+        "select_scatter_first_1d",
+        "%x: tensor<3xi32>, %k: tensor<i32>",
+        "tensor<3xi32>",
+        "%r = aten.select_scatter %x, %k {dim = 0 : i64, index = 0 : i64} : (tensor<3xi32>, tensor<i32>) -> tensor<3xi32>\n%r",
+    ),
+    case(
         "embedding",
         "%t: tensor<5x4xf32>, %ids: tensor<1x3xi64>",
         "tensor<1x3x4xf32>",
@@ -835,3 +878,37 @@ def test_cases_are_distinct() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     assert all(isinstance(parse_module(c.body).body.block.first_op, FuncOp) for c in CASES)
+
+
+# ----- ops (and forms) without a CoreML lowering ---------------------------------------
+
+
+KV_UPDATES = {
+    "index_put": "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+    "index_copy": "%r = aten.index_copy %cache, %pos, %k {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+}
+
+
+@pytest.mark.parametrize("name", list(KV_UPDATES))
+def test_kv_cache_update_at_runtime_positions_is_unsupported(name: str) -> None:
+    """A KV-cache write at run-time positions has no CoreML lowering yet: a QoptError
+    naming the op, never a wrong answer."""
+    body = f"""func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {{
+  {KV_UPDATES[name]}
+  func.return %r : tensor<1x2x8x4xf32>
+}}"""
+    module = parse_module(body)
+    module.verify()
+    with pytest.raises(qopt.QoptError, match=rf"no CoreML lowering for 'aten.{name}'"):
+        ConvertToCoremlPass().apply(make_context(), module)
+
+
+def test_slice_scatter_with_a_step_is_unsupported() -> None:
+    body = """func.func @forward(%x: tensor<3x5xf32>, %k: tensor<3x2xf32>) -> tensor<3x5xf32> {
+  %r = aten.slice_scatter %x, %k {dim = 1 : i64, start = 1 : i64, end = 5 : i64, step = 2 : i64} : (tensor<3x5xf32>, tensor<3x2xf32>) -> tensor<3x5xf32>
+  func.return %r : tensor<3x5xf32>
+}"""
+    with pytest.raises(
+        qopt.QoptError, match="slice_scatter with step 2 is not supported on CoreML"
+    ):
+        ConvertToCoremlPass().apply(make_context(), parse_module(body))

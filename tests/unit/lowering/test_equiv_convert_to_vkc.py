@@ -205,6 +205,42 @@ CASES: list[Case] = [
         "%r = aten.repeat %x {repeats = array<i64: 2, 1, 3>} : (tensor<1x3x2xf32>) -> tensor<2x3x6xf32>\n%r",
     ),
     one(
+        "repeat_interleave",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x4x3x4xf32>",
+        "%r = aten.repeat_interleave %x {repeats = 2 : i64, dim = -3 : i64} : (tensor<1x2x3x4xf32>) -> tensor<1x4x3x4xf32>\n%r",
+    ),
+    one(
+        "repeat_interleave_flattened_int",
+        "%x: tensor<2x3xi32>",
+        "tensor<18xi32>",
+        "%r = aten.repeat_interleave %x {repeats = 3 : i64} : (tensor<2x3xi32>) -> tensor<18xi32>\n%r",
+    ),
+    one(
+        "slice_scatter",
+        "%x: tensor<1x2x8x4xf32>, %k: tensor<1x2x2x4xf32>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.slice_scatter %x, %k {dim = 2 : i64, start = 3 : i64, end = 5 : i64, step = 1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+    ),
+    one(
+        "slice_scatter_step_cast",
+        "%x: tensor<3x5xf32>, %k: tensor<3x2xi64>",
+        "tensor<3x5xf32>",
+        "%r = aten.slice_scatter %x, %k {dim = -1 : i64, start = 1 : i64, end = 9223372036854775807 : i64, step = 2 : i64} : (tensor<3x5xf32>, tensor<3x2xi64>) -> tensor<3x5xf32>\n%r",
+    ),
+    one(
+        "select_scatter",
+        "%x: tensor<1x2x8x4xf32>, %k: tensor<1x2x4xf32>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.select_scatter %x, %k {dim = 2 : i64, index = -1 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+    ),
+    one(
+        "select_scatter_to_bool",
+        "%x: tensor<3xi1>, %k: tensor<f32>",
+        "tensor<3xi1>",
+        "%r = aten.select_scatter %x, %k {dim = 0 : i64, index = 1 : i64} : (tensor<3xi1>, tensor<f32>) -> tensor<3xi1>\n%r",
+    ),
+    one(
         "pixel_shuffle",
         "%x: tensor<1x8x1x2xf32>",
         "tensor<1x2x2x4xf32>",
@@ -707,3 +743,28 @@ def test_rule_tables_are_merged_explicitly() -> None:
     for family in FAMILIES:
         for op_type, fn in family.RULES.items():
             assert rules[op_type] is fn
+
+
+# ----- ops without a Vulkan lowering --------------------------------------------------
+
+
+KV_UPDATES = {
+    "index_put": "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+    "index_copy": "%r = aten.index_copy %cache, %pos, %k {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+}
+
+
+@pytest.mark.parametrize("name", list(KV_UPDATES))
+def test_kv_cache_update_at_runtime_positions_is_unsupported(name: str) -> None:
+    """A KV-cache write at run-time positions has no Vulkan lowering yet (no scatter
+    kernel): a QoptError naming the op, never a wrong answer."""
+    body = f"""func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {{
+  {KV_UPDATES[name]}
+  func.return %r : tensor<1x2x8x4xf32>
+}}"""
+    module = parse(body)
+    module.verify()
+    with pytest.raises(
+        qopt.QoptError, match=rf"convert-to-vkc: 'aten.{name}': has no Vulkan lowering"
+    ):
+        ConvertToVkcPass().apply(make_context(), module)

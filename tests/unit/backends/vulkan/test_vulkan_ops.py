@@ -170,3 +170,31 @@ def test_flip_roll_any_all_on_vulkan() -> None:
         got = artifact(x)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w.numpy())
+
+
+class CacheWindows(torch.nn.Module):
+    """Writes into a cache at compile-time positions (slice_scatter, select_scatter,
+    an integer source converted to float) and grouped-query head repetition
+    (repeat_interleave)."""
+
+    def forward(self, cache: torch.Tensor, k: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        cache = torch.slice_scatter(cache, k, 2, 3, 5)
+        cache = torch.select_scatter(cache, k[:, :, 0] * 2, -2, -1)
+        cache = torch.slice_scatter(cache, n, 3, 1, None, 2)
+        return cache.repeat_interleave(2, dim=1) + 1
+
+
+def test_cache_windows_on_vulkan() -> None:
+    gen = _gen()
+    inputs = (
+        torch.randn(1, 2, 8, 4, generator=gen),
+        torch.randn(1, 2, 2, 4, generator=gen),
+        torch.randint(-5, 5, (1, 2, 8, 2), generator=gen),
+    )
+    ep = torch.export.export(CacheWindows(), inputs)
+    want = ep.module()(*inputs).numpy()
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(*inputs)
+        (interpreted,) = qopt.interpret(artifact.module, *inputs)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(interpreted, want)
