@@ -23,6 +23,7 @@ __all__ = [
     "import_program",
     "interpret",
     "read_mlpackage",
+    "session",
 ]
 
 
@@ -60,6 +61,16 @@ def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tupl
     from qopt.interpreters import interpret as _interpret
 
     return _interpret(_module_argument(module, "interpret"), *inputs, function=function)
+
+
+def session(module: ModuleOp) -> Any:
+    """A `Session` of `module` in the reference interpreter: `run(*inputs, method=)`
+    keeps the program's state (its `ml_program` globals: mutated buffers such as a
+    KV cache) between calls; `reset()`, `read_state(name)`, `state_names`,
+    `methods`. Two sessions never share state."""
+    from qopt.interpreters.session import Session
+
+    return Session(_module_argument(module, "session"))
 
 
 def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:

@@ -217,6 +217,112 @@ class TinyLlama(nn.Module):
         return self.output(self.norm(h))
 
 
+class KVCacheAttention(nn.Module):
+    """ExecuTorch-style attention over a KV cache kept in registered buffers
+    (examples/models/llama/attention.py): the S new keys and values are written at
+    `input_pos` in place (`update="index_put"`: `cache[:, :, input_pos] = k`, the
+    static-shape export; `"index_copy"`: `cache.index_copy_(2, input_pos, k)`), then
+    attention reads the whole cache under the mask rows of `input_pos`; grouped-query
+    attention repeats each key/value head with `repeat_interleave`."""
+
+    def __init__(self, cfg: LlamaConfig, n_kv_heads: int, update: str):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, n_kv_heads, cfg.head_dim
+        self.update = update
+        d = cfg.dim
+        self.wq = nn.Linear(d, cfg.n_heads * cfg.head_dim, bias=False)
+        self.wk = nn.Linear(d, n_kv_heads * cfg.head_dim, bias=False)
+        self.wv = nn.Linear(d, n_kv_heads * cfg.head_dim, bias=False)
+        self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, d, bias=False)
+        cache = (1, n_kv_heads, cfg.max_seq_len, cfg.head_dim)
+        self.register_buffer("k_cache", torch.zeros(cache))
+        self.register_buffer("v_cache", torch.zeros(cache))
+
+    k_cache: torch.Tensor
+    v_cache: torch.Tensor
+
+    def forward(self, x, input_pos, mask, cos, sin):
+        bsz, seqlen, _ = x.shape
+        q = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        if self.update == "index_put":
+            self.k_cache[:, :, input_pos] = k
+            self.v_cache[:, :, input_pos] = v
+        else:
+            self.k_cache.index_copy_(2, input_pos, k)
+            self.v_cache.index_copy_(2, input_pos, v)
+        rep = self.n_heads // self.n_kv_heads
+        keys = self.k_cache.repeat_interleave(rep, dim=1)
+        values = self.v_cache.repeat_interleave(rep, dim=1)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+        out = out.transpose(1, 2).reshape(bsz, seqlen, self.n_heads * self.head_dim)
+        return self.wo(out)
+
+
+class KVCacheBlock(nn.Module):
+    def __init__(self, cfg: LlamaConfig, n_kv_heads: int, update: str):
+        super().__init__()
+        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.attention = KVCacheAttention(cfg, n_kv_heads, update)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.feed_forward = FeedForward(cfg)
+
+    def forward(self, x, input_pos, mask, cos, sin):
+        h = x + self.attention(self.attention_norm(x), input_pos, mask, cos, sin)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class KVCacheLlama(nn.Module):
+    """A Llama decoder that keeps its KV cache between calls, as ExecuTorch exports
+    LLMs: `forward(tokens [1, S] int64, input_pos [S] int64) -> logits [1, S, V]`
+    writes the S positions `input_pos` of every layer's cache (in-place buffer
+    mutation) and attends over the cache with the causal mask rows `mask[input_pos]`
+    (a registered buffer) and rotary tables `cos[input_pos]`. One call per prefill
+    or decode step; `update` picks the cache write (`KVCacheAttention`)."""
+
+    def __init__(self, cfg: LlamaConfig, n_kv_heads: int = 2, update: str = "index_put"):
+        super().__init__()
+        if update not in ("index_put", "index_copy"):
+            raise ValueError(f"update must be 'index_put' or 'index_copy', got {update!r}")
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
+        self.layers = nn.ModuleList(
+            KVCacheBlock(cfg, n_kv_heads, update) for _ in range(cfg.n_layers)
+        )
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.output = nn.Linear(cfg.dim, cfg.vocab_size, bias=False)
+        inv_freq = 1.0 / (
+            cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim)
+        )
+        freqs = torch.outer(torch.arange(cfg.max_seq_len, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("rope_cos", emb.cos())
+        self.register_buffer("rope_sin", emb.sin())
+        length = cfg.max_seq_len
+        self.register_buffer("mask", torch.full((length, length), float("-inf")).triu(1))
+
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+    mask: torch.Tensor
+
+    def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+        h = self.tok_embeddings(tokens)
+        mask = self.mask[input_pos]
+        cos, sin = self.rope_cos[input_pos], self.rope_sin[input_pos]
+        for layer in self.layers:
+            h = layer(h, input_pos, mask, cos, sin)
+        return self.output(self.norm(h))
+
+
+def build_kv_llama(seed: int = 0, update: str = "index_put", **config: int) -> KVCacheLlama:
+    """A `KVCacheLlama` with seeded random weights (a `LlamaConfig` from `config`)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return KVCacheLlama(LlamaConfig(**config), update=update).eval()
+
+
 class TinyMLP(nn.Module):
     def __init__(self):
         super().__init__()

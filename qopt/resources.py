@@ -69,6 +69,21 @@ class WeightStore:
         self._blobs[key] = np.asarray(array, order="C")
         return key
 
+    def find(self, hint: str, array: np.ndarray) -> str | None:
+        """The key of a blob stored under `hint` (or `hint_<n>`) that holds `array`
+        already (same dtype, shape and data), or None."""
+        candidates = [hint] + [f"{hint}_{n}" for n in range(self._next_suffix.get(hint, 0))]
+        for key in candidates:
+            blob = self._blobs.get(key)
+            if (
+                isinstance(blob, np.ndarray)
+                and blob.dtype == array.dtype
+                and blob.shape == array.shape
+                and (np.shares_memory(blob, array) or np.array_equal(blob, array))
+            ):
+                return key
+        return None
+
     def declare(self, key: str) -> None:
         """A parsed `dense_resource<key>`: the key names one blob of this module."""
         self._declared.add(key)

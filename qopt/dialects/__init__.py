@@ -33,7 +33,13 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Vkc
 
+    def get_ml_program() -> Dialect:
+        from qopt.dialects.ml_program import MLProgram
+
+        return MLProgram
+
     return {
+        "ml_program": get_ml_program,
         "aten": get_aten,
         "quant": get_quant,
         "qfused": get_qfused,

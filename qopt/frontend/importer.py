@@ -26,22 +26,33 @@ from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     AnyFloat,
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     FileLineColLoc,
     IntAttr,
     IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_output_names
 from qopt.dtypes import element_type
 from qopt.errors import QoptError
+from qopt.frontend.mutation import (
+    IDENTITY_VIEWS,
+    RESHAPE_VIEWS,
+    functional_target,
+    is_view,
+    mutated_argument,
+)
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Constants with at most this many elements are printed inline (`dense<...>`).
@@ -159,7 +170,14 @@ def _key(name: str) -> str:
 class Importer:
     """Walks one ExportedProgram and builds the module."""
 
-    def __init__(self, ep: ExportedProgram, converters: dict[str, Converter]):
+    def __init__(
+        self,
+        ep: ExportedProgram,
+        converters: dict[str, Converter],
+        *,
+        store: WeightStore | None = None,
+        function: str = "forward",
+    ):
         self.ep = ep
         self.converters = converters
         self.values: dict[Node, Any] = {}
@@ -167,10 +185,30 @@ class Importer:
         self.subclass_params: dict[Node, Any] = {}
         self.node: Node | None = None
         self.builder: Builder
-        self.store = WeightStore()
-        """The module's weights (attached to it when the walk ends)."""
+        self.store = store if store is not None else WeightStore()
+        """The module's weights (attached to it when the walk ends); several entry
+        points of one program share one store (`import_methods`)."""
+        self.function = function
         self.output_names: list[str] = []
         """The graph signature's user output names (recorded on the function)."""
+        # Functionalization (qopt/frontend/mutation.py).
+        self.base: dict[Node, Node] = {}
+        """A view's or in-place op's base: the tensor whose elements it aliases."""
+        self.parent: dict[Node, Node] = {}
+        """A view's source (the tensor it is a view of)."""
+        self.written: dict[Node, Node] = {}
+        """An in-place op's written argument (its result aliases it)."""
+        self.mutated: set[Node] = set()
+        """Bases some in-place op writes."""
+        self.version: dict[Node, int] = {}
+        """Writes to each mutated base so far."""
+        self.view_version: dict[Node, int] = {}
+        """The base version a view's current value was computed from."""
+        self.states: dict[Node, str] = {}
+        """Placeholders that are program state, by state name."""
+        self.globals: list[Operation] = []
+        self.mutation_outputs: dict[str | None, Node] = {}
+        """BUFFER_MUTATION outputs' buffers: their placeholders."""
 
     # ----- public helpers for converters ---------------------------------------
 
@@ -179,9 +217,16 @@ class Importer:
         return QoptError(f"{where}: {message}")
 
     def value(self, arg: Any) -> SSAValue:
-        """The SSA value of an FX node argument (tensor)."""
+        """The SSA value of an FX node argument (tensor): for an in-place op, the
+        current value of what it wrote; for a view of a base written since the view
+        was computed, the view recomputed from the base's new value."""
         if not isinstance(arg, Node):
             raise self.error(f"expected a tensor argument, got {arg!r}")
+        arg = self.resolve(arg)
+        base = self.base.get(arg)
+        if base is not None and arg in self.view_version:
+            if self.view_version[arg] != self.version.get(base, 0):
+                self._reconvert(arg)
         if arg in self.lazy_constants:
             tensor = self.lazy_constants.pop(arg)
             self.values[arg] = self.constant(to_numpy(tensor), arg.name, arg)
@@ -209,7 +254,11 @@ class Importer:
         if array.size <= INLINE_CONSTANT_LIMIT and printable_inline(array):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
         else:
-            value = make_resource(_key(name), array, type, self.store)
+            key = self.store.find(_key(name), array)  # the same weight of another method
+            if key is not None:
+                value = DenseResourceAttr.from_params(key, type)
+            else:
+                value = make_resource(_key(name), array, type, self.store)
         op = ConstantOp(value, type)
         if node is not None and (loc := node_location(node)) is not None:
             op.location = loc
@@ -271,6 +320,8 @@ class Importer:
         graph = self.ep.graph
         self._check_supported(graph.nodes)
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        self._plan_mutations(graph.nodes, specs)
+        state_nodes: list[Node] = []
 
         arg_nodes: list[Node] = []
         arg_types: list[Attribute] = []
@@ -279,7 +330,12 @@ class Importer:
                 continue
             spec = specs.get(node.name)
             kind = spec.kind if spec is not None else InputKind.USER_INPUT
-            if kind == InputKind.USER_INPUT:
+            if node in self.mutated:
+                assert spec is not None
+                assert spec.target is not None
+                self._declare_state(node, spec.target, kind)
+                state_nodes.append(node)
+            elif kind == InputKind.USER_INPUT:
                 val = node.meta.get("val")
                 if isinstance(val, torch.Tensor):
                     arg_nodes.append(node)
@@ -305,6 +361,9 @@ class Importer:
             arg.name_hint = _key(node.name)
             self.values[node] = arg
         self.builder = Builder(InsertPoint.at_end(block))
+        for node in state_nodes:
+            load = GlobalLoadOp(self.states[node], tensor_type_of(node.meta["val"]))
+            self.values[node] = self.builder.insert(load).result
 
         outputs: list[SSAValue] = []
         for node in graph.nodes:
@@ -314,15 +373,20 @@ class Importer:
             elif node.op == "output":
                 outputs = self._outputs(node)
         self.node = None
+        for node in state_nodes:  # each state's value at the end of the call
+            self.builder.insert(GlobalStoreOp(self.states[node], self.value(node)))
 
         self.builder.insert(ReturnOp(*outputs))
         func = FuncOp(
-            "forward",
+            self.function,
             (arg_types, [v.type for v in outputs]),
             Region(block),
         )
         set_output_names(func, self.output_names)
-        module = attach(ModuleOp([func]), self.store)
+        module = attach(ModuleOp([*self.globals, func]), self.store)
+        return self._verified(module)
+
+    def _verified(self, module: ModuleOp) -> ModuleOp:
         try:
             module.verify()
         except VerifyException as e:  # what the graph declares disagrees with itself
@@ -338,6 +402,10 @@ class Importer:
                 continue
             target = str(node.target)
             if target in DROPPED_TARGETS or target in self.converters:
+                continue
+            if mutated_argument(node) not in (None, "*") and (
+                target == "aten.copy_.default" or functional_target(target) in self.converters
+            ):
                 continue
             if target not in seen or len(unknown) < 50:
                 unknown.append(describe(node))
@@ -382,8 +450,18 @@ class Importer:
         if target in DROPPED_TARGETS:
             return
         args = self._normalized_args(node)
+        if node in self.written:
+            self._call_converter(node, args, Importer._convert_in_place)
+            return
+        self._call_converter(node, args, self.converters[target])
+        base = self.base.get(node)
+        if base is not None and base in self.mutated:
+            self.view_version[node] = self.version.get(base, 0)
+
+    def _call_converter(self, node: Node, args: dict[str, Any], converter: Converter) -> None:
+        target = str(node.target)
         try:
-            result = self.converters[target](self, node, args)
+            result = converter(self, node, args)
         except QoptError:
             raise
         except (
@@ -417,6 +495,233 @@ class Importer:
         else:
             self.values[node] = tuple(result)
 
+    # ----- functionalization (qopt/frontend/mutation.py) ---------------------------
+
+    def resolve(self, node: Node) -> Node:
+        """The tensor `node` stands for: an in-place op's result is what it wrote."""
+        while node in self.written:
+            node = self.written[node]
+        return node
+
+    def _plan_mutations(self, nodes: Any, specs: dict[str, Any]) -> None:
+        """Which nodes alias which bases, and which bases in-place ops write (before
+        any conversion: a mutated buffer is state from the start of the call)."""
+        for node in nodes:
+            if node.op != "call_function":
+                continue
+            written = mutated_argument(node)
+            if written == "*":
+                raise QoptError(f"{describe(node)}: writes several tensors in place")
+            if written is not None:
+                target = self._normalized_args(node).get(written)
+                if not isinstance(target, Node):
+                    raise QoptError(f"{describe(node)}: writes no tensor of the graph")
+                target = self.resolve(target)
+                self.written[node] = target
+                base = self.base.get(target, target)
+                self.base[node] = base
+                self.mutated.add(base)
+            elif is_view(node):
+                source = self.resolve(node.args[0])
+                self.parent[node] = source
+                self.base[node] = self.base.get(source, source)
+        by_target = {s.target: name for name, s in specs.items() if s.kind == InputKind.BUFFER}
+        placeholders = {n.name: n for n in nodes if n.op == "placeholder"}
+        for spec in self.ep.graph_signature.output_specs:
+            if spec.kind == OutputKind.USER_INPUT_MUTATION:
+                raise QoptError(
+                    f"the program mutates its input {spec.target} in place: no target "
+                    "can express that; return the new value as an output instead"
+                )
+            if spec.kind == OutputKind.BUFFER_MUTATION:
+                name = by_target.get(spec.target)
+                if name is None or name not in placeholders:
+                    raise QoptError(f"the program mutates {spec.target}, which is no buffer")
+                self.mutation_outputs[spec.target] = placeholders[name]
+                self.mutated.add(placeholders[name])
+        for base in self.mutated:
+            if base.op != "placeholder":
+                continue  # an intermediate tensor: written functionally, no state
+            spec = specs.get(base.name)
+            kind = spec.kind if spec is not None else InputKind.USER_INPUT
+            if kind in (InputKind.USER_INPUT, InputKind.PARAMETER):
+                what = "input" if kind == InputKind.USER_INPUT else "parameter"
+                raise QoptError(
+                    f"the program mutates its {what} {base.name} in place (node "
+                    f"{self._first_writer(base)}): no target can express that; copy it "
+                    "first, or return the new value as an output"
+                )
+
+    def _first_writer(self, base: Node) -> str:
+        for node, written in self.written.items():
+            if self.base.get(node) is base or written is base:
+                return describe(node)
+        return "a BUFFER_MUTATION output"
+
+    def _state_name(self, target: str, kind: Any) -> str:
+        """A buffer's qualified name; a lifted constant that shares its storage
+        with a buffer (transformers' static cache) is named after that buffer."""
+        if kind == InputKind.CONSTANT_TENSOR:
+            value = self.ep.constants.get(target)
+            if isinstance(value, torch.Tensor):
+                pointer = value.untyped_storage().data_ptr()
+                buffers = dict(self.ep.named_buffers())
+                for name, buffer in buffers.items():
+                    if name != target and buffer.untyped_storage().data_ptr() == pointer:
+                        return name
+        return target
+
+    def _declare_state(self, node: Node, target: str, kind: Any) -> None:
+        """`node` (a mutated buffer or lifted constant) as an `ml_program.global`
+        whose initial value is the tensor's value at export."""
+        if kind not in (InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
+            raise QoptError(f"input {node.name} of kind {kind.name} cannot be program state")
+        tensor = self.ep.state_dict.get(target)
+        if tensor is None:
+            tensor = self.ep.constants.get(target)
+        if not isinstance(tensor, torch.Tensor):
+            raise QoptError(f"the program has no data for {target} (input {node.name})")
+        name = self._state_name(target, kind)
+        if name in self.states.values():
+            raise QoptError(f"two inputs of the program are the state {name}")
+        # A copy: the model's buffer may be mutated after the import (eager decoding).
+        array = to_numpy(tensor).copy()
+        type = tensor_type(array.dtype, array.shape)
+        expected = node.meta.get("val")
+        if not isinstance(expected, torch.Tensor) or tensor_type_of(expected) != type:
+            raise QoptError(
+                f"the data of {target} (input {node.name}) does not have the type the "
+                "graph uses: the program and its weights do not belong together"
+            )
+        value: Attribute
+        if array.size <= INLINE_CONSTANT_LIMIT and printable_inline(array):
+            value = DenseIntOrFPElementsAttr(type, BytesAttr(array.tobytes()))
+        else:
+            key = self.store.find(_key(name), array)
+            value = (
+                DenseResourceAttr.from_params(key, type)
+                if key is not None
+                else make_resource(_key(name), array, type, self.store)
+            )
+        self.globals.append(GlobalOp(name, type, value))
+        self.states[node] = name
+
+    def _reconvert(self, node: Node) -> None:
+        """Recompute the view `node` from its base's current value."""
+        saved, self.node = self.node, node
+        try:
+            self._convert(node)
+        finally:
+            self.node = saved
+
+    def _convert_in_place(self, node: Node, args: dict[str, Any]) -> SSAValue:
+        """The functional op of an in-place op, written into what it writes."""
+        target = str(node.target)
+        written = self.written[node]
+        if target == "aten.copy_.default":
+            new = self._copy_value(written, args["src"])
+        else:
+            converter = self.converters[functional_target(target)]
+            result = converter(self, node, args)
+            if isinstance(result, Operation):
+                if result.parent is None:
+                    self.builder.insert(result)
+                if (loc := node_location(node)) is not None:
+                    result.location = loc
+                new = result.results[0]
+            elif isinstance(result, SSAValue):
+                new = result
+            else:
+                raise self.error("an in-place op must have one result")
+        self._write(written, new)
+        return self.value(written)
+
+    def _copy_value(self, dst: Node, src: Any) -> SSAValue:
+        """`dst.copy_(src)`: src broadcast to dst's shape, in dst's element type."""
+        from qopt.dialects.aten import elementwise as ew
+        from qopt.dialects.aten import shape as sh
+
+        type = self.value(dst).type
+        assert isinstance(type, TensorType)
+        value = self.operand(src, self.value(dst))
+        source = value.type
+        assert isinstance(source, TensorType)
+        if source.get_element_type() != type.get_element_type():
+            cast = TensorType(type.get_element_type(), source.get_shape())
+            value = self.builder.insert(
+                ew.CastOp.create(operands=[value], result_types=[cast])
+            ).results[0]
+        if tuple(source.get_shape()) != tuple(type.get_shape()):
+            value = self.builder.insert(
+                sh.ExpandOp.create(operands=[value], result_types=[type])
+            ).results[0]
+        return value
+
+    def _write(self, node: Node, new: SSAValue) -> None:
+        """`node`'s elements now hold `new`: the base's new value, through the inverse
+        of each view between the base and `node`."""
+        node = self.resolve(node)
+        base = self.base.get(node, node)
+        value = new
+        while node is not base:
+            parent = self.parent[node]
+            value = self._unview(node, self.value(parent), value)
+            node = parent
+        self.values[base] = value
+        self.version[base] = self.version.get(base, 0) + 1
+
+    def _unview(self, view: Node, parent: SSAValue, value: SSAValue) -> SSAValue:
+        """The new value of `parent` when its view `view` is written with `value`."""
+        from qopt.dialects.aten import shape as sh
+
+        target = str(view.target)
+        parent_type = parent.type
+        op: Operation
+        if target in IDENTITY_VIEWS:
+            return value
+        if target in RESHAPE_VIEWS:
+            op = sh.ViewOp.create(operands=[value], result_types=[parent_type])
+        elif target in ("aten.transpose.int", "aten.t.default", "aten.permute.default"):
+            forward = self.value(view).owner
+            assert isinstance(forward, Operation)
+            properties = dict(forward.properties)
+            if isinstance(forward, sh.PermuteOp):
+                dims = [int(d) for d in forward.dims.get_values()]
+                inverse = [dims.index(i) for i in range(len(dims))]
+                properties["dims"] = DenseArrayBase.from_list(i64, inverse)
+            op = type(forward).create(
+                operands=[value], result_types=[parent_type], properties=properties
+            )
+        elif target in ("aten.slice.Tensor", "aten.narrow.default", "aten.select.int"):
+            op = self._scatter_into(view, parent, value)
+        else:
+            raise self.error(
+                f"writes in place through '{target}' (node {view.name}), a view qopt cannot "
+                "write back through; write the base tensor instead"
+            )
+        if (loc := node_location(view)) is not None:
+            op.location = loc
+        return self.builder.insert(op).results[0]
+
+    def _scatter_into(self, view: Node, parent: SSAValue, value: SSAValue) -> Operation:
+        """`parent` with the elements its slice or select `view` takes replaced by
+        `value`: `aten.slice_scatter` / `aten.select_scatter` with the view's own
+        (normalised) parameters."""
+        from qopt.dialects.aten import shape as sh
+
+        forward = self.value(view).owner
+        if isinstance(forward, sh.SliceOp):
+            scatter: type[Operation] = sh.SliceScatterOp
+        elif isinstance(forward, sh.SelectOp):
+            scatter = sh.SelectScatterOp
+        else:
+            raise self.error(f"writes in place through {view.name}, a view qopt cannot invert")
+        return scatter.create(
+            operands=[parent, value],
+            result_types=[parent.type],
+            properties=dict(forward.properties),
+        )
+
     def _normalized_args(self, node: Node) -> dict[str, Any]:
         """Arguments by schema name, with defaults filled in."""
         schema = getattr(node.target, "_schema", None)
@@ -440,10 +745,17 @@ class Importer:
         items = list(flat) if isinstance(flat, list | tuple) else [flat]
         outputs: list[SSAValue] = []
         for spec, item in zip(specs, items, strict=True):
+            if spec.kind == OutputKind.BUFFER_MUTATION and isinstance(item, Node):
+                # The functional form: the buffer's new value (written in _plan_mutations'
+                # placeholder, stored at the end of the call).
+                placeholder = self.mutation_outputs[spec.target]
+                self.values[placeholder] = self.value(item)
+                continue
             if spec.kind != OutputKind.USER_OUTPUT:
                 raise QoptError(
-                    f"output {spec.arg} of kind {spec.kind.name} is not supported: qopt "
-                    "compiles programs without buffer or input mutation"
+                    f"output {spec.arg.name} of kind {spec.kind.name} is not supported: "
+                    "qopt imports programs that mutate buffers, not "
+                    f"{spec.kind.name.lower().replace('_', ' ')}s"
                 )
             if not isinstance(item, Node):
                 raise QoptError(f"output {item!r} is not a tensor: qopt returns tensors only")
@@ -469,3 +781,53 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     if not isinstance(inner, torch.Tensor):
         raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")
     return imp.constant(to_numpy(inner), f"{owner.name}_{attr}", node)
+
+
+def import_methods(
+    programs: dict[str, ExportedProgram], converters: dict[str, Converter]
+) -> ModuleOp:
+    """Several exported programs (an LLM's `prefill` and `decode`) as one module: a
+    function per method, named after its key; the weights they share stored once
+    (same key and equal data); the states they share declared once (the same buffer
+    names must have the same type and initial value in every program)."""
+    store = WeightStore()
+    declared: dict[str, GlobalOp] = {}
+    functions: list[Operation] = []
+    for name, ep in programs.items():
+        importer = Importer(ep, converters, store=store, function=name)
+        module = importer.run()
+        for op in list(module.ops):
+            op.detach()
+            if isinstance(op, GlobalOp):
+                first = declared.get(op.sym_name.data)
+                if first is None:
+                    declared[op.sym_name.data] = op
+                elif first.type != op.type or not _same_initial(first, op, store):
+                    raise QoptError(
+                        f"method {name!r} declares the state {op.sym_name.data} with another "
+                        "type or initial value than an earlier method: the methods must be "
+                        "exported from one model"
+                    )
+            else:
+                functions.append(op)
+    merged = attach(ModuleOp([*declared.values(), *functions]), store)
+    try:
+        merged.verify()
+    except VerifyException as e:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise QoptError(f"the imported methods do not verify together: {first}") from e
+    return merged
+
+
+def _same_initial(a: GlobalOp, b: GlobalOp, store: WeightStore) -> bool:
+    from qopt.resources import dense_array, resource_array
+
+    def value(g: GlobalOp) -> np.ndarray | None:
+        if isinstance(g.value, DenseResourceAttr):
+            return resource_array(g.value, store)
+        if isinstance(g.value, DenseIntOrFPElementsAttr):
+            return dense_array(g.value)
+        return None
+
+    x, y = value(a), value(b)
+    return x is not None and y is not None and np.array_equal(x, y)

@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import VerifyException
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs as check_inputs_of
+from qopt.interpreters.ml_program import MLProgramFunctions, State
 
 
 def all_functions() -> list[InterpreterFunctions]:
@@ -32,6 +33,7 @@ def all_functions() -> list[InterpreterFunctions]:
     return [
         FuncFunctions(),
         BuiltinFunctions(),
+        MLProgramFunctions(),
         AtenElementwiseFunctions(),
         AtenNNFunctions(),
         AtenShapeFunctions(),
@@ -44,9 +46,13 @@ def all_functions() -> list[InterpreterFunctions]:
     ]
 
 
-def make_interpreter(module: ModuleOp) -> Interpreter:
+def make_interpreter(module: ModuleOp, state: State | None = None) -> Interpreter:
+    """An interpreter of `module`; its globals' values live in `state` (a fresh
+    `State` if None: one call on the initial state)."""
     interpreter = Interpreter(module)
     for functions in all_functions():
+        if isinstance(functions, MLProgramFunctions):
+            functions = MLProgramFunctions(state)
         interpreter.register_implementations(functions)
     return interpreter
 
@@ -69,16 +75,20 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     return check_inputs_of(inputs, signature, f"@{func.sym_name.data}")
 
 
-def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
-    """Run `@forward` (or `function`) of `module` on numpy or torch inputs.
-
-    The module is verified first: the interpreter runs only programs whose ops agree
-    with their declared types (a module read from a file may not)."""
+def verify_for_run(module: ModuleOp) -> None:
+    """The interpreter runs only programs whose ops agree with their declared types
+    (a module read from a file may not)."""
     try:
         module.verify()
     except VerifyException as e:
         first = (str(e).strip().splitlines() or [""])[0]
         raise QoptError(f"the module does not verify, so it is not run: {first}") from e
+
+
+def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
+    """Run `@forward` (or `function`) of `module` on numpy or torch inputs, once, on
+    the initial state (`qopt.interpreters.session.Session` keeps state between calls)."""
+    verify_for_run(module)
     func = entry_function(module, function)
     arrays = check_inputs(func, inputs)
     interpreter = make_interpreter(module)

@@ -83,6 +83,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
+from qopt.dialects.ml_program import refuse_state
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
 from qopt.interpreters.builtin import constant_array
@@ -140,6 +141,7 @@ class ConvertToCoremlPass(ModulePass):
     """Minimum deployment target: iOS16, iOS17 or iOS18."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        refuse_state(op, "convert-to-coreml")
         try:
             opset = opset_number(self.target)
         except ValueError as e:

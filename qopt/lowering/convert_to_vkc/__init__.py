@@ -52,6 +52,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
+from qopt.dialects.ml_program import refuse_state
 from qopt.interpreters import make_interpreter
 from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
@@ -189,6 +190,7 @@ class ConvertToVkcPass(ModulePass):
     lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        refuse_state(op, "convert-to-vkc")
         functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
         for function in functions:
             if is_vkc_function(function):

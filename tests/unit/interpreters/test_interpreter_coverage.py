@@ -19,6 +19,7 @@ from xdsl.ir import Operation
 
 import qopt
 from qopt.dialects import get_all_dialects
+from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.vkc import KernelOp
 from qopt.interpreters import all_functions
 
@@ -26,6 +27,8 @@ EXEMPT: dict[type[Operation], str] = {
     KernelOp: "a symbol declaration at module level (the kernel's source, signature and "
     "specialisation): never executed itself; `vkc.dispatch` looks it up and runs the "
     "kernel's numpy reference",
+    GlobalOp: "a state declaration at module level: never executed itself; its initial "
+    "value seeds a session's State, which global_load / global_store read and write",
 }
 
 XDSL_DIALECTS = ("arith", "func")
