@@ -20,6 +20,7 @@ __all__ = [
     "compile",
     "fold_constants",
     "fuse",
+    "generate",
     "import_program",
     "interpret",
     "read_mlpackage",
@@ -71,6 +72,24 @@ def session(module: ModuleOp) -> Any:
     from qopt.interpreters.session import Session
 
     return Session(_module_argument(module, "session"))
+
+
+def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
+    """Greedy generation: `max_new_tokens` tokens after `prompt` (token ids) on a
+    session (`qopt.session(module)`, an artifact's `.session()`), a module or an
+    artifact (a fresh session of it); `prefill` then `decode` where the program has
+    them (qopt/generation.py)."""
+    from qopt.generation import generate as _generate
+
+    if isinstance(runner, ModuleOp):
+        runner = session(runner)
+    elif not hasattr(runner, "run") and hasattr(runner, "session"):
+        runner = runner.session()
+    if not hasattr(runner, "run") or not hasattr(runner, "methods"):
+        raise QoptError(
+            f"qopt.generate takes a session, a module or an artifact, got {type(runner).__name__}"
+        )
+    return _generate(runner, [int(t) for t in prompt], int(max_new_tokens))
 
 
 def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:

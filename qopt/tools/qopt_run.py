@@ -2,13 +2,16 @@
 the Vulkan device.
 
     qopt-run INPUT --inputs in.npz [--outputs out.npz] [--device interp|vulkan]
+    qopt-run INPUT --generate N --prompt-ids 1,2,3 [--device interp|vulkan]
 
 INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first) or, with
 `--device vulkan`, a `.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
 the qopt-vulkan pipeline first). The
 npz arrays are the program's inputs in order (`arr_0`, `arr_1`, ... as
 `numpy.savez` writes them). Outputs go to `--outputs` as `arr_0`, ... (written
-atomically), or are summarised on stdout. User mistakes print one
+atomically), or are summarised on stdout. `--generate N` runs an LLM instead
+(methods taking token ids and positions, keeping a KV cache between calls; see
+qopt/generation.py): N greedy tokens after `--prompt-ids`, printed. User mistakes print one
 `qopt-run: error: ...` line, exit 1 and leave no output file behind.
 """
 
@@ -40,8 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="qopt-run", description="Run a qopt module on npz inputs."
     )
     parser.add_argument("input_file", help="an .mlir module, a .pt2 file or a .qvk bundle")
+    parser.add_argument("--inputs", help="npz file with the inputs arr_0, arr_1, ...")
     parser.add_argument(
-        "--inputs", required=True, help="npz file with the inputs arr_0, arr_1, ..."
+        "--generate",
+        type=int,
+        metavar="N",
+        help="generate N tokens greedily (an LLM with a KV cache) after --prompt-ids",
+    )
+    parser.add_argument(
+        "--prompt-ids", help="the prompt's token ids, comma-separated (with --generate)"
     )
     parser.add_argument("--outputs", help="npz file to write the outputs to (default: summary)")
     parser.add_argument("--device", choices=DEVICES, default="interp")
@@ -193,9 +203,41 @@ def check_dispatches_report(artifact: Any, inputs: Sequence[np.ndarray]) -> None
         )
 
 
+def prompt_ids(text: str | None) -> list[int]:
+    if not text:
+        raise QoptError("--generate needs --prompt-ids, e.g. --prompt-ids 1,2,3")
+    try:
+        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise QoptError(f"--prompt-ids must be comma-separated integers, got {text!r}") from None
+    if not ids or any(i < 0 for i in ids):
+        raise QoptError(f"--prompt-ids must be non-negative token ids, got {text!r}")
+    return ids
+
+
+def run_generate(args: argparse.Namespace) -> None:
+    """`--generate N`: greedy tokens on a session of the input (the interpreter on IR)."""
+    from qopt import session
+    from qopt.generation import generate
+
+    prompt = prompt_ids(args.prompt_ids)
+    if args.inputs is not None or args.outputs is not None:
+        raise QoptError("--generate takes --prompt-ids, not --inputs/--outputs")
+    if args.device == "vulkan" or os.path.splitext(args.input_file)[1] == ".qvk":
+        raise QoptError("--generate runs on --device interp (an .mlir or .pt2 input)")
+    module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
+    tokens = generate(session(module), prompt, args.generate)
+    print(" ".join(str(t) for t in tokens))
+
+
 def run(args: argparse.Namespace) -> None:
     from qopt import interpret
 
+    if args.generate is not None:
+        run_generate(args)
+        return
+    if args.inputs is None:
+        raise QoptError("qopt-run needs --inputs in.npz (or --generate N --prompt-ids ...)")
     if args.check_dispatches and args.device != "vulkan":
         raise QoptError("--check-dispatches needs --device vulkan")
     if args.device == "vulkan":

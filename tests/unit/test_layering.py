@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.demo_coreml",
             "qopt.demo_vulkan",
             "qopt.examples",
+            "qopt.generation",
             "qopt.testing",
         ),
     ),

@@ -235,3 +235,42 @@ def test_prefill_then_decode_methods_share_state(scheme: str) -> None:
     assert got == want
     with pytest.raises(qopt.QoptError, match="several methods"):
         session.run(prompt.numpy(), np.arange(8))
+
+
+def test_generate_feeds_prompts_and_matches_torch() -> None:
+    """`qopt.generate` on a decode-only module (the prompt a token per call) and on a
+    prefill + decode module give torch's greedy tokens."""
+    model = build_kv_llama(update="index_copy", **CONFIG)
+    prompt = [5, 9, 2, 33]
+    eager = copy.deepcopy(model)
+    with torch.no_grad():
+        logits = eager(torch.tensor([prompt]), torch.arange(4))
+        want = [int(logits[0, -1].argmax())]
+        for pos in range(4, 12):
+            step = eager(torch.tensor([[want[-1]]]), torch.tensor([pos]))
+            want.append(int(step[0, -1].argmax()))
+    decode = _export(model, torch.tensor([[1]]), torch.tensor([0]))
+    assert qopt.generate(qopt.import_program(decode), prompt, 9) == want
+    prefill = _export(model, torch.tensor([prompt]), torch.arange(4))
+    both = qopt.import_program({"prefill": prefill, "decode": decode})
+    assert qopt.generate(qopt.session(both), prompt, 9) == want
+    with pytest.raises(qopt.QoptError, match="at least one token"):
+        qopt.generate(both, [], 3)
+
+
+def test_qopt_run_generates_from_a_pt2(tmp_path, capsys) -> None:
+    from qopt.tools import qopt_run
+
+    model = build_kv_llama(**CONFIG)
+    path = tmp_path / "kv.pt2"
+    torch.export.save(_export(model, torch.tensor([[1]]), torch.tensor([0])), path)
+    want = qopt.generate(
+        qopt.import_program(_export(model, torch.tensor([[1]]), torch.tensor([0]))), [5, 9, 2], 6
+    )
+    qopt_run.main([str(path), "--generate", "6", "--prompt-ids", "5,9,2"])
+    assert capsys.readouterr().out.split() == [str(t) for t in want]
+    with pytest.raises(SystemExit):
+        qopt_run.main([str(path), "--generate", "6", "--prompt-ids", "5,x"])
+    assert (
+        "qopt-run: error: --prompt-ids must be comma-separated integers" in capsys.readouterr().err
+    )

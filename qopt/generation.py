@@ -1,0 +1,71 @@
+"""Greedy generation over a session: an LLM's prefill + decode loop.
+
+Works with anything that has a session (`qopt.session(module)` on IR, a CoreML or
+Vulkan artifact's `.session()`): its methods take `(tokens [1, S] int64,
+positions [S] int64)` as ExecuTorch's and transformers' static-cache exports do,
+and return logits `[1, S, vocab]` first. With a `prefill` method the prompt goes
+in one call (its length must be the one prefill was exported with), then `decode`
+(or `forward`) one token per call; without one, the prompt is fed a token per
+call. The next token is the argmax of the last position's logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qopt.errors import QoptError
+
+
+def _logits(outputs: Sequence[np.ndarray], method: str) -> np.ndarray:
+    if not outputs:
+        raise QoptError(f"method {method!r} returns nothing: expected logits [1, S, vocab]")
+    logits = np.asarray(outputs[0])
+    if logits.ndim < 2:
+        raise QoptError(
+            f"method {method!r} returns a {list(logits.shape)} tensor first: expected logits "
+            "[1, S, vocab]"
+        )
+    return logits
+
+
+def _next_token(logits: np.ndarray) -> int:
+    return int(np.argmax(logits.reshape(-1, logits.shape[-1])[-1]))
+
+
+def generate(session: Any, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
+    """`max_new_tokens` greedy tokens after `prompt` (see the module docstring)."""
+    prompt = [int(t) for t in prompt]
+    if not prompt:
+        raise QoptError("generation needs a prompt of at least one token")
+    if max_new_tokens < 1:
+        raise QoptError(f"max_new_tokens must be positive, got {max_new_tokens}")
+    methods = list(session.methods)
+    step = "decode" if "decode" in methods else "forward" if "forward" in methods else None
+    if step is None:
+        if len(methods) != 1:
+            raise QoptError(
+                f"the program's methods are {methods}: generation needs decode (and "
+                "optionally prefill) or a single method"
+            )
+        step = methods[0]
+
+    def call(method: str, tokens: Sequence[int], start: int) -> np.ndarray:
+        ids = np.array([tokens], dtype=np.int64)
+        positions = np.arange(start, start + len(tokens), dtype=np.int64)
+        return _logits(session.run(ids, positions, method=method), method)
+
+    if "prefill" in methods:
+        logits = call("prefill", prompt, 0)
+    else:
+        for position, token in enumerate(prompt[:-1]):
+            call(step, [token], position)
+        logits = call(step, prompt[-1:], len(prompt) - 1)
+    out = [_next_token(logits)]
+    position = len(prompt)
+    while len(out) < max_new_tokens:
+        out.append(_next_token(call(step, out[-1:], position)))
+        position += 1
+    return out
