@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn as nn
@@ -221,9 +223,11 @@ class KVCacheAttention(nn.Module):
     """ExecuTorch-style attention over a KV cache kept in registered buffers
     (examples/models/llama/attention.py): the S new keys and values are written at
     `input_pos` in place (`update="index_put"`: `cache[:, :, input_pos] = k`, the
-    static-shape export; `"index_copy"`: `cache.index_copy_(2, input_pos, k)`), then
-    attention reads the whole cache under the mask rows of `input_pos`; grouped-query
-    attention repeats each key/value head with `repeat_interleave`."""
+    static-shape export; `"index_copy"`: `cache.index_copy_(2, input_pos, k)`;
+    `"narrow"`: `cache.narrow(2, start, S).copy_(k)` at the run-time scalar `start =
+    input_pos[0].item()`, ExecuTorch's dynamic-shape path), then attention reads the
+    whole cache under the mask rows of `input_pos`; grouped-query attention repeats
+    each key/value head with `repeat_interleave`."""
 
     def __init__(self, cfg: LlamaConfig, n_kv_heads: int, update: str):
         super().__init__()
@@ -241,7 +245,7 @@ class KVCacheAttention(nn.Module):
     k_cache: torch.Tensor
     v_cache: torch.Tensor
 
-    def forward(self, x, input_pos, mask, cos, sin):
+    def forward(self, x, input_pos, mask, cos, sin, start: int | None = None):
         bsz, seqlen, _ = x.shape
         q = self.wq(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
@@ -251,6 +255,10 @@ class KVCacheAttention(nn.Module):
         if self.update == "index_put":
             self.k_cache[:, :, input_pos] = k
             self.v_cache[:, :, input_pos] = v
+        elif self.update == "narrow":
+            assert start is not None  # the model passes `.item()` of the first position
+            self.k_cache.narrow(2, start, seqlen).copy_(k)
+            self.v_cache.narrow(2, start, seqlen).copy_(v)
         else:
             self.k_cache.index_copy_(2, input_pos, k)
             self.v_cache.index_copy_(2, input_pos, v)
@@ -270,8 +278,8 @@ class KVCacheBlock(nn.Module):
         self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.feed_forward = FeedForward(cfg)
 
-    def forward(self, x, input_pos, mask, cos, sin):
-        h = x + self.attention(self.attention_norm(x), input_pos, mask, cos, sin)
+    def forward(self, x, input_pos, mask, cos, sin, start: int | None = None):
+        h = x + self.attention(self.attention_norm(x), input_pos, mask, cos, sin, start)
         return h + self.feed_forward(self.ffn_norm(h))
 
 
@@ -281,12 +289,20 @@ class KVCacheLlama(nn.Module):
     writes the S positions `input_pos` of every layer's cache (in-place buffer
     mutation) and attends over the cache with the causal mask rows `mask[input_pos]`
     (a registered buffer) and rotary tables `cos[input_pos]`. One call per prefill
-    or decode step; `update` picks the cache write (`KVCacheAttention`)."""
+    or decode step; `update` picks the cache write (`KVCacheAttention`). With
+    `update="narrow"` it reads the positions as ExecuTorch's dynamic-shape export does:
+    `start = input_pos[0].item()` (checked: `_check_is_size(start)`, `start <
+    max_seq_len`), the mask and rotary rows as `narrow(0, start, S)`; the S positions
+    must then be `start, start + 1, ...`."""
 
     def __init__(self, cfg: LlamaConfig, n_kv_heads: int = 2, update: str = "index_put"):
         super().__init__()
-        if update not in ("index_put", "index_copy"):
-            raise ValueError(f"update must be 'index_put' or 'index_copy', got {update!r}")
+        if update not in ("index_put", "index_copy", "narrow"):
+            raise ValueError(
+                f"update must be 'index_put', 'index_copy' or 'narrow', got {update!r}"
+            )
+        self.update = update
+        self.max_seq_len = cfg.max_seq_len
         self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.dim)
         self.layers = nn.ModuleList(
             KVCacheBlock(cfg, n_kv_heads, update) for _ in range(cfg.n_layers)
@@ -309,10 +325,22 @@ class KVCacheLlama(nn.Module):
 
     def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
         h = self.tok_embeddings(tokens)
-        mask = self.mask[input_pos]
-        cos, sin = self.rope_cos[input_pos], self.rope_sin[input_pos]
+        start: int | None = None
+        if self.update == "narrow":
+            seqlen = tokens.shape[1]
+            start = cast(int, input_pos[0].item())  # a SymInt while exporting
+            with warnings.catch_warnings():  # torch 2.13 deprecates it; ExecuTorch calls it
+                warnings.simplefilter("ignore", FutureWarning)
+                torch._check_is_size(start)
+            torch._check(start < self.max_seq_len)
+            mask = self.mask.narrow(0, start, seqlen)
+            cos = self.rope_cos.narrow(0, start, seqlen)
+            sin = self.rope_sin.narrow(0, start, seqlen)
+        else:
+            mask = self.mask[input_pos]
+            cos, sin = self.rope_cos[input_pos], self.rope_sin[input_pos]
         for layer in self.layers:
-            h = layer(h, input_pos, mask, cos, sin)
+            h = layer(h, input_pos, mask, cos, sin, start)
         return self.output(self.norm(h))
 
 

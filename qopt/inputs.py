@@ -93,6 +93,14 @@ def coerce(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
     raise wrong
 
 
+def _fits(actual: Sequence[int], declared: Sequence[int]) -> bool:
+    """An array's shape against a declared one, whose dynamic dims (`?`, negative:
+    xDSL's DYNAMIC_INDEX) take any size."""
+    if len(actual) != len(declared):
+        return False
+    return all(d < 0 or a == d for a, d in zip(actual, declared, strict=True))
+
+
 def check_inputs(
     values: Sequence[Any],
     signature: Sequence[tuple[Sequence[int], np.dtype]],
@@ -105,8 +113,9 @@ def check_inputs(
     for i, (value, (shape, dtype)) in enumerate(zip(values, signature, strict=True)):
         what = f"input {i} of {where}"
         array = as_array(value, what)
-        if tuple(array.shape) != tuple(shape):
-            raise QoptError(f"{what} has shape {list(array.shape)}, expected {list(shape)}")
+        if not _fits(array.shape, shape):
+            expected = "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+            raise QoptError(f"{what} has shape {list(array.shape)}, expected {expected}")
         arrays.append(coerce(array, dtype, what))
     return arrays
 

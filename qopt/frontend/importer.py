@@ -6,6 +6,16 @@ One op per node of the exported graph. User inputs become the arguments of
 and the inner tensors of torchao tensor subclasses become `arith.constant`s
 holding numpy-backed `dense_resource` blobs, created on first use (PT2E keeps
 unused float weights as parameters: they are not imported).
+
+Symbolic values: a SymInt torch knows at export (a static dim's size) is a Python
+int that folds away; one known only at run time (`.item()`, a dynamic dim's
+`x.shape[d]`, arithmetic on those) is a 0-d tensor (qopt/dialects/aten/scalar.py)
+carrying its asserted range, and torch's run-time assertions stay as
+`aten.assert_scalar`. A bounded `torch.export.Dim` makes `?` dims: the function
+records each symbol's range and each argument's dims' symbols
+(qopt/dialects/signature.py); ops whose size depends on a run-time scalar take it
+as an operand (`aten.dynamic_slice`), and tensors created at a dynamic size are
+created at the Dim's max and cut to the run-time size.
 """
 
 from __future__ import annotations
@@ -42,8 +52,9 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.aten.base import DYNAMIC
 from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
-from qopt.dialects.signature import set_output_names
+from qopt.dialects.signature import set_dynamic_dims, set_output_names
 from qopt.dtypes import element_type
 from qopt.errors import QoptError
 from qopt.frontend.mutation import (
@@ -63,8 +74,6 @@ INLINE_CONSTANT_LIMIT = 16
 DROPPED_TARGETS = frozenset(
     {
         "aten._assert_tensor_metadata.default",
-        "aten._assert_scalar.default",
-        "aten.sym_constrain_range_for_size.default",
         "aten._assert_async.msg",
     }
 )
@@ -83,7 +92,7 @@ TORCH_TO_NUMPY: dict[torch.dtype, np.dtype] = {
     torch.uint32: np.dtype(np.uint32),
 }
 
-ConverterResult = Operation | SSAValue | Sequence[SSAValue] | None
+ConverterResult = Operation | SSAValue | Sequence[SSAValue] | int | float | None
 Converter = Callable[["Importer", Node, dict[str, Any]], ConverterResult]
 
 
@@ -96,20 +105,31 @@ def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
     return TORCH_TO_NUMPY[dtype]
 
 
+def static_int(value: Any) -> int | None:
+    """A Python int or a SymInt torch knows the value of, as an int; else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, torch.SymInt):
+        known = value.node.maybe_as_int()
+        return None if known is None else int(known)
+    return None
+
+
 def tensor_type_of(
     t: torch.Tensor, where: str | Callable[[], str] = ""
 ) -> TensorType[AnyFloat | IntegerType]:
     """The tensor type of `t`; `where` (or a function computing it only when an
-    error is raised) places the tensor in error messages."""
+    error is raised) places the tensor in error messages. A symbolic dim (a
+    `torch.export.Dim`, or an expression of one) is `?`."""
     shape: list[int] = []
     for d in t.shape:
-        if not isinstance(d, int):
+        size = static_int(d)
+        if size is None and not isinstance(d, torch.SymInt):
             where = where() if callable(where) else where
-            raise QoptError(
-                f"dynamic dimension {d}{where}: qopt compiles static shapes; "
-                "export without dynamic_shapes"
-            )
-        shape.append(d)
+            raise QoptError(f"dimension {d!r}{where} is neither an int nor a SymInt")
+        shape.append(DYNAMIC if size is None else size)
     if t.dtype not in TORCH_TO_NUMPY:
         numpy_dtype_of(t.dtype, where() if callable(where) else where)
     return tensor_type(TORCH_TO_NUMPY[t.dtype], tuple(shape))
@@ -120,6 +140,24 @@ def tensor_type(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType[AnyFloat 
     """`tensor<shape x dtype>`, shared: attributes are immutable, and building and
     verifying one per op and constant was a large part of import time."""
     return TensorType(element_type(dtype), list(shape))
+
+
+def range_ints(lower: Any, upper: Any) -> tuple[int, int] | None:
+    """A sympy range as int64 bounds (infinite ends clamp to int64's); None if both
+    ends are infinite."""
+    from qopt.dialects.aten.scalar import INT64_MAX, INT64_MIN
+
+    def bound(value: Any) -> int | None:
+        try:
+            number = int(value)
+        except (TypeError, ValueError, AttributeError, OverflowError):  # int_oo, -int_oo
+            return None
+        return min(max(number, INT64_MIN), INT64_MAX)
+
+    low, high = bound(lower), bound(upper)
+    if low is None and high is None:
+        return None
+    return (INT64_MIN if low is None else low, INT64_MAX if high is None else high)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -209,6 +247,8 @@ class Importer:
         self.globals: list[Operation] = []
         self.mutation_outputs: dict[str | None, Node] = {}
         """BUFFER_MUTATION outputs' buffers: their placeholders."""
+        self.symbols: dict[str, tuple[int, int]] = {}
+        """The dynamic input dims' symbols and their ranges (`qopt.symbols`)."""
 
     # ----- public helpers for converters ---------------------------------------
 
@@ -288,9 +328,74 @@ class Importer:
             return other
         return np.dtype(np.float32)
 
+    # ----- run-time scalars (SymInt / SymBool values, qopt/dialects/aten/scalar.py) --
+
+    def symint(self, arg: Any, what: str = "an integer argument") -> int | SSAValue:
+        """An integer argument: a Python int, a SymInt node torch knows the value of
+        (an int), or a run-time scalar (the node's 0-d int64 tensor)."""
+        if isinstance(arg, Node):
+            value = self.values.get(self.resolve(arg))
+            if isinstance(value, bool | int):
+                return int(value)
+            if isinstance(value, SSAValue) and isinstance(value.type, TensorType):
+                if not value.type.get_shape():
+                    return value
+            raise self.error(f"{what} ({arg.name}) is not an integer")
+        known = static_int(arg)
+        if known is None:
+            raise self.error(f"{what} must be an integer, got {arg!r}")
+        return known
+
+    def static(self, arg: Any, what: str) -> int:
+        """An integer argument that must be known at compile time."""
+        value = self.symint(arg, what)
+        if isinstance(value, SSAValue):
+            raise self.error(
+                f"{what} is computed at run time ({arg.name if isinstance(arg, Node) else arg}); "
+                "qopt needs it constant here"
+            )
+        return value
+
+    def scalar_operand(self, value: float | bool | SSAValue) -> SSAValue:
+        """A run-time scalar, or a Python number as a 0-d constant (int64 for an int,
+        i1 for a bool, f64 for a float: SymInt / SymBool / SymFloat types)."""
+        if isinstance(value, SSAValue):
+            return value
+        if isinstance(value, bool):
+            return self.constant(np.array(value, dtype=np.bool_), "scalar")
+        if isinstance(value, int):
+            return self.constant(np.array(value, dtype=np.int64), "scalar")
+        return self.constant(np.array(value, dtype=np.float64), "scalar")
+
+    def symbol_range(self, value: Any) -> tuple[int, int] | None:
+        """The range `[min, max]` torch proved or asserted for a SymInt (its symbol's
+        `ep.range_constraints` entry, or its expression bounded by its symbols'
+        ranges); None if unbounded both ways or not a SymInt."""
+        if not isinstance(value, torch.SymInt):
+            return None
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+
+        expr = value.node.expr
+        env = value.node.shape_env
+        ranges: dict[Any, ValueRanges] = {}
+        for symbol in expr.free_symbols:
+            known = self.ep.range_constraints.get(symbol)
+            if known is None and env is not None:
+                known = env.var_to_range.get(symbol)
+            if known is not None:
+                ranges[symbol] = known
+        try:
+            bounds = bound_sympy(expr, ranges)
+        except Exception:  # a sympy expression torch's range analysis cannot bound
+            return None
+        return range_ints(bounds.lower, bounds.upper)
+
     def operand(self, arg: Any, like: SSAValue | None = None) -> SSAValue:
         """A tensor node, or a Python scalar materialised as a 0-d constant."""
         if isinstance(arg, Node):
+            known = self.values.get(self.resolve(arg))
+            if isinstance(known, bool | int | float):  # a SymInt torch knew at export
+                return self.scalar(known, like)
             return self.value(arg)
         if isinstance(arg, bool | int | float):
             return self.scalar(arg, like)
@@ -318,8 +423,11 @@ class Importer:
 
     def run(self) -> ModuleOp:
         graph = self.ep.graph
-        self._check_supported(graph.nodes)
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        # Dynamic inputs first: a program exported with a form of dynamic shape qopt
+        # does not import says so before its symbolic nodes are listed as unknown ops.
+        input_dims = self._input_dims(graph.nodes, specs)
+        self._check_supported(graph.nodes)
         self._plan_mutations(graph.nodes, specs)
         state_nodes: list[Node] = []
 
@@ -383,8 +491,51 @@ class Importer:
             Region(block),
         )
         set_output_names(func, self.output_names)
+        if any(any(dims) for dims in input_dims.values()):
+            set_dynamic_dims(func, self.symbols, [input_dims[n] for n in arg_nodes])
         module = attach(ModuleOp([*self.globals, func]), self.store)
         return self._verified(module)
+
+    def _input_dims(self, nodes: Any, specs: dict[str, Any]) -> dict[Node, list[str]]:
+        """Each tensor user input's dims by symbol name ("" for a static dim); fills
+        `self.symbols` with each symbol's range. A dynamic input dim must be a
+        `torch.export.Dim` itself (not an expression of one) with a finite range."""
+        dims: dict[Node, list[str]] = {}
+        for node in nodes:
+            if node.op != "placeholder":
+                continue
+            spec = specs.get(node.name)
+            if spec is not None and spec.kind != InputKind.USER_INPUT:
+                continue
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor):
+                continue
+            names: list[str] = []
+            for i, d in enumerate(val.shape):
+                if static_int(d) is not None:
+                    names.append("")
+                    continue
+                expr = d.node.expr if isinstance(d, torch.SymInt) else None
+                if expr is None or not expr.is_Symbol:
+                    raise QoptError(
+                        f"dim {i} of input {node.name} is {d}: qopt imports dynamic input dims "
+                        "that are a torch.export.Dim (not an expression of one); export with "
+                        'one Dim per dim, or one method per size (import_program({"prefill": '
+                        'ep_s8, "decode": ep_s1}))'
+                    )
+                bounds = self.symbol_range(d)
+                from qopt.dialects.aten.scalar import INT64_MAX
+
+                if bounds is None or bounds[1] == INT64_MAX:
+                    raise QoptError(
+                        f"dim {i} of input {node.name} ({d}) has no upper bound: give its "
+                        'torch.export.Dim a max (Dim("seq", min=1, max=...)) so a target can '
+                        "allocate for it"
+                    )
+                self.symbols[str(expr)] = (max(bounds[0], 0), bounds[1])
+                names.append(str(expr))
+            dims[node] = names
+        return dims
 
     def _verified(self, module: ModuleOp) -> ModuleOp:
         try:
@@ -490,8 +641,8 @@ class Importer:
             self.values[node] = results[0] if len(results) == 1 else tuple(results)
         elif isinstance(result, SSAValue):
             self.values[node] = result
-        elif result is None:
-            self.values[node] = None
+        elif result is None or isinstance(result, int | float):
+            self.values[node] = result  # a scalar torch knows at export (a static size)
         else:
             self.values[node] = tuple(result)
 
@@ -706,10 +857,30 @@ class Importer:
     def _scatter_into(self, view: Node, parent: SSAValue, value: SSAValue) -> Operation:
         """`parent` with the elements its slice or select `view` takes replaced by
         `value`: `aten.slice_scatter` / `aten.select_scatter` with the view's own
-        (normalised) parameters."""
+        (normalised) parameters; `aten.dynamic_update_slice` at the run-time start of
+        an `aten.dynamic_slice` (a narrow or select at a SymInt)."""
         from qopt.dialects.aten import shape as sh
 
         forward = self.value(view).owner
+        if isinstance(forward, sh.SqueezeOp) and isinstance(
+            window := forward.input.owner, sh.DynamicSliceOp
+        ):
+            # A select at a run-time index: the squeezed dim back, then the window.
+            value = self.builder.insert(
+                sh.UnsqueezeOp.create(
+                    operands=[value],
+                    result_types=[window.result.type],
+                    properties={"dim": window.dim},
+                )
+            ).results[0]
+            forward = window
+        if isinstance(forward, sh.DynamicSliceOp):
+            # A narrow at a run-time start: the window written back at that start.
+            return sh.DynamicUpdateSliceOp.create(
+                operands=[parent, value, forward.start],
+                result_types=[parent.type],
+                properties={"dim": forward.dim},
+            )
         if isinstance(forward, sh.SliceOp):
             scatter: type[Operation] = sh.SliceScatterOp
         elif isinstance(forward, sh.SelectOp):

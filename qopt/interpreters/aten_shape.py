@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -12,10 +13,12 @@ from xdsl.interpreter import (
     impl,
     register_impls,
 )
+from xdsl.ir import Operation
 
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, shape_of
+from qopt.errors import QoptError, where
 from qopt.interpreters.common import as_result, checked_indices
 
 
@@ -103,11 +106,48 @@ def _arange(op: sh.ArangeOp) -> np.ndarray:
     return (float(start) + i.astype(np.float64) * float(step)).astype(dtype)
 
 
+def _window(op: Operation, start: int, length: int, size: int, dim: int) -> int:
+    """`start` of a dynamic slice of `length` on a dim of `size`, as torch's narrow
+    takes it: a negative start counts from the end, and a window outside the dim is
+    an error (torch raises; nothing is clamped)."""
+    given = start
+    if -size <= start < 0:
+        start += size
+    if length < 0 or start < 0 or start + length > size:
+        start = given
+        raise QoptError(
+            f"{where(op)}: the window [{start}, {start + length}) is out of range for dim "
+            f"{dim} of size {size} (start {start}, length {length}); torch's narrow raises "
+            "for it too: check the positions passed in"
+        )
+    return start
+
+
+def _expanded_shape(op: sh.ExpandOp, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The result shape of `expand`: a `?` dim of the result keeps the input's size
+    there (an expand never grows a dynamic dim from 1: the importer refuses it)."""
+    target = shape_of(op.result)
+    offset = len(target) - len(shape)
+    out: list[int] = []
+    for i, d in enumerate(target):
+        if d != DYNAMIC_INDEX:
+            out.append(d)
+            continue
+        if i < offset or shape[i - offset] == 1:
+            raise QoptError(f"{where(op)}: expands a dim to a dynamic size (?) it cannot know")
+        out.append(shape[i - offset])
+    return tuple(out)
+
+
 @register_impls
 class AtenShapeFunctions(InterpreterFunctions):
     @impl(sh.ViewOp)
     def run_view(self, interpreter: Interpreter, op: sh.ViewOp, args: PythonValues) -> PythonValues:
-        return (as_result(np.reshape(args[0], shape_of(op.result)), op.result),)
+        # One `?` dim takes the remaining elements (the importer allows one per view).
+        shape = tuple(-1 if d == DYNAMIC_INDEX else d for d in shape_of(op.result))
+        if shape.count(-1) > 1:
+            raise QoptError(f"{where(op)}: a view with more than one dynamic dim (?)")
+        return (as_result(np.reshape(args[0], shape), op.result),)
 
     @impl(sh.UnsqueezeOp)
     def run_unsqueeze(
@@ -148,7 +188,8 @@ class AtenShapeFunctions(InterpreterFunctions):
     def run_expand(
         self, interpreter: Interpreter, op: sh.ExpandOp, args: PythonValues
     ) -> PythonValues:
-        return (as_result(np.broadcast_to(args[0], shape_of(op.result)), op.result),)
+        x = np.asarray(args[0])
+        return (as_result(np.broadcast_to(x, _expanded_shape(op, x.shape)), op.result),)
 
     @impl(sh.RepeatOp)
     def run_repeat(
@@ -190,6 +231,18 @@ class AtenShapeFunctions(InterpreterFunctions):
         (x,) = args
         d, start, end, step = op.bounds()
         index = (slice(None),) * d + (slice(start, end, step),)
+        return (as_result(x[index], op.result),)
+
+    @impl(sh.DynamicSliceOp)
+    def run_dynamic_slice(
+        self, interpreter: Interpreter, op: sh.DynamicSliceOp, args: PythonValues
+    ) -> PythonValues:
+        x, start, *length = args
+        x = np.asarray(x)
+        d = norm_dim(integer(op.dim), x.ndim)
+        n = int(np.asarray(length[0])) if length else shape_of(op.result)[d]
+        begin = _window(op, int(np.asarray(start)), n, x.shape[d], d)
+        index = (slice(None),) * d + (slice(begin, begin + n),)
         return (as_result(x[index], op.result),)
 
     @impl(sh.SelectOp)
@@ -258,6 +311,19 @@ class AtenShapeFunctions(InterpreterFunctions):
         d, start, end, step = op.bounds()
         # torch copies `src` into the slice, converting it to self's dtype
         out[(slice(None),) * d + (slice(start, end, step),)] = np.asarray(src).astype(out.dtype)
+        return (as_result(out, op.result),)
+
+    @impl(sh.DynamicUpdateSliceOp)
+    def run_dynamic_update_slice(
+        self, interpreter: Interpreter, op: sh.DynamicUpdateSliceOp, args: PythonValues
+    ) -> PythonValues:
+        x, update, start = args
+        out = np.array(x, copy=True)
+        update = np.asarray(update)
+        d = norm_dim(integer(op.dim), out.ndim)
+        n = update.shape[d]
+        begin = _window(op, int(np.asarray(start)), n, out.shape[d], d)
+        out[(slice(None),) * d + (slice(begin, begin + n),)] = update
         return (as_result(out, op.result),)
 
     @impl(sh.SelectScatterOp)

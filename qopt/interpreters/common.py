@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.interpreter import InterpreterFunctions, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
@@ -13,10 +14,21 @@ from qopt.errors import QoptError, where
 
 
 def as_result(array: np.ndarray | np.generic, value: SSAValue) -> np.ndarray:
-    """Cast to the declared result type (and shape); always an ndarray."""
+    """Cast to the declared result type (and shape); always an ndarray. A `?` dim of
+    the type takes the computed size; the static dims must match it."""
     out = np.asarray(array).astype(dtype_of(value), copy=False)
     shape = shape_of(value)
     if out.shape != shape:
+        if DYNAMIC_INDEX in shape:
+            fits = out.ndim == len(shape) and all(
+                d in (DYNAMIC_INDEX, n) for d, n in zip(shape, out.shape, strict=True)
+            )
+            if not fits:
+                raise QoptError(
+                    f"a result of shape {list(out.shape)} does not have the declared type "
+                    f"{value.type} (its static dims must match)"
+                )
+            return out
         out = out.reshape(shape)
     return out
 

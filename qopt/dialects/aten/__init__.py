@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from qopt.dialects.aten import elementwise, layers, nn, reduction, shape
+from qopt.dialects.aten import elementwise, layers, nn, reduction, scalar, shape
 
 
 def _all_ops() -> list[type]:
     ops: list[type] = []
-    for module in (elementwise, nn, shape, reduction, layers):
+    for module in (elementwise, nn, shape, reduction, layers, scalar):
         ops.extend(module.OPS)
     return ops
 

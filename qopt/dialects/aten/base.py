@@ -6,13 +6,25 @@ constant tensor); structural arguments (dims, flags, sizes) are properties,
 printed in the attribute dictionary. Result types carry the exact shapes and
 dtypes torch computed, and each op's verifier re-derives the shape from its
 operands and properties and rejects a mismatch.
+
+Dynamic dims (`?`, a `torch.export.Dim`): a result dim may be `?` where torch's is
+symbolic. The verifier then derives the shapes with every `?` of the operands
+standing for one large symbolic size (`SYMBOLIC_SIZE`): a static result dim must
+equal what the operands imply (a static dim never depends on a dynamic one), a
+`?` result dim is the run-time size the op computes. The function's
+`qopt.symbols` and arguments' `qopt.dims` (qopt/dialects/signature.py) name each
+dynamic input dim's symbol and its range `[min, max]`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Generator, Mapping, Sequence
+from contextvars import ContextVar
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BoolAttr,
     DenseArrayBase,
     FloatAttr,
@@ -21,15 +33,83 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
-from qopt.dialects.tensors import Shape, elem_of, shape_of
+from qopt.dialects.tensors import Shape, elem_of
+from qopt.dialects.tensors import shape_of as declared_shape
 from qopt.dtypes import is_bool, is_float
 from qopt.errors import where
+
+DYNAMIC = DYNAMIC_INDEX
+"""A `?` dim of a tensor type, as `TensorType.get_shape()` gives it."""
+
+SYMBOLIC_SIZE = 1_000_000_007
+"""What a `?` dim stands for while a verifier derives shapes: larger than any static
+size, so an expression of it is never taken for a static size."""
+
+_symbolic: ContextVar[bool] = ContextVar("aten_symbolic_shapes", default=False)
+_assumed: ContextVar[Mapping[SSAValue, Shape] | None] = ContextVar("aten_assumed", default=None)
+
+
+def shape_of(value: SSAValue | Attribute) -> Shape:
+    """The shape of a tensor value or type; inside a verifier of an op with dynamic
+    dims, each `?` is `SYMBOLIC_SIZE` (see the module docstring); inside
+    `assumed_shapes(m)`, a value of `m` has the shape `m` gives it."""
+    assumed = _assumed.get()
+    if assumed is not None and isinstance(value, SSAValue) and value in assumed:
+        return assumed[value]
+    shape = declared_shape(value)
+    if _symbolic.get() and DYNAMIC in shape:
+        return tuple(SYMBOLIC_SIZE if d == DYNAMIC else d for d in shape)
+    return shape
+
+
+def is_symbolic(dim: int) -> bool:
+    """Whether a dim from `shape_of` stands for a run-time size (`?`, or an expression
+    of `SYMBOLIC_SIZE`)."""
+    return dim < 0 or dim > SYMBOLIC_SIZE // 2
+
+
+def numel(shape: SSAValue | Attribute | Sequence[int]) -> int:
+    """Elements of a shape, or of a tensor value / type (`shape_of`'s dims)."""
+    if isinstance(shape, SSAValue | Attribute):
+        shape = shape_of(shape)
+    return math.prod(int(d) for d in shape)
+
+
+def is_dynamic(value: SSAValue | Attribute) -> bool:
+    """Whether the tensor value or type has a `?` dim."""
+    return DYNAMIC in declared_shape(value)
+
+
+@contextlib.contextmanager
+def symbolic_shapes() -> Generator[None]:
+    """`shape_of` gives `SYMBOLIC_SIZE` for `?` dims within the block."""
+    token = _symbolic.set(True)
+    try:
+        yield
+    finally:
+        _symbolic.reset(token)
+
+
+@contextlib.contextmanager
+def assumed_shapes(shapes: Mapping[SSAValue, Shape]) -> Generator[None]:
+    """`shape_of(v)` is `shapes[v]` for the values of `shapes` within the block (how
+    `qopt.dialects.aten.bounds` derives shapes from bounds)."""
+    token = _assumed.set(shapes)
+    try:
+        yield
+    finally:
+        _assumed.reset(token)
+
+
+def show(shape: Sequence[int]) -> str:
+    """A shape as `[1, ?, 8]` in messages."""
+    return "[" + ", ".join("?" if is_symbolic(d) else str(d) for d in shape) + "]"
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> Shape | None:
@@ -80,6 +160,14 @@ def text(attr: StringAttr | None, default: str = "") -> str:
     return default if attr is None else attr.data
 
 
+def _conforms(declared: Shape, derived: Shape) -> bool:
+    """A declared result shape against the derived one: equal ranks, each static dim
+    equal (a `?` declared dim takes whatever the op computes at run time)."""
+    if len(declared) != len(derived):
+        return False
+    return all(d == DYNAMIC or d == e for d, e in zip(declared, derived, strict=True))
+
+
 class AtenOp(IRDLOperation):
     """Base of every aten op: generic-looking custom format, shape verification.
 
@@ -104,9 +192,11 @@ class AtenOp(IRDLOperation):
         for value in (*self.operands, *self.results):
             if not isinstance(value.type, TensorType):
                 raise self.fail(f"operands and results must be ranked tensors, got {value.type}")
+        dynamic = any(is_dynamic(v) for v in (*self.operands, *self.results))
         try:
-            self.check()
-            expected = self.expected_shapes()
+            with symbolic_shapes() if dynamic else contextlib.nullcontext():
+                self.check()
+                expected = self.expected_shapes()
         except VerifyException as e:
             message = str(e)
             if message.startswith(where(self)):
@@ -114,13 +204,13 @@ class AtenOp(IRDLOperation):
             raise self.fail(message) from None
         if expected is None:
             return
-        actual = [shape_of(r) for r in self.results]
+        actual = [declared_shape(r) for r in self.results]
         if len(expected) != len(actual):
             raise self.fail(f"expected {len(expected)} results, got {len(actual)}")
         for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
-            if tuple(want) != got:
+            if not _conforms(got, tuple(want)):
                 raise self.fail(
-                    f"result {i} has shape {list(got)} but the operands imply {list(want)}"
+                    f"result {i} has shape {show(got)} but the operands imply {show(want)}"
                 )
 
     # dtype helpers for check()

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import FloatAttr, StringAttr, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, result_def
 
-from qopt.dialects.aten.base import AtenOp, broadcast_shapes
-from qopt.dialects.tensors import Shape, shape_of
+from qopt.dialects.aten.base import AtenOp, broadcast_shapes, shape_of
+from qopt.dialects.tensors import Shape
 
 
 class UnaryOp(AtenOp):

@@ -34,8 +34,8 @@ from xdsl.irdl import (
     var_result_def,
 )
 
-from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, flag, integer, ints
-from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, flag, integer, ints, shape_of
+from qopt.dialects.tensors import elem_of
 from qopt.dtypes import is_bool, is_float
 
 _AFFINE = "(`weight` `(` $weight^ `:` type($weight) `)`)? (`bias` `(` $bias^ `:` type($bias) `)`)?"

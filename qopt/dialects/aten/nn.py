@@ -14,8 +14,7 @@ from xdsl.irdl import (
     result_def,
 )
 
-from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints
-from qopt.dialects.tensors import shape_of
+from qopt.dialects.aten.base import AtenOp, Shape, broadcast_shapes, integer, ints, shape_of
 
 
 @irdl_op_definition

@@ -25,8 +25,8 @@ from xdsl.dialects.builtin import (
 from xdsl.irdl import irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.aten.base import AtenOp, Shape, flag, integer, ints, norm_dim, real
-from qopt.dialects.tensors import elem_of, shape_of
+from qopt.dialects.aten.base import AtenOp, Shape, flag, integer, ints, norm_dim, real, shape_of
+from qopt.dialects.tensors import elem_of
 from qopt.dtypes import is_bool
 
 

@@ -23,9 +23,11 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -35,15 +37,20 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.aten.base import (
+    SYMBOLIC_SIZE,
     AtenOp,
     Shape,
     broadcast_shapes,
     flag,
     integer,
     ints,
+    is_symbolic,
     norm_dim,
+    numel,
+    shape_of,
+    show,
 )
-from qopt.dialects.tensors import elem_of, numel, shape_of
+from qopt.dialects.tensors import elem_of
 from qopt.dtypes import is_bool, is_float
 
 INT64_MAX = 2**63 - 1
@@ -144,7 +151,11 @@ class ViewOp(AtenOp):
 
     def expected_shapes(self) -> Sequence[Shape]:
         x, y = shape_of(self.input), shape_of(self.result)
-        if numel(x) != numel(y):
+        # Element counts compare when both sides have as many `?` dims (the same
+        # symbolic sizes); `[?, ?] -> [?]` (two symbols flattened) is not checked.
+        if x.count(SYMBOLIC_SIZE) == y.count(SYMBOLIC_SIZE) and numel(x) != numel(y):
+            if SYMBOLIC_SIZE in x:
+                raise self.fail(f"cannot view {show(x)} as {show(y)}: the element counts differ")
             raise self.fail(
                 f"cannot view {list(x)} ({numel(x)} elements) as {list(y)} ({numel(y)} elements)"
             )
@@ -404,6 +415,62 @@ class SliceOp(AtenOp):
         d, start, end, step = self.bounds()
         x[d] = (end - start + step - 1) // step
         return [tuple(x)]
+
+
+def _window_start(op: AtenOp, start: SSAValue, what: str = "start") -> None:
+    """`start` (and a slice length) of the dynamic slices: a 0-d int64 or int32 tensor."""
+    elem = elem_of(start)
+    if shape_of(start) or elem not in (i64, i32):
+        raise op.fail(f"{what} must be a 0-d int64 or int32 tensor, got {start.type}")
+
+
+@irdl_op_definition
+class DynamicSliceOp(AtenOp):
+    """`input[..., start : start + length, ...]` on `dim` with a run-time `start`
+    (a 0-d integer tensor): `x.narrow(dim, start, length)` where `start` is a SymInt
+    (`.item()`), StableHLO's `dynamic_slice` on one dim.
+
+    `length` is the result's size on `dim`; where that is `?` (a dynamic length,
+    e.g. the sequence `Dim`), the `length` operand gives it at run time. `start`
+    is taken as torch's narrow takes it: a negative start counts from the end
+    (`start + size`); unlike StableHLO, nothing is clamped: a window outside the dim
+    is an error at run time, as torch's narrow raises one.
+    """
+
+    name = "aten.dynamic_slice"
+    input = operand_def(TensorType)
+    start = operand_def(TensorType)
+    length = opt_operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def check(self) -> None:
+        if elem_of(self.input) != elem_of(self.result):
+            raise self.fail("input and result element types must match")
+        _window_start(self, self.start)
+        if self.length is not None:
+            _window_start(self, self.length, "length")
+
+    def axis(self) -> int:
+        x = shape_of(self.input)
+        if not x:
+            raise self.fail("cannot slice a 0-d tensor")
+        return norm_dim(integer(self.dim), len(x))
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x, y = shape_of(self.input), shape_of(self.result)
+        d = self.axis()
+        if len(y) != len(x):
+            raise self.fail(f"result rank {len(y)} must equal input rank {len(x)}")
+        n = y[d]
+        dynamic = is_symbolic(n)
+        if dynamic != (self.length is not None):
+            raise self.fail(
+                "a length operand is needed exactly when the result's dim is dynamic (?)"
+            )
+        if not dynamic and not is_symbolic(x[d]) and n > x[d]:
+            raise self.fail(f"length {n} exceeds the size {x[d]} of dim {d}")
+        return [(*x[:d], n, *x[d + 1 :])]
 
 
 @irdl_op_definition
@@ -715,6 +782,52 @@ class SliceScatterOp(ScatterOp):
 
 
 @irdl_op_definition
+class DynamicUpdateSliceOp(ScatterOp):
+    """`self` with `self[..., start : start + n, ...]` on `dim` replaced by `update`,
+    where `n` is `update`'s size on `dim` (static or `?`) and `start` a run-time 0-d
+    integer tensor: the write `x.narrow(dim, start, n).copy_(update)` functionalized,
+    StableHLO's `dynamic_update_slice` on one dim. `update` has `self`'s element
+    type and its shape outside `dim`. `start` is narrow's (negative: from the end);
+    nothing is clamped: a window outside the dim is an error at run time (torch's
+    narrow raises one).
+    """
+
+    name = "aten.dynamic_update_slice"
+    input = operand_def(TensorType)
+    update = operand_def(TensorType)
+    start = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+
+    def check(self) -> None:
+        super().check()
+        if elem_of(self.update) != elem_of(self.input):
+            raise self.fail(
+                f"update ({self.update.type}) must have the element type of self "
+                f"({self.input.type})"
+            )
+        _window_start(self, self.start)
+
+    def axis(self) -> int:
+        x = shape_of(self.input)
+        if not x:
+            raise self.fail("cannot slice a 0-d tensor")
+        return norm_dim(integer(self.dim), len(x))
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x, u = shape_of(self.input), shape_of(self.update)
+        d = self.axis()
+        outside = [(a, b) for i, (a, b) in enumerate(zip(x, u, strict=False)) if i != d]
+        if len(u) != len(x) or any(a != b for a, b in outside):
+            raise self.fail(
+                f"update of shape {show(u)} must have self's shape {show(x)} outside dim {d}"
+            )
+        if not is_symbolic(x[d]) and not is_symbolic(u[d]) and u[d] > x[d]:
+            raise self.fail(f"update has {u[d]} entries along dim {d} of size {x[d]}")
+        return [x]
+
+
+@irdl_op_definition
 class SelectScatterOp(ScatterOp):
     """`self` with `self[..., index, ...]` on `dim` replaced by `src` (converted
     to `self`'s dtype), which has `self`'s shape without `dim`; a negative
@@ -1009,6 +1122,7 @@ OPS: list[type] = [
     FlipOp,
     RollOp,
     SliceOp,
+    DynamicSliceOp,
     SelectOp,
     IndexOp,
     IndexSelectOp,
@@ -1016,6 +1130,7 @@ OPS: list[type] = [
     IndexPutOp,
     IndexCopyOp,
     SliceScatterOp,
+    DynamicUpdateSliceOp,
     SelectScatterOp,
     CatOp,
     StackOp,

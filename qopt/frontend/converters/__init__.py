@@ -29,6 +29,7 @@ def get_converters() -> dict[str, Converter]:
         nn,
         quant,
         reduction,
+        scalar,
         shape,
     )
 
@@ -36,7 +37,7 @@ def get_converters() -> dict[str, Converter]:
         str(operator.getitem): getitem,
         "export.access_subclass_inner_tensor.default": subclass_inner,
     }
-    for module in (elementwise, nn, quant, shape, reduction, layers):
+    for module in (elementwise, nn, quant, shape, reduction, layers, scalar):
         for target, converter in module.CONVERTERS.items():
             if target in merged:
                 raise ValueError(f"two converters for {target}")

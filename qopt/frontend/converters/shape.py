@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
 from torch.fx import Node
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -23,12 +24,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
-from qopt.dialects.aten.base import broadcast_shapes, norm_dim
+from qopt.dialects.aten.base import DYNAMIC, broadcast_shapes, norm_dim
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import is_bool, is_float
 from qopt.frontend.converters.table import ConverterTable
-from qopt.frontend.importer import Importer, node_location
+from qopt.frontend.importer import Importer, node_location, static_int
 
 CONVERTERS = ConverterTable()
 
@@ -90,6 +92,11 @@ def _unary(
     "aten.unflatten.int",
 )
 def convert_view(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    if list(imp.result_type().get_shape()).count(DYNAMIC) > 1:
+        raise imp.error(
+            "a view to a shape with several dynamic dims: qopt views to at most one dynamic "
+            "dim (its size is what the others leave)"
+        )
     return _unary(imp, sh.ViewOp, args["self"])
 
 
@@ -160,6 +167,14 @@ def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 
 @CONVERTERS("aten.expand.default", "aten.expand_as.default")
 def convert_expand(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    x, y = shape_of(imp.value(args["self"])), imp.result_type().get_shape()
+    for i, size in enumerate(y):
+        j = i - (len(y) - len(x))
+        if size == DYNAMIC and (j < 0 or x[j] != DYNAMIC):
+            raise imp.error(
+                f"expands dim {i} to a dynamic size: qopt expands only to static sizes (a "
+                "dynamic dim must already be the input's)"
+            )
     return _unary(imp, sh.ExpandOp, args["self"])
 
 
@@ -240,26 +255,169 @@ def _slice(imp: Importer, x: Any, dim: Any, start: Any, end: Any, step: Any) -> 
 
 @CONVERTERS("aten.slice.Tensor")
 def convert_slice(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    return _slice(imp, args["self"], args["dim"], args["start"], args["end"], args["step"])
+    shape = shape_of(imp.value(args["self"]))
+    start, end = (
+        imp.symint(b, "a slice bound") if isinstance(b, Node) else b
+        for b in (args["start"], args["end"])
+    )
+    if shape and not isinstance(start, SSAValue) and not isinstance(end, SSAValue):
+        d = _dim(imp, args["dim"], len(shape))
+        if shape[d] != DYNAMIC:  # bounds torch knows at export (maybe SymInts it folded)
+            return _slice(imp, args["self"], d, start, end, args["step"])
+    return _symbolic_slice(imp, node, args)
+
+
+def _symbolic_slice(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x[..., start:end, ...]` with a run-time bound or on a dynamic dim: torch clamps
+    slice bounds, which `aten.dynamic_slice` does not, so it is taken only where
+    torch's result length is the window's exactly (static, or `end - start` as torch
+    computed it, negative bounds counting from the end); anything else is refused
+    rather than clamped differently."""
+    x = imp.value(args["self"])
+    shape = shape_of(x)
+    if not shape:
+        raise imp.error("cannot slice a 0-d tensor")
+    d = _dim(imp, args["dim"], len(shape))
+    step = imp.static(args["step"] if args["step"] is not None else 1, "the slice step")
+    if step != 1:
+        raise imp.error("a slice with run-time bounds or on a dynamic dim needs step 1")
+    val = node.meta.get("val")
+    length = val.shape[d] if isinstance(val, torch.Tensor) else None
+    start = _slice_bound(imp, node, args, d, args["start"], 0)
+    if static_int(length) is not None:
+        return _dynamic_slice(imp, node, args["self"], d, start[1], int(static_int(length) or 0))
+    end = _slice_bound(imp, node, args, d, args["end"], sh.INT64_MAX)
+    if (
+        start[0] is None
+        or end[0] is None
+        or not isinstance(length, torch.SymInt)
+        or (end[0] - start[0] - length.node.expr).simplify() != 0
+    ):
+        raise imp.error(
+            "a slice with run-time bounds whose length torch clamps: qopt slices run-time "
+            "windows only where they fit (use narrow(dim, start, length))"
+        )
+    if isinstance(start[1], int) and isinstance(end[1], int):
+        length_value: int | SSAValue = end[1] - start[1]
+    else:
+        sub = ew.SubOp.create(
+            operands=[imp.scalar_operand(end[1]), imp.scalar_operand(start[1])],
+            result_types=[TensorType(i64, [])],
+        )
+        length_value = _insert(imp, node, sub)
+    return _dynamic_slice(imp, node, args["self"], d, start[1], length_value)
+
+
+def _slice_bound(
+    imp: Importer, node: Node, args: dict[str, Any], d: int, bound: Any, default: int
+) -> tuple[Any, int | SSAValue]:
+    """A slice bound counted from 0: (its sympy expression, its value, an int or a
+    run-time scalar). A static bound past the end is the dim's size, a negative one
+    counts from the end (on a dynamic dim, from `aten.sym_size`)."""
+    import sympy
+
+    bound = default if bound is None else bound
+    if isinstance(bound, Node):
+        return _expr(bound), imp.symint(bound, "a slice bound")
+    value = int(bound)
+    x = imp.value(args["self"])
+    size = shape_of(x)[d]
+    source = args["self"].meta.get("val") if isinstance(args["self"], Node) else None
+    size_expr = _expr_of_size(source.shape[d]) if isinstance(source, torch.Tensor) else None
+    if value >= 0 and (size == DYNAMIC or value < size) and value < sh.INT64_MAX // 2:
+        return sympy.Integer(value), value
+    if size != DYNAMIC:  # clamped (past the end) or counted from the end, statically
+        value = min(value, size) if value >= 0 else max(value + size, 0)
+        return sympy.Integer(value), value
+    if size_expr is None:
+        return None, value
+    runtime = _size_of(imp, node, x, d)
+    if value >= 0:  # past the end: the size
+        return size_expr, runtime
+    add = ew.AddOp.create(
+        operands=[imp.scalar_operand(runtime), imp.scalar_operand(value)],
+        result_types=[TensorType(i64, [])],
+    )
+    return size_expr + value, _insert(imp, node, add)
+
+
+def _expr(arg: Any) -> Any:
+    """The sympy expression of an integer argument (an int or a SymInt node)."""
+    import sympy
+
+    if isinstance(arg, int):
+        return sympy.Integer(arg)
+    val = arg.meta.get("val") if isinstance(arg, Node) else None
+    if isinstance(val, int):
+        return sympy.Integer(val)
+    if isinstance(val, torch.SymInt):
+        return val.node.expr
+    return None
 
 
 @CONVERTERS("aten.narrow.default")
 def convert_narrow(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`narrow(x, dim, start, length)`: `aten.slice`, or with a run-time start or
+    length (a SymInt: `.item()`, a dynamic dim) `aten.dynamic_slice`."""
     shape = shape_of(imp.value(args["self"]))
+    if not shape:
+        raise imp.error("cannot narrow a 0-d tensor")
     d = _dim(imp, args["dim"], len(shape))
-    start = int(args["start"])
-    start = start + shape[d] if start < 0 else start
-    return _slice(imp, args["self"], d, start, start + int(args["length"]), 1)
+    start = imp.symint(args["start"], "narrow's start")
+    length = imp.symint(args["length"], "narrow's length")
+    if isinstance(start, int) and isinstance(length, int) and shape[d] >= 0:
+        start = start + shape[d] if start < 0 else start
+        return _slice(imp, args["self"], d, start, start + length, 1)
+    return _dynamic_slice(imp, node, args["self"], d, start, length)
+
+
+def _dynamic_slice(
+    imp: Importer, node: Node, x: Any, d: int, start: int | SSAValue, length: int | SSAValue
+) -> Operation:
+    """`x[..., start : start + length, ...]` on dim `d` with a run-time start or
+    length: `aten.dynamic_slice`, the length an operand where the result's dim is `?`."""
+    result = imp.result_type()
+    size = shape_of(imp.value(x))[d]
+    if isinstance(start, int) and start < 0 and size != DYNAMIC:
+        start += size  # on a dynamic dim, dynamic_slice counts it from the end itself
+    operands = [imp.value(x), imp.scalar_operand(start)]
+    if result.get_shape()[d] < 0:
+        operands.append(imp.scalar_operand(length))
+    elif isinstance(length, SSAValue):
+        raise imp.error("the narrow's length is computed at run time but its result is static")
+    return sh.DynamicSliceOp.create(
+        operands=operands, result_types=[result], properties={"dim": _int(d)}
+    )
 
 
 @CONVERTERS("aten.select.int")
 def convert_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.select(dim, index)`; a run-time index (a SymInt) is a one-entry
+    `aten.dynamic_slice` and an `aten.squeeze` of its dim."""
     shape = shape_of(imp.value(args["self"]))
     d = _dim(imp, args["dim"], len(shape))
-    index = int(args["index"])
+    symbolic = imp.symint(args["index"], "select's index")
+    if isinstance(symbolic, SSAValue):
+        return _dynamic_select(imp, node, args["self"], d, symbolic)
+    index = symbolic
     if shape and -shape[d] <= index < 0:
         index += shape[d]
     return _unary(imp, sh.SelectOp, args["self"], {"dim": _int(d), "index": _int(index)})
+
+
+def _dynamic_select(imp: Importer, node: Node, x: Any, d: int, index: SSAValue) -> Operation:
+    result = imp.result_type()
+    window = list(shape_of(imp.value(x)))
+    window[d] = 1
+    one = sh.DynamicSliceOp.create(
+        operands=[imp.value(x), index],
+        result_types=[TensorType(result.get_element_type(), window)],
+        properties={"dim": _int(d)},
+    )
+    value = _insert(imp, node, one)
+    return sh.SqueezeOp.create(
+        operands=[value], result_types=[result], properties={"dims": _array([d])}
+    )
 
 
 @CONVERTERS("aten.unbind.int")
@@ -444,12 +602,57 @@ def convert_index_copy(imp: Importer, node: Node, args: dict[str, Any]) -> Opera
 @CONVERTERS("aten.slice_scatter.default")
 def convert_slice_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = args["self"]
+    bounds = [args["start"], args["end"]]
+    if any(isinstance(b, Node) for b in bounds) or any(
+        d == DYNAMIC for d in shape_of(imp.value(x))
+    ):
+        return _symbolic_slice_scatter(imp, node, args)
     props = _slice_props(imp, x, args["dim"], args["start"], args["end"], args["step"])
     return sh.SliceScatterOp.create(
         operands=[imp.value(x), imp.value(args["src"])],
         result_types=[imp.result_type()],
         properties=props,
     )
+
+
+def _symbolic_slice_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`slice_scatter` with run-time bounds (the functional form of
+    `x.narrow(d, start, n).copy_(src)` after `run_decompositions`): an
+    `aten.dynamic_update_slice` at `start` where `src` fills `[start, end)` exactly."""
+    x = imp.value(args["self"])
+    src_node = args["src"]
+    d = _dim(imp, args["dim"], len(shape_of(x)))
+    step = imp.static(args["step"] if args["step"] is not None else 1, "the slice step")
+    start = imp.symint(args["start"] if args["start"] is not None else 0, "the slice start")
+    src_val = src_node.meta.get("val") if isinstance(src_node, Node) else None
+    start_expr, end_expr = _expr(args["start"] or 0), _expr(args["end"])
+    fits = (
+        step == 1
+        and isinstance(src_val, torch.Tensor)
+        and start_expr is not None
+        and end_expr is not None
+        and (end_expr - start_expr - _expr_of_size(src_val.shape[d])).simplify() == 0
+    )
+    if not fits or (isinstance(start, int) and start < 0):
+        raise imp.error(
+            "a slice_scatter with run-time bounds whose window torch clamps: qopt writes "
+            "run-time windows only where the source fills them (narrow(...).copy_(src))"
+        )
+    src = imp.value(src_node)
+    if elem_of(src) != elem_of(x):  # torch converts src to self's dtype
+        cast = TensorType(elem_of(x), shape_of(src))
+        src = _insert(imp, node, ew.CastOp.create(operands=[src], result_types=[cast]))
+    return sh.DynamicUpdateSliceOp.create(
+        operands=[x, src, imp.scalar_operand(start)],
+        result_types=[imp.result_type()],
+        properties={"dim": _int(d)},
+    )
+
+
+def _expr_of_size(size: Any) -> Any:
+    import sympy
+
+    return size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(int(size))
 
 
 @CONVERTERS("aten.select_scatter.default")
@@ -459,9 +662,24 @@ def convert_select_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> O
     if not shape:
         raise imp.error("cannot select from a 0-d tensor")
     d = _dim(imp, args["dim"], len(shape))
-    if isinstance(args["index"], Node):
-        raise imp.error("select_scatter needs a constant index")
-    index = int(args["index"])
+    symbolic = imp.symint(args["index"], "select_scatter's index")
+    if isinstance(symbolic, SSAValue):  # at a run-time index: a one-entry window
+        src = imp.value(args["src"])
+        if elem_of(src) != elem_of(x):
+            cast = TensorType(elem_of(x), shape_of(src))
+            src = _insert(imp, node, ew.CastOp.create(operands=[src], result_types=[cast]))
+        window = [*shape_of(src)[:d], 1, *shape_of(src)[d:]]
+        row = sh.UnsqueezeOp.create(
+            operands=[src],
+            result_types=[TensorType(elem_of(x), window)],
+            properties={"dim": _int(d)},
+        )
+        return sh.DynamicUpdateSliceOp.create(
+            operands=[x, _insert(imp, node, row), symbolic],
+            result_types=[imp.result_type()],
+            properties={"dim": _int(d)},
+        )
+    index = symbolic
     if not -shape[d] <= index < shape[d]:
         raise imp.error(
             f"select_scatter index {index} is out of range for dim {d} of size {shape[d]}"
@@ -590,12 +808,37 @@ def convert_cumsum(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
 
 @CONVERTERS("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
 def convert_arange(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`arange(start, end, step)`; a run-time `end` (a SymInt: `arange(seq_len)`) is
+    the arange to its bound cut to `end - start` entries (`aten.dynamic_slice`)."""
     result = imp.result_type()
     bounds = [args.get("start", 0), args["end"], args.get("step", 1)]
-    if any(isinstance(b, Node) for b in bounds):
-        raise imp.error("arange bounds must be constants (qopt compiles static shapes)")
-    props = {k: _scalar(v, result) for k, v in zip(("start", "end", "step"), bounds, strict=True)}
-    return sh.ArangeOp.create(result_types=[result], properties=props)
+    bounds = [imp.symint(b, "an arange bound") if isinstance(b, Node) else b for b in bounds]
+    if not any(isinstance(b, SSAValue) for b in bounds):
+        names = ("start", "end", "step")
+        props = {k: _scalar(v, result) for k, v in zip(names, bounds, strict=True)}
+        return sh.ArangeOp.create(result_types=[result], properties=props)
+    start, end, step = bounds
+    if isinstance(start, SSAValue) or isinstance(step, SSAValue) or step != 1:
+        raise imp.error("arange with a run-time start or step: qopt takes a run-time end only")
+    if not isinstance(start, int) or result.get_shape() != (DYNAMIC,):
+        raise imp.error("arange with a run-time end needs an integer start")
+    (bound,) = _bound_shape(imp, node, result)
+    props = {
+        "start": _scalar(start, result),
+        "end": _scalar(start + bound, result),
+        "step": _scalar(1, result),
+    }
+    iota = sh.ArangeOp.create(
+        result_types=[TensorType(result.get_element_type(), [bound])], properties=props
+    )
+    length: int | SSAValue = end
+    if start != 0:
+        sub = ew.SubOp.create(
+            operands=[imp.scalar_operand(end), imp.scalar_operand(start)],
+            result_types=[TensorType(i64, [])],
+        )
+        length = _insert(imp, node, sub)
+    return _windows(imp, node, _insert(imp, node, iota), result, [length])
 
 
 _FILL = {
@@ -626,4 +869,70 @@ def convert_full(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if isinstance(value, Node):
         raise imp.error("the fill value must be a constant")
     result = imp.result_type()
-    return sh.FullOp.create(result_types=[result], properties={"value": _scalar(value, result)})
+    props = {"value": _scalar(value, result)}
+    if DYNAMIC not in result.get_shape():
+        return sh.FullOp.create(result_types=[result], properties=props)
+    # A dynamic size: filled at its bound, then the run-time window of each `?` dim.
+    bound = _bound_shape(imp, node, result)
+    full = sh.FullOp.create(result_types=[TensorType(result.get_element_type(), bound)],
+                            properties=props)  # fmt: skip
+    sizes = args.get("size")
+    if not isinstance(sizes, list | tuple):  # `*_like`: the sizes of `self`
+        like = imp.value(args["self"])
+        sizes = [_size_of(imp, node, like, d) for d in range(len(shape_of(like)))]
+    return _windows(imp, node, _insert(imp, node, full), result, list(sizes))
+
+
+def _bound_shape(imp: Importer, node: Node, result: TensorType) -> list[int]:
+    """The result shape with each `?` dim at the largest size torch allows for it."""
+    val = node.meta.get("val")
+    assert isinstance(val, torch.Tensor)
+    bound: list[int] = []
+    for d, size in enumerate(result.get_shape()):
+        if size != DYNAMIC:
+            bound.append(size)
+            continue
+        limits = imp.symbol_range(val.shape[d])
+        if limits is None or not 0 <= limits[1] <= 1 << 31:
+            raise imp.error(
+                f"dim {d} of the result ({val.shape[d]}) has no bound: qopt creates tensors of "
+                "a dynamic size at a bounded Dim's max"
+            )
+        bound.append(limits[1])
+    return bound
+
+
+def _size_of(imp: Importer, node: Node, x: SSAValue, d: int) -> int | SSAValue:
+    size = shape_of(x)[d]
+    if size != DYNAMIC:
+        return size
+    op = sc.SymSizeOp.create(
+        operands=[x], result_types=[TensorType(i64, [])], properties={"dim": _int(d)}
+    )
+    return _insert(imp, node, op)
+
+
+def _windows(
+    imp: Importer, node: Node, value: SSAValue, result: TensorType, sizes: list[Any]
+) -> Operation:
+    """`value` (at its bound) cut to the run-time size of each `?` dim of `result`:
+    an `aten.dynamic_slice` from 0 per dim, the last one returned."""
+    zero = imp.scalar_operand(0)
+    shape = list(shape_of(value))
+    op: Operation | None = None
+    for d, size in enumerate(result.get_shape()):
+        if size != DYNAMIC:
+            continue
+        if op is not None:
+            value = _insert(imp, node, op)
+        length = (
+            imp.symint(sizes[d], f"size {d}") if not isinstance(sizes[d], SSAValue) else sizes[d]
+        )
+        shape[d] = DYNAMIC
+        op = sh.DynamicSliceOp.create(
+            operands=[value, zero, imp.scalar_operand(length)],
+            result_types=[TensorType(result.get_element_type(), shape)],
+            properties={"dim": _int(d)},
+        )
+    assert op is not None
+    return op

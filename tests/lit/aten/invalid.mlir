@@ -270,3 +270,149 @@ func.func @conv2d_wrong_result(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>)
   func.return %r : tensor<1x4x8x8xf32>
 }
 // CHECK: 'aten.conv2d': result 0 has shape [1, 4, 8, 8] but the operands imply [1, 4, 6, 6]
+
+// -----
+// Run-time scalars (qopt/dialects/aten/scalar.py) and dynamic slices.
+
+func.func @item_of_many(%x: tensor<2xi64>) -> tensor<i64> {
+  %r = aten.item %x : (tensor<2xi64>) -> tensor<i64>
+  func.return %r : tensor<i64>
+}
+// CHECK: 'aten.item': item needs a tensor of one element, got shape [2]
+
+// -----
+
+func.func @item_other_type(%x: tensor<1xi32>) -> tensor<i64> {
+  %r = aten.item %x : (tensor<1xi32>) -> tensor<i64>
+  func.return %r : tensor<i64>
+}
+// CHECK: 'aten.item': input and result element types must match
+
+// -----
+
+func.func @item_empty_range(%x: tensor<1xi64>) -> tensor<i64> {
+  %r = aten.item %x {range = array<i64: 5, 2>} : (tensor<1xi64>) -> tensor<i64>
+  func.return %r : tensor<i64>
+}
+// CHECK: 'aten.item': range must be [min, max] with min <= max, got [5, 2]
+
+// -----
+
+func.func @item_float_range(%x: tensor<1xf32>) -> tensor<f32> {
+  %r = aten.item %x {range = array<i64: 0, 2>} : (tensor<1xf32>) -> tensor<f32>
+  func.return %r : tensor<f32>
+}
+// CHECK: 'aten.item': a range bounds an integer result, not tensor<f32>
+
+// -----
+
+func.func @sym_size_i32(%x: tensor<?x4xf32>) -> tensor<i32> {
+  %r = aten.sym_size %x {dim = 0 : i64} : (tensor<?x4xf32>) -> tensor<i32>
+  func.return %r : tensor<i32>
+}
+// CHECK: 'aten.sym_size': result must be a 0-d int64 tensor, got tensor<i32>
+
+// -----
+
+func.func @sym_size_of_scalar(%x: tensor<f32>) -> tensor<i64> {
+  %r = aten.sym_size %x {dim = 0 : i64} : (tensor<f32>) -> tensor<i64>
+  func.return %r : tensor<i64>
+}
+// CHECK: 'aten.sym_size': a 0-d tensor has no dims
+
+// -----
+
+func.func @assert_not_bool(%c: tensor<i64>) {
+  aten.assert_scalar %c : tensor<i64>
+  func.return
+}
+// CHECK: 'aten.assert_scalar': condition must be a boolean (i1) tensor, got tensor<i64>
+
+// -----
+
+func.func @assert_not_scalar(%c: tensor<2xi1>) {
+  aten.assert_scalar %c : tensor<2xi1>
+  func.return
+}
+// CHECK: 'aten.assert_scalar': condition must be 0-d, got tensor<2xi1>
+
+// -----
+
+func.func @dynamic_slice_float_start(%x: tensor<40x8xf32>, %s: tensor<f32>) -> tensor<3x8xf32> {
+  %r = aten.dynamic_slice %x, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  func.return %r : tensor<3x8xf32>
+}
+// CHECK: 'aten.dynamic_slice': start must be a 0-d int64 or int32 tensor, got tensor<f32>
+
+// -----
+
+func.func @dynamic_slice_too_long(%x: tensor<40x8xf32>, %s: tensor<i64>) -> tensor<41x8xf32> {
+  %r = aten.dynamic_slice %x, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<i64>) -> tensor<41x8xf32>
+  func.return %r : tensor<41x8xf32>
+}
+// CHECK: 'aten.dynamic_slice': length 41 exceeds the size 40 of dim 0
+
+// -----
+
+func.func @dynamic_slice_no_length(%x: tensor<40x8xf32>, %s: tensor<i64>) -> tensor<?x8xf32> {
+  %r = aten.dynamic_slice %x, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<i64>) -> tensor<?x8xf32>
+  func.return %r : tensor<?x8xf32>
+}
+// CHECK: 'aten.dynamic_slice': a length operand is needed exactly when the result's dim is dynamic (?)
+
+// -----
+
+func.func @dynamic_slice_other_dim(%x: tensor<40x8xf32>, %s: tensor<i64>) -> tensor<3x4xf32> {
+  %r = aten.dynamic_slice %x, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<i64>) -> tensor<3x4xf32>
+  func.return %r : tensor<3x4xf32>
+}
+// CHECK: 'aten.dynamic_slice': result 0 has shape [3, 4] but the operands imply [3, 8]
+
+// -----
+
+func.func @dynamic_update_wrong_type(%x: tensor<40x8xf32>, %u: tensor<3x8xf16>, %s: tensor<i64>) -> tensor<40x8xf32> {
+  %r = aten.dynamic_update_slice %x, %u, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<3x8xf16>, tensor<i64>) -> tensor<40x8xf32>
+  func.return %r : tensor<40x8xf32>
+}
+// CHECK: 'aten.dynamic_update_slice': update (tensor<3x8xf16>) must have the element type of self (tensor<40x8xf32>)
+
+// -----
+
+func.func @dynamic_update_wrong_shape(%x: tensor<40x8xf32>, %u: tensor<3x4xf32>, %s: tensor<i64>) -> tensor<40x8xf32> {
+  %r = aten.dynamic_update_slice %x, %u, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<3x4xf32>, tensor<i64>) -> tensor<40x8xf32>
+  func.return %r : tensor<40x8xf32>
+}
+// CHECK: 'aten.dynamic_update_slice': update of shape [3, 4] must have self's shape [40, 8] outside dim 0
+
+// -----
+
+func.func @dynamic_update_too_long(%x: tensor<40x8xf32>, %u: tensor<41x8xf32>, %s: tensor<i64>) -> tensor<40x8xf32> {
+  %r = aten.dynamic_update_slice %x, %u, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<41x8xf32>, tensor<i64>) -> tensor<40x8xf32>
+  func.return %r : tensor<40x8xf32>
+}
+// CHECK: 'aten.dynamic_update_slice': update has 41 entries along dim 0 of size 40
+
+// -----
+
+func.func @dynamic_update_result_type(%x: tensor<40x8xf32>, %u: tensor<3x8xf32>, %s: tensor<i64>) -> tensor<40x8xf16> {
+  %r = aten.dynamic_update_slice %x, %u, %s {dim = 0 : i64} : (tensor<40x8xf32>, tensor<3x8xf32>, tensor<i64>) -> tensor<40x8xf16>
+  func.return %r : tensor<40x8xf16>
+}
+// CHECK: 'aten.dynamic_update_slice': result type tensor<40x8xf16> must equal the type of self tensor<40x8xf32>
+
+// -----
+// A static result dim is never computed from a dynamic one.
+
+func.func @static_from_dynamic(%x: tensor<?x8xf32>) -> tensor<3x8xf32> {
+  %r = aten.relu %x : (tensor<?x8xf32>) -> tensor<3x8xf32>
+  func.return %r : tensor<3x8xf32>
+}
+// CHECK: 'aten.relu': result 0 has shape [3, 8] but the operands imply [?, 8]
+
+// -----
+
+func.func @dynamic_view_count(%x: tensor<?x8xf32>) -> tensor<?x3xf32> {
+  %r = aten.view %x : (tensor<?x8xf32>) -> tensor<?x3xf32>
+  func.return %r : tensor<?x3xf32>
+}
+// CHECK: 'aten.view': cannot view [?, 8] as [?, 3]: the element counts differ

@@ -63,6 +63,21 @@ func.func @scatters(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: 
   func.return %0 : tensor<1x2x8x4xf32>
 }
 
+// Windows at a run-time start (a 0-d integer tensor): narrow at a SymInt and the
+// in-place write through it; a `?` length takes the length operand.
+// CHECK-LABEL: func.func @dynamic_windows(
+// CHECK-NEXT:    %{{.*}} = aten.dynamic_slice %{{.*}}, %{{.*}} {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<i64>) -> tensor<1x2x1x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.dynamic_slice %{{.*}}, %{{.*}}, %{{.*}} {dim = -2 : i64} : (tensor<1x2x8x4xf32>, tensor<i32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.dynamic_update_slice %{{.*}}, %{{.*}}, %{{.*}} {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<i64>) -> tensor<1x2x8x4xf32>
+// CHECK-NEXT:    %{{.*}} = aten.dynamic_update_slice %{{.*}}, %{{.*}}, %{{.*}} {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x?x4xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
+func.func @dynamic_windows(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %start: tensor<i64>, %s32: tensor<i32>, %n: tensor<i64>) -> tensor<1x2x8x4xf32> {
+  %0 = aten.dynamic_slice %cache, %start {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<i64>) -> tensor<1x2x1x4xf32>
+  %1 = aten.dynamic_slice %cache, %s32, %n {dim = -2 : i64} : (tensor<1x2x8x4xf32>, tensor<i32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  %2 = aten.dynamic_update_slice %cache, %k, %start {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<i64>) -> tensor<1x2x8x4xf32>
+  %3 = aten.dynamic_update_slice %2, %1, %s32 {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x?x4xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
+  func.return %3 : tensor<1x2x8x4xf32>
+}
+
 // CHECK-LABEL: func.func @joins(
 // CHECK-NEXT:    %{{.*}} = aten.cat %{{.*}}, %{{.*}} {dim = 2 : i64} : (tensor<2x3x4xf32>, tensor<2x3x1xi64>) -> tensor<2x3x5xf32>
 // CHECK-NEXT:    %{{.*}} = aten.stack %{{.*}}, %{{.*}} {dim = -1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4x2xf32>
