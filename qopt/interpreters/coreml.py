@@ -36,6 +36,7 @@ from qopt.errors import QoptError, where
 from qopt.interpreters.aten_layers import attention
 from qopt.interpreters.aten_reduction import softmax
 from qopt.interpreters.common import checked_indices
+from qopt.interpreters.ml_program import state_of
 from qopt.numerics import activations as act
 from qopt.numerics.bits import unpack_bits
 from qopt.numerics.quant import DIVIDE, RECIPROCAL, dequantize, lut_to_dense, quantize
@@ -369,6 +370,40 @@ def _pool(op: coreml.MaxPoolOp | coreml.AvgPoolOp, x: np.ndarray) -> np.ndarray:
     return total / np.sum(counts, axis=axes)
 
 
+_SCATTER_AT = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+
+
+def scatter(op: Any, data: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """MIL `scatter`: the slices of `data` along `axis` at `indices` combined with
+    those of `updates` by `mode`, in index order (a repeated index: the last write
+    wins for `update`, each one applies for the others). An index outside the
+    axis (a negative one from iOS17) is a QoptError naming the op."""
+    axis = _int(op.axis) % data.ndim
+    size = data.shape[axis]
+    idx = checked_indices(indices, size, op, negative=op.opset() < 17).reshape(-1)
+    idx = np.where(idx < 0, idx + size, idx)
+    out = np.array(data, copy=True)
+    rows = np.moveaxis(np.asarray(updates, data.dtype), axis, 0)
+    moved = np.moveaxis(out, axis, 0)  # a view of `out`
+    mode = op.mode.data
+    if mode == "update":
+        for i, row in zip(idx.tolist(), rows, strict=True):
+            moved[i] = row
+    elif mode == "div" and data.dtype.kind == "f":
+        np.divide.at(moved, idx, rows)
+    elif mode in _SCATTER_AT:
+        _SCATTER_AT[mode].at(moved, idx, rows)
+    else:
+        raise unsupported(op, f"scatter mode {mode} on {data.dtype}")
+    return out
+
+
 _QUANTIZE_RULE = [DIVIDE]
 
 
@@ -479,6 +514,22 @@ class CoremlFunctions(InterpreterFunctions):
         # MIL's gather counts negative indices from the end before iOS17.
         idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
         return (np.take(x, idx, axis=axis),)
+
+    @impl(coreml.ScatterOp)
+    def run_scatter(self, interp: Interpreter, op: Any, args: PythonValues):
+        data, indices, updates = args
+        return (scatter(op, data, indices, updates),)
+
+    @impl(coreml.ReadStateOp)
+    def run_read_state(self, interp: Interpreter, op: Any, args: PythonValues):
+        """The state's current value (read-only: the next write replaces the array)."""
+        return (state_of(interp).values[op.state_name],)
+
+    @impl(coreml.CoremlUpdateStateOp)
+    def run_update_state(self, interp: Interpreter, op: Any, args: PythonValues):
+        state = state_of(interp)
+        state.write(op.state_name, args[0])
+        return (state.values[op.state_name],)
 
     @impl(coreml.LayerNormOp)
     def run_layer_norm(self, interp: Interpreter, op: Any, args: PythonValues):

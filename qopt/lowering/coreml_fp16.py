@@ -13,7 +13,8 @@ and the weights only they read.
 `qopt-coreml{compute-precision=fp16}` runs it after `convert-to-coreml`; the
 emitter then writes what the IR says (coremltools' own fp16 pass never runs).
 Ops the pass creates (casts, f16 constants) take the location of the op they
-serve.
+serve. States are fp16 already (convert-to-coreml): the casts between them and
+fp32 computation become identities, which the pass removes.
 """
 
 from __future__ import annotations
@@ -178,6 +179,9 @@ def function_to_fp16(func: FuncOp) -> None:
             cast.erase()
             continue
         Rewriter.insert_op(cast, InsertPoint.at_start(block))
+    for op in list(block.ops):  # casts made identities (the fp16 state casts)
+        if isinstance(op, coreml.CastOp) and op.x.type == op.result.type:
+            Rewriter.replace_op(op, [], [op.x])
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
     outputs = []

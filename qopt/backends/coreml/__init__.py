@@ -5,6 +5,14 @@ Program) and the `.mlpackage` it saves.
 module; `qopt.read_mlpackage` is in `reader.py`. The passes and their order are
 `qopt/lowering/pipelines.py: QoptCoremlPipeline`'s, the one definition
 `qopt-opt -p qopt-coreml` runs too.
+
+A `CoremlArtifact` runs as the device would run it, on Linux: `session()` reads
+the package back (`reader.py`: what a device loads, states and functions
+included) and runs it in qopt's interpreter, keeping its states between calls
+(`run(*inputs, method=)`, `reset()`, `read_state(name)`); `artifact(*inputs)` is
+one call on a fresh state; `methods` lists its functions.
+`load_mlpackage_artifact(path)` makes the same artifact from a package on disk
+(`qopt.load` of an `.mlpackage`).
 """
 
 from __future__ import annotations
@@ -14,27 +22,153 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects.builtin import ModuleOp
+import numpy as np
+from xdsl.dialects.builtin import Float16Type, ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp
+
+from qopt.dialects import coreml
+from qopt.dialects.coreml import OPSET_ATTR
+from qopt.dialects.tensors import elem_of
+
+if TYPE_CHECKING:
+    from qopt.interpreters.session import Session
 
 
 @dataclass
 class CoremlArtifact:
-    """The compiled program: `.module` (coreml dialect), `.mil_program`, `.save(path)`."""
+    """The compiled program: `.module` (coreml dialect), `.mil_program` (the
+    default method's coremltools Program; `.mil_programs` has each method's),
+    `.save(path)`, `.methods`, `.session()`, and a call runs one call on a fresh
+    state. One loaded from a package (`load_mlpackage_artifact`) has the package
+    read back as `.module` and no Program (`.save` copies the package)."""
 
     module: ModuleOp
     mil_program: Any
     target: str
     compute_precision: str
     output_names: list[str] = field(default_factory=list[str])
+    mil_programs: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, str] = field(default_factory=dict[str, str])
+    """User-defined metadata written into the package (the states' names)."""
+    source: str | None = None
+    """The package this artifact was loaded from (None for a compiled one)."""
+    _package_module: ModuleOp | None = field(default=None, repr=False)
+
+    @property
+    def methods(self) -> list[str]:
+        """The program's methods (`forward`, or `prefill` and `decode` ...), in order."""
+        from qopt.interpreters.session import methods_of
+
+        return methods_of(self.module)
+
+    @property
+    def state_names(self) -> list[str]:
+        """The program's states (the mutated buffers' qualified names), in order."""
+        return [g.sym_name.data for g in coreml.mutable_globals(self.module)]
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write the `.mlpackage` directory atomically (temp dir + rename)."""
-        return save_mlpackage(self.mil_program, path, self.target)
+        if self.source is not None:
+            return copy_mlpackage(self.source, path)
+        programs = self.mil_programs or {"main": self.mil_program}
+        return save_mlpackage(programs, path, self.target, self.metadata)
+
+    def package_module(self) -> ModuleOp:
+        """The package as a device loads it, read back into the coreml dialect
+        (saved to a temporary directory once and read back, for a compiled artifact)."""
+        from qopt.backends.coreml.reader import read_mlpackage
+
+        if self._package_module is None:
+            if self.source is not None:
+                self._package_module = self.module
+            else:
+                tmp = tempfile.mkdtemp(prefix="qopt-session-")
+                try:
+                    path = self.save(os.path.join(tmp, "model.mlpackage"))
+                    self._package_module = read_mlpackage(path)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+        return self._package_module
+
+    def session(self) -> Session:
+        """A session of the package read back (`package_module`) in qopt's
+        interpreter: `run(*inputs, method=None)` keeps the states between calls,
+        `reset()`, `read_state(name)` (the buffer's qualified name), `methods`.
+        Two sessions never share state."""
+        from qopt.interpreters.session import Session
+
+        return Session(self.package_module())
+
+    def __call__(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
+        """One call of `method` on a fresh state (a new session)."""
+        return self.session().run(*inputs, method=method)
 
 
-def save_mlpackage(program: Any, path: str | os.PathLike[str], target: str) -> str:
+def load_mlpackage_artifact(path: str | os.PathLike[str]) -> CoremlArtifact:
+    """A `CoremlArtifact` of the `.mlpackage` at `path` (untrusted: read by
+    `reader.read_mlpackage`), run by interpreting the package read back: the way
+    to run one without Core ML (`qopt.load`)."""
+    from qopt.backends.coreml.emitter import output_names_of
+    from qopt.backends.coreml.reader import read_mlpackage
+    from qopt.interpreters.session import methods_of
+
+    source = os.path.abspath(os.fspath(path))
+    module = read_mlpackage(source)
+    opsets = [
+        op.attributes[OPSET_ATTR]
+        for op in module.ops
+        if isinstance(op, FuncOp) and OPSET_ATTR in op.attributes
+    ]
+    target = max((a.data for a in opsets if isinstance(a, StringAttr)), default="iOS18")
+    precision = "fp16" if _computes_in_fp16(module) else "fp32"
+    names = output_names_of(module) if len(methods_of(module)) == 1 else []
+    return CoremlArtifact(module, None, target, precision, names, source=source)
+
+
+def _computes_in_fp16(module: ModuleOp) -> bool:
+    return any(
+        isinstance(op, coreml.CoremlOp)
+        and not isinstance(op, coreml.StateOp | coreml.CastOp)
+        and any(isinstance(elem_of(r), Float16Type) for r in op.results)
+        for op in module.walk()
+    )
+
+
+def copy_mlpackage(source: str, path: str | os.PathLike[str]) -> str:
+    """Copy the package directory `source` to `path` atomically."""
+    final = os.path.abspath(os.fspath(path))
+    if final == os.path.abspath(source):
+        return final
+    parent = os.path.dirname(final)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(final)}.")
+    try:
+        staged = os.path.join(tmp, "model.mlpackage")
+        shutil.copytree(source, staged, symlinks=True)
+        _replace(staged, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _replace(staged: str, final: str) -> None:
+    if os.path.isdir(final):
+        shutil.rmtree(final)
+    elif os.path.exists(final):
+        os.unlink(final)
+    os.replace(staged, final)
+
+
+def save_mlpackage(
+    program: Any,
+    path: str | os.PathLike[str],
+    target: str,
+    metadata: dict[str, str] | None = None,
+) -> str:
+    """Write `program` (a Program, or Programs by method name: several make a
+    multifunction package) as an `.mlpackage` at `path`, atomically."""
     import coremltools as ct
 
     from qopt.backends.coreml.emitter import save_program
@@ -45,12 +179,8 @@ def save_mlpackage(program: Any, path: str | os.PathLike[str], target: str) -> s
     tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(final)}.")
     try:
         staged = os.path.join(tmp, "model.mlpackage")
-        save_program(program, staged, getattr(ct.target, target))
-        if os.path.isdir(final):
-            shutil.rmtree(final)
-        elif os.path.exists(final):
-            os.unlink(final)
-        os.replace(staged, final)
+        save_program(program, staged, getattr(ct.target, target), metadata)
+        _replace(staged, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
@@ -64,11 +194,11 @@ def compile_coreml(
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
-    then build its MIL Program. `compute_precision` is "fp32"
-    (default, exact checks) or "fp16". Outputs are named `output_names`, else as
-    the module records (`qopt.output_names`: the exported program's), else
-    `output_<i>`."""
-    from qopt.backends.coreml.emitter import build_program, output_names_of
+    then build its MIL Program (one per method). `compute_precision` is "fp32"
+    (default, exact checks) or "fp16". Outputs are named `output_names` (a
+    single-method program), else as the module records (`qopt.output_names`: the
+    exported program's), else `output_<i>`."""
+    from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
 
@@ -76,9 +206,24 @@ def compile_coreml(
         target=minimum_deployment_target, compute_precision=compute_precision
     )
     pipeline.apply(make_context(), module)
-    names = output_names_of(module, output_names)
-    program = build_program(module, names)
-    return CoremlArtifact(module, program, minimum_deployment_target, compute_precision, names)
+    programs = build_programs(module, output_names)
+    methods = list(programs)
+    names = output_names_of(module, output_names, methods[0])
+    return CoremlArtifact(
+        module,
+        programs[methods[0]],
+        minimum_deployment_target,
+        compute_precision,
+        names,
+        mil_programs=programs,
+        metadata=package_metadata(module),
+    )
 
 
-__all__ = ["CoremlArtifact", "compile_coreml", "save_mlpackage"]
+__all__ = [
+    "CoremlArtifact",
+    "compile_coreml",
+    "copy_mlpackage",
+    "load_mlpackage_artifact",
+    "save_mlpackage",
+]

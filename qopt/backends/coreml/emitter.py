@@ -9,16 +9,38 @@ folding or fp16 rewriting behind qopt's back; fp16 programs are made fp16 by
 the `coreml-fp16` pass before emission). Outputs are named after the function's
 `qopt.output_names` (the exported program's, recorded by the `.pt2` frontend),
 else `output_0`, `output_1`, ...
+
+States (iOS18): each mutable `ml_program.global` of the module is a state input
+of every function (`ct.StateType`: `mb.StateTensorSpec` in the Builder, after the
+function's tensor inputs), named by `state_names_of` (the global's name made an
+identifier, e.g. `layers.0.k_cache` -> `layers_0_k_cache`); `coreml.read_state`
+is MIL `read_state`, `coreml.coreml_update_state` MIL `coreml_update_state`
+(which coremltools writes as `write_state` + `read_state`). The package records
+MIL name -> global name in its metadata (`qopt.states`, JSON: reader.py's
+`STATES_METADATA`) so the reader names the states back. Refused, each with a
+QoptError naming the state: a state other than fp16 (the only state type a
+package holds: coremltools 9 writes no other, iOS18's MLState) and a state whose
+initial value is not all zeros (a Core ML state starts as zeros: the caller
+makes it, `model.make_state()`).
+
+Several methods (functions `prefill` and `decode` sharing weights and states):
+one Program per function, each saved alone, then merged by coremltools'
+`MultiFunctionDescriptor` / `save_multifunction` into one multifunction package
+(iOS18; its constants deduplicated across functions, so a shared weight is
+stored once); the first method is the default function.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import keyword
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -34,13 +56,16 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA
 from qopt.dialects import coreml
-from qopt.dialects.coreml import OPSET_ATTR
+from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
 from qopt.dialects.signature import output_names as recorded_output_names
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import const_array
+from qopt.interpreters.ml_program import initial_value
+from qopt.interpreters.session import methods_of
 
 
 def _quiet() -> None:
@@ -104,11 +129,24 @@ def target_of(func: FuncOp) -> Any:
     return getattr(ct.target, name)
 
 
-def output_names_of(module: ModuleOp, output_names: Sequence[str] | None = None) -> list[str]:
+def function_of(module: ModuleOp, function: str | None = None) -> FuncOp:
+    """The function `function` of `module`, or its entry function (`forward`, or
+    its only one)."""
+    if function is None:
+        return entry_function(module)
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == function:
+            return op
+    raise QoptError(f"the module has no function @{function}")
+
+
+def output_names_of(
+    module: ModuleOp, output_names: Sequence[str] | None = None, function: str | None = None
+) -> list[str]:
     """The names of the package's outputs: `output_names` if given (missing ones
-    `output_<i>`), else the entry function's `qopt.output_names`, else
-    `output_0`, `output_1`, ..."""
-    func = entry_function(module)
+    `output_<i>`), else the function's (the entry function's by default)
+    `qopt.output_names`, else `output_0`, `output_1`, ..."""
+    func = function_of(module, function)
     count = len(func.function_type.outputs)
     names = list(output_names) if output_names else recorded_output_names(func) or []
     names += [f"output_{i}" for i in range(len(names), count)]
@@ -117,20 +155,103 @@ def output_names_of(module: ModuleOp, output_names: Sequence[str] | None = None)
     return names
 
 
-def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -> Any:
-    """The coremltools MIL Program of `module`'s entry function (coreml dialect),
-    its outputs named by `output_names_of`."""
+def state_names_of(module: ModuleOp) -> dict[str, str]:
+    """Each state (mutable global) of `module` -> its MIL state name: the global's
+    name made an identifier, distinct from the other states' and from every
+    function's input and output names (one name per state in every function)."""
+    taken: list[str] = []
+    for method in methods_of(module):
+        func = function_of(module, method)
+        taken += _input_names([a.name_hint for a in func.body.block.args])
+        taken += output_names_of(module, None, method)
+    return coreml.mil_state_names([g.sym_name.data for g in mutable_globals(module)], taken)
+
+
+def check_states(module: ModuleOp) -> None:
+    """A QoptError for a state no Core ML package can hold (see the module docstring)."""
+    for g in mutable_globals(module):
+        name = g.sym_name.data
+        elem = coreml.type_name(g.type.get_element_type())
+        if elem not in PACKAGE_STATE_TYPES:
+            raise QoptError(
+                f"emit: state @{name} is {elem}; Core ML packages hold fp16 states only "
+                "(coremltools 9 writes no other state type; iOS18's MLState): convert-to-coreml "
+                "keeps float states in fp16, an integer state has no CoreML form"
+            )
+        if g.value is not None and np.any(initial_value(g)):
+            raise QoptError(
+                f"emit: state @{name} starts with values that are not all zeros (the buffer's "
+                "value at export); a Core ML state starts as zeros (the caller makes it, "
+                "model.make_state()), so the package cannot hold it: zero the buffer before "
+                "export, or run the program with qopt.session"
+            )
+
+
+def package_metadata(module: ModuleOp) -> dict[str, str]:
+    """The user-defined metadata qopt writes into a package: the states' names
+    (`qopt.states`: MIL name -> global name) and the name of a single method other
+    than `forward` (`qopt.method`; a single-function package's function is `main`)."""
+    out: dict[str, str] = {}
+    if names := state_names_of(module):
+        out[STATES_METADATA] = json.dumps({mil: name for name, mil in names.items()})
+    methods = methods_of(module)
+    if len(methods) == 1 and methods[0] != "forward":
+        out[METHOD_METADATA] = methods[0]
+    return out
+
+
+def build_programs(module: ModuleOp, output_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """One coremltools MIL Program per method of `module` (coreml dialect), by
+    method name; `output_names` name the outputs of a single-method program."""
+    methods = methods_of(module)
+    if not methods:
+        raise QoptError("emit: the module has no function")
+    if output_names and len(methods) > 1:
+        raise QoptError(
+            f"emit: output_names name the outputs of a single-method program; this one "
+            f"has {', '.join(methods)} (each names its outputs as recorded at import)"
+        )
+    if len(methods) > 1:
+        opsets = {coreml.opset_number(_opset_name(function_of(module, m))) for m in methods}
+        if min(opsets) < 18:
+            raise QoptError(
+                f"emit: the program has several methods ({', '.join(methods)}), which need a "
+                "multifunction package: those exist from iOS18; use "
+                "minimum_deployment_target='iOS18' (convert-to-coreml{target=iOS18})"
+            )
+        return {m: build_program(module, None, m) for m in methods}
+    return {methods[0]: build_program(module, output_names, methods[0])}
+
+
+def _opset_name(func: FuncOp) -> str:
+    attr = func.attributes.get(OPSET_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else "iOS18"
+
+
+def build_program(
+    module: ModuleOp, output_names: Sequence[str] | None = None, function: str | None = None
+) -> Any:
+    """The coremltools MIL Program of `module`'s function `function` (its entry
+    function by default; coreml dialect), its outputs named by `output_names_of`,
+    with every state of the module as a state input."""
     _quiet()
     from coremltools.converters.mil import Builder as mb
 
-    func = entry_function(module)
+    func = function_of(module, function)
+    check_states(module)
     block = func.body.block
     ret = block.last_op
     assert isinstance(ret, ReturnOp)
     names: dict[SSAValue, str] = {}
-    out_names = output_names_of(module, output_names)
+    out_names = output_names_of(module, output_names, function)
     input_names = _input_names([a.name_hint for a in block.args])
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
+    state_names = state_names_of(module)
+    states = mutable_globals(module)
+    specs += [
+        mb.StateTensorSpec(shape=shape_of(g.type), dtype=mil_type(g.type.get_element_type()))
+        for g in states
+    ]
     renamed_outputs: list[tuple[str, SSAValue]] = []
     for name, value in zip(out_names, ret.operands, strict=True):
         if (
@@ -144,8 +265,10 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
             renamed_outputs.append((name, value))
 
     def body(*args: Any) -> Any:
-        env: dict[SSAValue, Any] = dict(zip(block.args, args, strict=True))
-        used: set[str] = set(input_names) | set(out_names)
+        count = len(block.args)
+        env: dict[SSAValue, Any] = dict(zip(block.args, args[:count], strict=True))
+        state_vars = {g.sym_name.data: v for g, v in zip(states, args[count:], strict=True)}
+        used: set[str] = set(input_names) | set(out_names) | set(state_names.values())
 
         def fresh(base: str) -> str:
             name, i = base, 0
@@ -167,6 +290,10 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
             if not isinstance(op, coreml.CoremlOp):
                 raise QoptError(f"emit: {where(op)} is not a coreml op: run convert-to-coreml")
             kwargs: dict[str, Any] = {}
+            if isinstance(op, coreml.StateOp):
+                if op.state_name not in state_vars:
+                    raise QoptError(f"emit: {where(op)}: @{op.state_name} is not a state")
+                kwargs[op.MIL_STATE] = state_vars[op.state_name]
             defs = type(op).get_irdl_definition()
             for (field, _), mil_name in zip(defs.operands, op.MIL_OPERANDS, strict=True):
                 value = getattr(op, field)
@@ -194,7 +321,7 @@ def build_program(module: ModuleOp, output_names: Sequence[str] | None = None) -
         return tuple(outputs)
 
     body.__name__ = "main"
-    wrapped = _with_arg_names(body, input_names)
+    wrapped = _with_arg_names(body, [*input_names, *(state_names[g.sym_name.data] for g in states)])
     program = mb.program(input_specs=specs, opset_version=target_of(func))(wrapped)
     return program
 
@@ -235,15 +362,54 @@ def _with_arg_names(fn: Any, names: Sequence[str]) -> Any:
     return namespace["main"]
 
 
-def save_program(program: Any, path: str | os.PathLike[str], target: Any) -> Any:
-    """Write `program` as an ML Program package (no coremltools passes)."""
+def save_program(
+    program: Any,
+    path: str | os.PathLike[str],
+    target: Any,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write `program` (a Program, or Programs by function name: several make a
+    multifunction package, the first the default function) as an ML Program
+    package (no coremltools passes), with `metadata` as its user-defined metadata."""
     _quiet()
     import coremltools as ct
 
+    programs = program if isinstance(program, dict) else {"main": program}
+    path = os.fspath(path)
     with contextlib.redirect_stderr(io.StringIO()):  # coremltools' progress bars
-        model = _convert(ct, program, target)
-    model.save(str(path))
-    return model
+        if len(programs) == 1:
+            _convert(ct, next(iter(programs.values())), target).save(path)
+        else:
+            tmp = tempfile.mkdtemp(prefix="qopt-functions-")
+            try:
+                desc = ct.utils.MultiFunctionDescriptor()
+                for name, prog in programs.items():
+                    single = os.path.join(tmp, f"{name}.mlpackage")
+                    _convert(ct, prog, target).save(single)
+                    desc.add_function(single, "main", name)
+                desc.default_function_name = next(iter(programs))
+                ct.utils.save_multifunction(desc, path)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    if metadata:
+        _set_metadata(path, metadata)
+
+
+def _set_metadata(path: str, metadata: dict[str, str]) -> None:
+    """Add `metadata` to the user-defined metadata of the package coremltools wrote
+    at `path` (its spec is `Data/com.apple.CoreML/model.mlmodel`)."""
+    from coremltools.proto import Model_pb2
+    from google.protobuf.message import Message
+
+    spec_path = os.path.join(path, "Data", "com.apple.CoreML", "model.mlmodel")
+    # a class made at run time by protobuf's reflection: the checker cannot see its base
+    spec: Any = cast(Message, Model_pb2.Model())
+    with open(spec_path, "rb") as f:
+        spec.ParseFromString(f.read())
+    for key, value in metadata.items():
+        spec.description.metadata.userDefined[key] = value
+    with open(spec_path, "wb") as f:
+        f.write(spec.SerializeToString())
 
 
 def _convert(ct: Any, program: Any, target: Any) -> Any:
@@ -257,4 +423,14 @@ def _convert(ct: Any, program: Any, target: Any) -> Any:
     )
 
 
-__all__ = ["build_program", "output_names_of", "save_program"]
+__all__ = [
+    "STATES_METADATA",
+    "build_program",
+    "build_programs",
+    "check_states",
+    "function_of",
+    "output_names_of",
+    "package_metadata",
+    "save_program",
+    "state_names_of",
+]

@@ -80,6 +80,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     Signedness,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     f16,
     f32,
@@ -96,11 +97,15 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
+from qopt.dialects.ml_program import GlobalOp
 from qopt.errors import QoptError
 from qopt.limits import DEFAULT_LIMITS
 from qopt.numerics.bits import packed_nbytes, unpack_bits
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
+#: Package metadata keys qopt writes (qopt/backends/coreml/emitter.py).
+STATES_METADATA = "qopt.states"
+METHOD_METADATA = "qopt.method"
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
 MAX_MANIFEST_BYTES = 1 << 20
 #: Largest root model spec (model.mlmodel) read; it holds every immediate value
@@ -170,6 +175,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "matmul": {"transpose_x": False, "transpose_y": False},
     "conv": {"pad_type": "valid", "groups": 1},
     "gather": {"axis": 0},
+    "scatter": {"axis": 0, "mode": "add"},
     "concat": {"interleave": False},
     "softmax": {"axis": -1},
     "gelu": {"mode": "EXACT"},
@@ -488,13 +494,17 @@ def _operand_kinds(cls: type[coreml.CoremlOp]) -> dict[str, str]:
 
 
 class Reader:
-    def __init__(self, pkg: _Package):
+    """Reads one function of the package (its block, values and state uses)."""
+
+    def __init__(self, pkg: _Package, store: WeightStore, states: _States):
         self.pkg = pkg
         self.block = Block()
         self.values: dict[str, SSAValue] = {}
         self.arrays: dict[str, Any] = {}
         self.where = ""  # the op being read, for messages
-        self.store = WeightStore()  # the module's weights
+        self.store = store  # the module's weights
+        self.states = states  # the module's states
+        self.states_in: dict[str, str] = {}  # the function's state inputs -> global names
         self.names: dict[Operation, str] = {}  # op -> its MIL op type and output name
 
     def fail(self, message: str) -> QoptError:
@@ -696,6 +706,49 @@ class Reader:
         self.names[new] = self.where
         self.values[out_name] = new.results[0]
 
+    def state_op(self, op: Any) -> None:
+        """MIL `read_state(input)` -> `coreml.read_state`; `write_state(input, data)`
+        -> `coreml.coreml_update_state` (coremltools writes `coreml_update_state`
+        as `write_state`, then a `read_state` where its result is used)."""
+        if len(op.blocks):
+            raise self.fail("has nested blocks; qopt reads none for this op")
+        allowed = {"input"} | ({"data"} if op.type == "write_state" else set())
+        if set(op.inputs.keys()) != allowed:
+            raise self.fail(f"must have inputs {sorted(allowed)}, has {sorted(op.inputs.keys())}")
+        bindings = op.inputs["input"].arguments
+        if len(bindings) != 1 or bindings[0].WhichOneof("binding") != "name":
+            raise self.fail("input 'input' must name one state")
+        state = bindings[0].name
+        if state not in self.states_in:
+            raise self.fail(f"input 'input' names {_name(state)}, which is not a state input")
+        name = self.states_in[state]
+        type = self.states.globals[name].type
+        ref = {"state": SymbolRefAttr(name)}
+        if op.type == "read_state":
+            out_name, out_type = self.output(op)
+            out = self.tensor_type(out_type, "its output")
+            if TensorType(out.elem, list(out.shape)) != type:
+                raise self.fail(f"its output type differs from the state's, {type}")
+            new = coreml.ReadStateOp.build(properties=ref, result_types=[type])
+        else:
+            if len(op.outputs):
+                raise self.fail("write_state has no outputs")
+            data = op.inputs["data"].arguments
+            if len(data) != 1:
+                raise self.fail("input 'data' must have one argument")
+            value, _ = self.argument("data", data[0])
+            if value is None:
+                raise self.fail("input 'data' must be a tensor")
+            new = coreml.CoremlUpdateStateOp.build(
+                operands=[value], properties=ref, result_types=[value.type]
+            )
+            out_name = ""
+        self.block.add_op(new)
+        self.names[new] = self.where
+        if out_name:
+            new.results[0].name_hint = _hint(out_name)
+            self.values[out_name] = new.results[0]
+
     def _derived_default(
         self, op_type: str, key: str, args: dict[str, Any], out_shape: tuple[int, ...]
     ) -> Any:
@@ -725,49 +778,173 @@ def _op_label(op: Any) -> str:
     return f"{_name(op.type)[1:-1]} {_name(out)}"
 
 
+#: The MIL function names and state names qopt reads (a package's names become
+#: symbol names; a program of qopt's writes identifiers).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
+#: Largest `qopt.states` metadata value read (JSON; about 60 bytes per state).
+MAX_STATES_METADATA = 1 << 20
+
+
+def _function_names(pkg: _Package, spec: Any) -> list[tuple[str, str]]:
+    """(MIL name, qopt name) of each function to read, in the package's order: a
+    single `main` is `forward` (or the method qopt recorded), the functions of a
+    multifunction package keep their names."""
+    program = spec.mlProgram
+    names = list(program.functions.keys())
+    if not names:
+        raise pkg.error("has no main function")
+    if len(names) == 1:
+        only = names[0]
+        method = spec.description.metadata.userDefined.get(METHOD_METADATA, "forward")
+        if not _IDENTIFIER.fullmatch(method):
+            raise pkg.error(f"metadata {METHOD_METADATA} {_name(method)} is not an identifier")
+        if only != "main" and not _IDENTIFIER.fullmatch(only):
+            raise pkg.error(f"function {_name(only)} has a name qopt does not read")
+        return [(only, method if only == "main" else only)]
+    ordered = [f.name for f in spec.description.functions if f.name in program.functions]
+    ordered += sorted(set(names) - set(ordered))
+    for name in ordered:
+        if not _IDENTIFIER.fullmatch(name):
+            raise pkg.error(f"function {_name(name)} has a name qopt does not read")
+    if len(set(ordered)) != len(ordered):
+        raise pkg.error("names a function twice")
+    return [(name, name) for name in ordered]
+
+
+def _state_names(pkg: _Package, spec: Any) -> dict[str, str]:
+    """MIL state name -> global name, from the `qopt.states` metadata qopt writes
+    (a JSON object of strings; absent: each state keeps its MIL name)."""
+    raw = spec.description.metadata.userDefined.get(STATES_METADATA)
+    if raw is None:
+        return {}
+    what = f"metadata {STATES_METADATA}"
+    if len(raw) > MAX_STATES_METADATA:
+        raise pkg.error(f"{what} has {len(raw)} characters, more than {MAX_STATES_METADATA}")
+    try:
+        names = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise pkg.error(f"{what} is not valid JSON: {e}") from None
+    if not isinstance(names, dict):
+        raise pkg.error(f"{what} is not a JSON object")
+    out: dict[str, str] = {}
+    for key, value in cast(dict[Any, Any], names).items():
+        if not isinstance(value, str) or not value or len(value) > 1000 or not value.isprintable():
+            raise pkg.error(f"{what}: state {_name(key)} has a name qopt does not read")
+        out[str(key)] = value
+    if len(set(out.values())) != len(out):
+        raise pkg.error(f"{what} gives two states one name")
+    return out
+
+
 def _read(pkg: _Package) -> ModuleOp:
     spec = pkg.read_spec(pkg.read_manifest())
     kind = spec.WhichOneof("Type")
     if kind != "mlProgram":
         raise pkg.error(f"not an ML Program (it is {'a ' + kind if kind else 'empty'})")
     program = spec.mlProgram
-    if "main" not in program.functions:
-        raise pkg.error("has no main function")
-    function = program.functions["main"]
+    functions = _function_names(pkg, spec)
+    states = _States(pkg, _state_names(pkg, spec))
+    store = WeightStore()
+    readers: list[Reader] = []
+    funcs: list[FuncOp] = []
+    for mil_name, name in functions:
+        reader = Reader(pkg, store, states)
+        funcs.append(_read_function(reader, program.functions[mil_name], mil_name, name))
+        readers.append(reader)
+    unused = [n for n in states.names if n not in states.by_mil]
+    if unused:
+        raise pkg.error(
+            f"metadata {STATES_METADATA} names states the functions do not have: "
+            + ", ".join(_name(n) for n in sorted(unused)[:8])
+        )
+    module = attach(ModuleOp([*states.globals.values(), *funcs]), store)
+    for reader in readers:
+        # Constants only used as MIL parameters (now properties) are dropped.
+        for op in reversed(list(reader.block.ops)):
+            if isinstance(op, coreml.ConstOp) and not op.result.uses:
+                reader.block.erase_op(op)
+        for op in reader.block.ops:
+            try:
+                op.verify()
+            except (VerifyException, DiagnosticException) as e:
+                where = reader.names.get(op, op.name)
+                raise pkg.error(f"{where}: does not verify: {e}") from None
+    module.verify()
+    return module
+
+
+class _States:
+    """The package's states: one `ml_program.global` per state name, shared by
+    every function that declares it (with one type)."""
+
+    def __init__(self, pkg: _Package, names: dict[str, str]):
+        self.pkg = pkg
+        self.names = names  # MIL state name -> global name (metadata)
+        self.globals: dict[str, GlobalOp] = {}  # global name -> its declaration
+        self.by_mil: dict[str, str] = {}  # MIL state name -> global name
+
+    def declare(self, mil_name: str, type: TensorType, where: str) -> str:
+        name = self.names.get(mil_name, mil_name)
+        if not _IDENTIFIER.fullmatch(mil_name):
+            raise self.pkg.error(f"{where}: state name {_name(mil_name)} is not an identifier")
+        if name in self.globals:
+            if self.by_mil.get(mil_name) != name or self.globals[name].type != type:
+                raise self.pkg.error(
+                    f"{where}: state {_name(mil_name)} differs from the one of that name in "
+                    "another function"
+                )
+            return name
+        self.globals[name] = GlobalOp(name, type, None)
+        self.by_mil[mil_name] = name
+        return name
+
+
+def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> FuncOp:
+    pkg = reader.pkg
+    label = f"function {_name(mil_name)}"
     match = re.fullmatch(r"CoreML(\d{1,3})", function.opset)
     opset = f"iOS{int(match.group(1)) + 10}" if match else ""
     if opset not in OPSETS:
         raise pkg.error(
-            f"main has opset {_name(function.opset)}; qopt reads "
-            + ", ".join(f"CoreML{int(o[3:]) - 10} ({o})" for o in OPSETS)
+            f"{mil_name if mil_name == 'main' else label} has opset {_name(function.opset)}; "
+            "qopt reads " + ", ".join(f"CoreML{int(o[3:]) - 10} ({o})" for o in OPSETS)
         )
     if function.opset not in function.block_specializations:
-        raise pkg.error(f"main has no block for its opset {function.opset}")
+        raise pkg.error(f"{mil_name} has no block for its opset {function.opset}")
     block_spec = function.block_specializations[function.opset]
-    unknown = sorted({op.type for op in block_spec.operations} - {"const", *coreml.BY_MIL_NAME})
+    known = {"const", "write_state", *coreml.BY_MIL_NAME}
+    unknown = sorted({op.type for op in block_spec.operations} - known)
     if unknown:
         shown = ", ".join(_name(t)[1:-1] for t in unknown[:20])
         more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
         raise pkg.error(f"uses MIL ops qopt does not know: {shown}{more}")
-    reader = Reader(pkg)
     arg_types: list[Attribute] = []
+    arg_names: list[str] = []
     seen: set[str] = set()
     for named in function.inputs:
         reader.where = f"input {_name(named.name)}"
         if not named.name or named.name in seen:
             raise reader.fail("is unnamed or defined twice")
         seen.add(named.name)
+        if named.type.WhichOneof("type") == "stateType":
+            t = reader.tensor_type(named.type.stateType.wrappedType, "its state type")
+            wrapped = TensorType(t.elem, list(t.shape))
+            reader.states_in[named.name] = reader.states.declare(named.name, wrapped, reader.where)
+            continue
         t = reader.tensor_type(named.type, "its type")
         arg_types.append(TensorType(t.elem, list(t.shape)))
+        arg_names.append(named.name)
     reader.block = Block(arg_types=arg_types)
-    for named, arg in zip(function.inputs, reader.block.args, strict=True):
-        arg.name_hint = _hint(named.name)
-        reader.values[named.name] = arg
+    for arg_name, arg in zip(arg_names, reader.block.args, strict=True):
+        arg.name_hint = _hint(arg_name)
+        reader.values[arg_name] = arg
     for op in block_spec.operations:
         reader.where = _op_label(op)
         try:
             if op.type == "const":
                 reader.const_op(op)
+            elif op.type in ("read_state", "write_state"):
+                reader.state_op(op)
             else:
                 reader.op(op)
         except QoptError:
@@ -776,28 +953,16 @@ def _read(pkg: _Package) -> ModuleOp:
             raise reader.fail(f"malformed: {type(e).__name__}: {e}") from None
     reader.where = ""
     if not len(block_spec.outputs):
-        raise pkg.error("main has no outputs")
+        raise pkg.error(f"{mil_name} has no outputs")
     outputs: list[SSAValue] = []
-    for name in block_spec.outputs:
-        if name not in reader.values:
-            raise pkg.error(f"output {_name(name)} is not a tensor defined in main")
-        outputs.append(reader.values[name])
+    for out in block_spec.outputs:
+        if out not in reader.values:
+            raise pkg.error(f"output {_name(out)} is not a tensor defined in {mil_name}")
+        outputs.append(reader.values[out])
     reader.block.add_op(ReturnOp(*outputs))
-    func = FuncOp.from_region("forward", arg_types, [v.type for v in outputs], Region(reader.block))
+    func = FuncOp.from_region(name, arg_types, [v.type for v in outputs], Region(reader.block))
     func.attributes[OPSET_ATTR] = StringAttr(opset)
-    module = attach(ModuleOp([func]), reader.store)
-    # Constants only used as MIL parameters (now properties) are dropped.
-    for op in reversed(list(reader.block.ops)):
-        if isinstance(op, coreml.ConstOp) and not op.result.uses:
-            reader.block.erase_op(op)
-    for op in reader.block.ops:
-        try:
-            op.verify()
-        except (VerifyException, DiagnosticException) as e:
-            where = reader.names.get(op, op.name)
-            raise pkg.error(f"{where}: does not verify: {e}") from None
-    module.verify()
-    return module
+    return func
 
 
 def read_mlpackage(path: Any) -> ModuleOp:

@@ -12,7 +12,9 @@ tables, opsets, dtypes, the custom syntax). The ops live by family:
   activations (with `softmax` and `clip`), `cast`, `select`;
 - `reduction.py`: `reduce_{mean,sum,max,min}`, `layer_norm`, `batch_norm`;
 - `shape.py`: `reshape`, `transpose`, `concat`, `tile`, `slice_by_index`,
-  `expand_dims`, `squeeze`, `gather`.
+  `expand_dims`, `squeeze`, `gather`, `scatter`;
+- `state.py`: `read_state`, `coreml_update_state` (iOS18 states, each an
+  `ml_program.global` of the module).
 
 Every name is re-exported here: `from qopt.dialects import coreml; coreml.LinearOp`.
 """
@@ -122,11 +124,21 @@ from qopt.dialects.coreml.shape import (
     ExpandDimsOp,
     GatherOp,
     ReshapeOp,
+    ScatterOp,
     SliceByIndexOp,
     SqueezeOp,
     TileOp,
     TransposeOp,
     slice_by_index_indices,
+)
+from qopt.dialects.coreml.state import (
+    PACKAGE_STATE_TYPES,
+    STATE_TYPES,
+    CoremlUpdateStateOp,
+    ReadStateOp,
+    StateOp,
+    mil_state_names,
+    mutable_globals,
 )
 from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape_of(v)
 
@@ -138,7 +150,7 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
-    ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
+    ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip
 COMPRESSION_OPS: tuple[type[CoremlOp], ...] = (
@@ -152,6 +164,8 @@ ALL_OPS: tuple[type[CoremlOp], ...] = (
     QuantizeOp,
     DequantizeOp,
     *FLOAT_OPS,
+    ReadStateOp,
+    CoremlUpdateStateOp,
 )
 BY_MIL_NAME: dict[str, type[CoremlOp]] = {op.name.split(".", 1)[1]: op for op in ALL_OPS}
 
@@ -169,6 +183,8 @@ __all__ = [
     "LUT_TYPES",
     "OPSETS",
     "OPSET_ATTR",
+    "PACKAGE_STATE_TYPES",
+    "STATE_TYPES",
     "AbsOp",
     "AddOp",
     "AnyFloat",
@@ -189,6 +205,7 @@ __all__ = [
     "ConvOp",
     "CoreML",
     "CoremlOp",
+    "CoremlUpdateStateOp",
     "CosOp",
     "DequantizeOp",
     "EqualOp",
@@ -222,6 +239,7 @@ __all__ = [
     "PoolOp",
     "PowOp",
     "QuantizeOp",
+    "ReadStateOp",
     "RealDivOp",
     "ReduceMaxOp",
     "ReduceMeanOp",
@@ -232,6 +250,7 @@ __all__ = [
     "ReshapeOp",
     "RsqrtOp",
     "ScaledDotProductAttentionOp",
+    "ScatterOp",
     "SelectOp",
     "SigmoidHardOp",
     "SigmoidOp",
@@ -241,6 +260,7 @@ __all__ = [
     "SoftmaxOp",
     "SqrtOp",
     "SqueezeOp",
+    "StateOp",
     "SubOp",
     "TanhOp",
     "TileOp",
@@ -252,6 +272,8 @@ __all__ = [
     "keyword_optional_format",
     "matmul_shape",
     "mil_dtype_name",
+    "mil_state_names",
+    "mutable_globals",
     "opset_number",
     "same_shape_result",
     "shape_of",

@@ -1,5 +1,5 @@
 """`coreml` shape and indexing ops: `reshape`, `transpose`, `concat`, `tile`,
-`slice_by_index`, `expand_dims`, `squeeze`, `gather`.
+`slice_by_index`, `expand_dims`, `squeeze`, `gather`, `scatter`.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -322,3 +322,50 @@ class GatherOp(CoremlOp):
         out = (*x[:axis], *indices, *x[axis + 1 :])
         if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.x):
             raise self.fail(f"result must have shape {list(out)} and the element type of x")
+
+
+SCATTER_MODES = ("update", "add", "sub", "mul", "div", "max", "min")
+
+
+@irdl_op_definition
+class ScatterOp(CoremlOp):
+    """`data` with its slices along `axis` at `indices` combined with those of
+    `updates` by `mode` (`update` replaces them): for each i,
+    `out[..., indices[i], ...] = updates[..., i, ...]` (MIL leaves the order of
+    repeated indices unspecified; qopt's interpreter applies them in index
+    order, so the last write wins for `update`). `indices` is a 1-D int32
+    tensor, `updates` has data's shape with `len(indices)` on `axis`; data and
+    updates are fp16, fp32 or int32. Before iOS17 a negative index counts from
+    the end; from iOS17 it is out of bounds (coremltools' `iOS15` / `iOS17`
+    `scatter_gather.scatter`).
+    """
+
+    name = "coreml.scatter"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    result = result_def(TensorType)
+    MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("data", "indices", "updates")
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"axis": "int", "mode": "str"}
+    INPUT_TYPES: ClassVar[frozenset[str]] = FI
+
+    def check(self) -> None:
+        self.require(self.indices, "indices", frozenset({"int32"}))
+        elem = self.same_elem((("data", self.data), ("updates", self.updates)))
+        data, indices = shape_of(self.data), shape_of(self.indices)
+        if len(indices) != 1:
+            raise self.fail(f"indices must be 1-D, got shape {list(indices)}")
+        if not data:
+            raise self.fail("data must have rank 1 or more")
+        axis = self.check_axis(self.axis.value.data, len(data))
+        want = (*data[:axis], *indices, *data[axis + 1 :])
+        if shape_of(self.updates) != want:
+            raise self.fail(
+                f"updates must have shape {list(want)} (data's with the indices on axis "
+                f"{axis}), got {list(shape_of(self.updates))}"
+            )
+        if self.mode.data not in SCATTER_MODES:
+            raise self.fail(f"mode must be one of {', '.join(SCATTER_MODES)}, got {self.mode.data}")
+        self.check_result(data, elem)

@@ -60,9 +60,20 @@ Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
 the package.
 
+Program state (iOS18): mutable `ml_program` globals stay module-level globals,
+retyped to their Core ML state type (fp16 for float states: the only type a
+package holds), loads and stores become `coreml.read_state` /
+`coreml.coreml_update_state` (`state.py` says how and what is refused).
+KV-cache writes at run-time positions (`index_put` with one indexed dim, without
+accumulate; `index_copy`) are one MIL `scatter` (mode `update`) along the
+indexed axis; `index` with a run-time index tensor on one dim is MIL `gather`
+on that axis. torch counts a negative index from the end, MIL (iOS17+) does not:
+a run-time index is made non-negative first (`select(i < 0, i + size, i)`).
+
 Layout: `lowering.py` holds the `Lowering` builder and `RuleTable`; one module
 per op family holds that family's `RULES` (`elementwise`, `nn`, `shape`,
-`reduction`, `layers` after qopt/dialects/aten/, then `qfused` and `quant`); this
+`reduction`, `layers` after qopt/dialects/aten/, then `qfused`, `quant` and
+`state`); this
 module holds the pass and `get_rules`, which merges them with a duplicate check
 (the families import `lowering`, never this module: no import cycle). Every coreml op carries the
 location of the op it lowers.
@@ -83,7 +94,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
-from qopt.dialects.ml_program import refuse_state
+from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
 from qopt.interpreters.builtin import constant_array
@@ -91,6 +102,7 @@ from qopt.lowering.convert_to_coreml import elementwise, layers, quant, reductio
 from qopt.lowering.convert_to_coreml import nn as nn_rules
 from qopt.lowering.convert_to_coreml import qfused as qfused_rules
 from qopt.lowering.convert_to_coreml import shape as shape_rules
+from qopt.lowering.convert_to_coreml import state as state_rules
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
     Rules,
@@ -109,7 +121,7 @@ def get_rules() -> Rules:
     merged: Rules = {}
     families = (
         RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
-        layers.RULES, qfused_rules.RULES, quant.RULES,
+        layers.RULES, qfused_rules.RULES, quant.RULES, state_rules.RULES,
     )  # fmt: skip
     for table in families:
         for op_type, fn in table.items():
@@ -141,17 +153,19 @@ class ConvertToCoremlPass(ModulePass):
     """Minimum deployment target: iOS16, iOS17 or iOS18."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        refuse_state(op, "convert-to-coreml")
+        refuse_dynamic(op, "convert-to-coreml")
         try:
             opset = opset_number(self.target)
         except ValueError as e:
             raise QoptError(f"convert-to-coreml: {e}") from None
         if opset < 16:
             raise QoptError("convert-to-coreml: the minimum target is iOS16")
+        state_rules.convert_states(op, opset, self.target)
         rules = get_rules()
         for func in list(op.ops):
             if isinstance(func, FuncOp):
                 Lowering(func, opset, self.target, rules).run()
+        state_rules.erase_constant_globals(op)
 
 
 __all__ = [

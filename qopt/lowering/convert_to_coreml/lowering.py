@@ -128,6 +128,10 @@ class Lowering:
         self.weights: dict[tuple[object, ...], SSAValue] = {}
         """Constant-weight dequantizes already lowered, by (data, scale, zero point,
         range, block): a weight the model uses several times is stored once."""
+        self.memo: dict[tuple[object, ...], SSAValue] = {}
+        """Values a rule derives from an earlier value and reuses (a run-time index
+        made non-negative, read by every cache write and mask lookup): defined
+        before every later op, as rules run in program order."""
 
     # ----- building blocks ------------------------------------------------------------
 
@@ -499,7 +503,9 @@ class Lowering:
         while changed:
             changed = False
             for op in reversed(list(self.func.body.block.ops)):
-                if isinstance(op, ReturnOp) or any(r.uses for r in op.results):
+                if isinstance(op, ReturnOp | coreml.CoremlUpdateStateOp):
+                    continue  # the return and state writes are what the function does
+                if any(r.uses for r in op.results):
                     continue
                 Rewriter.erase_op(op)
                 changed = True

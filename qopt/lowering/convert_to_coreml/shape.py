@@ -1,9 +1,19 @@
 """convert-to-coreml rules for the aten shape family (qopt/dialects/aten/shape.py):
 reshapes, transposes, slices, selects, gathers, concatenation, expand, split,
-advanced indexing, repeat_interleave (reshape + tile + reshape) and the
-compile-time windows of slice_scatter (step 1) / select_scatter (concat). index_put
-and index_copy (KV-cache writes at run-time positions) have no rule yet: the pass
-names them as unsupported."""
+advanced indexing (compile-time indices, or run-time ones on one dim: `gather`),
+repeat_interleave (reshape + tile + reshape), the compile-time windows of
+slice_scatter (step 1) / select_scatter (concat), and the KV-cache writes at
+run-time positions: index_put (one indexed dim, no accumulate) and index_copy as
+one MIL `scatter` (mode `update`) along the indexed axis.
+
+Run-time indices: torch counts a negative index of `index` / `index_put` from the
+end, MIL's gather and scatter (iOS17+) treat it as out of bounds, so a run-time
+index is made non-negative first, `select(i < 0, i + size, i)`; compile-time
+indices are checked and wrapped here. `index_copy` and `index_select` take no
+negative index in torch (an error there), so theirs pass as they are. Repeated
+indices in a write: torch leaves the result unspecified, so does MIL; qopt's
+interpreters both let the last write win. MIL gather and scatter take no bool (and
+scatter no 8/16-bit) tensors: those go through int32 casts."""
 
 from __future__ import annotations
 
@@ -11,8 +21,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, i32
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import StringAttr, TensorType, i1, i32
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.aten import shape
@@ -122,7 +132,164 @@ def _index_select(lw: Lowering, op: shape.IndexSelectOp) -> Sequence[SSAValue]:
         if not shape_of(indices):
             indices = lw.build(coreml.ReshapeOp, [indices], TensorType(i32, [1]), shape=ints([1]))
     out = mil_tensor(op.result.type)
-    return [lw.build(coreml.GatherOp, [op.input, indices], out, axis=int_attr(axis))]
+    return [_gather(lw, op, op.input, indices, axis, out)]
+
+
+def _gather_elem(lw: Lowering, op: Operation, elem: Attribute) -> Attribute:
+    """The element type MIL gather reads an `elem` tensor in: itself, or int32 for
+    bool (and before iOS17 8/16-bit) tensors, which go through casts."""
+    name = coreml.mil_dtype_name(elem)
+    allowed = {"fp16", "fp32", "int32"}
+    if lw.opset >= 17:
+        allowed |= {"int8", "uint8", "int16", "uint16"}
+    if name in allowed:
+        return elem
+    if name != "bool":
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: indexing a {name} tensor needs iOS17 "
+            f"(MIL gather), the target is {lw.target}: cast the input to int32 or float first"
+        )
+    return i32
+
+
+def _gather(
+    lw: Lowering, op: Operation, x: SSAValue, indices: SSAValue, axis: int, out: TensorType
+) -> SSAValue:
+    """MIL `gather(x, indices, axis)` with the result type `out` (bool inputs
+    through int32)."""
+    elem = out.get_element_type()
+    work = _gather_elem(lw, op, elem)
+    x = lw.as_elem(x, work)
+    dims = shape_of(x)
+    shape = (*dims[:axis], *shape_of(indices), *dims[axis + 1 :])
+    value = lw.build(coreml.GatherOp, [x, indices], TensorType(work, shape), axis=int_attr(axis))
+    if shape != tuple(out.get_shape()):
+        value = lw.build(
+            coreml.ReshapeOp,
+            [value],
+            TensorType(work, out.get_shape()),
+            shape=ints(out.get_shape()),
+        )
+    return lw.as_elem(value, elem)
+
+
+def _indices(
+    lw: Lowering, op: Operation, index: SSAValue, size: int, *, wrap: bool, flat: bool
+) -> SSAValue:
+    """int32 indices into a dim of `size` from an index tensor (1-D if `flat`; a
+    0-d one becomes `[1]`). Compile-time indices are checked here (negative ones
+    allowed and wrapped with `wrap`, as torch counts them from the end); run-time
+    ones are cast to int32 and, with `wrap`, made non-negative by
+    `select(i < 0, i + size, i)` (MIL's gather and scatter from iOS17 take no
+    negative index)."""
+    if (array := lw.array(index)) is not None:
+        values = array.astype(np.int64)
+        low = -size if wrap else 0
+        bad = values[(values < low) | (values >= size)]
+        if bad.size:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: index {int(bad.reshape(-1)[0])} ({bad.size} "
+                f"in all) is out of range for a dim of size {size}"
+            )
+        values = np.where(values < 0, values + size, values)
+        if flat or values.ndim == 0:
+            values = values.reshape(-1)
+        return lw.const(values.astype(np.int32), i32, "indices")
+    shape = shape_of(index)
+    want = (math.prod(shape),) if flat or not shape else shape
+    key = ("indices", index, size, want, wrap)
+    if key in lw.memo:
+        return lw.memo[key]
+    idx = lw.to_int32(index)
+    if shape != want:
+        idx = lw.build(coreml.ReshapeOp, [idx], TensorType(i32, want), shape=ints(want))
+    if wrap:
+        zero = lw.const(np.zeros((), np.int32), i32)
+        negative = lw.build(coreml.LessOp, [idx, zero], TensorType(i1, want))
+        dim = lw.const(np.asarray(size, np.int32), i32)
+        shifted = lw.build(coreml.AddOp, [idx, dim], TensorType(i32, want))
+        idx = lw.build(coreml.SelectOp, [negative, shifted, idx], TensorType(i32, want))
+    lw.memo[key] = idx
+    return idx
+
+
+def _scatter(
+    lw: Lowering, op: Operation, x: SSAValue, indices: SSAValue, updates: SSAValue, axis: int
+) -> SSAValue:
+    """MIL `scatter(x, indices, updates, axis, mode="update")` in the result's type
+    (`updates` already has x's shape with `len(indices)` on `axis`); x types MIL
+    scatter does not take (bool, 8/16-bit integers) go through int32."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    work = elem if coreml.mil_dtype_name(elem) in ("fp16", "fp32", "int32") else i32
+    x, updates = lw.as_elem(x, work), lw.as_elem(updates, work)
+    value = lw.build(
+        coreml.ScatterOp,
+        [x, indices, updates],
+        TensorType(work, out.get_shape()),
+        axis=int_attr(axis),
+        mode=StringAttr("update"),
+    )
+    return lw.as_elem(value, elem)
+
+
+@RULES(shape.IndexPutOp)
+def _index_put(lw: Lowering, op: shape.IndexPutOp) -> Sequence[SSAValue]:
+    """`x[..., i, ...] = v` on one dim (the others whole; ExecuTorch's
+    `k_cache[:, :, input_pos] = k`): `v` broadcast to the indexing result
+    `x[:d] + B + x[d+1:]` (B: the index's shape), reshaped with B flattened, and
+    scattered along d at the flattened, non-negative indices. Several indexed
+    dims and `accumulate=True` (`x[i] += v`) have no lowering: a QoptError."""
+    dims = [int(d) for d in op.indexed_dims.get_values()]
+    if op.is_accumulate():
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: index_put with accumulate=True (x[i] += v) "
+            "has no CoreML lowering; only assignment (accumulate=False) is supported"
+        )
+    if len(dims) != 1:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: index_put on {len(dims)} dims {dims}; CoreML "
+            "lowers index_put with one index tensor (the other dims taken whole, as in "
+            "cache[:, :, pos] = v)"
+        )
+    x = op.input
+    x_shape = shape_of(x)
+    d = dims[0]
+    index = _indices(lw, op, op.indices[0], x_shape[d], wrap=True, flat=True)
+    count = shape_of(index)[0]
+    if count == 0:
+        return [x]
+    elem = mil_tensor(op.result.type).get_element_type()
+    work = elem if coreml.mil_dtype_name(elem) in ("fp16", "fp32", "int32") else i32
+    values = lw.as_elem(op.values, work)
+    values = lw.broadcast_to(op, values, op.indexed_shape())
+    rows = (*x_shape[:d], count, *x_shape[d + 1 :])
+    if shape_of(values) != rows:
+        values = lw.build(coreml.ReshapeOp, [values], TensorType(work, rows), shape=ints(rows))
+    return [_scatter(lw, op, x, index, values, d)]
+
+
+@RULES(shape.IndexCopyOp)
+def _index_copy(lw: Lowering, op: shape.IndexCopyOp) -> Sequence[SSAValue]:
+    """`x.index_copy(d, index, source)` (transformers' StaticCache, ExecuTorch's
+    dynamic-shape cache): `scatter` of source along d at the indices (which torch
+    requires in [0, size))."""
+    x = op.input
+    x_shape = shape_of(x)
+    if not x_shape:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: index_copy into a 0-d tensor is not supported; "
+            "reshape it to 1-D first"
+        )
+    d = op.dim.value.data % len(x_shape)
+    index = _indices(lw, op, op.index, x_shape[d], wrap=False, flat=True)
+    count = shape_of(index)[0]
+    elem = mil_tensor(op.result.type).get_element_type()
+    source = lw.as_elem(op.source, elem)
+    rows = (*x_shape[:d], count, *x_shape[d + 1 :])
+    if shape_of(source) != rows:
+        source = lw.build(coreml.ReshapeOp, [source], TensorType(elem, rows), shape=ints(rows))
+    return [_scatter(lw, op, x, index, source, d)]
 
 
 @RULES(shape.CatOp)
@@ -200,16 +367,14 @@ def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
     order are a `reshape`. Bool (and, before iOS17, 8/16-bit) inputs are gathered
     as int32 (MIL gather takes no bools)."""
     dims = shape_of(op.input)
+    indexed = [int(d) for d in op.indexed_dims.get_values()]
+    if any(lw.array(index) is None for index in op.indices):
+        return [_index_at_run_time(lw, op)]
     key: list[slice | np.ndarray] = [slice(None)] * len(dims)
-    for dim, index in zip(op.indexed_dims.get_values(), op.indices, strict=True):
+    for dim, index in zip(indexed, op.indices, strict=True):
         array = lw.array(index)
-        if array is None:
-            raise QoptError(
-                f"convert-to-coreml: {where(op)}: index tensor {index.type} is computed at "
-                "run time; CoreML lowers advanced indexing only with compile-time indices "
-                "(use index_select / gather on one dim, or make the indices constants)"
-            )
-        key[int(dim)] = array.astype(np.int64)
+        assert array is not None
+        key[dim] = array.astype(np.int64)
     numel = math.prod(dims)
     if numel >= 2**31:
         raise QoptError(
@@ -247,6 +412,23 @@ def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
         coreml.GatherOp, [x, indices], TensorType(work, result_shape), axis=int_attr(0)
     )
     return [lw.as_elem(value, elem)]
+
+
+def _index_at_run_time(lw: Lowering, op: shape.IndexOp) -> SSAValue:
+    """`x[..., i, ...]` with a run-time index tensor on one dim (ExecuTorch's
+    `mask[input_pos]`, `rope_cos[input_pos]`): MIL `gather` on that axis with the
+    index made non-negative (the result `x[:d] + B + x[d+1:]` is gather's)."""
+    indexed = [int(d) for d in op.indexed_dims.get_values()]
+    if len(indexed) != 1:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: advanced indexing on {len(indexed)} dims with "
+            "index tensors computed at run time; CoreML lowers run-time indices on one dim "
+            "(x[..., i, ...]), or compile-time indices on several"
+        )
+    d = indexed[0]
+    size = shape_of(op.input)[d]
+    index = _indices(lw, op, op.indices[0], size, wrap=True, flat=False)
+    return _gather(lw, op, op.input, index, d, mil_tensor(op.result.type))
 
 
 @RULES(shape.RepeatInterleaveOp)

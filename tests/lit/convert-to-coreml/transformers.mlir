@@ -187,10 +187,23 @@ func.func @index_bool(%m: tensor<1x8xi1>) -> tensor<2xi1> {
 
 // -----
 
-// CHECK: 'aten.index': index tensor tensor<2xi32> is computed at run time; CoreML lowers advanced indexing only with compile-time indices
+// Run-time indices on one dim: gather of the index made non-negative; on several
+// dims: an error.
+// CHECK-LABEL: func.func @index_run_time(
+// CHECK:         %[[S:.*]] = coreml.select %{{.*}}, %{{.*}}, %i : (tensor<2xi1>, tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+// CHECK-NEXT:    %[[G:.*]] = coreml.gather %x, %[[S]] {axis = 0 : i64} : (tensor<4x5xf32>, tensor<2xi32>) -> tensor<2x5xf32>
+// CHECK-NEXT:    func.return %[[G]]
 func.func @index_run_time(%x: tensor<4x5xf32>, %i: tensor<2xi64>) -> tensor<2x5xf32> {
   %0 = aten.index %x, %i {indexed_dims = array<i64: 0>} : (tensor<4x5xf32>, tensor<2xi64>) -> tensor<2x5xf32>
   func.return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// CHECK: 'aten.index': advanced indexing on 2 dims with index tensors computed at run time; CoreML lowers run-time indices on one dim
+func.func @index_run_time_two_dims(%x: tensor<4x5xf32>, %i: tensor<2xi64>) -> tensor<2xf32> {
+  %0 = aten.index %x, %i, %i {indexed_dims = array<i64: 0, 1>} : (tensor<4x5xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
 }
 
 // -----

@@ -919,3 +919,63 @@ func.func @lut_vector_axis(%x: tensor<2x4xf32>) -> tensor<4x4xf32> {
   func.return %v : tensor<4x4xf32>
 }
 // CHECK: 'coreml.constexpr_lut_to_dense': vector_axis 2 is out of range for rank 2
+
+// -----
+
+ml_program.global private mutable @cache : tensor<4xf16>
+func.func @state_needs_ios18() -> tensor<4xf16> attributes {coreml.opset = "iOS17"} {
+  %c = coreml.read_state @cache : tensor<4xf16>
+  func.return %c : tensor<4xf16>
+}
+// CHECK: 'coreml.read_state': needs opset iOS18 or newer, function is iOS17
+
+// -----
+
+func.func @state_is_no_global() -> tensor<4xf16> {
+  %c = coreml.read_state @cache : tensor<4xf16>
+  func.return %c : tensor<4xf16>
+}
+// CHECK: 'coreml.read_state': {{.*}}@cache is not an ml_program.global
+
+// -----
+
+ml_program.global private @table(dense<1.0> : tensor<4xf16>) : tensor<4xf16>
+func.func @state_must_be_mutable() -> tensor<4xf16> {
+  %c = coreml.read_state @table : tensor<4xf16>
+  func.return %c : tensor<4xf16>
+}
+// CHECK: 'coreml.read_state': @table is not a mutable global (a state)
+
+// -----
+
+ml_program.global private mutable @cache : tensor<4xf16>
+func.func @update_has_the_state_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %u = coreml.coreml_update_state @cache, %x : tensor<4xf32>
+  func.return %u : tensor<4xf32>
+}
+// CHECK: 'coreml.coreml_update_state': type tensor<4xf32> differs from the type of state @cache, tensor<4xf16>
+
+// -----
+
+ml_program.global private mutable @steps : tensor<4xi64>
+func.func @state_types(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %u = coreml.coreml_update_state @steps, %x : tensor<4xi64>
+  func.return %u : tensor<4xi64>
+}
+// CHECK: 'coreml.coreml_update_state': operand must be one of ['bool', 'fp16', 'fp32', 'int16', 'int32', 'int8', 'uint16', 'uint8'], got int64
+
+// -----
+
+func.func @scatter_updates_shape(%x: tensor<2x5xf32>, %i: tensor<2xi32>, %u: tensor<2x3xf32>) -> tensor<2x5xf32> {
+  %r = coreml.scatter %x, %i, %u {axis = 1 : i64, mode = "update"} : (tensor<2x5xf32>, tensor<2xi32>, tensor<2x3xf32>) -> tensor<2x5xf32>
+  func.return %r : tensor<2x5xf32>
+}
+// CHECK: 'coreml.scatter': updates must have shape [2, 2] (data's with the indices on axis 1), got [2, 3]
+
+// -----
+
+func.func @scatter_mode(%x: tensor<5xf32>, %i: tensor<1xi32>, %u: tensor<1xf32>) -> tensor<5xf32> {
+  %r = coreml.scatter %x, %i, %u {axis = 0 : i64, mode = "replace"} : (tensor<5xf32>, tensor<1xi32>, tensor<1xf32>) -> tensor<5xf32>
+  func.return %r : tensor<5xf32>
+}
+// CHECK: 'coreml.scatter': mode must be one of update, add, sub, mul, div, max, min, got replace

@@ -418,6 +418,27 @@ func.func @activations_and_rounding(%x: tensor<2x4xf32>, %n: tensor<2x4xi32>) ->
   func.return %h, %l, %a, %f, %c, %g, %i, %m, %r : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xi32>, tensor<2xf32>
 }
 
+// States (iOS18): a mutable ml_program.global per state, read and updated by symbol;
+// a KV-cache write at run-time positions is a scatter along the cache's axis.
+// CHECK:         ml_program.global private mutable @layers.0.k_cache : tensor<1x2x8x4xf16>
+// CHECK-LABEL: func.func @states(
+// CHECK-NEXT:    %k = coreml.read_state @layers.0.k_cache : tensor<1x2x8x4xf16>
+// CHECK-NEXT:    %s = coreml.scatter %k, %pos, %v {axis = 2 : i64, mode = "update"} : (tensor<1x2x8x4xf16>, tensor<1xi32>, tensor<1x2x1x4xf16>) -> tensor<1x2x8x4xf16>
+// CHECK-NEXT:    %u = coreml.coreml_update_state @layers.0.k_cache, %s : tensor<1x2x8x4xf16>
+// CHECK-NEXT:    func.return %u : tensor<1x2x8x4xf16>
+// GENERIC:       "ml_program.global"() <{sym_name = "layers.0.k_cache", type = tensor<1x2x8x4xf16>, is_mutable, sym_visibility = "private"}> : () -> ()
+// GENERIC-LABEL: "func.func"() <{sym_name = "states"
+// GENERIC:       %k = "coreml.read_state"() <{state = @layers.0.k_cache}> : () -> tensor<1x2x8x4xf16>
+// GENERIC:       %s = "coreml.scatter"(%k, %pos, %v) <{axis = 2 : i64, mode = "update"}> : (tensor<1x2x8x4xf16>, tensor<1xi32>, tensor<1x2x1x4xf16>) -> tensor<1x2x8x4xf16>
+// GENERIC:       %u = "coreml.coreml_update_state"(%s) <{state = @layers.0.k_cache}> : (tensor<1x2x8x4xf16>) -> tensor<1x2x8x4xf16>
+ml_program.global private mutable @layers.0.k_cache : tensor<1x2x8x4xf16>
+func.func @states(%pos: tensor<1xi32>, %v: tensor<1x2x1x4xf16>) -> tensor<1x2x8x4xf16> attributes {coreml.opset = "iOS18"} {
+  %k = coreml.read_state @layers.0.k_cache : tensor<1x2x8x4xf16>
+  %s = coreml.scatter %k, %pos, %v {axis = 2 : i64, mode = "update"} : (tensor<1x2x8x4xf16>, tensor<1xi32>, tensor<1x2x1x4xf16>) -> tensor<1x2x8x4xf16>
+  %u = coreml.coreml_update_state @layers.0.k_cache, %s : tensor<1x2x8x4xf16>
+  func.return %u : tensor<1x2x8x4xf16>
+}
+
 // CHECK:       w_fp32: "0x080000000000803F000000400000404000008040"
 {-#
   dialect_resources: {

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     f16,
     f32,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, SSAValue
@@ -322,11 +323,36 @@ def test_shape_ops(rng: random.Random) -> None:
         _agree(want, coreml.ReshapeOp, _args(x), {"shape": _ints(shape)}, f"reshape {case}")
 
 
+def test_scatter(rng: random.Random) -> None:
+    """`scatter` keeps data's shape; updates must be data's with len(indices) on axis."""
+    from coremltools.converters.mil import Builder as mb
+
+    for case in range(CASES):
+        x = tuple(rng.choice((1, 2, 3)) for _ in range(rng.randint(1, 4)))
+        axis = rng.randrange(-len(x), len(x))
+        count = rng.randint(1, 3)
+        updates = list(x)
+        updates[axis] = count if rng.random() < 0.8 else count + 1
+        indices = np.zeros(count, np.int32)
+        want = _mil(
+            lambda u, v: mb.scatter(data=u, indices=indices, updates=v, axis=axis, mode="update"),
+            x,
+            updates,
+        )
+        type = TensorType(i32, [count])
+        index = coreml.ConstOp.build(
+            properties={"value": DenseIntOrFPElementsAttr.from_list(type, [0])}, result_types=[type]
+        ).result
+        data, update = _args(x, updates)
+        props = {"axis": IntegerAttr(axis, i64), "mode": StringAttr("update")}
+        _agree(want, coreml.ScatterOp, [data, index, update], props, f"scatter {case}")
+
+
 def test_cases_were_built() -> None:
     """Most cases above are ops coremltools accepts (run after them, in file order)."""
     names = (
         "max_pool", "avg_pool", "conv", "matmul", "add", "reduce_sum", "layer_norm",
-        "squeeze", "expand_dims", "transpose", "concat", "reshape",
+        "squeeze", "expand_dims", "transpose", "concat", "reshape", "scatter",
     )  # fmt: skip
     for name in names:
         assert AGREED.get(f"coreml.{name}", 0) >= CASES // 4, (name, AGREED)

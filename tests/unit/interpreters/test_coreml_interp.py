@@ -458,3 +458,70 @@ def test_semantics_disagreeing_with_the_verifier_is_an_error(
     lines = conv_lines((1, 2, 5), w, None, (1, 3, 3), [1], "valid", [0, 0], [1], 1)
     with pytest.raises(QoptError, match=r"'coreml\.conv' computed result 0 as float32 \[1, 1\]"):
         run(lines, [randn(1, 2, 5)], tensor([1, 3, 3]))
+
+
+# ----- scatter and states -------------------------------------------------------------
+
+
+def scatter_module(mode: str, opset: str, indices: Sequence[int]) -> str:
+    lines = (
+        f"  %i = coreml.const dense<{list(indices)}> : tensor<{len(indices)}xi32>\n"
+        f'  %r = coreml.scatter %a0, %i, %a1 {{axis = -1 : i64, mode = "{mode}"}} : '
+        f"(tensor<2x5xf32>, tensor<{len(indices)}xi32>, tensor<2x{len(indices)}xf32>) -> tensor<2x5xf32>"
+    )
+    return function(
+        ["tensor<2x5xf32>", f"tensor<2x{len(indices)}xf32>"], ["tensor<2x5xf32>"], lines, opset
+    )
+
+
+@pytest.mark.parametrize("mode", ["update", "add", "sub", "mul", "div", "max", "min"])
+def test_scatter_modes_apply_in_index_order(mode: str) -> None:
+    """A repeated index: `update` keeps the last write, the others apply each one
+    (torch's `index_put` / `index_copy` rule for repeated indices, and the
+    scatter-reduce of numpy's `ufunc.at`)."""
+    x, u = randn(2, 5), randn(2, 3)
+    indices = [3, 0, 3]
+    got = qopt.interpret(parse_module(scatter_module(mode, "iOS18", indices)), x, u)[0]
+    want = x.copy()
+    for j, i in enumerate(indices):
+        col = u[:, j]
+        want[:, i] = {
+            "update": col, "add": want[:, i] + col, "sub": want[:, i] - col,
+            "mul": want[:, i] * col, "div": want[:, i] / col,
+            "max": np.maximum(want[:, i], col), "min": np.minimum(want[:, i], col),
+        }[mode]  # fmt: skip
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scatter_negative_indices_by_opset() -> None:
+    """Before iOS17 a negative index counts from the end; from iOS17 it is out of bounds."""
+    x, u = randn(2, 5), randn(2, 1)
+    got = qopt.interpret(parse_module(scatter_module("update", "iOS16", [-1])), x, u)[0]
+    want = x.copy()
+    want[:, 4] = u[:, 0]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(QoptError, match=r"'coreml\.scatter'.*index -1 is out of range"):
+        qopt.interpret(parse_module(scatter_module("update", "iOS17", [-1])), x, u)
+
+
+STATE_MODULE = """
+ml_program.global private mutable @a.b : tensor<3xf16>
+func.func @forward(%x: tensor<3xf16>) -> tensor<3xf16> attributes {coreml.opset = "iOS18"} {
+  %s = coreml.read_state @a.b : tensor<3xf16>
+  %t = coreml.add %s, %x : (tensor<3xf16>, tensor<3xf16>) -> tensor<3xf16>
+  %u = coreml.coreml_update_state @a.b, %t : tensor<3xf16>
+  func.return %s : tensor<3xf16>
+}
+"""
+
+
+def test_state_ops_use_the_session_state() -> None:
+    """`read_state` returns the session's value from before the call's update,
+    `coreml_update_state` leaves it for the next call; interpret() starts fresh."""
+    module = parse_module(STATE_MODULE)
+    session = qopt.session(module)
+    x = np.array([1, 2, 3], np.float16)
+    for step in range(3):
+        np.testing.assert_array_equal(session.run(x)[0], step * x)
+    np.testing.assert_array_equal(session.read_state("a.b"), 3 * x)
+    np.testing.assert_array_equal(qopt.interpret(module, x)[0], np.zeros(3, np.float16))

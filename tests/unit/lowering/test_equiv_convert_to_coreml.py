@@ -149,6 +149,19 @@ CONV_ADD = """
     %a = qfused.add %y, %y {lhs_act = #qfused.static<scale = 0.02, zero_point = -128, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.02, zero_point = -128, range = [-128, 127]>, requant = #qfused.static<scale = 0.04, zero_point = -128, range = [-128, 127]>, alpha = 2.0 : f64, kernel = "add_q8ta_q8ta_q8to"} : tensor<1x4x4x4xi8>, tensor<1x4x4x4xi8> -> tensor<1x4x4x4xi8>
     %a"""
 
+STATE_F32 = Case(
+    "state_f32_as_fp16",
+    """func.func @forward(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %k = ml_program.global_load @layers.0.k : tensor<2x3xf32>
+  %s = aten.add %k, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  ml_program.global_store @layers.0.k = %s : tensor<2x3xf32>
+  func.return %k, %s : tensor<2x3xf32>, tensor<2x3xf32>
+}
+ml_program.global private mutable @layers.0.k(dense<[[1.5, 0.0, -2.25], [0.0, 0.0, 0.0]]> : tensor<2x3xf32>) : tensor<2x3xf32>""",
+)
+"""A float state is fp16 on Core ML; its initial value is exact in fp16, and the
+result of one call does not read back what it stores, so the outputs are equal."""
+
 CASES: list[Case] = [
     # ----- builtin (arith.constant appears in most cases; one that only returns it) ------
     case(
@@ -305,6 +318,106 @@ CASES: list[Case] = [
         "%x: tensor<3xi32>, %k: tensor<i32>",
         "tensor<3xi32>",
         "%r = aten.select_scatter %x, %k {dim = 0 : i64, index = 0 : i64} : (tensor<3xi32>, tensor<i32>) -> tensor<3xi32>\n%r",
+    ),
+    # KV-cache writes and reads at run-time positions (index_put / index_copy / index)
+    case(
+        "index_put_runtime_negative",
+        "%cache: tensor<1x2x8x4xf32>, %k: tensor<2x1x4xf32>, %pos: tensor<1xi64>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<2x1x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+        low=-8,
+        high=8,
+    ),
+    case(
+        "index_put_runtime_2d_index_repeated",
+        "%x: tensor<6x3xi64>, %i: tensor<2x2xi64>, %v: tensor<3xi64>",
+        "tensor<6x3xi64>",
+        "%r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 0>} : (tensor<6x3xi64>, tensor<2x2xi64>, tensor<3xi64>) -> tensor<6x3xi64>\n%r",
+        low=-6,
+        high=6,
+    ),
+    case(
+        "index_put_constant_index_bool",
+        "%x: tensor<3x5xi1>, %v: tensor<3x2xi1>",
+        "tensor<3x5xi1>",
+        """
+        %i = arith.constant dense<[4, -5]> : tensor<2xi64>
+        %r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 1>} : (tensor<3x5xi1>, tensor<2xi64>, tensor<3x2xi1>) -> tensor<3x5xi1>
+        %r""",
+    ),
+    case(
+        "index_copy_runtime",
+        "%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x3x4xf32>, %pos: tensor<3xi64>",
+        "tensor<1x2x8x4xf32>",
+        "%r = aten.index_copy %cache, %pos, %k {dim = -2 : i64} : (tensor<1x2x8x4xf32>, tensor<3xi64>, tensor<1x2x3x4xf32>) -> tensor<1x2x8x4xf32>\n%r",
+        low=0,
+        high=8,
+    ),
+    case(
+        "index_copy_scalar_source_int8_iOS17",
+        "%x: tensor<5xi8>, %s: tensor<i8>, %pos: tensor<1xi64>",
+        "tensor<5xi8>",
+        "%r = aten.index_copy %x, %pos, %s {dim = 0 : i64} : (tensor<5xi8>, tensor<1xi64>, tensor<i8>) -> tensor<5xi8>\n%r",
+        low=0,
+        high=5,
+        target="iOS17",
+    ),
+    case(
+        "index_runtime_mask_rows",
+        "%mask: tensor<8x8xf32>, %pos: tensor<2xi64>",
+        "tensor<2x8xf32>",
+        "%r = aten.index %mask, %pos {indexed_dims = array<i64: 0>} : (tensor<8x8xf32>, tensor<2xi64>) -> tensor<2x8xf32>\n%r",
+        low=-8,
+        high=8,
+    ),
+    case(
+        "index_runtime_bool_2d_index_iOS16",
+        "%m: tensor<3x4x5xi1>, %i: tensor<2x3xi64>",
+        "tensor<3x2x3x5xi1>",
+        "%r = aten.index %m, %i {indexed_dims = array<i64: 1>} : (tensor<3x4x5xi1>, tensor<2x3xi64>) -> tensor<3x2x3x5xi1>\n%r",
+        low=-4,
+        high=4,
+        target="iOS16",
+    ),
+    case(
+        "index_runtime_scalar_index",
+        "%x: tensor<6x4xf32>, %i: tensor<i64>",
+        "tensor<4xf32>",
+        "%r = aten.index %x, %i {indexed_dims = array<i64: 0>} : (tensor<6x4xf32>, tensor<i64>) -> tensor<4xf32>\n%r",
+        low=-6,
+        high=6,
+    ),
+    case(
+        "index_select_runtime_bool",
+        "%x: tensor<4x5xi1>, %i: tensor<3xi64>",
+        "tensor<4x3xi1>",
+        "%r = aten.index_select %x, %i {dim = 1 : i64} : (tensor<4x5xi1>, tensor<3xi64>) -> tensor<4x3xi1>\n%r",
+        low=0,
+        high=5,
+    ),
+    # ----- program state: ml_program globals -> Core ML states (iOS18) -----------------
+    STATE_F32,
+    Case(
+        "state_int64_nonzero_start",
+        """func.func @forward(%x: tensor<1xi64>) -> (tensor<i64>, tensor<i64>) {
+  %n = ml_program.global_load @cumulative_length : tensor<i64>
+  %c = aten.view %x : (tensor<1xi64>) -> tensor<i64>
+  %s = aten.add %n, %c : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  ml_program.global_store @cumulative_length = %s : tensor<i64>
+  func.return %n, %s : tensor<i64>, tensor<i64>
+}
+ml_program.global private mutable @cumulative_length(dense<7> : tensor<i64>) : tensor<i64>""",
+        low=0,
+        high=100,
+    ),
+    Case(
+        "global_load_const",
+        """func.func @forward(%x: tensor<2xi32>) -> tensor<2xi32> {
+  %t = ml_program.global_load_const @table : tensor<2xi32>
+  %r = aten.add %x, %t : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}
+ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>""",
     ),
     case(
         "embedding",
@@ -883,24 +996,41 @@ def test_cases_are_distinct() -> None:
 # ----- ops (and forms) without a CoreML lowering ---------------------------------------
 
 
-KV_UPDATES = {
-    "index_put": "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
-    "index_copy": "%r = aten.index_copy %cache, %pos, %k {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
-}
-
-
-@pytest.mark.parametrize("name", list(KV_UPDATES))
-def test_kv_cache_update_at_runtime_positions_is_unsupported(name: str) -> None:
-    """A KV-cache write at run-time positions has no CoreML lowering yet: a QoptError
-    naming the op, never a wrong answer."""
-    body = f"""func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {{
-  {KV_UPDATES[name]}
-  func.return %r : tensor<1x2x8x4xf32>
+def test_index_put_forms_without_a_lowering() -> None:
+    """index_put with accumulate, or on several dims, is a QoptError naming the op."""
+    bodies = {
+        "accumulate=True": "%r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 0>, accumulate = true} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>",
+        "on 2 dims": "%r = aten.index_put %x, %i, %i, %w {indexed_dims = array<i64: 0, 1>} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xf32>) -> tensor<4x3xf32>",
+    }
+    for message, line in bodies.items():
+        body = f"""func.func @forward(%x: tensor<4x3xf32>, %i: tensor<2xi64>, %v: tensor<2x3xf32>, %w: tensor<2xf32>) -> tensor<4x3xf32> {{
+  {line}
+  func.return %r : tensor<4x3xf32>
 }}"""
-    module = parse_module(body)
-    module.verify()
-    with pytest.raises(qopt.QoptError, match=rf"no CoreML lowering for 'aten.{name}'"):
-        ConvertToCoremlPass().apply(make_context(), module)
+        module = parse_module(body)
+        module.verify()
+        with pytest.raises(qopt.QoptError, match=rf"'aten.index_put'.*{message}"):
+            ConvertToCoremlPass().apply(make_context(), module)
+
+
+def test_run_time_index_on_several_dims_is_unsupported() -> None:
+    body = """func.func @forward(%x: tensor<4x3xf32>, %i: tensor<2xi64>) -> tensor<2xf32> {
+  %r = aten.index %x, %i, %i {indexed_dims = array<i64: 0, 1>} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}"""
+    with pytest.raises(
+        qopt.QoptError, match=r"'aten.index'.*on 2 dims with index tensors computed at run time"
+    ):
+        ConvertToCoremlPass().apply(make_context(), parse_module(body))
+
+
+@pytest.mark.parametrize("target", ["iOS16", "iOS17"])
+def test_state_below_ios18_is_an_error(target: str) -> None:
+    """States exist from iOS18: below it, one QoptError naming iOS18 and the state."""
+    with pytest.raises(
+        qopt.QoptError, match=rf"keeps state between calls \(layers\.0\.k\b.*iOS18.*{target}"
+    ):
+        ConvertToCoremlPass(target=target).apply(make_context(), parse_module(STATE_F32.body))
 
 
 def test_slice_scatter_with_a_step_is_unsupported() -> None:
