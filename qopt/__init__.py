@@ -1,7 +1,9 @@
 """qopt: a multi-level compiler for quantized PyTorch models, built on xDSL.
 
-Public API (DESIGN.md §2): `import_program`, `interpret`, `QoptError` (more
-entry points arrive with the fusion and target levels).
+Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
+`fuse`, `fold_constants`, `compile` (CoreML or Vulkan artifacts), `load` (a saved
+`.qvk` / `.mlpackage`), `interpret` (one call), `session` (calls keeping state),
+`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "generate",
     "import_program",
     "interpret",
+    "load",
     "read_mlpackage",
     "session",
 ]
@@ -150,3 +153,26 @@ def read_mlpackage(path: Any) -> ModuleOp:
     if not isinstance(path, str | os.PathLike):
         raise QoptError(f"qopt.read_mlpackage takes a path, got {type(path).__name__}")
     return _read(path)
+
+
+def load(path: Any) -> Any:
+    """A saved artifact: a `.qvk` bundle (runs on the Vulkan device) or an
+    `.mlpackage` (runs by interpreting the package read back: how to run one without
+    Core ML). Both are untrusted input, checked whole before anything runs. The
+    artifact is callable (one call on a fresh state), has `.methods` and
+    `.session()` (calls that keep the program's state)."""
+    if not isinstance(path, str | os.PathLike):
+        raise QoptError(f"qopt.load takes a path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if text.rstrip("/").endswith(".mlpackage"):
+        from qopt.backends.coreml import load_mlpackage_artifact
+
+        return load_mlpackage_artifact(text)
+    if text.endswith(".qvk"):
+        from qopt.backends.vulkan import load_vulkan_artifact
+
+        return load_vulkan_artifact(text)
+    raise QoptError(
+        f"qopt.load reads a .qvk bundle or an .mlpackage, got '{text}' (import a .pt2 "
+        "with qopt.import_program or qopt.compile)"
+    )

@@ -4,7 +4,8 @@ Works with anything that has a session (`qopt.session(module)` on IR, a CoreML o
 Vulkan artifact's `.session()`): its methods take `(tokens [1, S] int64,
 positions [S] int64)` as ExecuTorch's and transformers' static-cache exports do,
 and return logits `[1, S, vocab]` first. With a `prefill` method the prompt goes
-in one call (its length must be the one prefill was exported with), then `decode`
+in one call (of the length prefill was exported with, or any length within the
+bounds of a `torch.export.Dim` prefill), then `decode`
 (or `forward`) one token per call; without one, the prompt is fed a token per
 call. The next token is the argmax of the last position's logits.
 """

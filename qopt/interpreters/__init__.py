@@ -12,6 +12,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.signature import check_dynamic_sizes
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs as check_inputs_of
@@ -23,6 +24,7 @@ def all_functions() -> list[InterpreterFunctions]:
     from qopt.interpreters.aten_layers import AtenLayersFunctions
     from qopt.interpreters.aten_nn import AtenNNFunctions
     from qopt.interpreters.aten_reduction import AtenReductionFunctions
+    from qopt.interpreters.aten_scalar import AtenScalarFunctions
     from qopt.interpreters.aten_shape import AtenShapeFunctions
     from qopt.interpreters.builtin import BuiltinFunctions
     from qopt.interpreters.coreml import CoremlFunctions
@@ -39,6 +41,7 @@ def all_functions() -> list[InterpreterFunctions]:
         AtenShapeFunctions(),
         AtenReductionFunctions(),
         AtenLayersFunctions(),
+        AtenScalarFunctions(),
         QuantFunctions(),
         QFusedFunctions(),
         CoremlFunctions(),
@@ -50,6 +53,8 @@ def make_interpreter(module: ModuleOp, state: State | None = None) -> Interprete
     """An interpreter of `module`; its globals' values live in `state` (a fresh
     `State` if None: one call on the initial state)."""
     interpreter = Interpreter(module)
+    if state is not None:  # what every state op of the interpreter reads (`state_of`)
+        interpreter.set_data(MLProgramFunctions, "state", state)
     for functions in all_functions():
         if isinstance(functions, MLProgramFunctions):
             functions = MLProgramFunctions(state)
@@ -68,11 +73,14 @@ def entry_function(module: ModuleOp, name: str = "forward") -> FuncOp:
 
 
 def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
-    """`inputs` against the function's signature (qopt.inputs: shape, value-keeping casts)."""
+    """`inputs` against the function's signature (qopt.inputs: shape, value-keeping casts;
+    dynamic dims: one size per symbol, within its range)."""
     signature = []
     for type in func.function_type.inputs.data:
         signature.append((shape_of(type), dtype_of(type)))
-    return check_inputs_of(inputs, signature, f"@{func.sym_name.data}")
+    arrays = check_inputs_of(inputs, signature, f"@{func.sym_name.data}")
+    check_dynamic_sizes(func, [a.shape for a in arrays])
+    return arrays
 
 
 def verify_for_run(module: ModuleOp) -> None:

@@ -52,16 +52,30 @@ class State:
             array.setflags(write=False)
 
     def read(self, name: str) -> np.ndarray:
-        """A copy of the current value of global `name`."""
+        """A copy of the current value of global `name`, in the global's dtype (a
+        target's interpreter may hold it in another: the vkc one in 32-bit words)."""
         if name not in self.values:
             known = ", ".join(self.names) or "none"
             raise QoptError(f"the program has no state named {name!r} (its states: {known})")
-        return self.values[name].copy()
+        return self.values[name].astype(dtype_of(self.globals[name].type))
 
     def write(self, name: str, value: np.ndarray) -> None:
         array = np.array(value, dtype=self.values[name].dtype, copy=True)
         array.setflags(write=False)
         self.values[name] = array
+
+
+def state_of(interpreter: Interpreter) -> State:
+    """The `State` of `interpreter`'s call or session: the one its `ml_program`
+    loads and stores use, and other dialects' state ops (`coreml.read_state`);
+    `make_interpreter` puts a session's there, else a fresh one is made here."""
+
+    def fresh() -> State:
+        module = interpreter.module
+        assert isinstance(module, ModuleOp)
+        return State(module)
+
+    return interpreter.get_data(MLProgramFunctions, "state", fresh)
 
 
 @register_impls
@@ -75,9 +89,7 @@ class MLProgramFunctions(InterpreterFunctions):
 
     def _state(self, interpreter: Interpreter) -> State:
         if self.state is None:
-            module = interpreter.module
-            assert isinstance(module, ModuleOp)
-            self.state = State(module)
+            self.state = state_of(interpreter)
         return self.state
 
     @impl(mlp.GlobalLoadOp)

@@ -9,6 +9,14 @@ buffers, so vkc IR can be checked without a device. A status buffer
 (`vkc.alloc {status}`) starts at 0 on every call; when a dispatch's reference
 sets it (an index out of range) the run stops with the QoptError the Vulkan
 artifact raises for it.
+
+A state buffer (`vkc.state @name`) is the session's value of that global
+(`qopt.interpreters.ml_program.State`, shared with `ml_program` loads and stores):
+the first `vkc.state` of a session (or after `reset`) turns the global's value into
+a writable array of the buffer's 32-bit ABI type, which the dispatches then update
+in place, as the device updates its state buffer; `State.read` gives it back in the
+global's dtype. So `qopt.session(vkc_module)` keeps a KV cache between calls
+exactly as a Vulkan session does.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from qopt.dialects import vkc
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters.kernels import kernels
+from qopt.interpreters.ml_program import State, state_of
 from qopt.kernels import index_error_message
 from qopt.kernels.abi import NUMPY_DTYPES, narrow
 
@@ -86,6 +95,20 @@ def dispatch_index(op: vkc.DispatchOp) -> int:
     return index
 
 
+def state_buffer(state: State, op: vkc.StateOp) -> np.ndarray:
+    """The flat, writable 32-bit buffer of state `op` in `state` (the session's value of
+    the global, made the buffer's ABI type on first use: integers must fit i32)."""
+    name = op.state_name
+    type: Any = op.result.type
+    dtype = buffer_dtype(type)
+    current = state.values[name]
+    if current.dtype != dtype or not current.flags.writeable:
+        flat = narrow(np.asarray(current), dtype, f"the value of state @{name} ({where(op)})")
+        current = flat.reshape(current.shape).copy()
+        state.values[name] = current
+    return current.reshape(-1)
+
+
 @register_impls
 class VkcFunctions(InterpreterFunctions):
     _slots: dict[tuple[int, int], np.ndarray]
@@ -129,6 +152,12 @@ class VkcFunctions(InterpreterFunctions):
             return (np.zeros(type.numel, dtype),)
         memory = self.slot_memory(op)
         return (memory[: type.nbytes].view(dtype),)
+
+    @impl(vkc.StateOp)
+    def run_state(
+        self, interpreter: Interpreter, op: vkc.StateOp, args: PythonValues
+    ) -> PythonValues:
+        return (state_buffer(state_of(interpreter), op),)
 
     @impl(vkc.ViewOp)
     def run_view(

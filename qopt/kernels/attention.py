@@ -17,22 +17,24 @@ from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, bindi
 
 def _sdpa_extents(push: PushValues, spec: SpecValues) -> Extents:
     """sdpa.glsl: query row = bh*L + l < BH*L reads q[row*E + e], keys s < S (CAUSAL:
-    s <= l, so s < min(S, L)) of k[(bh*S + s)*E + e] and v[(bh*S + s)*EV + e], the mask
-    at (bh / H)*mb + (bh % H)*mh + l*ml + s*ms (HAS_MASK), and reads/writes
-    out[row*EV + e]."""
+    s <= l, so s < min(S, L)) of key/value head kvh = bh / G: k[(kvh*S + s)*E + e] and
+    v[(kvh*S + s)*EV + e], the mask at (bh / H)*mb + (bh % H)*mh + l*ml + s*ms
+    (HAS_MASK), and reads/writes out[row*EV + e]."""
     bh, heads, lq, s, e, ev = ints(push, "BH", "H", "L", "S", "E", "EV")
     rows = count(bh * lq, "BH * L")
     ext: Extents = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
     if rows == 0:
         return ext
+    nonzero(push, "G")  # bh / G runs for every row
     ext["out"] = rows * ev
     causal = int(spec["CAUSAL"]) == 1
     keys = min(s, lq) if causal else s  # keys a row can reach: s < keys
     if keys == 0:
         return ext
+    last = (bh - 1) // int(push["G"])  # the last key/value head read
     ext["q"] = rows * e
-    ext["k"] = ((bh - 1) * s + keys) * e
-    ext["v"] = ((bh - 1) * s + keys) * ev
+    ext["k"] = (last * s + keys) * e
+    ext["v"] = (last * s + keys) * ev
     if int(spec["HAS_MASK"]) == 1:
         nonzero(push, "H")
         mb, mh, ml, ms = ints(push, "mb", "mh", "ml", "ms")
@@ -52,7 +54,7 @@ SDPA = KernelSpec(
         binding("out", "f32", True),
     ),
     push=(
-        *push_of("BH", "H", "L", "S", "E", "EV"),
+        *push_of("BH", "H", "L", "S", "E", "EV", "G"),
         ("scale", "f32"),
         *push_of("mb", "mh", "ml", "ms"),
     ),
@@ -60,11 +62,13 @@ SDPA = KernelSpec(
     workgroups=grid_workgroups(lambda p: int(p["BH"]) * int(p["L"])),
     extents=guarded("sdpa", _sdpa_extents),
     spec_bounds={"HAS_MASK": FLAG, "CAUSAL": FLAG, "WG": WG_RANGE},
-    doc="""scaled_dot_product_attention on rows: q [BH, L, E], k [BH, S, E], v [BH, S,
-EV] -> out [BH, L, EV]; scale pushed; optional additive float mask read at
-b*mb + h*mh + l*ml + s*ms (b = bh / H, h = bh % H; 0 strides broadcast; boolean masks
-become 0/-inf at compile time); CAUSAL = torch's is_causal (top-left aligned). Heads
-of k/v must match q's (expand GQA first). One invocation per query row.""",
+    doc="""scaled_dot_product_attention on rows: q [BH, L, E], k [BH / G, S, E], v [BH / G,
+S, EV] -> out [BH, L, EV]: query head bh reads key/value head bh / G (G = 1: as many
+k/v heads as q heads; grouped-query attention and key/value heads broadcast over the
+query heads read their cache in place, no copy per query head); scale pushed;
+optional additive float mask read at b*mb + h*mh + l*ml + s*ms (b = bh / H,
+h = bh % H; 0 strides broadcast; boolean masks become 0/-inf at compile time);
+CAUSAL = torch's is_causal (top-left aligned). One invocation per query row.""",
 )
 
 

@@ -1,6 +1,7 @@
-"""Gather kernels: the kernels that index a table with values read from a buffer
-(gather_rows, the quantized and LUT embeddings); each sets its status word for an
-index out of range."""
+"""Gather and scatter kernels: the kernels that index a buffer with values read from
+another (gather_rows, the quantized and LUT embeddings, gather_dim for aten.index /
+index_select along any dim, scatter_dim for index_put / index_copy: a KV-cache
+update); each sets its status word for an index out of range."""
 
 from __future__ import annotations
 
@@ -156,4 +157,79 @@ groups, L entries). Bit-exact. Indices as gather_rows (status[0] = 1 outside [0,
 )
 
 
-SPECS = (GATHER_ROWS, EMBEDDING_Q4GSW, EMBEDDING_Q8CSW, EMBEDDING_LUT)
+def _dim_sizes(push: PushValues) -> tuple[int, int, int, int, int]:
+    """(P, N, Q, S, total) of gather_dim / scatter_dim: a [P, N, Q] buffer indexed along
+    N by S indices; `total = P*S*Q` invocations (a uint32 loop bound), and the words
+    `P*N*Q` of the indexed buffer (a uint32 index) must not wrap either."""
+    p, n, q, s = ints(push, "P", "N", "Q", "S")
+    total = count(p * s * q, "P * S * Q")
+    count(p * n * q, "P * N * Q")
+    if n >= 1 << 31:
+        raise ValueError(f"N = {n} does not fit the shader's int32 row check")
+    return p, n, q, s, total
+
+
+def _gather_dim_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """gather_dim.glsl: invocation i < P*S*Q = (p, s, q) reads idx[s] and, for a row r
+    in [0, N) (checked in the shader, after r += N for a negative r when NEG), the word
+    x[(p*N + r)*Q + q]; writes y[i], and status[0] for an invalid index."""
+    p, n, q, s, total = _dim_sizes(push)
+    if total == 0:
+        return {"x": 0, "idx": 0, "y": 0, STATUS: 1}
+    return {"x": p * n * q, "idx": s, "y": total, STATUS: 1}
+
+
+GATHER_DIM = KernelSpec(
+    name="gather_dim",
+    glsl="gather_dim.glsl",
+    bindings=(binding("x", "u32"), binding("idx", "i32"), binding("y", "u32", True), status()),
+    push=push_of("P", "N", "Q", "S"),
+    spec=(("NEG", 0), ("WG", 64)),
+    workgroups=grid_workgroups(lambda p: int(p["P"]) * int(p["S"]) * int(p["Q"])),
+    exact=always,
+    extents=guarded("gather_dim", _gather_dim_extents),
+    spec_bounds={"NEG": FLAG, "WG": WG_RANGE},
+    doc="""y[p, s, q] = x[p, idx[s], q] (x [P, N, Q], y [P, S, Q], 32-bit words): a gather
+along one dim with run-time indices (aten.index with one indexed dim, index_select).
+NEG = 1: an index in [-N, 0) counts from the end (advanced indexing); NEG = 0: only
+[0, N) is valid (index_select). An invalid index reads 0 and sets status[0] = 1, an
+error for the program.""",
+)
+
+
+def _scatter_dim_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """scatter_dim.glsl: invocation i < P*S*Q = (p, s, q) reads idx[s] and idx[s'] for
+    every later s' < S (last write wins), vals[i], and for a row r in [0, N) (checked in
+    the shader, after r += N for a negative r when NEG) writes out[(p*N + r)*Q + q];
+    status[0] for an invalid index."""
+    p, n, q, s, total = _dim_sizes(push)
+    if total == 0:
+        return {"vals": 0, "idx": 0, "out": 0, STATUS: 1}
+    return {"vals": total, "idx": s, "out": p * n * q, STATUS: 1}
+
+
+SCATTER_DIM = KernelSpec(
+    name="scatter_dim",
+    glsl="scatter_dim.glsl",
+    bindings=(
+        binding("vals", "u32"),
+        binding("idx", "i32"),
+        binding("out", "u32", True),
+        status(),
+    ),
+    push=push_of("P", "N", "Q", "S"),
+    spec=(("NEG", 0), ("WG", 64)),
+    workgroups=grid_workgroups(lambda p: int(p["P"]) * int(p["S"]) * int(p["Q"])),
+    exact=always,
+    extents=guarded("scatter_dim", _scatter_dim_extents),
+    spec_bounds={"NEG": FLAG, "WG": WG_RANGE},
+    doc="""out[p, idx[s], q] = vals[p, s, q] (out [P, N, Q], vals [P, S, Q], 32-bit
+words): S rows written at run-time positions along one dim, the rest of out kept
+(aten.index_put with one indexed dim, index_copy; a KV-cache update, in place in a
+state buffer). Repeated indices: the last wins. NEG = 1: [-N, 0) counts from the end
+(index_put); NEG = 0: only [0, N) (index_copy). An invalid index writes nothing and
+sets status[0] = 1, an error for the program.""",
+)
+
+
+SPECS = (GATHER_ROWS, EMBEDDING_Q4GSW, EMBEDDING_Q8CSW, EMBEDDING_LUT, GATHER_DIM, SCATTER_DIM)

@@ -3,7 +3,9 @@ memory slot.
 
 On every function at the vkc level that has no plan yet (no `vkc.planned_bytes`
 attribute), each transient buffer (`vkc.alloc` without `status`: a status buffer
-keeps its own memory) that a dispatch or an output uses gets a slot
+keeps its own memory, and so does a state buffer, `vkc.state`, which outlives the
+call: no transient ever shares memory with program state) that a dispatch or an
+output uses gets a slot
 (`vkc.alloc {slot = n}`), greedily in order of first use, best fit: a slot is free
 for a buffer when the last use of everything placed in it comes before the
 buffer's first use (a use through `vkc.view` counts as a use of the viewed
@@ -31,7 +33,14 @@ log = logging.getLogger("qopt.vkc")
 
 PLANNED = "vkc.planned_bytes"
 UNPLANNED = "vkc.unplanned_bytes"
-VKC_BODY = (vkc.InputOp, vkc.AllocOp, vkc.ConstantOp, vkc.DispatchOp, vkc.OutputOp)
+VKC_BODY = (
+    vkc.InputOp,
+    vkc.AllocOp,
+    vkc.ConstantOp,
+    vkc.StateOp,
+    vkc.DispatchOp,
+    vkc.OutputOp,
+)
 
 
 def is_vkc_function(function: func.FuncOp) -> bool:

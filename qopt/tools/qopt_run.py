@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qopt-run", description="Run a qopt module on npz inputs."
     )
-    parser.add_argument("input_file", help="an .mlir module, a .pt2 file or a .qvk bundle")
+    parser.add_argument(
+        "input_file",
+        help="an .mlir module, a .pt2 file, a .qvk bundle (or an .mlpackage with --generate)",
+    )
     parser.add_argument("--inputs", help="npz file with the inputs arr_0, arr_1, ...")
     parser.add_argument(
         "--generate",
@@ -216,17 +219,31 @@ def prompt_ids(text: str | None) -> list[int]:
 
 
 def run_generate(args: argparse.Namespace) -> None:
-    """`--generate N`: greedy tokens on a session of the input (the interpreter on IR)."""
-    from qopt import session
+    """`--generate N`: greedy tokens on a session of the input: a `.qvk` on the Vulkan
+    device, an `.mlpackage` read back and interpreted, an `.mlir`/`.pt2` module in the
+    interpreter (or, with --device vulkan, compiled with qopt-vulkan first)."""
+    from qopt import load, session
     from qopt.generation import generate
 
     prompt = prompt_ids(args.prompt_ids)
     if args.inputs is not None or args.outputs is not None:
         raise QoptError("--generate takes --prompt-ids, not --inputs/--outputs")
-    if args.device == "vulkan" or os.path.splitext(args.input_file)[1] == ".qvk":
-        raise QoptError("--generate runs on --device interp (an .mlir or .pt2 input)")
-    module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
-    tokens = generate(session(module), prompt, args.generate)
+    path = args.input_file
+    if path.rstrip("/").endswith(".mlpackage") or path.endswith(".qvk"):
+        runner = load(path).session()
+    else:
+        module = load_module(path, trust_pickle=args.trust_pickle, limits=args.limits)
+        if args.device == "vulkan":
+            from qopt.backends.vulkan.artifact import compile_artifact
+            from qopt.context import make_context
+            from qopt.lowering.pipelines import QoptVulkanPipeline
+
+            if not any(op.name == "vkc.dispatch" for op in module.walk()):
+                QoptVulkanPipeline().apply(make_context(), module)
+            runner = compile_artifact(module).session()
+        else:
+            runner = session(module)
+    tokens = generate(runner, prompt, args.generate)
     print(" ".join(str(t) for t in tokens))
 
 

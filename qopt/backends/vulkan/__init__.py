@@ -3,6 +3,7 @@ bundle file and the runtime that runs it on a Vulkan 1.2 device."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,10 +29,19 @@ def compile_vulkan(
 
 
 def load_vulkan(path: Any, device: str | int | None = None) -> VulkanArtifact:
-    """A `.qvk` bundle (checked on load) as a callable artifact."""
+    """A `.qvk` bundle (untrusted: checked whole on load) as an artifact: callable
+    (`artifact(*inputs, method=None)`, one call on a fresh state), `.session()` for
+    calls that keep the program's state on the device, `.methods`, `.state_names`."""
     from qopt.backends.vulkan.artifact import VulkanArtifact
+    from qopt.errors import QoptError
 
+    if not isinstance(path, str | os.PathLike):
+        raise QoptError(f"a Vulkan bundle is read from a path, got {type(path).__name__}")
     return VulkanArtifact.load(path, device)
 
 
-__all__ = ["compile_vulkan", "load_vulkan"]
+load_vulkan_artifact = load_vulkan
+"""What `qopt.load(path)` calls for a `.qvk` file."""
+
+
+__all__ = ["compile_vulkan", "load_vulkan", "load_vulkan_artifact"]

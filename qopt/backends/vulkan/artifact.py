@@ -2,17 +2,31 @@
 
 `VulkanArtifact(program)` opens the device (runtime.VulkanDevice: an explicit
 `device`, else `$QOPT_VULKAN_DEVICE`, else the first compute-capable one) on
-first use, creates the pipelines, uploads the constant buffers and records
-every dispatch of a call into one command buffer once. A call writes the
-inputs, zeroes every index status word, submits that command buffer, waits,
-raises QoptError naming the op if a kernel found an index out of range (the
-first such dispatch), and reads the outputs back.
-`close()` frees every Vulkan object (also on `with` exit).
+first use, creates the pipelines and uploads the constant buffers once, and
+allocates the memory slots, input uploads and index status words every session
+shares (calls run one at a time: a lock orders them).
+
+Program state (a KV cache) lives in sessions: `artifact.session()` allocates the
+program's state buffers on the device and fills them with their initial values;
+`session.run(*inputs, method=None)` runs one method (`prefill`, `decode`, or the
+only one) on them, so what a call leaves in the state is what the next call
+reads, without any upload or download of the state; `reset()` writes the initial
+values again, `read_state(name)` downloads one on demand. Each session records
+each method's dispatches into one command buffer once (on its first call), bound
+to its own state buffers: two sessions never share state. A call writes the
+inputs, zeroes the method's index status words, submits that command buffer,
+waits, raises QoptError naming the op if a kernel found an index out of range
+(the first such dispatch), and reads the outputs back. Calling the artifact
+itself, `artifact(*inputs, method=None)`, runs one call on a fresh state (its own
+session, reset before each call). `close()` frees every Vulkan object (also on
+`with` exit); the sessions of a closed artifact cannot run any more.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from typing import Any, Self
 
 import numpy as np
@@ -20,13 +34,16 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qopt.backends.vulkan.bundle import (
     BundleProgram,
+    Method,
     StatusCheck,
+    abi_numpy,
     bundle_bytes,
     program_from_module,
     read_bundle,
     write_atomically,
 )
 from qopt.dialects.tensors import numel
+from qopt.errors import QoptError
 from qopt.inputs import check_inputs
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
@@ -36,7 +53,8 @@ ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
 
 class VulkanArtifact:
-    """`artifact(*inputs) -> tuple[np.ndarray, ...]`, run on the Vulkan device."""
+    """`artifact(*inputs) -> tuple[np.ndarray, ...]`, run on the Vulkan device;
+    `artifact.session()` for calls that keep the program's state."""
 
     def __init__(
         self,
@@ -50,10 +68,13 @@ class VulkanArtifact:
         self._device_choice = device
         self._validation = validation
         self._device: Any = None
-        self._recorded: Any = None
-        self._inputs: list[Any] = []
-        self._outputs: list[Any] = []
-        self._status: list[tuple[Any, StatusCheck]] = []
+        self._shared: list[Any] = []
+        """Per buffer id, the device buffer every session uses (None: a state buffer,
+        each session's own)."""
+        self._checks: dict[str, list[StatusCheck]] = {}
+        self._fresh: VulkanSession | None = None
+        self._sessions: weakref.WeakSet[VulkanSession] = weakref.WeakSet()
+        self._lock = threading.RLock()
         self.last_times: list[float] | None = None
 
     # ----- files ------------------------------------------------------------------------
@@ -79,6 +100,16 @@ class VulkanArtifact:
     def kernel_names(self) -> list[str]:
         return self.program.kernel_names()
 
+    @property
+    def methods(self) -> list[str]:
+        """The program's entry points (`forward`, or `prefill` and `decode`), in order."""
+        return self.program.method_names()
+
+    @property
+    def state_names(self) -> list[str]:
+        """The program's states (its mutated buffers' fully qualified names)."""
+        return [s.name for s in self.program.states]
+
     # ----- running ----------------------------------------------------------------------
 
     @property
@@ -88,42 +119,31 @@ class VulkanArtifact:
         return self._device
 
     def _open(self) -> None:
-        from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+        from qopt.backends.vulkan.runtime import VulkanDevice
 
         program = self.program
         dev = VulkanDevice(self._device_choice, validation=self._validation)
         try:
             self._install_spirv(dev)
-            buffers: list[Any] = []
+            shared: list[Any] = []
             slots = [dev.buffer(max(n, 4)) for n in program.slots]
             for record in program.buffers:
                 kind = record["kind"]
                 if kind == "constant":
-                    buffers.append(dev.upload(program.constants[record["constant"]]))
+                    shared.append(dev.upload(program.constants[record["constant"]]))
                 elif kind == "slot":
-                    buffers.append(slots[record["slot"]])
+                    shared.append(slots[record["slot"]])
+                elif kind == "state":
+                    shared.append(None)
                 else:
-                    buffers.append(dev.buffer(max(int(record["nbytes"]), 4)))
-            dispatches = []
-            for step in program.steps:
-                entry = program.kernels[step.kernel]
-                spec = kernel_spec(entry.kernel)
-                dispatches.append(
-                    Dispatch(
-                        spec,
-                        [buffers[i] for i in step.buffers],
-                        push=step.push,
-                        spec=entry.spec,
-                        groups=(step.groups[0], step.groups[1], step.groups[2]),
-                    )
-                )
-            self._recorded = dev.program(dispatches, timestamps=True)
-            self._inputs = [buffers[t.buffer] for t in program.inputs]
-            self._outputs = [buffers[t.buffer] for t in program.outputs]
-            self._status = [(buffers[c.buffer], c) for c in program.status_checks()]
+                    shared.append(dev.buffer(max(int(record["nbytes"]), 4)))
+            for entry in program.kernels:  # every pipeline now, not on a session's first call
+                dev.pipeline(kernel_spec(entry.kernel), entry.spec)
         except BaseException:
             dev.close()
             raise
+        self._shared = shared
+        self._checks = {m.name: program.status_checks(m) for m in program.methods}
         self._device = dev
 
     def _install_spirv(self, dev: Any) -> None:
@@ -135,42 +155,178 @@ class VulkanArtifact:
                 entry.spirv = compile_kernel(entry.glsl)
             dev.shader_module(entry.glsl, entry.spirv)
 
-    def __call__(self, *inputs: Any) -> tuple[np.ndarray, ...]:
-        program = self.program
-        signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.inputs]
-        arrays = check_inputs(inputs, signature, "the Vulkan program")
-        staged = [
-            _to_abi(array, tensor.dtype, i)
-            for i, (array, tensor) in enumerate(zip(arrays, program.inputs, strict=True))
-        ]
-        self.device
-        for buf, data in zip(self._inputs, staged, strict=True):
-            buf.write(data)
-        zero = np.zeros(1, np.uint32)
-        for buf, _ in self._status:
-            buf.write(zero)
-        self.last_times = self._recorded.submit()
-        for buf, check in self._status:
-            if int(buf.read(np.uint32, 1)[0]) != 0:
-                raise check.error()
-        outputs = []
-        for buf, tensor in zip(self._outputs, program.outputs, strict=True):
-            want = np.dtype(tensor.dtype)
-            raw = buf.read(np.float32 if want.kind == "f" else np.int32, numel(tensor.shape))
-            outputs.append(raw.astype(want).reshape(tuple(tensor.shape)))
-        return tuple(outputs)
+    def session(self) -> VulkanSession:
+        """A new session: the program's state buffers on the device, at their initial
+        values (see the module docstring)."""
+        session = VulkanSession(self)
+        self._sessions.add(session)
+        return session
+
+    def __call__(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
+        """One call of `method` (the only one, or `forward`, by default) on a fresh state."""
+        with self._lock:
+            if self._fresh is None or self._fresh.closed:
+                self._fresh = self.session()
+            elif self.program.states:
+                self._fresh.reset()
+            return self._fresh.run(*inputs, method=method)
 
     def gpu_seconds(self) -> float | None:
         """Sum of the dispatches' GPU time (timestamps) of the last call."""
         return None if self.last_times is None else float(sum(self.last_times))
 
     def close(self) -> None:
-        if self._recorded is not None:
-            self._recorded.close()
-            self._recorded = None
-        if self._device is not None:
-            self._device.close()
-            self._device = None
+        with self._lock:
+            for session in list(self._sessions):
+                session.close()
+            self._fresh = None
+            if self._device is not None:
+                self._device.close()
+                self._device = None
+            self._shared = []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class VulkanSession:
+    """Calls of a Vulkan artifact's methods on one state kept on the device (see the
+    module docstring): `run(*inputs, method=None)`, `reset()`, `read_state(name)`,
+    `methods`, `state_names`, `close()`."""
+
+    def __init__(self, artifact: VulkanArtifact):
+        self._artifact = artifact
+        self._device = device = artifact.device
+        program = artifact.program
+        self.closed = False
+        self._states = [device.buffer(4 * max(numel(s.shape), 1)) for s in program.states]
+        self._buffers = list(artifact._shared)
+        for entry, buf in zip(program.states, self._states, strict=True):
+            self._buffers[entry.buffer] = buf
+        self._recorded: dict[str, Any] = {}
+        self._write_initial()
+
+    @property
+    def methods(self) -> list[str]:
+        return self._artifact.methods
+
+    @property
+    def state_names(self) -> list[str]:
+        return self._artifact.state_names
+
+    def _alive(self) -> VulkanArtifact:
+        artifact = self._artifact
+        if self.closed or artifact._device is not self._device:
+            raise QoptError(
+                "this Vulkan session is closed (or its artifact was): start a new one with "
+                "artifact.session()"
+            )
+        return artifact
+
+    def _write_initial(self) -> None:
+        program = self._artifact.program
+        for entry, buf in zip(program.states, self._states, strict=True):
+            if entry.initial is None:
+                assert buf.view is not None
+                buf.view[:] = 0
+            else:
+                buf.write(program.constants[entry.initial])
+
+    def reset(self) -> None:
+        """Every state back to its initial value (written into the state buffers)."""
+        with self._alive()._lock:
+            self._write_initial()
+
+    def read_state(self, name: str) -> np.ndarray:
+        """A copy of the current value of state `name` (downloaded from the device), in
+        its shape and dtype."""
+        artifact = self._alive()
+        entry = artifact.program.state(name)
+        with artifact._lock:
+            buf = self._states[artifact.program.states.index(entry)]
+            words = buf.read(abi_numpy(entry.dtype), max(numel(entry.shape), 1))
+        count = numel(entry.shape)
+        return words[:count].astype(np.dtype(entry.dtype)).reshape(tuple(entry.shape))
+
+    def _recording(self, method: Method) -> Any:
+        """The command buffer of `method` on this session's buffers (recorded once)."""
+        recorded = self._recorded.get(method.name)
+        if recorded is None:
+            from qopt.backends.vulkan.runtime import Dispatch
+
+            program = self._artifact.program
+            dispatches = []
+            for step in program.method_steps(method):
+                entry = program.kernels[step.kernel]
+                dispatches.append(
+                    Dispatch(
+                        kernel_spec(entry.kernel),
+                        [self._buffers[i] for i in step.buffers],
+                        push=step.push,
+                        spec=entry.spec,
+                        groups=(step.groups[0], step.groups[1], step.groups[2]),
+                    )
+                )
+            recorded = self._device.program(dispatches, timestamps=True)
+            self._recorded[method.name] = recorded
+        return recorded
+
+    def run(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
+        """Run `method` (the only one, or `forward`, by default) on numpy or torch inputs;
+        its state updates stay on the device for the next call."""
+        artifact = self._alive()
+        program = artifact.program
+        m = program.method(method)
+        tensors = program.method_inputs(m)
+        signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in tensors]
+        what = "the Vulkan program" if len(program.methods) == 1 else f"method {m.name}"
+        arrays = check_inputs(inputs, signature, what)
+        staged = [
+            _to_abi(array, tensor.dtype, i)
+            for i, (array, tensor) in enumerate(zip(arrays, tensors, strict=True))
+        ]
+        with artifact._lock:
+            recorded = self._recording(m)
+            for tensor, data in zip(tensors, staged, strict=True):
+                self._buffers[tensor.buffer].write(data)
+            zero = np.zeros(1, np.uint32)
+            checks = artifact._checks[m.name]
+            for check in checks:
+                self._buffers[check.buffer].write(zero)
+            artifact.last_times = recorded.submit()
+            for check in checks:
+                if int(self._buffers[check.buffer].read(np.uint32, 1)[0]) != 0:
+                    raise check.error()
+            outputs = []
+            for tensor in program.method_outputs(m):
+                want = np.dtype(tensor.dtype)
+                raw = self._buffers[tensor.buffer].read(
+                    abi_numpy(tensor.dtype), numel(tensor.shape)
+                )
+                outputs.append(raw.astype(want).reshape(tuple(tensor.shape)))
+        return tuple(outputs)
+
+    def close(self) -> None:
+        """Free this session's state buffers and command buffers (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._device is None or self._device._closed:
+            return
+        for recorded in self._recorded.values():
+            recorded.close()
+        self._recorded.clear()
+        for buf in self._states:
+            buf.free()
 
     def __enter__(self) -> Self:
         return self

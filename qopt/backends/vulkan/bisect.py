@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from qopt.backends.vulkan.bundle import BundleProgram
+from qopt.backends.vulkan.bundle import BundleProgram, Method
 
 _WORD = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
@@ -70,12 +70,18 @@ def _ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(ia - ib)
 
 
-def _host_buffers(program: BundleProgram, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Host memory for every buffer id, slots sharing memory as on the device."""
+def _host_buffers(
+    program: BundleProgram, inputs: Sequence[np.ndarray], method: Method | None = None
+) -> list[np.ndarray]:
+    """Host memory for every buffer id, slots sharing memory as on the device: the
+    inputs of `method` (default: the program's default method), the states at their
+    initial values."""
     from qopt.backends.vulkan.artifact import _to_abi
 
+    method = program.method(None) if method is None else method
+    owner = program.methods.index(method)
     slots = [np.zeros(max(n, 4), np.uint8) for n in program.slots]
-    by_index = {t.index: (t, i) for i, t in enumerate(program.inputs)}
+    by_index = {t.index: (t, i) for i, t in enumerate(program.method_inputs(method))}
     memory: list[np.ndarray] = []
     for record in program.buffers:
         kind = record["kind"]
@@ -86,11 +92,17 @@ def _host_buffers(program: BundleProgram, inputs: Sequence[np.ndarray]) -> list[
             memory.append(slots[record["slot"]])
         elif kind == "status":  # zero before the one dispatch that sets it
             memory.append(np.zeros(4, np.uint8))
-        elif kind == "input":
+        elif kind == "input" and record.get("method", 0) == owner:
             tensor, position = by_index[record["index"]]
             data = _to_abi(np.asarray(inputs[position]), tensor.dtype, position)
             raw = np.zeros(nbytes, np.uint8)
             raw[: data.nbytes] = data.view(np.uint8)
+            memory.append(raw)
+        elif kind == "state":
+            raw = np.zeros(nbytes, np.uint8)
+            initial = program.states[record["state"]].initial
+            if initial is not None:
+                raw[:] = program.constants[initial].view(np.uint8)
             memory.append(raw)
         else:
             memory.append(np.zeros(nbytes, np.uint8))
@@ -108,8 +120,10 @@ def check_dispatches(
     inputs: Sequence[Any],
     device: Any = None,
     stop_at_first: bool = False,
+    method: str | None = None,
 ) -> list[StepReport]:
-    """Every (step, written binding) whose device result differs from the reference.
+    """Every (step, written binding) of `method` (the default one: the only one, or
+    `forward`) whose device result differs from the reference, on the initial state.
 
     `device`: an open `runtime.VulkanDevice` (else one is opened and closed here).
     Steps run one at a time (one submit each): slow, for diagnosis only.
@@ -118,15 +132,16 @@ def check_dispatches(
     from qopt.inputs import check_inputs
     from qopt.interpreters.kernels import kernel
 
-    signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.inputs]
+    entry_point = program.method(method)
+    signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.method_inputs(entry_point)]
     arrays = check_inputs(inputs, signature, "the Vulkan program")
-    memory = _host_buffers(program, arrays)
-    status_checks = {(c.step, c.buffer): c for c in program.status_checks()}
+    memory = _host_buffers(program, arrays, entry_point)
+    status_checks = {(c.step, c.buffer): c for c in program.status_checks(entry_point)}
     own = device is None
     dev = VulkanDevice() if own else device
     reports: list[StepReport] = []
     try:
-        for index, step in enumerate(program.steps):
+        for index, step in enumerate(program.method_steps(entry_point)):
             entry = program.kernels[step.kernel]
             spec = kernel(entry.kernel)
             # The device runs this one dispatch from the reference's state.

@@ -5,21 +5,34 @@ Layout (little endian):
     b"QVKB"  u32 version  u32 manifest_bytes  manifest (UTF-8 JSON)  blobs...
 
 The manifest lists every blob (SPIR-V of each kernel, compiled at bundle time
-by spirv.py; each constant buffer's packed bytes) by offset, size and SHA-256,
-and holds the dispatch program: input and output buffers, memory slots, and the
-dispatches in order (kernel, buffers in binding order, push constants,
-workgroups; a barrier between dependent dispatches is implied, the runtime puts
-one between every two). `load_bundle` checks the magic, version, sizes and
-every hash and raises QoptError on a mismatch.
+by spirv.py; each constant buffer's packed bytes; each state's initial value) by
+offset, size and SHA-256, and holds the dispatch program: input and output
+buffers, memory slots, and the dispatches in order (kernel, buffers in binding
+order, push constants, workgroups; a barrier between dependent dispatches is
+implied, the runtime puts one between every two). `load_bundle` checks the magic,
+version, sizes and every hash and raises QoptError on a mismatch.
 
 Buffer kinds: "input" (an argument's upload buffer), "constant", "slot" (a
 transient buffer in shared memory slot `slot`), "alloc" (a transient buffer with
-its own memory) and, since version 2, "status": the 4-byte index status word of
-one dispatch (bound at that dispatch's status binding only; `what` names the op
-it guards), zeroed before each run and checked after it (artifact.py).
+its own memory), "status" (since version 2: the 4-byte index status word of one
+dispatch, bound at that dispatch's status binding only; `what` names the op it
+guards; zeroed before each run and checked after it, artifact.py) and "state"
+(since version 3: the device buffer of program state `states[state]`, a KV cache:
+one per session, allocated and initialised when the session starts, kept across
+its calls, never uploaded or read back by a call).
 
-`program_from_module` reads a vkc module into the same `BundleProgram`, so
-`compile_vulkan` and a loaded bundle run through one executor (artifact.py).
+Version 3 bundles hold several entry points (methods: `prefill` and `decode` of
+an LLM) sharing kernels, constants, memory slots and states: `methods` lists each
+method's name and its ranges [start, stop) of `steps`, `inputs` and `outputs`
+(consecutive, in order, covering each list); an input buffer names its method and
+its position among that method's arguments. `states` lists each state: its name
+(the global's, the buffer's fully qualified name), buffer id, tensor shape and
+dtype, and the constant holding its initial value in 32-bit words (null: zeros).
+Dispatches write only transient and state buffers.
+
+`program_from_module` reads a vkc module (every public function a method) into
+the same `BundleProgram`, so `compile_vulkan` and a loaded bundle run through one
+executor (artifact.py).
 """
 
 from __future__ import annotations
@@ -35,21 +48,27 @@ from typing import IO, Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from qopt.dialects import vkc
+from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
 from qopt.kernels import catalogue, index_error_message
+from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
+from qopt.resources import elements_array
 
 MAGIC = b"QVKB"
-VERSION = 2
-"""2: the "status" buffer kind (index status words of gather_rows and the embeddings)."""
+VERSION = 3
+"""2: the "status" buffer kind (index status words of gather_rows and the embeddings);
+3: methods (several entry points) and states (the "state" buffer kind)."""
 MAX_WHAT = 400
 """Longest `what` of a status buffer a bundle may carry (it goes into an error message)."""
+MAX_NAME = 400
+"""Longest name of a method or state a bundle may carry."""
 _HEADER = struct.Struct("<4sII")
 
 
@@ -78,31 +97,97 @@ class Step:
 
 
 @dataclass
+class StateEntry:
+    """Program state: the device buffer `buffer` of the global `name`, a tensor of
+    `shape` and `dtype` (numpy name) held in 32-bit ABI words, starting from constant
+    `initial` (None: zeros)."""
+
+    name: str
+    buffer: int
+    shape: list[int]
+    dtype: str
+    initial: int | None = None
+
+
+@dataclass
+class Method:
+    """An entry point: its steps, inputs and outputs as [start, stop) ranges of the
+    program's lists."""
+
+    name: str
+    steps: list[int]
+    inputs: list[int]
+    outputs: list[int]
+
+
+@dataclass
 class BundleProgram:
-    """A vkc function as plain data: what the runtime needs to run it."""
+    """A vkc module as plain data: what the runtime needs to run its methods."""
 
     kernels: list[KernelEntry] = field(default_factory=list)
     buffers: list[dict[str, Any]] = field(default_factory=list)
-    """Per buffer id: {"kind": "input"|"constant"|"slot"|"alloc"|"status", "nbytes": n,
-    ...} ("status": 4 bytes and `what`, the op its dispatch's index check guards)."""
+    """Per buffer id: {"kind": "input"|"constant"|"slot"|"alloc"|"status"|"state",
+    "nbytes": n, ...} ("status": 4 bytes and `what`, the op its dispatch's index check
+    guards; "input": `index` and `method`; "state": `state`, its index in `states`)."""
     constants: list[np.ndarray] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     inputs: list[Tensor] = field(default_factory=list)
     outputs: list[Tensor] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    states: list[StateEntry] = field(default_factory=list)
+    methods: list[Method] = field(default_factory=list)
 
     def kernel_names(self) -> list[str]:
         return sorted({k.kernel for k in self.kernels})
 
-    def status_checks(self) -> list[StatusCheck]:
-        """Every status buffer with the step that sets it, in step order."""
+    def method_names(self) -> list[str]:
+        return [m.name for m in self.methods]
+
+    def method(self, name: str | None = None) -> Method:
+        """Method `name`; by default the only one, or `forward` (QoptError otherwise)."""
+        names = self.method_names()
+        if name is None:
+            if len(self.methods) == 1:
+                return self.methods[0]
+            if "forward" in names:
+                name = "forward"
+            else:
+                raise QoptError(
+                    f"the program has several methods ({', '.join(names)}): name one with method="
+                )
+        for m in self.methods:
+            if m.name == name:
+                return m
+        raise QoptError(f"the program has no method {name!r} (its methods: {', '.join(names)})")
+
+    def method_steps(self, method: Method) -> list[Step]:
+        return self.steps[method.steps[0] : method.steps[1]]
+
+    def method_inputs(self, method: Method) -> list[Tensor]:
+        return self.inputs[method.inputs[0] : method.inputs[1]]
+
+    def method_outputs(self, method: Method) -> list[Tensor]:
+        return self.outputs[method.outputs[0] : method.outputs[1]]
+
+    def state(self, name: str) -> StateEntry:
+        """State `name` (QoptError listing the states if there is none)."""
+        for entry in self.states:
+            if entry.name == name:
+                return entry
+        known = ", ".join(e.name for e in self.states) or "none"
+        raise QoptError(f"the program has no state named {name!r} (its states: {known})")
+
+    def status_checks(self, method: Method | None = None) -> list[StatusCheck]:
+        """Every status buffer of `method` (default: every method) with the step that
+        sets it (its position in its method), in step order."""
         found = []
-        for index, step in enumerate(self.steps):
-            for b in step.buffers:
-                record = self.buffers[b]
-                if record["kind"] == "status":
-                    kernel = self.kernels[step.kernel].kernel
-                    found.append(StatusCheck(b, str(record.get("what", "")), index, kernel))
+        for m in self.methods if method is None else [method]:
+            for index, step in enumerate(self.method_steps(m)):
+                for b in step.buffers:
+                    record = self.buffers[b]
+                    if record["kind"] == "status":
+                        kernel = self.kernels[step.kernel].kernel
+                        found.append(StatusCheck(b, str(record.get("what", "")), index, kernel))
         return found
 
 
@@ -120,101 +205,160 @@ class StatusCheck:
         return QoptError(index_error_message(self.what, self.step, self.kernel))
 
 
-def _entry(module: ModuleOp, name: str = "forward") -> func.FuncOp:
-    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
-    for f in functions:
-        if f.sym_name.data == name:
-            return f
-    if len(functions) == 1:
-        return functions[0]
-    raise QoptError(f"the vkc module has no function @{name}")
+def abi_numpy(dtype: str) -> np.dtype:
+    """The 32-bit words a tensor of numpy dtype `dtype` travels in (float32 for floats,
+    int32 otherwise)."""
+    return np.dtype(np.float32 if np.dtype(dtype).kind == "f" else np.int32)
 
 
-def program_from_module(module: ModuleOp, function: str = "forward") -> BundleProgram:
-    """The dispatch program of a vkc module (after convert-to-vkc)."""
+def program_from_module(module: ModuleOp) -> BundleProgram:
+    """The dispatch program of a vkc module (after convert-to-vkc): every public
+    function a method, sharing kernels, constants (by blob), slots and states."""
     program = BundleProgram()
     kernel_index: dict[str, int] = {}
     for op in module.ops:
         if isinstance(op, vkc.KernelOp):
             kernel_index[op.sym_name.data] = len(program.kernels)
             program.kernels.append(KernelEntry(op.kernel.data, op.glsl.data, op.spec_values()))
-    f = _entry(module, function)
-    ids: dict[SSAValue, int] = {}
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    names = [  # the methods: public functions with a body, in order
+        name
+        for name, f in functions.items()
+        if (f.sym_visibility is None or f.sym_visibility.data == "public") and not f.is_declaration
+    ]
+    if not names:
+        raise QoptError("the vkc module has no function to run")
     slot_sizes: dict[int, int] = {}
-    args = list(f.body.block.args)
+    constant_ids: dict[str, int] = {}
+    state_ids: dict[str, int] = {}
 
-    def new_buffer(value: SSAValue, record: dict[str, Any]) -> None:
-        ids[value] = len(program.buffers)
+    def new_buffer(record: dict[str, Any]) -> int:
         program.buffers.append(record)
+        return len(program.buffers) - 1
 
-    for op in f.body.block.ops:
-        if isinstance(op, vkc.InputOp):
-            type = op.result.type
-            assert isinstance(type, vkc.BufferType)
-            index = next((i for i, a in enumerate(args) if a is op.tensor), None)
-            if index is None:
-                raise QoptError(f"{where(op)}: vkc.input of a value that is no function argument")
-            new_buffer(op.result, {"kind": "input", "index": index, "nbytes": type.nbytes})
-            tensor = op.tensor.type
-            assert isinstance(tensor, TensorType)
-            program.inputs.append(
-                Tensor(
-                    ids[op.result],
-                    list(tensor.get_shape()),
-                    numpy_dtype(tensor.get_element_type()).name,
-                    index,
-                )
-            )
-        elif isinstance(op, vkc.ConstantOp):
-            words = op.words()
-            new_buffer(
-                op.result,
-                {"kind": "constant", "constant": len(program.constants), "nbytes": words.nbytes},
-            )
-            program.constants.append(words)
-        elif isinstance(op, vkc.AllocOp):
-            type = op.result.type
-            assert isinstance(type, vkc.BufferType)
-            if op.is_status:
-                what = op.what.data if op.what is not None else "a Vulkan index check"
-                new_buffer(op.result, {"kind": "status", "nbytes": 4, "what": what})
-            elif op.slot is None:
-                new_buffer(op.result, {"kind": "alloc", "nbytes": type.nbytes})
-            else:
-                slot = op.slot.value.data
-                slot_sizes[slot] = max(slot_sizes.get(slot, 0), type.nbytes)
-                new_buffer(op.result, {"kind": "slot", "slot": slot, "nbytes": type.nbytes})
-        elif isinstance(op, vkc.ViewOp):
-            ids[op.result] = ids[op.source]
-        elif isinstance(op, vkc.DispatchOp):
-            program.steps.append(
-                Step(
-                    kernel_index[op.kernel.root_reference.data],
-                    [ids[b] for b in op.buffers],
-                    op.push_values(),
-                    [int(g) for g in op.workgroups.get_values()],
-                )
-            )
-        elif isinstance(op, vkc.OutputOp):
-            tensor = op.result.type
-            assert isinstance(tensor, TensorType)
-            program.outputs.append(
-                Tensor(
-                    ids[op.buffer],
-                    list(tensor.get_shape()),
-                    numpy_dtype(tensor.get_element_type()).name,
-                    len(program.outputs),
-                )
-            )
-        elif isinstance(op, vkc.BarrierOp | func.ReturnOp):
-            continue
+    def constant_buffer(op: vkc.ConstantOp) -> int:
+        key = op.value.resource_handle.data if isinstance(op.value, DenseResourceAttr) else None
+        if key is not None and key in constant_ids:
+            return constant_ids[key]
+        words = op.words()
+        found = new_buffer(
+            {"kind": "constant", "constant": len(program.constants), "nbytes": words.nbytes}
+        )
+        program.constants.append(words)
+        if key is not None:
+            constant_ids[key] = found
+        return found
+
+    def state_buffer(op: vkc.StateOp) -> int:
+        name = op.state_name
+        if name in state_ids:
+            return state_ids[name]
+        target = op.global_op()
+        tensor = target.type
+        dtype = numpy_dtype(tensor.get_element_type()).name
+        if target.value is None:  # a state without an initial value starts at zeros
+            words = np.zeros(max(numel(tensor.get_shape()), 1), abi_numpy(dtype))
         else:
-            raise QoptError(
-                f"'{op.name}' is not a vkc op: run convert-to-vkc (or the qopt-vulkan "
-                "pipeline) before writing a Vulkan bundle"
+            value = elements_array(target.value, target)
+            words = narrow(value, abi_numpy(dtype), f"the initial value of @{name}")
+        initial = None
+        if words.view(np.uint32).any():  # bit for bit: -0.0 is kept
+            initial = len(program.constants)
+            program.constants.append(words)
+        found = new_buffer(
+            {"kind": "state", "state": len(program.states), "nbytes": 4 * max(words.size, 1)}
+        )
+        program.states.append(
+            StateEntry(name, found, [int(d) for d in tensor.get_shape()], dtype, initial)
+        )
+        state_ids[name] = found
+        return found
+
+    for method_index, name in enumerate(names):
+        f = functions[name]
+        ids: dict[SSAValue, int] = {}
+        args = list(f.body.block.args)
+        starts = (len(program.steps), len(program.inputs), len(program.outputs))
+        inputs: list[Tensor] = []
+        for op in f.body.block.ops:
+            if isinstance(op, vkc.InputOp):
+                type = op.result.type
+                assert isinstance(type, vkc.BufferType)
+                index = next((i for i, a in enumerate(args) if a is op.tensor), None)
+                if index is None:
+                    raise QoptError(
+                        f"{where(op)}: vkc.input of a value that is no function argument"
+                    )
+                ids[op.result] = new_buffer(
+                    {"kind": "input", "index": index, "method": method_index, "nbytes": type.nbytes}
+                )
+                tensor = op.tensor.type
+                assert isinstance(tensor, TensorType)
+                inputs.append(
+                    Tensor(
+                        ids[op.result],
+                        list(tensor.get_shape()),
+                        numpy_dtype(tensor.get_element_type()).name,
+                        index,
+                    )
+                )
+            elif isinstance(op, vkc.ConstantOp):
+                ids[op.result] = constant_buffer(op)
+            elif isinstance(op, vkc.StateOp):
+                ids[op.result] = state_buffer(op)
+            elif isinstance(op, vkc.AllocOp):
+                type = op.result.type
+                assert isinstance(type, vkc.BufferType)
+                if op.is_status:
+                    what = op.what.data if op.what is not None else "a Vulkan index check"
+                    ids[op.result] = new_buffer({"kind": "status", "nbytes": 4, "what": what})
+                elif op.slot is None:
+                    ids[op.result] = new_buffer({"kind": "alloc", "nbytes": type.nbytes})
+                else:
+                    slot = op.slot.value.data
+                    slot_sizes[slot] = max(slot_sizes.get(slot, 0), type.nbytes)
+                    ids[op.result] = new_buffer(
+                        {"kind": "slot", "slot": slot, "nbytes": type.nbytes}
+                    )
+            elif isinstance(op, vkc.ViewOp):
+                ids[op.result] = ids[op.source]
+            elif isinstance(op, vkc.DispatchOp):
+                program.steps.append(
+                    Step(
+                        kernel_index[op.kernel.root_reference.data],
+                        [ids[b] for b in op.buffers],
+                        op.push_values(),
+                        [int(g) for g in op.workgroups.get_values()],
+                    )
+                )
+            elif isinstance(op, vkc.OutputOp):
+                tensor = op.result.type
+                assert isinstance(tensor, TensorType)
+                program.outputs.append(
+                    Tensor(
+                        ids[op.buffer],
+                        list(tensor.get_shape()),
+                        numpy_dtype(tensor.get_element_type()).name,
+                        len(program.outputs) - starts[2],
+                    )
+                )
+            elif isinstance(op, vkc.BarrierOp | func.ReturnOp):
+                continue
+            else:
+                raise QoptError(
+                    f"'{op.name}' is not a vkc op: run convert-to-vkc (or the qopt-vulkan "
+                    "pipeline) before writing a Vulkan bundle"
+                )
+        program.inputs.extend(sorted(inputs, key=lambda t: t.index))
+        program.methods.append(
+            Method(
+                name,
+                [starts[0], len(program.steps)],
+                [starts[1], len(program.inputs)],
+                [starts[2], len(program.outputs)],
             )
+        )
     program.slots = [slot_sizes.get(i, 4) for i in range(max(slot_sizes, default=-1) + 1)]
-    program.inputs.sort(key=lambda t: t.index)
     return program
 
 
@@ -275,6 +419,8 @@ def bundle_bytes(program: BundleProgram) -> bytes:
         "inputs": [vars(t) for t in program.inputs],
         "outputs": [vars(t) for t in program.outputs],
         "steps": [vars(s) for s in program.steps],
+        "states": [vars(e) for e in program.states],
+        "methods": [vars(m) for m in program.methods],
     }
     text = json.dumps(manifest, sort_keys=True).encode()
     return _HEADER.pack(MAGIC, VERSION, len(text)) + text + b"".join(blobs)
@@ -329,14 +475,97 @@ def _verify_spirv(entry: KernelEntry, what: str) -> None:
     validate_spirv(entry.spirv, f"{what} ({entry.glsl})")
 
 
+def _name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_NAME or not value.isprintable():
+        raise QoptError(f"{what} must be one printable line of 1 to {MAX_NAME} characters")
+    return value
+
+
+def _check_methods(program: BundleProgram, path: str) -> list[Method]:
+    """Methods with unique names whose [start, stop) ranges cover the steps, inputs and
+    outputs in order, consecutively."""
+    methods = _list(program.methods, f"'{path}': methods")
+    if not methods:
+        raise QoptError(f"'{path}': the bundle has no method")
+    ends = [0, 0, 0]
+    totals = (len(program.steps), len(program.inputs), len(program.outputs))
+    names: set[str] = set()
+    for i, method in enumerate(methods):
+        what = f"'{path}': method {i}"
+        if not isinstance(method, Method):
+            raise QoptError(f"{what} must be an object")
+        name = _name(method.name, f"{what}'s name")
+        if name in names:
+            raise QoptError(f"{what}: a second method named {name!r}")
+        names.add(name)
+        for k, field_name in enumerate(("steps", "inputs", "outputs")):
+            bounds = _list(getattr(method, field_name), f"{what}'s {field_name}")
+            if len(bounds) != 2:
+                raise QoptError(f"{what}'s {field_name} must be [start, stop]")
+            lo = _int(bounds[0], f"{what}'s {field_name} start", ends[k], ends[k])
+            ends[k] = _int(bounds[1], f"{what}'s {field_name} stop", lo, totals[k])
+    if tuple(ends) != totals:
+        raise QoptError(f"'{path}': the methods do not cover every step, input and output")
+    return methods
+
+
+def _check_states(program: BundleProgram, path: str, limits: Limits) -> None:
+    """Each state names one "state" buffer (and each "state" buffer one state) of 4
+    bytes per element of its tensor type; its initial value, when given, is a
+    constant of exactly those bytes in the state's 32-bit ABI type."""
+    states = _list(program.states, f"'{path}': states")
+    names: set[str] = set()
+    owner: dict[int, int] = {}
+    for i, entry in enumerate(states):
+        what = f"'{path}': state {i}"
+        if not isinstance(entry, StateEntry):
+            raise QoptError(f"{what} must be an object")
+        name = _name(entry.name, f"{what}'s name")
+        if name in names:
+            raise QoptError(f"{what}: a second state named {name!r}")
+        names.add(name)
+        b = _int(entry.buffer, f"{what}'s buffer", 0, len(program.buffers) - 1)
+        record = program.buffers[b]
+        if record["kind"] != "state" or record.get("state") != i or b in owner:
+            raise QoptError(f"{what}: buffer {b} is not its state buffer")
+        owner[b] = i
+        if entry.dtype not in TENSOR_DTYPES:
+            raise QoptError(f"{what}: dtype {str(entry.dtype)[:20]!r} is not a tensor dtype")
+        dims = _list(entry.shape, f"{what}'s shape")
+        limits.check(f"{what}'s rank", len(dims), "max_tensor_rank")
+        numel = 1
+        for d in dims:
+            numel *= _int(d, f"{what}'s dimension")
+        limits.check(f"{what}'s elements", numel, "max_tensor_elements")
+        nbytes = 4 * max(numel, 1)
+        if record["nbytes"] != nbytes:
+            raise QoptError(
+                f"{what}: its buffer {b} holds {record['nbytes']} bytes, a {list(dims)} "
+                f"{entry.dtype} state needs {nbytes} bytes"
+            )
+        if entry.initial is not None:
+            c = _int(entry.initial, f"{what}'s initial value", 0, len(program.constants) - 1)
+            words = program.constants[c]
+            if words.nbytes != nbytes or words.dtype != abi_numpy(entry.dtype):
+                raise QoptError(
+                    f"{what}: its initial value (constant {c}: {words.nbytes} bytes of "
+                    f"{words.dtype}) is not {nbytes} bytes of {abi_numpy(entry.dtype)}"
+                )
+    for i, record in enumerate(program.buffers):
+        if record["kind"] == "state" and i not in owner:
+            raise QoptError(f"'{path}': buffer {i} is a state buffer of no state")
+
+
 def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LIMITS) -> None:
     """Check a whole dispatch program before any device runs it: kernels registered
     with in-range specialization values; buffer ids, kinds, sizes, slots and constants
     consistent; inputs and outputs inside their buffers; every dispatch with the
     kernel's push constants and positive, bounded workgroup counts, touching only
     words inside its buffers (KernelSpec.check_dispatch) and writing only transient
-    buffers; every status buffer bound once, at a status binding, and every status
-    binding given one; device memory within `limits`. QoptError (one line) otherwise."""
+    and state buffers; every status buffer bound once, at a status binding, and every status
+    binding given one; methods covering the steps, inputs and outputs; every state
+    buffer sized by its state's type and initialised by a constant of that size;
+    device memory within `limits`. QoptError (one line) otherwise."""
     table = catalogue()
     for i, entry in enumerate(program.kernels):
         what = f"'{path}': kernel {i}"
@@ -351,11 +580,11 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
             spec.check_spec(entry.spec)
         except ValueError as e:
             raise QoptError(f"{what}: {e}") from None
+    methods = _check_methods(program, path)
     sizes = [0] * len(program.buffers)
     device_bytes = sum(int(c.nbytes) for c in program.constants)
     for i, n in enumerate(program.slots):
         device_bytes += max(_int(n, f"'{path}': slot {i}'s size"), 4)
-    n_inputs = len(program.inputs)
     for i, record in enumerate(program.buffers):
         what = f"'{path}': buffer {i}"
         record = _record(record, what, {"kind", "nbytes"})
@@ -372,9 +601,11 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
             if max(program.slots[slot], 4) < nbytes:
                 raise QoptError(f"{what}: slot {slot} holds fewer than its {nbytes} bytes")
         elif kind == "input":
-            _int(record.get("index"), f"{what}'s input index", 0, n_inputs - 1)
+            m = _int(record.get("method"), f"{what}'s method", 0, len(methods) - 1)
+            count = methods[m].inputs[1] - methods[m].inputs[0]
+            _int(record.get("index"), f"{what}'s input index", 0, count - 1)
             device_bytes += max(nbytes, 4)
-        elif kind == "alloc":
+        elif kind in ("alloc", "state"):
             device_bytes += max(nbytes, 4)
         elif kind == "status":
             if nbytes != 4:
@@ -390,6 +621,7 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
             raise QoptError(f"{what}: unknown kind {str(kind)[:20]!r}")
         sizes[i] = max(nbytes, 4) // 4
     limits.check(f"'{path}': the device memory it asks for", device_bytes, "max_device_bytes")
+    _check_states(program, path, limits)
 
     def check_tensor(t: Tensor, what: str) -> int:
         _int(t.buffer, f"{what}'s buffer", 0, len(program.buffers) - 1)
@@ -406,15 +638,23 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
             )
         return numel
 
-    seen: set[int] = set()
-    for i, t in enumerate(program.inputs):
-        what = f"'{path}': input {i}"
-        check_tensor(t, what)
-        record = program.buffers[t.buffer]
-        index = _int(t.index, f"{what}'s index", 0, n_inputs - 1)
-        if record["kind"] != "input" or record.get("index") != index or index in seen:
-            raise QoptError(f"{what}: buffer {t.buffer} is not the upload buffer of input {index}")
-        seen.add(index)
+    for m, method in enumerate(methods):
+        first = method.inputs[0]
+        for position, t in enumerate(program.method_inputs(method)):
+            what = f"'{path}': input {first + position}"
+            check_tensor(t, what)
+            record = program.buffers[t.buffer]
+            index = _int(t.index, f"{what}'s index", 0, position)
+            if (
+                record["kind"] != "input"
+                or record.get("index") != index
+                or record.get("method") != m
+                or index != position
+            ):
+                raise QoptError(
+                    f"{what}: buffer {t.buffer} is not the upload buffer of input {index} "
+                    f"of method {method.name}"
+                )
     for i, t in enumerate(program.outputs):
         check_tensor(t, f"'{path}': output {i}")
         if program.buffers[t.buffer]["kind"] == "status":
@@ -455,10 +695,10 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
                         "(each dispatch has its own)"
                     )
                 status_users[b] = i
-            elif binding.writes and kind not in ("alloc", "slot"):
+            elif binding.writes and kind not in ("alloc", "slot", "state"):
                 raise QoptError(
                     f"{what}: kernel {entry.kernel} writes binding {binding.name} into "
-                    f"{kind} buffer {b} (only transient buffers are written)"
+                    f"{kind} buffer {b} (only transient and state buffers are written)"
                 )
 
 
@@ -490,8 +730,9 @@ def load_bundle(
     manifest = _record(
         manifest,
         f"'{path}': the manifest",
-        {"kernels", "constants", "buffers", "slots", "inputs", "outputs", "steps"},
-    )
+        {"kernels", "constants", "buffers", "slots", "inputs", "outputs", "steps", "states",
+         "methods"},
+    )  # fmt: skip
 
     def blob(record: Any, what: str) -> bytes:
         record = _record(record, f"'{path}': {what}'s blob", {"offset", "size", "sha256"})
@@ -535,6 +776,16 @@ def load_bundle(
         program.steps = [
             Step(**_record(s, f"'{path}': dispatch", {"kernel", "buffers", "push", "groups"}))
             for s in _list(manifest["steps"], f"'{path}': dispatches")
+        ]
+        program.states = [
+            StateEntry(
+                **_record(e, f"'{path}': state", {"name", "buffer", "shape", "dtype", "initial"})
+            )
+            for e in _list(manifest["states"], f"'{path}': states")
+        ]
+        program.methods = [
+            Method(**_record(m, f"'{path}': method", {"name", "steps", "inputs", "outputs"}))
+            for m in _list(manifest["methods"], f"'{path}': methods")
         ]
     except TypeError as e:  # unknown keys
         raise QoptError(f"'{path}' has a corrupted manifest: {e}") from None

@@ -11,7 +11,9 @@ A vkc module holds
 - a function `@forward` whose arguments and results are tensors and whose body
   is straight-line code over device buffers (`!vkc.buffer<4x64xf32>`, optionally
   with a packed layout: `!vkc.buffer<512xui32, "q4gsw">`):
-  `vkc.input` (an argument uploaded, integers narrowed to i32), `vkc.constant`
+  `vkc.input` (an argument uploaded, integers narrowed to i32), `vkc.state` (the
+  device buffer of a mutable `ml_program.global`: program state such as a KV cache,
+  kept on the device across calls and updated in place), `vkc.constant`
   (a buffer initialised once from a `dense_resource` blob: weights repacked for
   their kernel), `vkc.alloc` (a transient buffer, optionally placed in a memory
   slot shared with buffers whose lifetimes do not overlap; or, with `status`, the
@@ -29,6 +31,23 @@ their messages name the op and its source location (`qopt.errors.where`), which
 convert-to-vkc copies from the op each vkc op lowers. Semantics (numpy, each
 dispatch running its kernel's reference) are in qopt/interpreters/vkc.py.
 
+Program state: a vkc module keeps the `ml_program.global private mutable`
+declarations of the level above (name, type, initial value); a function reaches a
+global's device buffer with `vkc.state @name`, and dispatches update it in place
+(a KV-cache write is a `scatter_dim` dispatch whose `out` is the state buffer):
+
+    ml_program.global private mutable @layers.0.k_cache(dense<0.0> : tensor<1x2x40x8xf32>)
+        : tensor<1x2x40x8xf32>
+    func.func @decode(%tokens: tensor<1x1xi64>, %pos: tensor<1xi64>) -> tensor<1x1x64xf32> {
+      %k = vkc.state @layers.0.k_cache : !vkc.buffer<1x2x40x8xf32>
+      %p = vkc.input %pos : tensor<1xi64> -> !vkc.buffer<1xi32>
+      vkc.dispatch @scatter_dim_0(%k_new, %p, %k, %status) {...}
+      ...
+    }
+
+The verifier lets a dispatch write only transient (`vkc.alloc`) and state
+(`vkc.state`) buffers, never an input upload or a constant.
+
 Layout: `types.py` holds `!vkc.buffer`, `#vkc.binding` and `#vkc.push`; `ops.py`
 the operations.
 """
@@ -45,8 +64,10 @@ from qopt.dialects.vkc.ops import (
     InputOp,
     KernelOp,
     OutputOp,
+    StateOp,
     ViewOp,
     root_buffer,
+    writable,
 )
 from qopt.dialects.vkc.types import (
     BINDING_DTYPES,
@@ -62,7 +83,7 @@ from qopt.dialects.vkc.types import (
 
 Vkc = Dialect(
     "vkc",
-    [KernelOp, InputOp, OutputOp, ConstantOp, AllocOp, ViewOp, DispatchOp, BarrierOp],
+    [KernelOp, InputOp, OutputOp, ConstantOp, AllocOp, StateOp, ViewOp, DispatchOp, BarrierOp],
     [BufferType, BindingAttr, PushAttr],
 )
 
@@ -80,10 +101,12 @@ __all__ = [
     "KernelOp",
     "OutputOp",
     "PushAttr",
+    "StateOp",
     "ViewOp",
     "Vkc",
     "abi_element",
     "binding_accepts",
     "dtype_name",
     "root_buffer",
+    "writable",
 ]

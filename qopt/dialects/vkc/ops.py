@@ -37,6 +37,7 @@ from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
+from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.tensors import numel
 from qopt.dialects.vkc.types import (
     ROW_MAJOR,
@@ -257,6 +258,47 @@ class AllocOp(IRDLOperation):
 
 
 @irdl_op_definition
+class StateOp(IRDLOperation):
+    """The device buffer of program state `@global` (a mutable `ml_program.global` of
+    the module: its name, type and initial value): `%k = vkc.state @layers.0.k_cache :
+    !vkc.buffer<1x2x40x8xf32>`.
+
+    The buffer holds the global's elements in the kernel ABI (f32 for floats, i32 for
+    integers and booleans), row-major. It lives on the device for a whole session:
+    allocated and initialised from the global's initial value when the session starts
+    (and on reset), never uploaded or read back by a call; dispatches read it and
+    write it in place, so what a call leaves in it is what the next call reads. Every
+    function (method) of the module that names the global sees the same buffer; two
+    sessions never share one. A state buffer has its own memory (vkc-plan-buffers
+    never places it in a slot)."""
+
+    name = "vkc.state"
+    global_name = prop_def(SymbolRefAttr, prop_name="global")
+    result = result_def(BufferType)
+    assembly_format = "$global attr-dict `:` type($result)"
+
+    @property
+    def state_name(self) -> str:
+        return self.global_name.string_value()
+
+    def global_op(self) -> GlobalOp:
+        """The `ml_program.global` this buffer holds (VerifyException if there is none)."""
+        found = SymbolTable.lookup_symbol(self, self.global_name)
+        if not isinstance(found, GlobalOp):
+            raise _error(self, f"@{self.state_name} is not an ml_program.global")
+        return found
+
+    def verify_(self) -> None:
+        target = self.global_op()
+        if not target.mutable:
+            raise _error(self, f"@{self.state_name} is not mutable: it is no program state")
+        buffer = _buffer(self.result)
+        if buffer.layout.data != ROW_MAJOR:
+            raise _error(self, f"a state buffer is row-major, got {buffer}")
+        _check_tensor_buffer(self, target.type, buffer, f"state @{self.state_name}")
+
+
+@irdl_op_definition
 class ViewOp(IRDLOperation):
     """The same memory seen with another shape (no copy)."""
 
@@ -278,6 +320,13 @@ def root_buffer(value: SSAValue) -> SSAValue:
     while isinstance(value.owner, ViewOp):
         value = value.owner.source
     return value
+
+
+def writable(value: SSAValue) -> bool:
+    """Whether a dispatch may write buffer `value`: a transient buffer (`vkc.alloc`) or
+    a state buffer (`vkc.state`), seen through any views; never an input upload or a
+    constant."""
+    return isinstance(root_buffer(value).owner, AllocOp | StateOp)
 
 
 # ----- dispatches -------------------------------------------------------------------------
@@ -351,6 +400,16 @@ class DispatchOp(IRDLOperation):
                 raise _error(
                     self,
                     f"push constant {constant.constant.data} must be an {constant.kind} integer",
+                )
+        for binding, buffer in zip(bindings, self.buffers, strict=True):
+            if binding.writes and not writable(buffer):
+                owner = root_buffer(buffer).owner
+                what = owner.name if isinstance(owner, Operation) else "a block argument"
+                raise _error(
+                    self,
+                    f"binding {binding.binding.data} of kernel {name} writes a buffer of "
+                    f"{what}: only transient (vkc.alloc) and state (vkc.state) buffers are "
+                    "written",
                 )
         self.check_extents(kernel)
 

@@ -11,9 +11,14 @@ from qopt.kernels.spec import PushValues, Reference, SpecValues
 
 def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     bh, heads, lq, s, e, ev = (int(push[k]) for k in ("BH", "H", "L", "S", "E", "EV"))
+    if bh * lq == 0:
+        return
+    group = int(push["G"])
+    kv_heads = (bh - 1) // group + 1  # query head i reads key/value head i // G
     q = f32s(buffers["q"])[: bh * lq * e].reshape(bh, lq, e).astype(np.float64)
-    k = f32s(buffers["k"])[: bh * s * e].reshape(bh, s, e).astype(np.float64)
-    v = f32s(buffers["v"])[: bh * s * ev].reshape(bh, s, ev).astype(np.float64)
+    k = f32s(buffers["k"])[: kv_heads * s * e].reshape(kv_heads, s, e).astype(np.float64)
+    v = f32s(buffers["v"])[: kv_heads * s * ev].reshape(kv_heads, s, ev).astype(np.float64)
+    k, v = k[np.arange(bh) // group], v[np.arange(bh) // group]
     scores = (q @ k.transpose(0, 2, 1)) * float(F32(push["scale"]))
     if spec_int(spec, "HAS_MASK", 0):
         mb, mh, ml, ms = (int(push[x]) for x in ("mb", "mh", "ml", "ms"))

@@ -1,6 +1,8 @@
 #version 450
 // Scaled dot-product attention, one invocation per query row (bh, l):
-// q [BH, L, E], k [BH, S, E], v [BH, S, EV] -> out [BH, L, EV];
+// q [BH, L, E], k [BH / G, S, E], v [BH / G, S, EV] -> out [BH, L, EV]: query head bh
+// reads key/value head bh / G (G = 1: one each; grouped-query attention reads the
+// cache of its group, never a copy repeated per head);
 // score = scale * q.k (+ mask[b, h, l, s] via strides mb/mh/ml/ms when HAS_MASK,
 // -inf above the diagonal when CAUSAL, torch's top-left alignment); online softmax
 // accumulated in the output row.
@@ -14,7 +16,7 @@ layout(std430, binding = 2) readonly buffer V { float v[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 4) buffer Out { float o[]; };
 layout(push_constant) uniform P {
-  uint BH; uint H; uint L; uint S; uint E; uint EV; float scale;
+  uint BH; uint H; uint L; uint S; uint E; uint EV; uint G; float scale;
   uint mb; uint mh; uint ml; uint ms;
 } p;
 
@@ -22,12 +24,13 @@ void main() {
   uint rows = p.BH * p.L;
   for (uint row = gl_GlobalInvocationID.x; row < rows; row += gl_NumWorkGroups.x * WG) {
     uint bh = row / p.L, l = row % p.L;
+    uint kvh = bh / p.G;
     uint qb = row * p.E, ob = row * p.EV;
     float m = -1.0 / 0.0, denom = 0.0;
     for (uint e = 0; e < p.EV; ++e) o[ob + e] = 0.0;
     uint send = CAUSAL == 1 ? min(p.S, l + 1) : p.S;
     for (uint s = 0; s < send; ++s) {
-      uint kb = (bh * p.S + s) * p.E;
+      uint kb = (kvh * p.S + s) * p.E;
       float d = 0.0;
       for (uint e = 0; e < p.E; ++e) d += q[qb + e] * k[kb + e];
       d *= p.scale;
@@ -39,7 +42,7 @@ void main() {
       float mn = max(m, d);
       float corr = exp(m - mn), w = exp(d - mn);
       denom = denom * corr + w;
-      uint vb = (bh * p.S + s) * p.EV;
+      uint vb = (kvh * p.S + s) * p.EV;
       for (uint e = 0; e < p.EV; ++e) o[ob + e] = o[ob + e] * corr + w * v[vb + e];
       m = mn;
     }

@@ -20,6 +20,14 @@ stages (each stage's invariant is what the next one relies on):
    `Lowering.dispatch`): an out-of-range index is an error naming that op at run
    time, never silent zeros. Every vkc op a rule builds carries the location of
    the op it lowers.
+3. Program state (`state.py`): each `ml_program.global` the function reads or
+   writes is a device buffer kept across calls (`vkc.state`); a KV-cache update
+   (`global_load -> index_put/index_copy -> global_store`) scatters into it in
+   place, any other store copies into it after the function's other dispatches.
+
+A module with several functions (methods: `prefill` and `decode`) shares its kernel
+symbols and, across functions, the blobs of constant buffers with the same words, so
+each weight is stored once; every function names the same states.
 
 Buffer planning and barriers are their own passes, `vkc-plan-buffers`
 (qopt/lowering/vkc_plan_buffers.py) and `vkc-insert-barriers`
@@ -32,8 +40,9 @@ Layout: `lowering.py` holds `Lowering` (the builder), `Buf`, `RuleTable` and the
 kernel calls every family shares; one module per op family holds that family's
 `RULES`, keyed and typed by op class: `views` (views, layout changes, gathers),
 `elementwise`, `reductions` (reductions and normalisation), `linalg` (matmul,
-conv, pooling), `attention`, `quant` (standalone quantization) and `qfused` (the
-fused quantized ops). `get_rules` merges them with a duplicate check.
+conv, pooling), `attention`, `quant` (standalone quantization), `qfused` (the
+fused quantized ops) and `state` (ml_program loads and stores). `get_rules`
+merges them with a duplicate check.
 """
 
 from __future__ import annotations
@@ -51,8 +60,9 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from qopt.dialects import ml_program as mlp
 from qopt.dialects import vkc
-from qopt.dialects.ml_program import refuse_state
+from qopt.dialects.signature import refuse_dynamic
 from qopt.interpreters import make_interpreter
 from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
@@ -62,6 +72,7 @@ from qopt.lowering.convert_to_vkc import (
     qfused,
     quant,
     reductions,
+    state,
     views,
 )
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -75,7 +86,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
 
-FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused)
+FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, state)
 """The rule family modules, each with its `RULES` by op class."""
 
 
@@ -96,13 +107,27 @@ def _fold(interpreter: Interpreter, op: Operation, args: Sequence[Any]) -> list[
     return [np.asarray(r) for r in results]
 
 
-def lower_function(module: ModuleOp, function: func.FuncOp) -> None:
+STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
+"""Ops never folded at compile time: they read or write the program's state."""
+
+
+def lower_function(
+    module: ModuleOp,
+    function: func.FuncOp,
+    shared_constants: dict[tuple[str, ...], Any] | None = None,
+) -> None:
     """Rewrite `function`'s body into vkc ops (in place) and put the kernel symbols it
-    calls at the top of `module`."""
+    calls at the top of `module` (reusing those already there). `shared_constants`:
+    constant blobs by content, shared with the module's other functions."""
     rules = get_rules()
-    lowering = Lowering(module)
+    lowering = Lowering(module, shared_constants=shared_constants)
+    for existing in module.ops:
+        if isinstance(existing, vkc.KernelOp):
+            key = (existing.kernel.data, tuple(sorted(existing.spec_values().items())))
+            lowering.kernel_ops.setdefault(key, existing)
     interpreter = make_interpreter(module)
     block = function.body.block
+    lowering.in_place = state.plan_in_place(block)
     for arg in block.args:
         arg_type = arg.type
         assert isinstance(arg_type, TensorType)
@@ -126,7 +151,7 @@ def lower_function(module: ModuleOp, function: func.FuncOp) -> None:
             lowering.values[op.result] = np.asarray(constant_array(op))
             continue
         operand_values = [lowering.values[o] for o in op.operands]
-        if all(isinstance(v, np.ndarray) for v in operand_values):
+        if not isinstance(op, STATE_OPS) and all(isinstance(v, np.ndarray) for v in operand_values):
             for result, value in zip(
                 op.results, _fold(interpreter, op, operand_values), strict=True
             ):
@@ -144,10 +169,12 @@ def lower_function(module: ModuleOp, function: func.FuncOp) -> None:
         for result, value in zip(op.results, results, strict=True):
             lowering.values[result] = value
 
+    results = [lowering.buffer(value) for value in returned]
+    at_return = lowering.current
+    results = state.finish(lowering, results)
+    lowering.current = at_return
     outputs: list[SSAValue] = []
-    for value in returned:
-        found = lowering.values[value]
-        buf = found if isinstance(found, Buf) else lowering.buffer(value)
+    for value, buf in zip(returned, results, strict=True):
         result_type = value.type
         assert isinstance(result_type, TensorType)
         out = vkc.OutputOp(operands=[buf.value], result_types=[result_type])
@@ -169,10 +196,12 @@ def lower_function(module: ModuleOp, function: func.FuncOp) -> None:
     for op in old_ops:
         op.erase(safe_erase=False)
 
-    # Kernel symbols at the top of the module, before the function.
+    # New kernel symbols at the top of the module, before the function.
     body = module.body.block
     first = body.first_op
     for kernel_op in lowering.kernel_ops.values():
+        if kernel_op.parent is not None:
+            continue  # a symbol another function added
         if first is None:
             body.add_op(kernel_op)
         else:
@@ -190,12 +219,13 @@ class ConvertToVkcPass(ModulePass):
     lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        refuse_state(op, "convert-to-vkc")
-        functions = [f for f in op.ops if isinstance(f, func.FuncOp)]
+        refuse_dynamic(op, "convert-to-vkc")
+        functions = [
+            f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
+        ]  # the others are at the vkc level already
+        shared: dict[tuple[str, ...], Any] | None = {} if len(functions) > 1 else None
         for function in functions:
-            if is_vkc_function(function):
-                continue  # already at the vkc level
-            lower_function(op, function)
+            lower_function(op, function, shared)
             if self.schedule:
                 plan_function(function)
                 insert_barriers(function)

@@ -1,15 +1,24 @@
-"""convert-to-vkc rule of scaled_dot_product_attention: the sdpa kernel, with key /
-value heads broadcast (or grouped, `enable_gqa`) by a strided copy and a boolean
-mask turned into an additive float mask."""
+"""convert-to-vkc rule of scaled_dot_product_attention: the sdpa kernel, with a
+boolean mask turned into an additive float mask.
+
+Key/value heads grouped (`enable_gqa`) or broadcast over the query heads are read
+in place: the kernel's G maps query head bh to key/value head bh / G, so an LLM's
+KV cache is never copied per query head. A `repeat_interleave` of the key/value
+heads (ExecuTorch's GQA) whose only uses are sdpa keys and values is the same
+grouping: its rule (views.py) leaves it to sdpa (`absorbs_repeat`), which reads the
+repeated tensor's source. Only a batch broadcast is a strided copy.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 from qopt.dialects.aten import layers
-from qopt.dialects.aten.base import flag
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.base import flag, integer, norm_dim
 from qopt.dialects.tensors import numel, shape_of
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
@@ -26,23 +35,53 @@ RULES = RuleTable()
 Sdpa = layers.ScaledDotProductAttentionOp
 
 
-def _kv_heads(lw: Lowering, op: Sdpa, kv: Buf, dims: Sequence[int], bh: tuple[int, int]) -> Buf:
-    """k or v [B', H', S, E] in the query's [B, H] heads: as is when they match; a
-    strided copy when B'/H' broadcast (size 1) or serve H / H' consecutive query
-    heads each (`enable_gqa`: head h reads kv head h // (H / H'))."""
+def absorbs_repeat(op: sh.RepeatInterleaveOp) -> bool:
+    """Whether sdpa reads this repeat_interleave's source instead: a repeat of the
+    heads (dim 1) of a 4-d tensor used only as sdpa keys or values."""
+    dims = shape_of(op.input)
+    if op.dim is None or len(dims) != 4 or norm_dim(integer(op.dim), 4) != 1:
+        return False
+    uses = list(op.result.uses)
+    return bool(uses) and all(
+        isinstance(use.operation, Sdpa) and use.index in (1, 2) for use in uses
+    )
+
+
+def _kv_source(lw: Lowering, op: Sdpa, value: SSAValue) -> tuple[Buf, Sequence[int], bool]:
+    """k or v as (buffer, dims [B', H', S, E], grouping allowed): an absorbed
+    repeat_interleave is its source, its heads grouped."""
+    owner = value.owner
+    if isinstance(owner, sh.RepeatInterleaveOp) and value in lw.kv_groups:
+        return lw.kv_groups[value], shape_of(owner.input), True
+    return lw.buffer(value), shape_of(value), flag(op.enable_gqa)
+
+
+def _kv_heads(
+    lw: Lowering, op: Sdpa, value: SSAValue, bh: tuple[int, int]
+) -> tuple[Buf, Sequence[int], int]:
+    """k or v for the query's [B, H] heads: (buffer, its dims, G) with query head
+    b*H + h reading key/value head (b*H + h) // G of the buffer; a strided copy only
+    when the batch broadcasts."""
+    kv, dims, gqa = _kv_source(lw, op, value)
     b, h = bh
     if len(dims) != 4:
         raise unsupported(op, f"sdpa with a rank-{len(dims)} key/value", "reshape to 4-d")
     kb, kh, s, e = dims
-    if (kb, kh) == (b, h):
-        return kv
-    gqa = flag(op.enable_gqa)
     if kb not in (1, b) or not (kh in (1, h) or (gqa and h % kh == 0)):
         raise unsupported(
             op, f"sdpa key/value heads {[kb, kh]} for query heads {[b, h]}", "expand k/v"
         )
+    if kb == b:
+        return kv, dims, h // kh
+    return _expanded(lw, kv, dims, bh), (b, h, s, e), 1
+
+
+def _expanded(lw: Lowering, kv: Buf, dims: Sequence[int], bh: tuple[int, int]) -> Buf:
+    """k or v [B', H', S, E] copied to the query's [B, H] heads: [B, H', G, S, E] with
+    stride 0 on G (and on B if broadcast), flattened to [B, H, S, E]."""
+    kb, kh, s, e = dims
+    b, h = bh
     group = h // kh
-    # [B, H', G, S, E] with stride 0 on G (and on B if broadcast), flattened to [B, H, S, E]
     strides = [0 if kb == 1 else kh * s * e, 0 if kh == 1 else s * e, 0, e, 1]
     return lw.view(copy_strided(lw, kv, (b, kh, group, s, e), strides), (b, h, s, e))
 
@@ -69,8 +108,12 @@ def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
     s, ev = k_dims[-2], v_dims[-1]
     scale = op.scale.value.data if op.scale is not None else 1.0 / float(np.sqrt(e))
     q = lw.buffer(op.query)
-    k = _kv_heads(lw, op, lw.buffer(op.key), k_dims, (b, h))
-    v = _kv_heads(lw, op, lw.buffer(op.value), v_dims, (b, h))
+    k, k_src, k_group = _kv_heads(lw, op, op.key, (b, h))
+    v, v_src, v_group = _kv_heads(lw, op, op.value, (b, h))
+    if k_group != v_group:  # one G for both: every head of each, in the query's order
+        k = k if k_group == 1 else _expanded(lw, k, k_src, (b, h))
+        v = v if v_group == 1 else _expanded(lw, v, v_src, (b, h))
+    group = k_group if k_group == v_group else 1
     mask_value = op.attn_mask
     mb = mh = ml = ms = 0
     if mask_value is not None:
@@ -89,7 +132,7 @@ def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
     lw.dispatch(
         "sdpa",
         [q, k, v, mask, out],
-        [b * h, h, l, s, e, ev, scale, mb, mh, ml, ms],
+        [b * h, h, l, s, e, ev, group, scale, mb, mh, ml, ms],
         {"HAS_MASK": int(mask_value is not None), "CAUSAL": causal},
     )
     return [out]

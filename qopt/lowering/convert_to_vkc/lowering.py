@@ -24,6 +24,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    DenseResourceAttr,
     DictionaryAttr,
     FloatAttr,
     IntegerAttr,
@@ -36,8 +37,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from qopt.dialects import vkc
+from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.dtypes import tensor_type, ui32
 from qopt.errors import QoptError, where
@@ -91,6 +94,21 @@ class Lowering:
     counter: int = 0
     current: Operation | None = None
     """The op being lowered: every vkc op built now carries its location."""
+    shared_constants: dict[tuple[str, ...], DenseResourceAttr] | None = None
+    """Constant blobs by content, shared by every function the pass lowers (the
+    methods of one module: a weight repacked the same way is stored once); None for
+    a module with one function."""
+    state_buffers: dict[str, Buf] = field(default_factory=dict)
+    """The state buffer (`vkc.state`) of each global the function reads or writes."""
+    in_place: set[Operation] = field(default_factory=set)
+    """index_put / index_copy ops that write their state buffer in place (the cache
+    update `global_load -> index_put -> global_store` of one global: state.py)."""
+    kv_groups: dict[SSAValue, Buf] = field(default_factory=dict)
+    """repeat_interleave results that sdpa reads as grouped key/value heads, by the
+    buffer of their source (attention.py: no copy per query head)."""
+    stores: list[tuple[str, SSAValue, Operation]] = field(default_factory=list)
+    """State writes that are copies (global, stored value, the global_store), emitted
+    after every other dispatch of the function (`state.finish`)."""
 
     # ----- building blocks -------------------------------------------------------------
 
@@ -150,7 +168,7 @@ class Lowering:
         words = words if words.size else np.zeros(1, words.dtype)
         shape = shape if words.size == int(np.prod(shape, dtype=np.int64)) else (words.size,)
         type = tensor_type(words.dtype, [words.size])
-        attr = make_resource(self.fresh("vkc_const"), words, type, weights_of(self.module))
+        attr = self._resource(words, type, (words.dtype.str, str(shape), layout))
         op = vkc.ConstantOp(
             properties={"value": attr},
             result_types=[vkc.BufferType.get(shape, vkc.BINDING_DTYPES[dtype], layout)],
@@ -158,6 +176,41 @@ class Lowering:
         self.emit(op)
         buf = Buf(op.result, shape, dtype)
         self.constant_cache[key] = buf
+        return buf
+
+    def _resource(self, words: np.ndarray, type: Any, key: tuple[str, ...]) -> DenseResourceAttr:
+        """The blob of a constant buffer: a fresh one, or (methods sharing weights) the
+        one already made for the same words."""
+        if self.shared_constants is None:
+            return make_resource(self.fresh("vkc_const"), words, type, weights_of(self.module))
+        digest = (*key, hashlib.sha256(np.ascontiguousarray(words).data).hexdigest())
+        attr = self.shared_constants.get(digest)
+        if attr is None:
+            attr = make_resource(self.fresh("vkc_const"), words, type, weights_of(self.module))
+            self.shared_constants[digest] = attr
+        return attr
+
+    def state_buffer(self, name: str) -> Buf:
+        """The device buffer of state `name` (a mutable `ml_program.global` of the module),
+        one `vkc.state` per function."""
+        found = self.state_buffers.get(name)
+        if found is not None:
+            return found
+        target = SymbolTable.lookup_symbol(self.module, name)
+        if not isinstance(target, GlobalOp) or not target.mutable:
+            raise QoptError(f"convert-to-vkc: @{name} is not a mutable ml_program.global")
+        shape = tuple(int(d) for d in target.type.get_shape()) or (1,)
+        try:
+            element = vkc.abi_element(target.type.get_element_type())
+        except ValueError as e:
+            raise QoptError(f"convert-to-vkc: state @{name}: {e}") from None
+        op = vkc.StateOp(
+            properties={"global": SymbolRefAttr(name)},
+            result_types=[vkc.BufferType.get(shape, element)],
+        )
+        self.emit(op)
+        buf = Buf(op.result, shape, vkc.dtype_name(element))
+        self.state_buffers[name] = buf
         return buf
 
     def buffer(self, value: SSAValue) -> Buf:

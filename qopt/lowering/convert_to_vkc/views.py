@@ -5,8 +5,12 @@ layout change (permute, transpose, slice, select, split, expand, repeat,
 repeat_interleave, cat, stack, pad, pixel_shuffle) is a `copy_strided` dispatch;
 slice_scatter and select_scatter are two (self, then src into the window); data
 movements with compile-time offsets (index, index_select with constant indices,
-flip, roll) and embeddings are `gather_rows` dispatches. index_put and index_copy
-have no rule yet (no scatter kernel): convert-to-vkc names them as unsupported.
+flip, roll) and embeddings are `gather_rows` dispatches; index and index_select with
+run-time indices along any dim are `gather_dim` (a status word per dispatch: an
+invalid index is an error naming the op). index_put (one indexed dim, no
+accumulate) and index_copy are `scatter_dim` dispatches: into a copy of self, or,
+for a KV-cache update chosen by state.py (`Lowering.in_place`), straight into the
+state buffer, with no copy of the cache.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
+from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
     Buf,
@@ -112,14 +117,11 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
     source offset of every result element is computed now, and one gather_rows
     dispatch with rows of one 32-bit word copies them."""
     dims_in = shape_of(op.input)
+    if any(isinstance(lw.values[index], Buf) for index in op.indices):
+        return [_index_at_run_time(lw, op)]
     key: list[slice | np.ndarray] = [slice(None)] * len(dims_in)
     for d, index in zip(op.indexed_dims.get_values(), op.indices, strict=True):
-        found = lw.values[index]
-        if isinstance(found, Buf):
-            raise unsupported(
-                op, "indexing with run-time index tensors", "use constant indices or gather"
-            )
-        key[int(d)] = np.asarray(found, dtype=np.int64)
+        key[int(d)] = np.asarray(lw.values[index], dtype=np.int64)
     offsets = np.arange(max(numel(dims_in), 1), dtype=np.int64).reshape(dims_in)[tuple(key)]
     x = lw.buffer(op.input)
     idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
@@ -127,6 +129,51 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
     out = lw.alloc(out_dims, x.dtype)
     lw.dispatch("gather_rows", [x, idx, out], [numel(out_dims), 1, numel(dims_in)])
     return [out]
+
+
+def _index_at_run_time(lw: Lowering, op: sh.IndexOp) -> Buf:
+    """`x[..., idx, ...]` with one run-time index tensor on dim d: gather_dim over x as
+    [P, N, Q] (NEG = 1: torch counts negative indices from the end)."""
+    dims = shape_of(op.input)
+    if len(op.indices) != 1:
+        raise unsupported(
+            op,
+            f"advanced indexing of {len(op.indices)} dims with run-time index tensors",
+            "index one dim at a time (or use compile-time indices)",
+        )
+    d = int(op.indexed_dims.get_values()[0])
+    return gather_dim(lw, lw.buffer(op.input), dims, d, op.indices[0], shape_of(op.result), 1)
+
+
+def gather_dim(
+    lw: Lowering,
+    x: Buf,
+    dims: Sequence[int],
+    d: int,
+    index: SSAValue,
+    out_dims: Sequence[int],
+    neg: int,
+) -> Buf:
+    """out = x[:, idx, :] along dim d of x (`dims`), the indices read from a buffer."""
+    pre, n, post = numel(dims[:d]), dims[d], numel(dims[d + 1 :])
+    count = numel(shape_of(index))
+    out = lw.alloc(out_dims or (1,), x.dtype)
+    if pre * count * post == 0:
+        return out
+    idx = _index_buffer(lw, index)
+    lw.dispatch(
+        "gather_dim", [x, idx, out], {"P": pre, "N": n, "Q": post, "S": count}, {"NEG": neg}
+    )
+    return out
+
+
+def _index_buffer(lw: Lowering, index: SSAValue) -> Buf:
+    """An index operand as an i32 buffer (compile-time indices become a constant)."""
+    found = lw.values[index]
+    if isinstance(found, Buf):
+        return found
+    flat = np.asarray(found, np.int64).reshape(-1)
+    return lw.constant(flat if flat.size else np.zeros(1, np.int64), "i32")
 
 
 @RULES(sh.SelectOp)
@@ -212,23 +259,22 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
 @RULES(sh.IndexSelectOp)
 def lower_index_select(lw: Lowering, op: sh.IndexSelectOp) -> Sequence[Buf]:
     """Constant indices: a gather of precomputed flat offsets (any dim); run-time
-    indices on dim 0: gather_rows of whole rows."""
+    indices: gather_rows of whole rows on dim 0, gather_dim on any other dim (only
+    [0, N) is valid, as torch's index_select checks)."""
     dims = shape_of(op.input) or (1,)
     d = norm_dim(integer(op.dim), len(dims))
     x = lw.buffer(op.input)
     out_dims = shape_of(op.result) or (1,)
-    out = lw.alloc(out_dims, x.dtype)
     found = lw.values[op.index]
+    if isinstance(found, Buf) and d != 0:
+        return [gather_dim(lw, x, dims, d, op.index, out_dims, 0)]
+    out = lw.alloc(out_dims, x.dtype)
     if not isinstance(found, Buf):
         index = np.asarray(found, np.int64).reshape(-1) % dims[d]
         offsets = np.take(np.arange(numel(dims), dtype=np.int64).reshape(dims), index, axis=d)
         idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
         lw.dispatch("gather_rows", [x, idx, out], [numel(out_dims), 1, numel(dims)])
         return [out]
-    if d != 0:
-        raise unsupported(
-            op, f"index_select on dim {d} with run-time indices", "use dim 0 or constant indices"
-        )
     count = numel(shape_of(op.index) or (1,))
     lw.dispatch("gather_rows", [x, found, out], [count, numel(dims[1:]), dims[0]])
     return [out]
@@ -260,7 +306,8 @@ def lower_repeat(lw: Lowering, op: sh.RepeatOp) -> Sequence[Buf]:
 def lower_repeat_interleave(lw: Lowering, op: sh.RepeatInterleaveOp) -> Sequence[Buf]:
     """Each element `r` times in place along dim: the row-major copy of the view
     [P, n, r, Q] of x `[*pre, n, *post]` with stride 0 on r (the flattened x, [n, r],
-    without dim), viewed as the result."""
+    without dim), viewed as the result. A repeat of key/value heads that only sdpa
+    reads is no copy: sdpa reads x's heads in groups (attention.absorbs_repeat)."""
     dims = shape_of(op.input)
     r = integer(op.repeats)
     if op.dim is None:
@@ -271,6 +318,9 @@ def lower_repeat_interleave(lw: Lowering, op: sh.RepeatInterleaveOp) -> Sequence
     if numel(shape_of(op.result)) == 0:
         raise unsupported(op, "repeat_interleave with an empty result", "repeat at least once")
     x = lw.buffer(op.input)
+    if absorbs_repeat(op):  # GQA: sdpa reads the source's heads in groups of r
+        lw.kv_groups[op.result] = x
+        return [x]
     out = copy_strided(lw, x, (pre, n, r, post), (n * post, post, 0, 1))
     return [lw.view(out, shape_of(op.result))]
 
@@ -327,6 +377,81 @@ def lower_select_scatter(lw: Lowering, op: sh.SelectScatterOp) -> Sequence[Buf]:
     offset = (integer(op.index) % dims[d]) * strides[d]
     del strides[d]
     return [_scatter_window(lw, op, strides or [1], offset)]
+
+
+def scatter_form(op: Operation) -> str | None:
+    """Why index_put / index_copy `op` has no scatter_dim lowering (None: it has one)."""
+    if isinstance(op, sh.IndexPutOp):
+        if op.is_accumulate():
+            return "index_put with accumulate=True"
+        if len(op.indices) != 1:
+            return f"index_put indexing {len(op.indices)} dims"
+        return None
+    if isinstance(op, sh.IndexCopyOp):
+        return None if shape_of(op.input) else "index_copy of a 0-d tensor"
+    return f"'{op.name}' is not a scatter"
+
+
+def _scatter(
+    lw: Lowering,
+    op: sh.IndexPutOp | sh.IndexCopyOp,
+    index: SSAValue,
+    values: SSAValue,
+    d: int,
+    target: Sequence[int],
+    neg: int,
+) -> Buf:
+    """scatter_dim of `values` (broadcast to `target`, self's dims with d -> the S
+    indices) into self along d: into a copy of self, or into self's own buffer when
+    state.py chose this op for an in-place update (self is then a state buffer)."""
+    why = scatter_form(op)
+    if why is not None:
+        raise unsupported(op, f"{why} has no Vulkan lowering", "write one dim, no accumulate")
+    dims = shape_of(op.input)
+    if op in lw.in_place:
+        out = lw.buffer(op.input)
+    else:
+        out = copy_strided(lw, lw.buffer(op.input), dims, row_major(dims))
+    pre, n, post = numel(dims[:d]), dims[d], numel(dims[d + 1 :])
+    count = numel(shape_of(index))
+    if pre * count * post == 0:
+        return out
+    vals = lw.buffer(values)
+    v_dims = shape_of(values)
+    padded = (1,) * (len(target) - len(v_dims)) + tuple(v_dims)
+    if padded != tuple(target):  # values broadcast: materialize them as [P, S, Q]
+        if len(target) > MAX_RANK:
+            raise unsupported(op, f"broadcasting values to rank {len(target)}", "expand them")
+        vals = copy_strided(lw, vals, target, broadcast_strides(v_dims, target))
+    lw.dispatch(
+        "scatter_dim",
+        [vals, _index_buffer(lw, index), out],
+        {"P": pre, "N": n, "Q": post, "S": count},
+        {"NEG": neg},
+    )
+    return out
+
+
+@RULES(sh.IndexPutOp)
+def lower_index_put(lw: Lowering, op: sh.IndexPutOp) -> Sequence[Buf]:
+    """`self[..., idx, ...] = values` on one dim (negative indices from the end)."""
+    why = scatter_form(op)
+    if why is not None:
+        raise unsupported(op, f"{why} has no Vulkan lowering", "write one dim, no accumulate")
+    d = int(op.indexed_dims.get_values()[0])
+    return [_scatter(lw, op, op.indices[0], op.values, d, op.indexed_shape(), 1)]
+
+
+@RULES(sh.IndexCopyOp)
+def lower_index_copy(lw: Lowering, op: sh.IndexCopyOp) -> Sequence[Buf]:
+    """`self[..., index[i], ...] = source[..., i, ...]` along dim (indices in [0, N))."""
+    dims = shape_of(op.input)
+    if not dims:
+        raise unsupported(op, "index_copy of a 0-d tensor has no Vulkan lowering", "use view")
+    d = norm_dim(integer(op.dim), len(dims))
+    count = numel(shape_of(op.index))
+    target = (*dims[:d], count, *dims[d + 1 :])
+    return [_scatter(lw, op, op.index, op.source, d, target, 0)]
 
 
 @RULES(layers.PixelShuffleOp)

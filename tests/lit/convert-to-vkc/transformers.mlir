@@ -64,16 +64,46 @@ func.func @forward(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<
 
 // -----
 
-// sdpa with grouped key/value heads (enable_gqa, 4 query heads, 2 kv heads):
-// k and v are copied into [1, 2, 2, 5, 8] with stride 0 on the group dim (query
-// head h reads kv head h // 2) and viewed as [1, 4, 5, 8].
+// sdpa with grouped key/value heads (enable_gqa, 4 query heads, 2 kv heads): no
+// copy, the kernel reads kv head h // 2 for query head h (G = 2).
 // CHECK-LABEL: func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>)
-// CHECK:         vkc.dispatch @copy_strided_0(%[[K:.*]], %[[KX:.*]]) {push = {n = 160 : i64, {{.*}} d2 = 2 : i64, d3 = 2 : i64, d4 = 5 : i64, d5 = 8 : i64, {{.*}} si2 = 40 : i64, si3 = 0 : i64, si4 = 8 : i64, si5 = 1 : i64
-// CHECK-NEXT:    %[[KV:.*]] = vkc.view %[[KX]] : !vkc.buffer<1x2x2x5x8xf32> -> !vkc.buffer<1x4x5x8xf32>
-// CHECK:         vkc.dispatch @copy_strided_0
-// CHECK-NEXT:    %[[VV:.*]] = vkc.view
-// CHECK:         vkc.dispatch @sdpa_0(%{{.*}}, %[[KV]], %[[VV]], %{{.*}}, %{{.*}}) {push = {BH = 4 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64
+// CHECK:         %[[K:.*]] = vkc.input %k
+// CHECK:         %[[V:.*]] = vkc.input %v
+// CHECK-NOT:     copy_strided
+// CHECK:         vkc.dispatch @sdpa_0(%{{.*}}, %[[K]], %[[V]], %{{.*}}, %{{.*}}) {push = {BH = 4 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64, E = 8 : i64, EV = 8 : i64, G = 2 : i64
 func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32> {
   %r = aten.scaled_dot_product_attention %q, %k, %v {enable_gqa = true} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return %r : tensor<1x4x3x8xf32>
+}
+
+// -----
+
+// ExecuTorch's GQA: repeat_interleave of the key/value heads read only by sdpa is no
+// copy either (G = 2). A batch broadcast of k/v (B' = 1) is a strided copy; so is a
+// grouped k when v is not grouped the same way (one G for both).
+// CHECK-LABEL: func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>)
+// CHECK-NOT:     copy_strided
+// CHECK:         vkc.dispatch @sdpa_0({{.*}}) {push = {BH = 4 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64, E = 8 : i64, EV = 8 : i64, G = 2 : i64
+// CHECK-LABEL: func.func @broadcast(%q: tensor<2x4x3x8xf32>, %k: tensor<1x4x5x8xf32>, %v: tensor<1x4x5x8xf32>)
+// CHECK:         vkc.dispatch @copy_strided_0
+// CHECK:         vkc.dispatch @copy_strided_0
+// CHECK:         vkc.dispatch @sdpa_0({{.*}}) {push = {BH = 8 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64, E = 8 : i64, EV = 8 : i64, G = 1 : i64
+// CHECK-LABEL: func.func @mixed(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x4x5x8xf32>)
+// CHECK:         vkc.dispatch @copy_strided_0
+// CHECK-NOT:     copy_strided
+// CHECK:         vkc.dispatch @sdpa_0({{.*}}) {push = {BH = 4 : i64, H = 4 : i64, L = 3 : i64, S = 5 : i64, E = 8 : i64, EV = 8 : i64, G = 1 : i64
+func.func @forward(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %kr = aten.repeat_interleave %k {repeats = 2 : i64, dim = 1 : i64} : (tensor<1x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %vr = aten.repeat_interleave %v {repeats = 2 : i64, dim = 1 : i64} : (tensor<1x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %r = aten.scaled_dot_product_attention %q, %kr, %vr : (tensor<1x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32>
+  func.return %r : tensor<1x4x3x8xf32>
+}
+func.func @broadcast(%q: tensor<2x4x3x8xf32>, %k: tensor<1x4x5x8xf32>, %v: tensor<1x4x5x8xf32>) -> tensor<2x4x3x8xf32> {
+  %r = aten.scaled_dot_product_attention %q, %k, %v : (tensor<2x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<2x4x3x8xf32>
+  func.return %r : tensor<2x4x3x8xf32>
+}
+func.func @mixed(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %kr = aten.repeat_interleave %k {repeats = 2 : i64, dim = 1 : i64} : (tensor<1x2x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %r = aten.scaled_dot_product_attention %q, %kr, %v : (tensor<1x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32>
   func.return %r : tensor<1x4x3x8xf32>
 }

@@ -220,3 +220,66 @@ func.func @located(%x: tensor<4xf32>) {
   func.return
 }
 // CHECK: 'vkc.dispatch' at model.py:7: kernel test has 2 bindings (x, y), got 1 buffers
+
+// -----
+
+func.func @state_of_no_global() {
+  %k = vkc.state @nope : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: @nope is not an ml_program.global
+
+// -----
+
+ml_program.global private @c(dense<1.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @state_of_an_immutable_global() {
+  %k = vkc.state @c : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: @c is not mutable: it is no program state
+
+// -----
+
+ml_program.global private mutable @k(dense<0.0> : tensor<2x4xf32>) : tensor<2x4xf32>
+func.func @state_size() {
+  %k = vkc.state @k : !vkc.buffer<4xf32>
+  func.return
+}
+// CHECK: state @k tensor<2x4xf32> has 8 elements but the buffer holds 4
+
+// -----
+
+ml_program.global private mutable @n(dense<0> : tensor<2xi64>) : tensor<2xi64>
+func.func @state_element_type() {
+  %k = vkc.state @n : !vkc.buffer<2xf32>
+  func.return
+}
+// CHECK: state @n tensor<2xi64> travels as i32 buffers, not f32
+
+// -----
+
+// Only transient and state buffers are written: never a constant (or an input).
+vkc.kernel @scatter_dim_0 {kernel = "scatter_dim", glsl = "scatter_dim.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {NEG = 0 : i64, WG = 64 : i64}, bindings = [#vkc.binding<"vals", ui32>, #vkc.binding<"idx", i32>, #vkc.binding<"out", ui32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"P", ui32>, #vkc.push<"N", ui32>, #vkc.push<"Q", ui32>, #vkc.push<"S", ui32>]}
+func.func @write_into_a_constant(%v: tensor<2xf32>, %pos: tensor<1xi64>) {
+  %vb = vkc.input %v : tensor<2xf32> -> !vkc.buffer<2xf32>
+  %pb = vkc.input %pos : tensor<1xi64> -> !vkc.buffer<1xi32>
+  %w = vkc.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32> : !vkc.buffer<4x2xf32>
+  %s = vkc.alloc {status} : !vkc.buffer<1xui32>
+  vkc.dispatch @scatter_dim_0(%vb, %pb, %w, %s) {push = {P = 1 : i64, N = 4 : i64, Q = 2 : i64, S = 1 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<2xf32>, !vkc.buffer<1xi32>, !vkc.buffer<4x2xf32>, !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: binding out of kernel scatter_dim writes a buffer of vkc.constant: only transient (vkc.alloc) and state (vkc.state) buffers are written
+
+// -----
+
+ml_program.global private mutable @k(dense<0.0> : tensor<4x2xf32>) : tensor<4x2xf32>
+vkc.kernel @scatter_dim_0 {kernel = "scatter_dim", glsl = "scatter_dim.glsl", entry = "main", hash = "0", local_size = array<i64: 64, 1, 1>, spec = {NEG = 0 : i64, WG = 64 : i64}, bindings = [#vkc.binding<"vals", ui32>, #vkc.binding<"idx", i32>, #vkc.binding<"out", ui32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"P", ui32>, #vkc.push<"N", ui32>, #vkc.push<"Q", ui32>, #vkc.push<"S", ui32>]}
+func.func @scatter_past_the_state(%v: tensor<2xf32>, %pos: tensor<1xi64>) {
+  %vb = vkc.input %v : tensor<2xf32> -> !vkc.buffer<2xf32>
+  %pb = vkc.input %pos : tensor<1xi64> -> !vkc.buffer<1xi32>
+  %k = vkc.state @k : !vkc.buffer<4x2xf32>
+  %s = vkc.alloc {status} : !vkc.buffer<1xui32>
+  vkc.dispatch @scatter_dim_0(%vb, %pb, %k, %s) {push = {P = 1 : i64, N = 5 : i64, Q = 2 : i64, S = 1 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<2xf32>, !vkc.buffer<1xi32>, !vkc.buffer<4x2xf32>, !vkc.buffer<1xui32>
+  func.return
+}
+// CHECK: kernel scatter_dim: binding out can touch 10 words with these push constants, but its buffer holds 8

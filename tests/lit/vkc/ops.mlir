@@ -49,3 +49,25 @@ func.func @lookup(%t: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
   %out = vkc.output %y : !vkc.buffer<3x4xf32> -> tensor<3x4xf32>
   func.return %out : tensor<3x4xf32>
 }
+
+// Program state: the device buffer of a mutable ml_program.global (its name, type
+// and initial value), kept on the device across calls and written in place: a
+// KV-cache update is a scatter_dim dispatch whose `out` is the state buffer.
+// CHECK:       ml_program.global private mutable @layers.0.k_cache(dense<0.000000e+00> : tensor<1x2x4x2xf32>) : tensor<1x2x4x2xf32>
+ml_program.global private mutable @layers.0.k_cache(dense<0.0> : tensor<1x2x4x2xf32>) : tensor<1x2x4x2xf32>
+vkc.kernel @scatter_dim_0 {kernel = "scatter_dim", glsl = "scatter_dim.glsl", entry = "main", hash = "0123abcd", local_size = array<i64: 64, 1, 1>, spec = {NEG = 1 : i64, WG = 64 : i64}, bindings = [#vkc.binding<"vals", ui32>, #vkc.binding<"idx", i32>, #vkc.binding<"out", ui32, write>, #vkc.binding<"status", ui32, write>], push = [#vkc.push<"P", ui32>, #vkc.push<"N", ui32>, #vkc.push<"Q", ui32>, #vkc.push<"S", ui32>]}
+
+// CHECK-LABEL: func.func @decode(
+// CHECK:         %[[K:.*]] = vkc.state @layers.0.k_cache : !vkc.buffer<1x2x4x2xf32>
+// CHECK:         vkc.dispatch @scatter_dim_0(%{{.*}}, %{{.*}}, %[[K]], %{{.*}}) {push = {P = 2 : i64, N = 4 : i64, Q = 2 : i64, S = 1 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<2x1x2xf32>, !vkc.buffer<1xi32>, !vkc.buffer<1x2x4x2xf32>, !vkc.buffer<1xui32>
+// CHECK:         %{{.*}} = vkc.output %[[K]] : !vkc.buffer<1x2x4x2xf32> -> tensor<1x2x4x2xf32>
+// GENERIC:       "vkc.state"() <{global = @layers.0.k_cache}> : () -> !vkc.buffer<1x2x4x2xf32>
+func.func @decode(%v: tensor<2x1x2xf32>, %pos: tensor<1xi64>) -> tensor<1x2x4x2xf32> {
+  %k = vkc.state @layers.0.k_cache : !vkc.buffer<1x2x4x2xf32>
+  %vb = vkc.input %v : tensor<2x1x2xf32> -> !vkc.buffer<2x1x2xf32>
+  %pb = vkc.input %pos : tensor<1xi64> -> !vkc.buffer<1xi32>
+  %s = vkc.alloc {status, what = "'aten.index_put' at model.py:30"} : !vkc.buffer<1xui32>
+  vkc.dispatch @scatter_dim_0(%vb, %pb, %k, %s) {push = {P = 2 : i64, N = 4 : i64, Q = 2 : i64, S = 1 : i64}, workgroups = array<i64: 1, 1, 1>} : !vkc.buffer<2x1x2xf32>, !vkc.buffer<1xi32>, !vkc.buffer<1x2x4x2xf32>, !vkc.buffer<1xui32>
+  %out = vkc.output %k : !vkc.buffer<1x2x4x2xf32> -> tensor<1x2x4x2xf32>
+  func.return %out : tensor<1x2x4x2xf32>
+}

@@ -156,12 +156,27 @@ def test_mutated_user_input_is_an_error() -> None:
         qopt.import_program(ep)
 
 
-def test_targets_refuse_state_with_a_clear_error() -> None:
+def test_saved_artifacts_load_and_generate(tmp_path) -> None:
+    """`qopt.load` of a saved `.mlpackage` and `.qvk`: their sessions generate the
+    interpreter's (= torch's, above) tokens; the state names survive the round trip."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
     model = build_kv_llama(**CONFIG)
     ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
-    for target in ("coreml", "vulkan"):
-        with pytest.raises(qopt.QoptError, match=r"keeps state between calls.*qopt\.session"):
-            qopt.compile(ep, target=target)
+    want = qopt.generate(qopt.import_program(ep), [5, 9, 2], 8)
+    names = [f"layers.{i}.attention.{c}" for i in range(2) for c in ("k_cache", "v_cache")]
+    targets = {"coreml": "kv.mlpackage", "vulkan": "kv.qvk"}
+    if (reason := vulkan_available()) is not None:
+        print(f"Vulkan part skipped: {reason}")
+        del targets["vulkan"]
+    for target, name in targets.items():
+        path = tmp_path / name
+        qopt.compile(ep, target=target).save(path)
+        artifact = qopt.load(path)
+        assert artifact.state_names == names, target
+        assert qopt.generate(artifact, [5, 9, 2], 8) == want, target
+    with pytest.raises(qopt.QoptError, match=r"reads a \.qvk bundle or an \.mlpackage"):
+        qopt.load(tmp_path / "model.onnx")
 
 
 def test_transformers_static_cache_decode_matches_torch() -> None:
@@ -269,6 +284,11 @@ def test_qopt_run_generates_from_a_pt2(tmp_path, capsys) -> None:
     )
     qopt_run.main([str(path), "--generate", "6", "--prompt-ids", "5,9,2"])
     assert capsys.readouterr().out.split() == [str(t) for t in want]
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    if vulkan_available() is None:
+        qopt_run.main([str(path), "--generate", "6", "--prompt-ids", "5,9,2", "--device", "vulkan"])
+        assert capsys.readouterr().out.split() == [str(t) for t in want]
     with pytest.raises(SystemExit):
         qopt_run.main([str(path), "--generate", "6", "--prompt-ids", "5,x"])
     assert (

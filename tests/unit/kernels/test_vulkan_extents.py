@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 29
+    assert len(table) == 31
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -452,6 +452,10 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("pool2d", _pool_push(2, 9, 8, 2, 2, 1, 2, False), {"OP": 0}),
     ("adaptive_avg_pool2d", {"planes": 3, "H": 7, "W": 5, "OH": 3, "OW": 2}, {}),
     ("gather_rows", {"n": 6, "D": 5, "V": 4}, {"WG": 4}),
+    ("gather_dim", {"P": 3, "N": 5, "Q": 4, "S": 6}, {"NEG": 1, "WG": 8}),
+    ("gather_dim", {"P": 1, "N": 7, "Q": 3, "S": 2}, {}),
+    ("scatter_dim", {"P": 2, "N": 6, "Q": 3, "S": 5}, {"NEG": 1, "WG": 4}),
+    ("scatter_dim", {"P": 3, "N": 4, "Q": 5, "S": 3}, {}),
     (
         "sdpa",
         {
@@ -461,6 +465,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             "S": 5,
             "E": 8,
             "EV": 6,
+            "G": 1,
             "scale": 0.3,
             "mb": 20,
             "mh": 0,
@@ -478,6 +483,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             "S": 6,
             "E": 4,
             "EV": 5,
+            "G": 2,
             "scale": 0.5,
             "mb": 0,
             "mh": 18,
@@ -609,7 +615,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
 
 def _random_words(rng: np.random.Generator, dtype: str, count: int, name: str, push) -> np.ndarray:
     if name == "idx":  # row indices: in range, negative (from the end) and out of range
-        v = int(push["V"])
+        v = int(push["V"] if "V" in push else push["N"])
         return rng.integers(-v - 2, v + 2, count).astype(np.int32).view(np.uint32)
     if dtype == "f32":
         sign = rng.choice(np.array([-1.0, 1.0], np.float32), count)

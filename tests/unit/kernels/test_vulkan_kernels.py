@@ -562,12 +562,14 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
     tclose(ref["y"], table[idx], 0)
 
 
-@pytest.mark.parametrize("mask,causal", [(0, 0), (1, 0), (0, 1)])
-def test_sdpa(dev: VulkanDevice, mask: int, causal: int) -> None:
+@pytest.mark.parametrize("mask,causal,group", [(0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 0, 3)])
+def test_sdpa(dev: VulkanDevice, mask: int, causal: int, group: int) -> None:
+    """group: query heads per key/value head (G; 3 = every query head of a batch reads
+    one key/value head, as grouped-query attention reads its cache)."""
     b, h, lq, s, e = 2, 3, 4, 5, 8
     q = RNG.standard_normal((b, h, lq, e)).astype(F32)
-    k = RNG.standard_normal((b, h, s, e)).astype(F32)
-    v = RNG.standard_normal((b, h, s, e)).astype(F32)
+    k = RNG.standard_normal((b, h // group, s, e)).astype(F32)
+    v = RNG.standard_normal((b, h // group, s, e)).astype(F32)
     m = RNG.standard_normal((lq, s)).astype(F32)
     scale = 1 / np.sqrt(e)
     push = {
@@ -577,6 +579,7 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int) -> None:
         "S": s,
         "E": e,
         "EV": e,
+        "G": group,
         "scale": scale,
         "mb": 0,
         "mh": 0,
@@ -592,7 +595,8 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int) -> None:
         {"HAS_MASK": mask, "CAUSAL": causal},
     )
     close(got["out"], ref["out"])
-    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    tq = torch.from_numpy(q)
+    tk, tv = (torch.from_numpy(a).repeat_interleave(group, 1) for a in (k, v))
     expect = F.scaled_dot_product_attention(
         tq, tk, tv, attn_mask=torch.from_numpy(m) if mask else None, is_causal=bool(causal)
     )

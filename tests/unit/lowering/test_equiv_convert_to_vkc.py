@@ -199,6 +199,72 @@ CASES: list[Case] = [
         high=4,
     ),
     one(
+        "index_select_runtime_dim1",
+        "%x: tensor<3x5xf32>, %i: tensor<4xi64>",
+        "tensor<3x4xf32>",
+        """
+        %r = aten.index_select %x, %i {dim = 1 : i64} : (tensor<3x5xf32>, tensor<4xi64>) -> tensor<3x4xf32>
+        %r""",
+        low=0,
+        high=5,
+    ),
+    one(
+        "index_runtime_negative",
+        "%x: tensor<3x5x2xi32>, %i: tensor<2x2xi64>",
+        "tensor<3x2x2x2xi32>",
+        """
+        %r = aten.index %x, %i {indexed_dims = array<i64: 1>} : (tensor<3x5x2xi32>, tensor<2x2xi64>) -> tensor<3x2x2x2xi32>
+        %r""",
+        low=-5,
+        high=5,
+    ),
+    one(
+        "index_put_runtime_broadcast",
+        "%x: tensor<1x2x8x4xf32>, %v: tensor<2x1x4xf32>, %pos: tensor<3xi64>",
+        "tensor<1x2x8x4xf32>",
+        """
+        %r = aten.index_put %x, %pos, %v {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<3xi64>, tensor<2x1x4xf32>) -> tensor<1x2x8x4xf32>
+        %r""",
+        low=-8,
+        high=8,
+    ),
+    one(
+        "index_copy_runtime_repeated",
+        "%x: tensor<3x4x2xf32>, %src: tensor<3x6x2xf32>, %pos: tensor<6xi64>",
+        "tensor<3x4x2xf32>",
+        """
+        %r = aten.index_copy %x, %pos, %src {dim = 1 : i64} : (tensor<3x4x2xf32>, tensor<6xi64>, tensor<3x6x2xf32>) -> tensor<3x4x2xf32>
+        %r""",
+        low=0,
+        high=4,
+    ),
+    Case(
+        "state_kv_update_in_place",
+        """ml_program.global private mutable @k(dense<0.5> : tensor<1x2x8x4xf32>) : tensor<1x2x8x4xf32>
+func.func @forward(%v: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>) -> (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) {
+  %c = ml_program.global_load @k : tensor<1x2x8x4xf32>
+  %u = aten.index_copy %c, %pos, %v {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+  %r = aten.mul %u, %u : (tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  ml_program.global_store @k = %u : tensor<1x2x8x4xf32>
+  func.return %r, %u : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>
+}""",
+        low=0,
+        high=8,
+    ),
+    Case(
+        "state_store_copies_after_reads",
+        """ml_program.global private mutable @a(dense<[1, 2, 3]> : tensor<3xi64>) : tensor<3xi64>
+ml_program.global private mutable @b(dense<[10, 20, 30]> : tensor<3xi64>) : tensor<3xi64>
+func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
+  %a = ml_program.global_load @a : tensor<3xi64>
+  %b = ml_program.global_load @b : tensor<3xi64>
+  %s = aten.add %a, %x : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  ml_program.global_store @a = %b : tensor<3xi64>
+  ml_program.global_store @b = %s : tensor<3xi64>
+  func.return %a, %b : tensor<3xi64>, tensor<3xi64>
+}""",
+    ),
+    one(
         "repeat",
         "%x: tensor<1x3x2xf32>",
         "tensor<2x3x6xf32>",
@@ -584,6 +650,28 @@ CASES: list[Case] = [
         low=1,
         high=2,
     ),
+    one(
+        "sdpa_repeat_interleave_heads",
+        "%q: tensor<2x6x3x8xf32>, %k: tensor<2x2x5x8xf32>, %v: tensor<2x2x5x8xf32>, %m: tensor<3x5xf32>",
+        "tensor<2x6x3x8xf32>",
+        """
+        %kr = aten.repeat_interleave %k {repeats = 3 : i64, dim = 1 : i64} : (tensor<2x2x5x8xf32>) -> tensor<2x6x5x8xf32>
+        %vr = aten.repeat_interleave %v {repeats = 3 : i64, dim = -3 : i64} : (tensor<2x2x5x8xf32>) -> tensor<2x6x5x8xf32>
+        %r = aten.scaled_dot_product_attention %q, %kr, %vr, %m : (tensor<2x6x3x8xf32>, tensor<2x6x5x8xf32>, tensor<2x6x5x8xf32>, tensor<3x5xf32>) -> tensor<2x6x3x8xf32>
+        %r""",
+    ),
+    one(
+        "sdpa_mixed_groups_and_broadcast",
+        "%q: tensor<2x4x3x8xf32>, %k: tensor<2x2x5x8xf32>, %v: tensor<2x4x5x8xf32>, %kb: tensor<1x1x5x8xf32>",
+        "tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>",
+        """
+        %kr = aten.repeat_interleave %k {repeats = 2 : i64, dim = 1 : i64} : (tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>
+        %a = aten.scaled_dot_product_attention %q, %kr, %v : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x8xf32>
+        %b = aten.scaled_dot_product_attention %q, %kb, %kb {is_causal = true} : (tensor<2x4x3x8xf32>, tensor<1x1x5x8xf32>, tensor<1x1x5x8xf32>) -> tensor<2x4x3x8xf32>
+        %kr2 = aten.repeat_interleave %k {repeats = 2 : i64, dim = 1 : i64} : (tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>
+        %c = aten.scaled_dot_product_attention %q, %kr2, %kr2 : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x8xf32>
+        %a, %b, %c""",
+    ),
     # ----- standalone quantization ----------------------------------------------------------
     one(
         "quantize_dequantize",
@@ -745,26 +833,80 @@ def test_rule_tables_are_merged_explicitly() -> None:
             assert rules[op_type] is fn
 
 
+# ----- state kept between calls ----------------------------------------------------------
+
+
+STATE_CASES = [c for c in CASES if c.id.startswith("state_")]
+
+
+@pytest.mark.parametrize("case", STATE_CASES, ids=[c.id for c in STATE_CASES])
+def test_state_across_calls_matches_the_mid_level(case: Case) -> None:
+    """Sessions before and after convert-to-vkc: the same outputs call after call and
+    the same states after each call (the vkc interpreter keeps a state buffer in
+    the session's State, in 32-bit words, and read_state gives the global's dtype)."""
+    module = parse(case.body)
+    lowered = parse(case.body)
+    ConvertToVkcPass().apply(make_context(), lowered)
+    lowered.verify()
+    mid, low = qopt.session(module), qopt.session(lowered)
+    assert low.state_names == mid.state_names
+    for call in range(3):
+        inputs = random_inputs(Case(f"{case.id}{call}", case.body, case.low, case.high), module)
+        assert_same(low.run(*inputs), mid.run(*inputs), case)
+        for name in mid.state_names:
+            got, want = low.read_state(name), mid.read_state(name)
+            assert got.dtype == want.dtype, name
+            np.testing.assert_array_equal(got, want)
+    low.reset()
+    fresh = qopt.session(module)
+    for name in mid.state_names:
+        np.testing.assert_array_equal(low.read_state(name), fresh.read_state(name))
+
+
+def test_kv_cache_update_scatters_into_the_state_buffer() -> None:
+    """The cache update writes the state buffer in place: one scatter_dim dispatch into
+    `vkc.state`, no copy of the cache anywhere in the function."""
+    from qopt.dialects import vkc
+
+    (case,) = [c for c in CASES if c.id == "state_kv_update_in_place"]
+    module = parse(case.body)
+    ConvertToVkcPass().apply(make_context(), module)
+    (state,) = [op for op in module.walk() if isinstance(op, vkc.StateOp)]
+    kernels = {k.sym_name.data: k.kernel.data for k in module.walk() if isinstance(k, vkc.KernelOp)}
+    dispatches = [op for op in module.walk() if isinstance(op, vkc.DispatchOp)]
+    names = [kernels[d.kernel.root_reference.data] for d in dispatches]
+    assert "copy_strided" not in names
+    (scatter,) = [d for d, n in zip(dispatches, names, strict=True) if n == "scatter_dim"]
+    assert scatter.buffers[2] is state.result
+
+
 # ----- ops without a Vulkan lowering --------------------------------------------------
 
 
-KV_UPDATES = {
-    "index_put": "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
-    "index_copy": "%r = aten.index_copy %cache, %pos, %k {dim = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+UNSUPPORTED_SCATTERS = {
+    "index_put with accumulate=True": (
+        "%k: tensor<1x2x1x4xf32>",
+        "%r = aten.index_put %cache, %pos, %k {indexed_dims = array<i64: 2>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>",
+    ),
+    "index_put indexing 2 dims": (
+        "%k: tensor<1x4xf32>",
+        "%r = aten.index_put %cache, %pos, %pos, %k {indexed_dims = array<i64: 1, 2>} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1x4xf32>) -> tensor<1x2x8x4xf32>",
+    ),
 }
 
 
-@pytest.mark.parametrize("name", list(KV_UPDATES))
-def test_kv_cache_update_at_runtime_positions_is_unsupported(name: str) -> None:
-    """A KV-cache write at run-time positions has no Vulkan lowering yet (no scatter
-    kernel): a QoptError naming the op, never a wrong answer."""
-    body = f"""func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>, %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {{
-  {KV_UPDATES[name]}
+@pytest.mark.parametrize("name", list(UNSUPPORTED_SCATTERS))
+def test_unsupported_scatters_name_the_op(name: str) -> None:
+    """A scatter form without a kernel (accumulate, several indexed dims) is a QoptError
+    naming the op, never a wrong answer."""
+    arg, line = UNSUPPORTED_SCATTERS[name]
+    body = f"""func.func @forward(%cache: tensor<1x2x8x4xf32>, {arg}, %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {{
+  {line}
   func.return %r : tensor<1x2x8x4xf32>
 }}"""
     module = parse(body)
     module.verify()
     with pytest.raises(
-        qopt.QoptError, match=rf"convert-to-vkc: 'aten.{name}': has no Vulkan lowering"
+        qopt.QoptError, match=rf"convert-to-vkc: 'aten.index_put': {name} has no Vulkan lowering"
     ):
         ConvertToVkcPass().apply(make_context(), module)

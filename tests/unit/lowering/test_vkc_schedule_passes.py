@@ -115,3 +115,40 @@ def test_an_overlapping_plan_changes_the_outputs() -> None:
             op.properties["slot"] = IntegerAttr(0, i64)
     got = interpret(module, "llama")
     assert any(not np.array_equal(g, w) for g, w in zip(got, want, strict=True))
+
+
+STATEFUL = """ml_program.global private mutable @k(dense<0.25> : tensor<2x8x4xf32>) : tensor<2x8x4xf32>
+func.func @forward(%v: tensor<2x1x4xf32>, %pos: tensor<1xi64>) -> tensor<2x4xf32> {
+  %c = ml_program.global_load @k : tensor<2x8x4xf32>
+  %u = aten.index_copy %c, %pos, %v {dim = 1 : i64} : (tensor<2x8x4xf32>, tensor<1xi64>, tensor<2x1x4xf32>) -> tensor<2x8x4xf32>
+  %e = aten.exp %u : (tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %m = aten.mul %e, %u : (tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %s = aten.sum %m {dims = array<i64: 1>} : (tensor<2x8x4xf32>) -> tensor<2x4xf32>
+  ml_program.global_store @k = %u : tensor<2x8x4xf32>
+  func.return %s : tensor<2x4xf32>
+}"""
+
+
+def test_state_buffers_are_never_planned_into_slots() -> None:
+    """A state buffer (`vkc.state`) keeps its own memory: vkc-plan-buffers slots only
+    transient buffers, so no transient ever aliases the cache, and calls of a session
+    give the same outputs and states before and after planning and barriers."""
+    from qopt.context import parse_module
+    from qopt.lowering.vkc_insert_barriers import memory_of
+
+    unplanned = parse_module(STATEFUL)
+    ConvertToVkcPass(schedule=False).apply(make_context(), unplanned)
+    planned = parse_module(STATEFUL)
+    ConvertToVkcPass(schedule=False).apply(make_context(), planned)
+    VkcPlanBuffersPass().apply(make_context(), planned)
+    VkcInsertBarriersPass().apply(make_context(), planned)
+    planned.verify()
+    (state,) = [op for op in planned.walk() if isinstance(op, vkc.StateOp)]
+    assert slots(planned)
+    assert memory_of(state.result) is state.result  # its own memory, never a slot
+    a, b = qopt.session(unplanned), qopt.session(planned)
+    for step in range(3):
+        inputs = (np.full((2, 1, 4), step + 1.0, np.float32), np.array([2 * step]))
+        np.testing.assert_array_equal(a.run(*inputs)[0], b.run(*inputs)[0])
+        np.testing.assert_array_equal(a.read_state("k"), b.read_state("k"))
+    assert b.read_state("k")[:, 4, 0].tolist() == [3.0, 3.0]

@@ -185,6 +185,7 @@ def _bind_status_as_output(program: Any) -> None:
 def _share_status(program: Any) -> None:
     first = _gather_step(program)
     program.steps.append(type(first)(first.kernel, list(first.buffers), first.push, first.groups))
+    program.methods[-1].steps[1] += 1  # the method's steps still cover the list
 
 
 @pytest.mark.parametrize(
@@ -207,17 +208,18 @@ def test_bundle_check_refuses_bad_status_buffers(change: Any, message: str) -> N
         check_program(_tampered(change), "x.qvk")
 
 
-def test_version_1_bundles_are_refused(tmp_path) -> None:
+@pytest.mark.parametrize("old", [1, 2])
+def test_older_bundles_are_refused(tmp_path, old: int) -> None:
     from qopt.backends.vulkan.bundle import VERSION, bundle_bytes, program_from_module, read_bundle
 
     pytest.importorskip("shutil").which("glslangValidator") or pytest.skip(
         "glslangValidator is not installed"
     )
-    assert VERSION == 2
+    assert VERSION == 3
     data = bundle_bytes(program_from_module(vkc_module("float")))
     path = tmp_path / "old.qvk"
-    path.write_bytes(data[:4] + (1).to_bytes(4, "little") + data[8:])
-    with pytest.raises(QoptError, match="version 1 Vulkan bundle; this qopt reads version 2"):
+    path.write_bytes(data[:4] + old.to_bytes(4, "little") + data[8:])
+    with pytest.raises(QoptError, match=f"version {old} Vulkan bundle; this qopt reads version 3"):
         read_bundle(path)
     path.write_bytes(data)
     loaded = read_bundle(path)
