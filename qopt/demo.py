@@ -176,6 +176,10 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
     from qopt.demo_coreml import run_coreml
 
     failures += run_coreml(models, schemes)
+    if "llama" in models:
+        from qopt.demo_llm import run_llm
+
+        failures += run_llm()
     return 1 if failures else 0
 
 

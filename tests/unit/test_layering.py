@@ -53,6 +53,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.tools",
             "qopt.demo",
             "qopt.demo_coreml",
+            "qopt.demo_llm",
             "qopt.demo_vulkan",
             "qopt.examples",
             "qopt.generation",

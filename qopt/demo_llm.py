@@ -1,0 +1,96 @@
+"""The demo's LLM part: a tiny Llama with a KV cache generating tokens on both targets.
+
+The built-in ExecuTorch-style decoder (`qopt.examples.build_kv_llama`: the cache in
+buffers it mutates, written at `input_pos`; grouped-query attention), under each
+weight scheme, exported twice (`prefill` of the 8-token prompt, `decode` of one
+token), imported as one module with two methods sharing weights and caches,
+compiled for CoreML (the `.mlpackage` saved, read back and interpreted: no Core ML
+runtime on Linux) and for Vulkan (the `.qvk` saved, loaded and run on the device),
+and asked for 24 greedy tokens next to torch eager's and the interpreter's.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+import time
+
+import torch
+
+PROMPT = [5, 9, 2, 33, 7, 1, 60, 12]
+NEW_TOKENS = 24
+CONFIG = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+          "max_seq_len": 40}  # fmt: skip
+SCHEMES = ("float", "w4g32", "8da4w", "codebook4")
+
+
+def torch_tokens(model: torch.nn.Module) -> list[int]:
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        logits = model(torch.tensor([PROMPT]), torch.arange(len(PROMPT)))
+        out = [int(logits[0, -1].argmax())]
+        for position in range(len(PROMPT), len(PROMPT) + NEW_TOKENS - 1):
+            logits = model(torch.tensor([[out[-1]]]), torch.tensor([position]))
+            out.append(int(logits[0, -1].argmax()))
+    return out
+
+
+def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
+    """Print each scheme's tokens per target; the number of mismatches."""
+    import qopt
+    from qopt.backends.vulkan.runtime import vulkan_available
+    from qopt.examples import apply_scheme, build_kv_llama
+
+    print()
+    print(
+        f"LLM: KV-cache Llama (dim {CONFIG['dim']}, {CONFIG['n_layers']} layers, cache "
+        f"{CONFIG['max_seq_len']}), prefill {len(PROMPT)} tokens + {NEW_TOKENS - 1} decode steps"
+    )
+    targets = ["interp", "coreml", "vulkan"]
+    if (reason := vulkan_available()) is not None:
+        print(f"  vulkan skipped: {reason}")
+        targets.remove("vulkan")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for scheme in schemes:
+            example = (torch.tensor([PROMPT]), torch.arange(len(PROMPT)))
+            model = apply_scheme(build_kv_llama(update="index_put", **CONFIG), scheme, example)
+            want = torch_tokens(model)
+            with torch.no_grad():
+                methods = {
+                    "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
+                    "decode": torch.export.export(
+                        copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
+                    ),
+                }
+            print(f"  {scheme:<10} torch   {' '.join(map(str, want))}")
+            for target in targets:
+                t0 = time.perf_counter()
+                try:
+                    if target == "interp":
+                        runner = qopt.session(qopt.fuse(qopt.import_program(methods)))
+                    else:
+                        suffix = ".mlpackage" if target == "coreml" else ".qvk"
+                        path = os.path.join(tmp, f"{scheme}{suffix}")
+                        qopt.compile(methods, target=target).save(path)
+                        runner = qopt.load(path).session()
+                    got = qopt.generate(runner, PROMPT, NEW_TOKENS)
+                except qopt.QoptError as e:
+                    failures += 1
+                    print(f"  {'':<10} {target:<7} FAILED: {e}")
+                    continue
+                same = got == want
+                failures += not same
+                mark = "= torch" if same else "MISMATCH"
+                print(
+                    f"  {'':<10} {target:<7} {' '.join(map(str, got))}  {mark} "
+                    f"({time.perf_counter() - t0:.1f} s)",
+                    flush=True,
+                )
+    print(
+        "every target generates torch's tokens"
+        if failures == 0
+        else f"{failures} LLM run(s) differ from torch"
+    )
+    return failures
