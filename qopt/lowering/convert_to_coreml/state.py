@@ -25,6 +25,10 @@ the coreml level, which the interpreter runs; the emitter refuses to write it
 zeros (a Core ML state starts as zeros). States need iOS18: below it the pass is
 a QoptError naming iOS18.
 
+A state no function reads (its loads unused: written before any read, like
+transformers' `cumulative_length`) is dropped (`drop_write_only_states`): no output
+depends on it, and Core ML could not hold an integer state anyway.
+
 Immutable globals (`ml_program.global_load_const`) become `coreml.const`s.
 """
 
@@ -82,6 +86,7 @@ def convert_states(module: ModuleOp, opset: int, target: str) -> None:
     """Retype every mutable global to its MIL state type (`state_elem`), its
     initial value converted (dropped where it is all zeros: a Core ML state
     starts as zeros); a QoptError below iOS18."""
+    drop_write_only_states(module)
     states = [g for g in mlp.globals_of(module) if g.mutable]
     if not states:
         return
@@ -116,6 +121,33 @@ def convert_states(module: ModuleOp, opset: int, target: str) -> None:
             g.properties.pop("value", None)
         else:
             g.properties["value"] = value
+
+
+def drop_write_only_states(module: ModuleOp) -> list[str]:
+    """Remove the states no function reads (every `global_load` of them unused: e.g.
+    transformers' `cumulative_length`, overwritten from `cache_position` before any
+    use): their stores cannot change an output, so the package keeps no state for
+    them (`read_state` of one is then an error naming the package's states). The
+    names dropped, in order."""
+    loads: dict[str, list[mlp.GlobalLoadOp]] = {}
+    stores: dict[str, list[mlp.GlobalStoreOp]] = {}
+    for op in module.walk():
+        if isinstance(op, mlp.GlobalLoadOp):
+            loads.setdefault(op.global_name.string_value(), []).append(op)
+        elif isinstance(op, mlp.GlobalStoreOp):
+            stores.setdefault(op.global_name.string_value(), []).append(op)
+    dropped: list[str] = []
+    for g in mlp.globals_of(module):
+        name = g.sym_name.data
+        if not g.mutable or any(load.result.uses for load in loads.get(name, [])):
+            continue
+        for op in [*loads.get(name, []), *stores.get(name, [])]:
+            op.detach()
+            op.erase()
+        g.detach()
+        g.erase()
+        dropped.append(name)
+    return dropped
 
 
 def erase_constant_globals(module: ModuleOp) -> None:
