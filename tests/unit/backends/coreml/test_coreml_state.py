@@ -329,3 +329,28 @@ def test_qopt_opt_writes_states(tmp_path: Any) -> None:
     funcs = [op for op in back.ops if isinstance(op, FuncOp)]
     assert [f.sym_name.data for f in funcs] == ["forward"]
     assert len(_ops(back, coreml.CoremlUpdateStateOp)) == 1
+
+
+@pytest.mark.parametrize("scheme", ["float", "w4g32"])
+def test_fp16_compute_keeps_fp16_caches(scheme: str) -> None:
+    """T6: with compute_precision="fp16" the whole decode runs in fp16 (states, cache
+    writes, attention); the package read back is compared with torch eager's fp32
+    tokens and the first divergent step, if any, is reported (fp16 rounding may
+    legitimately flip a near-tie late in the run; the first steps must agree)."""
+    model = _model("index_put", scheme)
+    artifact = qopt.compile(
+        _export(model, torch.tensor([[1]]), torch.tensor([0])),
+        target="coreml",
+        compute_precision="fp16",
+    )
+    path = artifact.save(os.path.join(_TMP, f"fp16-{scheme}.mlpackage"))
+    loaded = load_mlpackage_artifact(path)
+    states = mlp.globals_of(loaded.module)
+    assert [str(g.type) for g in states] == ["tensor<1x2x40x8xf16>"] * 4
+    to_fp32 = [op for op in _ops(loaded.module, coreml.CastOp) if "fp32" in str(op.dtype)]
+    assert all(use.operation.name == "func.return" for op in to_fp32 for use in op.results[0].uses)
+    want, _ = _greedy_torch(model, 3, 32)
+    got, _ = _greedy(loaded.session(), 3, 32)
+    first = next((i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w), None)
+    print(f"fp16 {scheme}: first divergent step {first} of 32")
+    assert first is None or first >= 8, (first, got, want)
