@@ -18,6 +18,6 @@ unit: setup
 
 test: setup
 	.venv/bin/ruff check qopt tests
-	.venv/bin/basedpyright
+	.venv/bin/basedpyright -p pyproject.toml
 	.venv/bin/lit -sv tests/lit
 	QOPT_VULKAN_VALIDATION=1 $(PY) -m pytest tests/unit
