@@ -859,11 +859,12 @@ class Importer:
         `value`: `aten.slice_scatter` / `aten.select_scatter` with the view's own
         (normalised) parameters; `aten.dynamic_update_slice` at the run-time start of
         an `aten.dynamic_slice` (a narrow or select at a SymInt)."""
+        from qopt.dialects.aten import indexing as ix
         from qopt.dialects.aten import shape as sh
 
         forward = self.value(view).owner
         if isinstance(forward, sh.SqueezeOp) and isinstance(
-            window := forward.input.owner, sh.DynamicSliceOp
+            window := forward.input.owner, ix.DynamicSliceOp
         ):
             # A select at a run-time index: the squeezed dim back, then the window.
             value = self.builder.insert(
@@ -874,17 +875,17 @@ class Importer:
                 )
             ).results[0]
             forward = window
-        if isinstance(forward, sh.DynamicSliceOp):
+        if isinstance(forward, ix.DynamicSliceOp):
             # A narrow at a run-time start: the window written back at that start.
-            return sh.DynamicUpdateSliceOp.create(
+            return ix.DynamicUpdateSliceOp.create(
                 operands=[parent, value, forward.start],
                 result_types=[parent.type],
                 properties={"dim": forward.dim},
             )
         if isinstance(forward, sh.SliceOp):
-            scatter: type[Operation] = sh.SliceScatterOp
+            scatter: type[Operation] = ix.SliceScatterOp
         elif isinstance(forward, sh.SelectOp):
-            scatter = sh.SelectScatterOp
+            scatter = ix.SelectScatterOp
         else:
             raise self.error(f"writes in place through {view.name}, a view qopt cannot invert")
         return scatter.create(

@@ -15,6 +15,7 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, shape_of
@@ -51,7 +52,7 @@ def _last_writes(keys: np.ndarray) -> np.ndarray:
     return keys.size - 1 - first_from_end
 
 
-def _index_put(op: sh.IndexPutOp, x: np.ndarray, indices: list[object], values: object):
+def _index_put(op: ix.IndexPutOp, x: np.ndarray, indices: list[object], values: object):
     """`self[indices] = values` (or `+=`) on a copy of `x`; see `aten.index_put`."""
     dims = ints(op.indexed_dims)
     checked = [
@@ -81,7 +82,7 @@ def _index_put(op: sh.IndexPutOp, x: np.ndarray, indices: list[object], values: 
     return out
 
 
-def _index_copy(op: sh.IndexCopyOp, x: np.ndarray, index: object, source: object):
+def _index_copy(op: ix.IndexCopyOp, x: np.ndarray, index: object, source: object):
     out = np.array(x, copy=True)
     if out.ndim == 0:
         idx = checked_indices(index, 1, op).reshape(-1)
@@ -233,9 +234,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         index = (slice(None),) * d + (slice(start, end, step),)
         return (as_result(x[index], op.result),)
 
-    @impl(sh.DynamicSliceOp)
+    @impl(ix.DynamicSliceOp)
     def run_dynamic_slice(
-        self, interpreter: Interpreter, op: sh.DynamicSliceOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.DynamicSliceOp, args: PythonValues
     ) -> PythonValues:
         x, start, *length = args
         x = np.asarray(x)
@@ -253,9 +254,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         d = norm_dim(integer(op.dim), x.ndim)
         return (as_result(np.take(x, integer(op.index), axis=d), op.result),)
 
-    @impl(sh.IndexOp)
+    @impl(ix.IndexOp)
     def run_index(
-        self, interpreter: Interpreter, op: sh.IndexOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.IndexOp, args: PythonValues
     ) -> PythonValues:
         x, *indices = args
         key: list[slice | np.ndarray] = [slice(None)] * x.ndim
@@ -263,9 +264,9 @@ class AtenShapeFunctions(InterpreterFunctions):
             key[d] = checked_indices(index, x.shape[d], op, negative=True)
         return (as_result(x[tuple(key)], op.result),)
 
-    @impl(sh.IndexSelectOp)
+    @impl(ix.IndexSelectOp)
     def run_index_select(
-        self, interpreter: Interpreter, op: sh.IndexSelectOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.IndexSelectOp, args: PythonValues
     ) -> PythonValues:
         x, index = args
         if x.ndim == 0:
@@ -274,9 +275,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         y = np.take(x, checked_indices(index, x.shape[d], op).reshape(-1), axis=d)
         return (as_result(y, op.result),)
 
-    @impl(sh.GatherOp)
+    @impl(ix.GatherOp)
     def run_gather(
-        self, interpreter: Interpreter, op: sh.GatherOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.GatherOp, args: PythonValues
     ) -> PythonValues:
         x, index = args
         if x.ndim == 0 or np.ndim(index) == 0:
@@ -288,23 +289,23 @@ class AtenShapeFunctions(InterpreterFunctions):
         window = tuple(slice(None) if i == d else slice(0, n) for i, n in enumerate(index.shape))
         return (as_result(np.take_along_axis(x[window], index, axis=d), op.result),)
 
-    @impl(sh.IndexPutOp)
+    @impl(ix.IndexPutOp)
     def run_index_put(
-        self, interpreter: Interpreter, op: sh.IndexPutOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.IndexPutOp, args: PythonValues
     ) -> PythonValues:
         x, *indices, values = args
         return (as_result(_index_put(op, np.asarray(x), indices, values), op.result),)
 
-    @impl(sh.IndexCopyOp)
+    @impl(ix.IndexCopyOp)
     def run_index_copy(
-        self, interpreter: Interpreter, op: sh.IndexCopyOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.IndexCopyOp, args: PythonValues
     ) -> PythonValues:
         x, index, source = args
         return (as_result(_index_copy(op, np.asarray(x), index, source), op.result),)
 
-    @impl(sh.SliceScatterOp)
+    @impl(ix.SliceScatterOp)
     def run_slice_scatter(
-        self, interpreter: Interpreter, op: sh.SliceScatterOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.SliceScatterOp, args: PythonValues
     ) -> PythonValues:
         x, src = args
         out = np.array(x, copy=True)
@@ -313,9 +314,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         out[(slice(None),) * d + (slice(start, end, step),)] = np.asarray(src).astype(out.dtype)
         return (as_result(out, op.result),)
 
-    @impl(sh.DynamicUpdateSliceOp)
+    @impl(ix.DynamicUpdateSliceOp)
     def run_dynamic_update_slice(
-        self, interpreter: Interpreter, op: sh.DynamicUpdateSliceOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.DynamicUpdateSliceOp, args: PythonValues
     ) -> PythonValues:
         x, update, start = args
         out = np.array(x, copy=True)
@@ -326,9 +327,9 @@ class AtenShapeFunctions(InterpreterFunctions):
         out[(slice(None),) * d + (slice(begin, begin + n),)] = update
         return (as_result(out, op.result),)
 
-    @impl(sh.SelectScatterOp)
+    @impl(ix.SelectScatterOp)
     def run_select_scatter(
-        self, interpreter: Interpreter, op: sh.SelectScatterOp, args: PythonValues
+        self, interpreter: Interpreter, op: ix.SelectScatterOp, args: PythonValues
     ) -> PythonValues:
         x, src = args
         out = np.array(x, copy=True)

@@ -18,6 +18,7 @@ import math
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import DYNAMIC, AtenOp, Shape, assumed_shapes, integer, norm_dim
@@ -54,7 +55,7 @@ def upper_bounds(func: FuncOp) -> dict[SSAValue, Shape]:
 
 def _bound(op: Operation, result: SSAValue, bounds: dict[SSAValue, Shape]) -> Shape:
     declared = shape_of(result)
-    if isinstance(op, sh.DynamicSliceOp):
+    if isinstance(op, ix.DynamicSliceOp):
         x = bounds[op.input]
         d = norm_dim(integer(op.dim), len(x))
         limit = x[d]

@@ -1,4 +1,5 @@
-"""Converters for the aten shape family (see qopt/dialects/aten/shape.py).
+"""Converters for the aten shape and indexing families (see qopt/dialects/aten/shape.py
+and qopt/dialects/aten/indexing.py).
 
 Several ATen overloads map to one qopt op: every reshape-like op becomes
 `aten.view`, every way of making a constant-filled tensor `aten.full`, every
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import DYNAMIC, broadcast_shapes, norm_dim
@@ -385,7 +387,7 @@ def _dynamic_slice(
         operands.append(imp.scalar_operand(length))
     elif isinstance(length, SSAValue):
         raise imp.error("the narrow's length is computed at run time but its result is static")
-    return sh.DynamicSliceOp.create(
+    return ix.DynamicSliceOp.create(
         operands=operands, result_types=[result], properties={"dim": _int(d)}
     )
 
@@ -409,7 +411,7 @@ def _dynamic_select(imp: Importer, node: Node, x: Any, d: int, index: SSAValue) 
     result = imp.result_type()
     window = list(shape_of(imp.value(x)))
     window[d] = 1
-    one = sh.DynamicSliceOp.create(
+    one = ix.DynamicSliceOp.create(
         operands=[imp.value(x), index],
         result_types=[TensorType(result.get_element_type(), window)],
         properties={"dim": _int(d)},
@@ -458,7 +460,7 @@ def convert_index(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
         dims.append(d)
     if not indices:
         raise imp.error("index.Tensor needs at least one index tensor")
-    return sh.IndexOp.create(
+    return ix.IndexOp.create(
         operands=[imp.value(args["self"]), *indices],
         result_types=[imp.result_type()],
         properties={"indexed_dims": _array(dims)},
@@ -469,7 +471,7 @@ def convert_index(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 def convert_index_select(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
     d = _dim(imp, args["dim"], len(shape_of(x)))
-    return sh.IndexSelectOp.create(
+    return ix.IndexSelectOp.create(
         operands=[x, imp.value(args["index"])],
         result_types=[imp.result_type()],
         properties={"dim": _int(d)},
@@ -480,7 +482,7 @@ def convert_index_select(imp: Importer, node: Node, args: dict[str, Any]) -> Ope
 def convert_gather(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
     d = _dim(imp, args["dim"], len(shape_of(x)))
-    return sh.GatherOp.create(
+    return ix.GatherOp.create(
         operands=[x, imp.value(args["index"])],
         result_types=[imp.result_type()],
         properties={"dim": _int(d)},
@@ -527,7 +529,7 @@ def convert_index_put(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
     props: dict[str, Attribute] = {"indexed_dims": _array([d for d, _ in present])}
     if accumulate:
         props["accumulate"] = BoolAttr.from_bool(True)
-    return sh.IndexPutOp.create(
+    return ix.IndexPutOp.create(
         operands=[x, *(index for _, index in present), values],
         result_types=[imp.result_type()],
         properties=props,
@@ -592,7 +594,7 @@ def _index_put_mask(
 def convert_index_copy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x = imp.value(args["self"])
     d = _dim(imp, args["dim"], len(shape_of(x)))
-    return sh.IndexCopyOp.create(
+    return ix.IndexCopyOp.create(
         operands=[x, imp.value(args["index"]), imp.value(args["source"])],
         result_types=[imp.result_type()],
         properties={"dim": _int(d)},
@@ -608,7 +610,7 @@ def convert_slice_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> Op
     ):
         return _symbolic_slice_scatter(imp, node, args)
     props = _slice_props(imp, x, args["dim"], args["start"], args["end"], args["step"])
-    return sh.SliceScatterOp.create(
+    return ix.SliceScatterOp.create(
         operands=[imp.value(x), imp.value(args["src"])],
         result_types=[imp.result_type()],
         properties=props,
@@ -642,7 +644,7 @@ def _symbolic_slice_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> 
     if elem_of(src) != elem_of(x):  # torch converts src to self's dtype
         cast = TensorType(elem_of(x), shape_of(src))
         src = _insert(imp, node, ew.CastOp.create(operands=[src], result_types=[cast]))
-    return sh.DynamicUpdateSliceOp.create(
+    return ix.DynamicUpdateSliceOp.create(
         operands=[x, src, imp.scalar_operand(start)],
         result_types=[imp.result_type()],
         properties={"dim": _int(d)},
@@ -674,7 +676,7 @@ def convert_select_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> O
             result_types=[TensorType(elem_of(x), window)],
             properties={"dim": _int(d)},
         )
-        return sh.DynamicUpdateSliceOp.create(
+        return ix.DynamicUpdateSliceOp.create(
             operands=[x, _insert(imp, node, row), symbolic],
             result_types=[imp.result_type()],
             properties={"dim": _int(d)},
@@ -684,7 +686,7 @@ def convert_select_scatter(imp: Importer, node: Node, args: dict[str, Any]) -> O
         raise imp.error(
             f"select_scatter index {index} is out of range for dim {d} of size {shape[d]}"
         )
-    return sh.SelectScatterOp.create(
+    return ix.SelectScatterOp.create(
         operands=[x, imp.value(args["src"])],
         result_types=[imp.result_type()],
         properties={"dim": _int(d), "index": _int(index % shape[d])},
@@ -929,7 +931,7 @@ def _windows(
             imp.symint(sizes[d], f"size {d}") if not isinstance(sizes[d], SSAValue) else sizes[d]
         )
         shape[d] = DYNAMIC
-        op = sh.DynamicSliceOp.create(
+        op = ix.DynamicSliceOp.create(
             operands=[value, zero, imp.scalar_operand(length)],
             result_types=[TensorType(result.get_element_type(), shape)],
             properties={"dim": _int(d)},

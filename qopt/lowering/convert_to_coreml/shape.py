@@ -1,4 +1,5 @@
-"""convert-to-coreml rules for the aten shape family (qopt/dialects/aten/shape.py):
+"""convert-to-coreml rules for the aten shape and indexing families (qopt/dialects/aten/
+shape.py, indexing.py):
 reshapes, transposes, slices, selects, gathers, concatenation, expand, split,
 advanced indexing (compile-time indices, or run-time ones on one dim: `gather`),
 repeat_interleave (reshape + tile + reshape), the compile-time windows of
@@ -25,7 +26,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
-from qopt.dialects.aten import shape
+from qopt.dialects.aten import indexing, shape
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
@@ -108,8 +109,8 @@ def _select(lw: Lowering, op: shape.SelectOp) -> Sequence[SSAValue]:
     ]
 
 
-@RULES(shape.IndexSelectOp)
-def _index_select(lw: Lowering, op: shape.IndexSelectOp) -> Sequence[SSAValue]:
+@RULES(indexing.IndexSelectOp)
+def _index_select(lw: Lowering, op: indexing.IndexSelectOp) -> Sequence[SSAValue]:
     """`index_select(x, dim, index)`: MIL gather on `dim` with 1-D int32 indices."""
     dims = shape_of(op.input)
     if not dims:
@@ -233,8 +234,8 @@ def _scatter(
     return lw.as_elem(value, elem)
 
 
-@RULES(shape.IndexPutOp)
-def _index_put(lw: Lowering, op: shape.IndexPutOp) -> Sequence[SSAValue]:
+@RULES(indexing.IndexPutOp)
+def _index_put(lw: Lowering, op: indexing.IndexPutOp) -> Sequence[SSAValue]:
     """`x[..., i, ...] = v` on one dim (the others whole; ExecuTorch's
     `k_cache[:, :, input_pos] = k`): `v` broadcast to the indexing result
     `x[:d] + B + x[d+1:]` (B: the index's shape), reshaped with B flattened, and
@@ -269,8 +270,8 @@ def _index_put(lw: Lowering, op: shape.IndexPutOp) -> Sequence[SSAValue]:
     return [_scatter(lw, op, x, index, values, d)]
 
 
-@RULES(shape.IndexCopyOp)
-def _index_copy(lw: Lowering, op: shape.IndexCopyOp) -> Sequence[SSAValue]:
+@RULES(indexing.IndexCopyOp)
+def _index_copy(lw: Lowering, op: indexing.IndexCopyOp) -> Sequence[SSAValue]:
     """`x.index_copy(d, index, source)` (transformers' StaticCache, ExecuTorch's
     dynamic-shape cache): `scatter` of source along d at the indices (which torch
     requires in [0, size))."""
@@ -357,8 +358,8 @@ def _split(lw: Lowering, op: shape.SplitOp) -> Sequence[SSAValue]:
     return pieces
 
 
-@RULES(shape.IndexOp)
-def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
+@RULES(indexing.IndexOp)
+def _index(lw: Lowering, op: indexing.IndexOp) -> Sequence[SSAValue]:
     """Advanced indexing with compile-time index tensors (after fold-constants,
     the position and mask indices of transformers are constants): the flat
     offsets `arange(numel).reshape(shape)[indices]` are computed with numpy, and
@@ -414,7 +415,7 @@ def _index(lw: Lowering, op: shape.IndexOp) -> Sequence[SSAValue]:
     return [lw.as_elem(value, elem)]
 
 
-def _index_at_run_time(lw: Lowering, op: shape.IndexOp) -> SSAValue:
+def _index_at_run_time(lw: Lowering, op: indexing.IndexOp) -> SSAValue:
     """`x[..., i, ...]` with a run-time index tensor on one dim (ExecuTorch's
     `mask[input_pos]`, `rope_cos[input_pos]`): MIL `gather` on that axis with the
     index made non-negative (the result `x[:d] + B + x[d+1:]` is gather's)."""
@@ -469,7 +470,7 @@ def _repeat_interleave(lw: Lowering, op: shape.RepeatInterleaveOp) -> Sequence[S
 
 def _scatter_window(
     lw: Lowering,
-    op: shape.SliceScatterOp | shape.SelectScatterOp,
+    op: indexing.SliceScatterOp | indexing.SelectScatterOp,
     axis: int,
     start: int,
     end: int,
@@ -512,8 +513,8 @@ def _scatter_window(
     return lw.emit(concat)
 
 
-@RULES(shape.SliceScatterOp)
-def _slice_scatter(lw: Lowering, op: shape.SliceScatterOp) -> Sequence[SSAValue]:
+@RULES(indexing.SliceScatterOp)
+def _slice_scatter(lw: Lowering, op: indexing.SliceScatterOp) -> Sequence[SSAValue]:
     """`slice_scatter` with step 1 (`x[:, :, a:b] = v`): the untouched parts of x and
     `src` (cast to x's type, as torch copies it) joined by `concat`. A step above 1
     has no lowering yet (an error, never a wrong answer)."""
@@ -529,8 +530,8 @@ def _slice_scatter(lw: Lowering, op: shape.SliceScatterOp) -> Sequence[SSAValue]
     return [_scatter_window(lw, op, axis, start, end, src)]
 
 
-@RULES(shape.SelectScatterOp)
-def _select_scatter(lw: Lowering, op: shape.SelectScatterOp) -> Sequence[SSAValue]:
+@RULES(indexing.SelectScatterOp)
+def _select_scatter(lw: Lowering, op: indexing.SelectScatterOp) -> Sequence[SSAValue]:
     """`select_scatter` (`x[:, :, i] = v`): `src`, cast to x's type and given back the
     selected dim (size 1, by `reshape`), between the untouched parts of x (`concat`)."""
     dims = shape_of(op.input)

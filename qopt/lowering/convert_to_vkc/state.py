@@ -28,7 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from qopt.dialects import ml_program as mlp
 from qopt.dialects import vkc
-from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten import indexing as ix
 from qopt.lowering.convert_to_vkc.lowering import Buf, Lowering, RuleTable, copy_strided, row_major
 from qopt.lowering.convert_to_vkc.views import scatter_form
 
@@ -76,7 +76,7 @@ def _chain(value: SSAValue, load: mlp.GlobalLoadOp) -> list[Operation] | None:
     chain: list[Operation] = []
     while value is not load.result:
         owner = value.owner
-        if not isinstance(owner, sh.IndexPutOp | sh.IndexCopyOp) or scatter_form(owner):
+        if not isinstance(owner, ix.IndexPutOp | ix.IndexCopyOp) or scatter_form(owner):
             return None
         chain.append(owner)
         value = owner.input

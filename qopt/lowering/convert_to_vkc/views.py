@@ -21,6 +21,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as el
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
@@ -110,8 +111,8 @@ def lower_split(lw: Lowering, op: sh.SplitOp) -> Sequence[Buf]:
     return pieces
 
 
-@RULES(sh.IndexOp)
-def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
+@RULES(ix.IndexOp)
+def lower_index(lw: Lowering, op: ix.IndexOp) -> Sequence[Buf]:
     """Advanced indexing with compile-time index tensors (masks built from
     `arange`, position tables: fold-constants makes them constants): the flat
     source offset of every result element is computed now, and one gather_rows
@@ -131,7 +132,7 @@ def lower_index(lw: Lowering, op: sh.IndexOp) -> Sequence[Buf]:
     return [out]
 
 
-def _index_at_run_time(lw: Lowering, op: sh.IndexOp) -> Buf:
+def _index_at_run_time(lw: Lowering, op: ix.IndexOp) -> Buf:
     """`x[..., idx, ...]` with one run-time index tensor on dim d: gather_dim over x as
     [P, N, Q] (NEG = 1: torch counts negative indices from the end)."""
     dims = shape_of(op.input)
@@ -256,8 +257,8 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     return [out]
 
 
-@RULES(sh.IndexSelectOp)
-def lower_index_select(lw: Lowering, op: sh.IndexSelectOp) -> Sequence[Buf]:
+@RULES(ix.IndexSelectOp)
+def lower_index_select(lw: Lowering, op: ix.IndexSelectOp) -> Sequence[Buf]:
     """Constant indices: a gather of precomputed flat offsets (any dim); run-time
     indices: gather_rows of whole rows on dim 0, gather_dim on any other dim (only
     [0, N) is valid, as torch's index_select checks)."""
@@ -325,7 +326,7 @@ def lower_repeat_interleave(lw: Lowering, op: sh.RepeatInterleaveOp) -> Sequence
     return [lw.view(out, shape_of(op.result))]
 
 
-def _converted_source(lw: Lowering, op: sh.SliceScatterOp | sh.SelectScatterOp) -> Buf:
+def _converted_source(lw: Lowering, op: ix.SliceScatterOp | ix.SelectScatterOp) -> Buf:
     """`src` in the buffer type of the result (torch copies it into self's dtype), as
     `aten.to` lowers: booleans by `!= 0`, floats to integers by truncation."""
     src = lw.buffer(op.src)
@@ -344,7 +345,7 @@ def _converted_source(lw: Lowering, op: sh.SliceScatterOp | sh.SelectScatterOp) 
 
 def _scatter_window(
     lw: Lowering,
-    op: sh.SliceScatterOp | sh.SelectScatterOp,
+    op: ix.SliceScatterOp | ix.SelectScatterOp,
     window_strides: Sequence[int],
     offset: int,
 ) -> Buf:
@@ -358,8 +359,8 @@ def _scatter_window(
     return out
 
 
-@RULES(sh.SliceScatterOp)
-def lower_slice_scatter(lw: Lowering, op: sh.SliceScatterOp) -> Sequence[Buf]:
+@RULES(ix.SliceScatterOp)
+def lower_slice_scatter(lw: Lowering, op: ix.SliceScatterOp) -> Sequence[Buf]:
     d, start, end, step = op.bounds()
     if start == end:
         return [lw.buffer(op.input)]
@@ -369,8 +370,8 @@ def lower_slice_scatter(lw: Lowering, op: sh.SliceScatterOp) -> Sequence[Buf]:
     return [_scatter_window(lw, op, strides, offset)]
 
 
-@RULES(sh.SelectScatterOp)
-def lower_select_scatter(lw: Lowering, op: sh.SelectScatterOp) -> Sequence[Buf]:
+@RULES(ix.SelectScatterOp)
+def lower_select_scatter(lw: Lowering, op: ix.SelectScatterOp) -> Sequence[Buf]:
     dims = shape_of(op.input)
     d = norm_dim(integer(op.dim), len(dims))
     strides = list(row_major(dims))
@@ -381,20 +382,20 @@ def lower_select_scatter(lw: Lowering, op: sh.SelectScatterOp) -> Sequence[Buf]:
 
 def scatter_form(op: Operation) -> str | None:
     """Why index_put / index_copy `op` has no scatter_dim lowering (None: it has one)."""
-    if isinstance(op, sh.IndexPutOp):
+    if isinstance(op, ix.IndexPutOp):
         if op.is_accumulate():
             return "index_put with accumulate=True"
         if len(op.indices) != 1:
             return f"index_put indexing {len(op.indices)} dims"
         return None
-    if isinstance(op, sh.IndexCopyOp):
+    if isinstance(op, ix.IndexCopyOp):
         return None if shape_of(op.input) else "index_copy of a 0-d tensor"
     return f"'{op.name}' is not a scatter"
 
 
 def _scatter(
     lw: Lowering,
-    op: sh.IndexPutOp | sh.IndexCopyOp,
+    op: ix.IndexPutOp | ix.IndexCopyOp,
     index: SSAValue,
     values: SSAValue,
     d: int,
@@ -432,8 +433,8 @@ def _scatter(
     return out
 
 
-@RULES(sh.IndexPutOp)
-def lower_index_put(lw: Lowering, op: sh.IndexPutOp) -> Sequence[Buf]:
+@RULES(ix.IndexPutOp)
+def lower_index_put(lw: Lowering, op: ix.IndexPutOp) -> Sequence[Buf]:
     """`self[..., idx, ...] = values` on one dim (negative indices from the end)."""
     why = scatter_form(op)
     if why is not None:
@@ -442,8 +443,8 @@ def lower_index_put(lw: Lowering, op: sh.IndexPutOp) -> Sequence[Buf]:
     return [_scatter(lw, op, op.indices[0], op.values, d, op.indexed_shape(), 1)]
 
 
-@RULES(sh.IndexCopyOp)
-def lower_index_copy(lw: Lowering, op: sh.IndexCopyOp) -> Sequence[Buf]:
+@RULES(ix.IndexCopyOp)
+def lower_index_copy(lw: Lowering, op: ix.IndexCopyOp) -> Sequence[Buf]:
     """`self[..., index[i], ...] = source[..., i, ...]` along dim (indices in [0, N))."""
     dims = shape_of(op.input)
     if not dims:

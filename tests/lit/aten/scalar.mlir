@@ -1,7 +1,7 @@
 // RUN: qopt-opt %s | qopt-opt | filecheck %s
 // RUN: qopt-opt %s --print-op-generic | qopt-opt | filecheck %s
 // Round trip of the run-time scalar family (qopt/dialects/aten/scalar.py), the
-// dynamic slices (qopt/dialects/aten/shape.py) and dynamic (`?`) dims with their
+// dynamic slices (qopt/dialects/aten/indexing.py) and dynamic (`?`) dims with their
 // symbols (qopt/dialects/signature.py).
 
 // CHECK-LABEL: func.func @scalars(

@@ -408,10 +408,14 @@ def test_verifier_rejects(name: str):
 # ----- round trip -----------------------------------------------------------------
 
 
-def test_lit_file_round_trips():
+@pytest.mark.parametrize("family", ["shape", "indexing"])
+def test_lit_file_round_trips(family: str):
+    """tests/lit/aten/<family>.mlir holds every op of qopt/dialects/aten/<family>.py."""
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "lit" / "aten" / "shape.mlir"
+    from qopt.dialects.aten import indexing, shape
+
+    path = Path(__file__).resolve().parents[2] / "lit" / "aten" / f"{family}.mlir"
     text = path.read_text()
     module = parse_module(text)
     module.verify()
@@ -419,6 +423,5 @@ def test_lit_file_round_trips():
     again = parse_module(printed)
     assert str(again) == printed
     names = {op.name for op in module.walk() if op.name.startswith("aten.")}
-    from qopt.dialects.aten.shape import OPS
-
-    assert names == {op.name for op in OPS}
+    ops = {"shape": shape.OPS, "indexing": indexing.OPS}[family]
+    assert names == {op.name for op in ops}

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import qopt
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import shape as sh
 
 aten = torch.ops.aten
@@ -51,7 +52,7 @@ def test_index_put_indexed_dims_skip_the_nones() -> None:
         torch.tensor([0, 2]),
         torch.tensor([1, -1], dtype=torch.int32),
     )
-    (op,) = [op for op in module.walk() if isinstance(op, sh.IndexPutOp)]
+    (op,) = [op for op in module.walk() if isinstance(op, ix.IndexPutOp)]
     assert list(op.indexed_dims.get_values()) == [1, 3]
     assert op.is_accumulate()
     assert len(op.indices) == 2
@@ -108,7 +109,7 @@ def test_functional_slice_assignment_imports_copy() -> None:
 
 def test_select_scatter_index_is_normalised() -> None:
     module = imported(lambda x, s: torch.select_scatter(x, s, -1, -1), X, torch.randn(2, 3, 5))
-    (op,) = [op for op in module.walk() if isinstance(op, sh.SelectScatterOp)]
+    (op,) = [op for op in module.walk() if isinstance(op, ix.SelectScatterOp)]
     assert (op.dim.value.data, op.index.value.data) == (3, 3)
 
 
@@ -116,7 +117,7 @@ def test_slice_scatter_bounds_are_clamped() -> None:
     module = imported(
         lambda x, s: torch.slice_scatter(x, s, 2, -3, 100), X, torch.randn(2, 3, 3, 4)
     )
-    (op,) = [op for op in module.walk() if isinstance(op, sh.SliceScatterOp)]
+    (op,) = [op for op in module.walk() if isinstance(op, ix.SliceScatterOp)]
     assert op.bounds() == (2, 2, 5, 1)
 
 

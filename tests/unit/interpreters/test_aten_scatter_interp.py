@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import qopt
-from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten import indexing as ix
 from qopt.interpreters import entry_function
 
 aten = torch.ops.aten
@@ -173,7 +173,7 @@ def test_index_put(name: str) -> None:
 def test_index_put_keeps_the_none_positions() -> None:
     """`[None, None, pos]`: operands self, pos, values; `indexed_dims` = [2]."""
     module = export(kv_index_put, CACHE, K, POS)
-    (op,) = [op for op in module.walk() if isinstance(op, sh.IndexPutOp)]
+    (op,) = [op for op in module.walk() if isinstance(op, ix.IndexPutOp)]
     cache, k, pos = entry_function(module).body.block.args
     assert list(op.operands) == [cache, pos, k]
     assert list(op.indexed_dims.get_values()) == [2]
