@@ -393,8 +393,10 @@ def scatter(op: Any, data: np.ndarray, indices: np.ndarray, updates: np.ndarray)
     moved = np.moveaxis(out, axis, 0)  # a view of `out`
     mode = op.mode.data
     if mode == "update":
-        for i, row in zip(idx.tolist(), rows, strict=True):
-            moved[i] = row
+        # The last of repeated indices wins: keep each index's last occurrence.
+        _, first_of_reversed = np.unique(idx[::-1], return_index=True)
+        last = idx.size - 1 - first_of_reversed
+        moved[idx[last]] = rows[last]
     elif mode == "div" and data.dtype.kind == "f":
         np.divide.at(moved, idx, rows)
     elif mode in _SCATTER_AT:

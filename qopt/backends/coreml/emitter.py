@@ -40,6 +40,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any, cast
 
 import numpy as np
@@ -321,7 +322,7 @@ def build_program(
         return tuple(outputs)
 
     body.__name__ = "main"
-    wrapped = _with_arg_names(body, [*input_names, *(state_names[g.sym_name.data] for g in states)])
+    wrapped = _NamedInputs(body, [*input_names, *(state_names[g.sym_name.data] for g in states)])
     program = mb.program(input_specs=specs, opset_version=target_of(func))(wrapped)
     return program
 
@@ -353,13 +354,20 @@ def _input_names(hints: Sequence[str | None]) -> list[str]:
     return names
 
 
-def _with_arg_names(fn: Any, names: Sequence[str]) -> Any:
-    """A function whose positional parameters carry `names` (MIL names the inputs
-    after the builder function's parameters)."""
-    params = ", ".join(names)
-    namespace: dict[str, Any] = {"_fn": fn}
-    exec(f"def main({params}):\n    return _fn({params})\n", namespace)
-    return namespace["main"]
+class _NamedInputs:
+    """`fn` as the function coremltools' builder takes (`mb.program(...)(main)`): it
+    names the program's inputs after `main.__code__.co_varnames[:co_argcount]` and
+    calls `main(*inputs)`, so a callable carrying those two fields is enough (no
+    function is compiled from the input names)."""
+
+    __name__ = "main"
+
+    def __init__(self, fn: Any, names: Sequence[str]):
+        self._fn = fn
+        self.__code__ = SimpleNamespace(co_argcount=len(names), co_varnames=tuple(names))
+
+    def __call__(self, *args: Any) -> Any:
+        return self._fn(*args)
 
 
 def save_program(

@@ -7,34 +7,20 @@ with the reason."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
 
 from qopt.backends.vulkan.registry import kernel
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, VulkanError, vulkan_available
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
 
 RNG = np.random.default_rng(2024)
 
 
 @pytest.fixture(scope="module")
-def dev() -> Iterator[VulkanDevice]:
-    reason = vulkan_available()
-    if reason:
-        pytest.skip(reason)
-    from qopt.backends.vulkan.runtime import VALIDATION_LAYER
-
-    try:
-        device = VulkanDevice(validation=True)
-    except VulkanError as e:
-        if VALIDATION_LAYER not in str(e):
-            raise
-        pytest.skip(f"{VALIDATION_LAYER} not installed: {e}")
-    with device:
-        yield device
-        assert device.validation_errors == []
+def dev(validated_device: VulkanDevice) -> VulkanDevice:
+    """The validated device of tests/unit/kernels/conftest.py."""
+    return validated_device
 
 
 def run(

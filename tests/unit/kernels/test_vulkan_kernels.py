@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -126,21 +125,9 @@ def test_packing_round_trip() -> None:
 
 
 @pytest.fixture(scope="module")
-def dev() -> Iterator[VulkanDevice]:
-    reason = vulkan_available()
-    if reason:
-        pytest.skip(reason)
-    from qopt.backends.vulkan.runtime import VALIDATION_LAYER
-
-    try:
-        device = VulkanDevice(validation=True)
-    except VulkanError as e:
-        if VALIDATION_LAYER not in str(e):
-            raise
-        pytest.skip(f"{VALIDATION_LAYER} not installed: {e}")
-    with device:
-        yield device
-        assert device.validation_errors == []
+def dev(validated_device: VulkanDevice) -> VulkanDevice:
+    """The validated device of tests/unit/kernels/conftest.py."""
+    return validated_device
 
 
 def run_kernel(
