@@ -200,12 +200,28 @@ i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * 
 )
 
 
+def _dq8ca_fast(push: PushValues, spec: SpecValues) -> bool:
+    """Whether linear_dq8ca.glsl takes a chunked path: every 128-bit chunk inside one
+    group, rows of exactly K fields, and a tile it has (MT 1 with NPW <= 4, or MT 2..4
+    with NPW <= 2)."""
+    wbits = one_of(spec, "WBITS", AFFINE_BITS)
+    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    k, row_words = ints(push, "K", "row_words")
+    vpc = 128 // wbits
+    chunked = group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
+    return chunked and ((mt == 1 and npw <= 4) or (2 <= mt <= 4 and npw <= 2))
+
+
 def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """linear_dq8ca.glsl: output i = m*N + n < M*N reads x_zp[m], x_scale[m], for each
-    g < ngroups zeros[n*ngroups + g] (HAS_ZERO_POINT) and scales[n*ngroups + g], and for
-    k in [g*GROUP_SIZE, min(K, (g + 1)*GROUP_SIZE)) (always below K, also if the uint32
-    group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)];
-    bias[n] (HAS_BIAS); writes o[i]."""
+    """linear_dq8ca.glsl: output (m, n) for m < M, n < N reads x_zp[m], x_scale[m] and
+    bias[n] (HAS_BIAS) and writes o[m*N + n]; weight rows n and x rows m are clamped
+    to N - 1 and M - 1 in the chunked paths (`_dq8ca_fast`), which read chunk c < cpr =
+    row_words / 4 of every row (K = cpr * 128 / WBITS: xq[m*K + k] for k < K and the
+    whole padded row of w) and the group g = c*128/WBITS / GROUP_SIZE of scales / zeros
+    [n*ngroups + g] (HAS_ZERO_POINT), whatever ngroups says; the per-element loop reads,
+    for each g < ngroups, zeros[n*ngroups + g] (HAS_ZERO_POINT) and scales[n*ngroups + g],
+    and for k in [g*GROUP_SIZE, min(K, (g + 1)*GROUP_SIZE)) (always below K, also if the
+    uint32 group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)]."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
     group = int(spec["GROUP_SIZE"])
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
@@ -218,9 +234,19 @@ def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
     ext["x_scale"] = ext["x_zp"] = m
     if int(spec["HAS_BIAS"]) == 1:
         ext["bias"] = n
+    has_zp = int(spec["HAS_ZERO_POINT"]) == 1
+    if _dq8ca_fast(push, spec):
+        cpr = row_words // 4
+        if cpr:
+            params = (n - 1) * ngroups + ((cpr - 1) * (128 // wbits)) // group + 1
+            ext["scales"] = params
+            ext["zeros"] = params if has_zp else 0
+            ext["xq"] = m * k
+            ext["w"] = n * row_words
+        return ext
     if ngroups:
         ext["scales"] = n * ngroups
-        if int(spec["HAS_ZERO_POINT"]) == 1:
+        if has_zp:
             ext["zeros"] = n * ngroups
         covered = ngroups * group
         last_k = min(k, covered) - 1 if covered < U32_LIMIT else k - 1
@@ -250,9 +276,11 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             ("GROUP_SIZE", group),
             ("HAS_ZERO_POINT", 0),
             ("HAS_BIAS", 0),
+            ("NPW", 4),
+            ("MT", 1),
             ("WG", 64),
         ),
-        workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+        workgroups=_linear_qw_workgroups,
         exact=always,
         extents=guarded(name, _linear_dq8ca_extents),
         spec_bounds={
@@ -260,6 +288,8 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             "GROUP_SIZE": GROUP_RANGE,
             "HAS_ZERO_POINT": FLAG,
             "HAS_BIAS": FLAG,
+            "NPW": TILE_RANGE,
+            "MT": TILE_RANGE,
             "WG": WG_RANGE,
         },
         doc=doc,
@@ -269,7 +299,9 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
 _DQ8CA_DOC = """Dynamic per-row int8 activation linear: xq i32 [M, K], x_scale f32 [M],
 x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw;
 per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
-in f32 in group order (the reference reproduces that order)."""
+in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
+columns x rows of x per invocation (linear_qw's tiles: NPW 4, MT 1 for M = 1; NPW 2,
+MT 4 for M > 1 decodes each weight chunk once for 4 rows)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)

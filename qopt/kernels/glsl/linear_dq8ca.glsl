@@ -2,47 +2,230 @@
 // Dynamic per-row activation linear (linear_dq8ca_q4gsw / linear_dq8ca_q8csw):
 // xq i32 [M, K] with per-row x_scale f32 [M], x_zp i32 [M] (choose_qparams_rows +
 // quantize_rows); weights WBITS-bit fields packed by packing.pack_bits (row_words per
-// row), s f32 [N, ngroups], z i32 [N, ngroups] = zp - lo (HAS_ZERO_POINT, else 2^(WBITS-1)).
+// row, rows padded to 128 bits), s f32 [N, ngroups], z i32 [N, ngroups] = zp - lo
+// (HAS_ZERO_POINT, else 2^(WBITS-1)).
 //   acc_g = sum_{k in group g} (xq - x_zp) * (field - z[n, g])         (exact int32)
 //   y = (sum_g f32(acc_g) * s[n, g], in group order) * x_scale[m] (+ bias[n])
-// One output per invocation (grid-stride over M*N).
-layout(local_size_x_id = 4) in;
+// Tiling as linear_qw: each invocation owns NPW output columns x MT rows of x;
+// workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1). When every 128-bit chunk of a
+// weight row lies inside one group and the rows hold exactly K fields (K = 4 * row_words
+// * 32 / WBITS), chunks are decoded once into ivec4 lanes and used for all MT rows
+// (integer products summed in ivec4 lanes: the int32 sum is exact in any order, so the
+// result is bit-identical to the per-element loop); otherwise the per-element loop.
+layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
 layout(constant_id = 2) const int HAS_ZERO_POINT = 0;
 layout(constant_id = 3) const int HAS_BIAS = 0;
-layout(constant_id = 4) const int WG = 64;
-const uint VPW = uint(32 / WBITS);
+layout(constant_id = 4) const int NPW = 4;
+layout(constant_id = 5) const int MT = 1;
+layout(constant_id = 6) const int WG = 64;
+const uint VPW = uint(32 / WBITS);  // values per word
+const uint VPC = 4u * VPW;          // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
 layout(std430, binding = 0) readonly buffer X { int xq[]; };
+layout(std430, binding = 0) readonly buffer X4 { ivec4 xv[]; };  // the same buffer, 16-byte view
 layout(std430, binding = 1) readonly buffer XS { float x_scale[]; };
 layout(std430, binding = 2) readonly buffer XZ { int x_zp[]; };
 layout(std430, binding = 3) readonly buffer Wq { uint w[]; };
+layout(std430, binding = 3) readonly buffer W4 { uvec4 w4[]; };  // the same buffer
 layout(std430, binding = 4) readonly buffer S { float scales[]; };
 layout(std430, binding = 5) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 7) writeonly buffer Out { float o[]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
-void main() {
-  uint total = p.M * p.N;
-  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
-    uint m = i / p.N, n = i % p.N;
-    int zx = x_zp[m];
-    precise float y = 0.0;
-    for (uint g = 0; g < p.ngroups; ++g) {
-      int z = HAS_ZERO_POINT == 1 ? zeros[n * p.ngroups + g] : (1 << (WBITS - 1));
-      int acc = 0;
-      uint kend = min(p.K, (g + 1) * uint(GROUP_SIZE));
-      for (uint k = g * uint(GROUP_SIZE); k < kend; ++k) {
-        int wv = int((w[n * p.row_words + k / VPW] >> (uint(WBITS) * (k % VPW))) & MASK) - z;
-        acc += (xq[m * p.K + k] - zx) * wv;
-      }
-      precise float term = float(acc) * scales[n * p.ngroups + g];
-      y = y + term;
+int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS - 1)); }
+
+int hsum(ivec4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+// acc += (field - z) * xs over one 128-bit chunk q; xs(i) = the i-th ivec4 of the
+// chunk's (xq - x_zp) values (8 of them for int4, 4 for int8).
+ivec4 chunk4(uvec4 q, int z, ivec4 x0, ivec4 x1, ivec4 x2, ivec4 x3, ivec4 x4, ivec4 x5,
+             ivec4 x6, ivec4 x7, ivec4 acc) {
+  ivec4 zz = ivec4(z);
+  acc += (ivec4((uvec4(q.x) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz) * x0;
+  acc += (ivec4((uvec4(q.x) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz) * x1;
+  acc += (ivec4((uvec4(q.y) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz) * x2;
+  acc += (ivec4((uvec4(q.y) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz) * x3;
+  acc += (ivec4((uvec4(q.z) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz) * x4;
+  acc += (ivec4((uvec4(q.z) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz) * x5;
+  acc += (ivec4((uvec4(q.w) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz) * x6;
+  acc += (ivec4((uvec4(q.w) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz) * x7;
+  return acc;
+}
+
+ivec4 chunk8(uvec4 q, int z, ivec4 x0, ivec4 x1, ivec4 x2, ivec4 x3, ivec4 acc) {
+  ivec4 zz = ivec4(z);
+  uvec4 sh = uvec4(0u, 8u, 16u, 24u);
+  acc += (ivec4((uvec4(q.x) >> sh) & 255u) - zz) * x0;
+  acc += (ivec4((uvec4(q.y) >> sh) & 255u) - zz) * x1;
+  acc += (ivec4((uvec4(q.z) >> sh) & 255u) - zz) * x2;
+  acc += (ivec4((uvec4(q.w) >> sh) & 255u) - zz) * x3;
+  return acc;
+}
+
+// One row m of x against NPW (<= 4) weight rows n0.. (M = 1 decoding): the x chunk is
+// loaded once for the NPW rows; explicit accumulators (no arrays).
+void gemv_fast(uint m, uint n0, uint cpr) {
+  uint r0 = min(n0, p.N - 1), r1 = min(n0 + 1u, p.N - 1);
+  uint r2 = min(n0 + 2u, p.N - 1), r3 = min(n0 + 3u, p.N - 1);
+  ivec4 c0 = ivec4(0), c1 = ivec4(0), c2 = ivec4(0), c3 = ivec4(0);
+  precise float y0 = 0.0, y1 = 0.0, y2 = 0.0, y3 = 0.0;
+  ivec4 zx = ivec4(x_zp[m]);
+  uint xb = m * (p.K / 4u);
+  for (uint c = 0; c < cpr; ++c) {
+    uint g = (c * VPC) / uint(GROUP_SIZE);
+    uint xi = xb + c * (VPC / 4u);
+    if (WBITS == 4) {
+      ivec4 x0 = xv[xi] - zx, x1 = xv[xi + 1u] - zx, x2 = xv[xi + 2u] - zx, x3 = xv[xi + 3u] - zx;
+      ivec4 x4 = xv[xi + 4u] - zx, x5 = xv[xi + 5u] - zx, x6 = xv[xi + 6u] - zx;
+      ivec4 x7 = xv[xi + 7u] - zx;
+      c0 = chunk4(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c0);
+      if (NPW > 1) c1 = chunk4(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c1);
+      if (NPW > 2) c2 = chunk4(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c2);
+      if (NPW > 3) c3 = chunk4(w4[r3 * cpr + c], zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c3);
+    } else {
+      ivec4 x0 = xv[xi] - zx, x1 = xv[xi + 1u] - zx, x2 = xv[xi + 2u] - zx, x3 = xv[xi + 3u] - zx;
+      c0 = chunk8(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, c0);
+      if (NPW > 1) c1 = chunk8(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, c1);
+      if (NPW > 2) c2 = chunk8(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, c2);
+      if (NPW > 3) c3 = chunk8(w4[r3 * cpr + c], zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, c3);
     }
-    y = y * x_scale[m];
+    if (((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr) {  // the group ends
+      precise float t0 = float(hsum(c0)) * scales[r0 * p.ngroups + g];
+      y0 = y0 + t0;
+      c0 = ivec4(0);
+      if (NPW > 1) {
+        precise float t1 = float(hsum(c1)) * scales[r1 * p.ngroups + g];
+        y1 = y1 + t1;
+        c1 = ivec4(0);
+      }
+      if (NPW > 2) {
+        precise float t2 = float(hsum(c2)) * scales[r2 * p.ngroups + g];
+        y2 = y2 + t2;
+        c2 = ivec4(0);
+      }
+      if (NPW > 3) {
+        precise float t3 = float(hsum(c3)) * scales[r3 * p.ngroups + g];
+        y3 = y3 + t3;
+        c3 = ivec4(0);
+      }
+    }
+  }
+  float xs = x_scale[m];
+  for (int r = 0; r < NPW; ++r) {
+    uint n = n0 + uint(r);
+    if (n >= p.N) break;
+    precise float y = (r == 0 ? y0 : (r == 1 ? y1 : (r == 2 ? y2 : y3))) * xs;
     if (HAS_BIAS == 1) y = y + bias[n];
-    o[i] = y;
+    o[m * p.N + n] = y;
+  }
+}
+
+// NPW (<= 2) weight rows x MT (2..4) rows of x (prefill): each weight chunk is decoded
+// once and used for the MT rows.
+void gemm_fast(uint m0, uint n0, uint cpr) {
+  ivec4 part[8];
+  precise float acc[8];
+  for (int i = 0; i < 8; ++i) {
+    part[i] = ivec4(0);
+    acc[i] = 0.0;
+  }
+  uint rows[2] = uint[2](min(n0, p.N - 1), min(n0 + 1u, p.N - 1));
+  uint xrow[4];
+  ivec4 zx[4];
+  for (int mm = 0; mm < 4; ++mm) {
+    uint m = min(m0 + uint(mm), p.M - 1);
+    xrow[mm] = m * (p.K / 4u);
+    zx[mm] = ivec4(x_zp[m]);
+  }
+  for (uint c = 0; c < cpr; ++c) {
+    uint g = (c * VPC) / uint(GROUP_SIZE);
+    bool ends = ((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr;
+    for (int r = 0; r < NPW; ++r) {
+      uvec4 q = w4[rows[r] * cpr + c];
+      ivec4 zz = ivec4(zero_of(rows[r] * p.ngroups + g));
+      for (int j = 0; j < 4; ++j) {
+        if (WBITS == 4) {
+          ivec4 f0 = ivec4((uvec4(q[j]) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz;
+          ivec4 f1 = ivec4((uvec4(q[j]) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz;
+          for (int mm = 0; mm < MT; ++mm) {
+            uint xi = xrow[mm] + c * (VPC / 4u) + uint(2 * j);
+            part[r * MT + mm] += f0 * (xv[xi] - zx[mm]) + f1 * (xv[xi + 1u] - zx[mm]);
+          }
+        } else {
+          ivec4 f0 = ivec4((uvec4(q[j]) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - zz;
+          for (int mm = 0; mm < MT; ++mm) {
+            uint xi = xrow[mm] + c * (VPC / 4u) + uint(j);
+            part[r * MT + mm] += f0 * (xv[xi] - zx[mm]);
+          }
+        }
+      }
+      if (ends) {
+        float s = scales[rows[r] * p.ngroups + g];
+        for (int mm = 0; mm < MT; ++mm) {
+          precise float t = float(hsum(part[r * MT + mm])) * s;
+          acc[r * MT + mm] = acc[r * MT + mm] + t;
+          part[r * MT + mm] = ivec4(0);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < NPW; ++r) {
+    uint n = n0 + uint(r);
+    if (n >= p.N) break;
+    for (int mm = 0; mm < MT; ++mm) {
+      uint m = m0 + uint(mm);
+      if (m >= p.M) break;
+      precise float y = acc[r * MT + mm] * x_scale[m];
+      if (HAS_BIAS == 1) y = y + bias[n];
+      o[m * p.N + n] = y;
+    }
+  }
+}
+
+// The per-element loop: any group size, K and row padding.
+void element(uint m, uint n) {
+  int zx = x_zp[m];
+  precise float y = 0.0;
+  for (uint g = 0; g < p.ngroups; ++g) {
+    int z = zero_of(n * p.ngroups + g);
+    int acc = 0;
+    uint kend = min(p.K, (g + 1) * uint(GROUP_SIZE));
+    for (uint k = g * uint(GROUP_SIZE); k < kend; ++k) {
+      int wv = int((w[n * p.row_words + k / VPW] >> (uint(WBITS) * (k % VPW))) & MASK) - z;
+      acc += (xq[m * p.K + k] - zx) * wv;
+    }
+    precise float term = float(acc) * scales[n * p.ngroups + g];
+    y = y + term;
+  }
+  y = y * x_scale[m];
+  if (HAS_BIAS == 1) y = y + bias[n];
+  o[m * p.N + n] = y;
+}
+
+void main() {
+  uint cpr = p.row_words / 4u;
+  // fast when every chunk lies inside one group and the rows hold exactly K fields
+  bool fast = (uint(GROUP_SIZE) % VPC) == 0u && p.row_words % 4u == 0u && cpr * VPC == p.K;
+  for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
+    for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
+         nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
+      uint n0 = nb + gl_LocalInvocationID.x * uint(NPW);
+      if (fast && MT == 1 && NPW <= 4) {
+        gemv_fast(m0, n0, cpr);
+        continue;
+      }
+      if (fast && MT > 1 && MT <= 4 && NPW <= 2) {
+        gemm_fast(m0, n0, cpr);
+        continue;
+      }
+      for (int r = 0; r < NPW; ++r) {
+        for (int mm = 0; mm < MT; ++mm) {
+          if (n0 + uint(r) < p.N && m0 + uint(mm) < p.M) element(m0 + uint(mm), n0 + uint(r));
+        }
+      }
+    }
   }
 }

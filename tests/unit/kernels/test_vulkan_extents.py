@@ -547,6 +547,13 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {"GROUP_SIZE": 16, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1},
     ),
     ("linear_dq8ca_q8csw", _qw_push(2, 5, 36, 8, 36), {"GROUP_SIZE": 36, "HAS_ZERO_POINT": 1}),
+    (  # the chunked GEMV and GEMM paths (128-bit chunks inside 32-wide groups)
+        "linear_dq8ca_q4gsw",
+        _qw_push(1, 9, 64, 4, 32),
+        {"GROUP_SIZE": 32, "HAS_ZERO_POINT": 1, "NPW": 4, "WG": 2},
+    ),
+    ("linear_dq8ca_q4gsw", _qw_push(5, 7, 96, 4, 32), {"GROUP_SIZE": 32, "NPW": 2, "MT": 4}),
+    ("linear_dq8ca_q8csw", _qw_push(3, 5, 48, 8, 48), {"GROUP_SIZE": 48, "NPW": 2, "MT": 2}),
     (
         "linear_lut",
         {"M": 2, "N": 6, "K": 32, **_lut_push(6, 32, 3, (3, 16), 8, "BN BK GK")},

@@ -824,11 +824,16 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None
         tclose(ref["out"], y)
 
 
-@pytest.mark.parametrize("bits,group", [(4, 16), (8, 64)])
-def test_linear_dq8ca(dev, bits: int, group: int) -> None:
+@pytest.mark.parametrize(
+    "bits,group,tile",
+    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 64, (2, 3))],
+)
+def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
+    """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
+    GEMM (NPW 2, MT 3-4) paths, bit for bit against the reference."""
     from qopt.interpreters import quant as iq
 
-    m, n, k = 3, 7, 64
+    m, n, k = 5, 7, 64
     data, s, zp, p = _weight(bits, n, k, group, True)
     x = RNG.standard_normal((m, k)).astype(F32)
     xs, xz = iq.choose_qparams(x, (1, k), -128, 127, "asymmetric", 1e-7, F32, np.int32)
@@ -846,8 +851,9 @@ def test_linear_dq8ca(dev, bits: int, group: int) -> None:
     }
     push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
     spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1}
+    spec |= {"NPW": tile[0], "MT": tile[1]}
     got, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
-    close(got["out"], ref["out"])
+    np.testing.assert_array_equal(got["out"], ref["out"])
     xd = (xq - xz).astype(np.float64) * xs.astype(np.float64)
     w = (data - np.repeat(zp, group, 1)) * np.repeat(s.astype(np.float64), group, 1)
     tclose(ref["out"], xd @ w.T + bias)
