@@ -49,15 +49,23 @@ def _module_argument(module: Any, function: str) -> ModuleOp:
 
 
 def import_program(
-    ep_or_path: Any, *, trust_pickle: bool = False, limits: Limits | str | None = None
+    ep_or_path: Any,
+    *,
+    trust_pickle: bool = False,
+    limits: Limits | str | None = None,
+    dynamic_sizes: Any = None,
 ) -> ModuleOp:
     """Import an ExportedProgram or a `.pt2` file into the aten + quant level.
 
     A `.pt2` is untrusted input: nothing in it runs unless `trust_pickle`, and what
-    it declares is bounded by `limits` (`qopt.Limits`, or "name=value,..." text)."""
+    it declares is bounded by `limits` (`qopt.Limits`, or "name=value,..." text).
+    A `torch.export.Dim` stays a `?` dim, or with `dynamic_sizes` (a list of sizes,
+    or a dict by symbol or method) becomes static size variants `<method>__<size>`."""
     from qopt.frontend import import_program as _import
 
-    return _import(ep_or_path, trust_pickle=trust_pickle, limits=limits)
+    return _import(
+        ep_or_path, trust_pickle=trust_pickle, limits=limits, dynamic_sizes=dynamic_sizes
+    )
 
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[Any, ...]:
@@ -120,22 +128,33 @@ def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
 
     Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
     CoreML artifact also has `.mil_program`, a Vulkan artifact is callable.
-    `trust_pickle` and `limits` go to the `.pt2` loader; the others (TARGET_OPTIONS)
-    to the target. An unknown target or option is a QoptError listing the valid ones.
+    `trust_pickle` and `limits` go to the `.pt2` loader, `dynamic_sizes` to the import
+    (a method exported with a `torch.export.Dim` compiles once per size: the sizes
+    given, by default every size of a narrow Dim or the powers of two of a wide one,
+    `qopt.frontend.program.import_program`; a call runs the variant of its inputs'
+    shapes); the others (TARGET_OPTIONS) to the target. An unknown target or option
+    is a QoptError listing the valid ones.
     CoreML outputs are named after the exported program's (recorded by the import).
     """
     if target not in TARGET_OPTIONS:
         raise QoptError(f"unknown target {target!r}: use 'coreml' or 'vulkan'")
-    unknown = sorted(set(options) - {"trust_pickle", "limits", *TARGET_OPTIONS[target]})
+    loader = ("trust_pickle", "limits", "dynamic_sizes")
+    unknown = sorted(set(options) - {*loader, *TARGET_OPTIONS[target]})
     if unknown:
-        valid = ", ".join(("trust_pickle", "limits", *TARGET_OPTIONS[target]))
+        valid = ", ".join((*loader, *TARGET_OPTIONS[target]))
         raise QoptError(
             f"qopt.compile(target={target!r}) has no option {', '.join(unknown)}; "
             f"its options are {valid}"
         )
     trust_pickle = bool(options.pop("trust_pickle", False))
     limits = options.pop("limits", None)
-    module = import_program(ep_or_path, trust_pickle=trust_pickle, limits=limits)
+    from qopt.frontend import import_program as _import
+
+    dynamic_sizes = options.pop("dynamic_sizes", None)
+    module = _import(
+        ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
+        dynamic_sizes=dynamic_sizes,
+    )  # fmt: skip
     if target == "coreml":  # qopt-coreml{target, compute-precision}, then the MIL Program
         from qopt.backends.coreml import compile_coreml
 

@@ -101,6 +101,15 @@ def _fits(actual: Sequence[int], declared: Sequence[int]) -> bool:
     return all(d < 0 or a == d for a, d in zip(actual, declared, strict=True))
 
 
+def input_shapes(inputs: Sequence[Any]) -> list[tuple[int, ...]]:
+    """The shapes of numpy / torch / Python scalar inputs (to pick a size variant)."""
+    shapes: list[tuple[int, ...]] = []
+    for x in inputs:
+        shape = getattr(x, "shape", None)
+        shapes.append(tuple(int(d) for d in (np.shape(x) if shape is None else shape)))
+    return shapes
+
+
 def check_inputs(
     values: Sequence[Any],
     signature: Sequence[tuple[Sequence[int], np.dtype]],

@@ -19,11 +19,19 @@ int64 tensor inside the function); every argument dim of one symbol has the same
 size, within the range. A target allocates each buffer for the symbols' `max`
 (`upper_bounds` in qopt/dialects/aten/bounds.py derives every value's bound
 shape) and passes the actual sizes in (e.g. as push constants).
+
+Size variants: the static targets (CoreML, Vulkan) compile a function with dynamic
+dims once per enumerated size, as functions `<method>__<size>` (one size per
+symbol, in symbol-name order, joined by `_`: `prefill__5`); CoreML's
+EnumeratedShapes in effect, weights and states shared. A call of `<method>` runs
+the variant whose argument shapes are the inputs' (`pick_function`); `methods`
+lists `<method>` once (`logical_methods`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -142,10 +150,76 @@ def refuse_dynamic(module: Operation, pass_name: str) -> None:
             )
             raise QoptError(
                 f"{pass_name}: @{op.sym_name.data} has dynamic dims ({symbols or '?'}: a "
-                "torch.export.Dim); this target compiles static shapes: export one method "
-                'per size (qopt.compile({"prefill": ep_s8, "decode": ep_s1}, ...)), or run '
-                "it with qopt.session(module), the reference interpreter"
+                "torch.export.Dim); this target compiles static shapes: import it as one "
+                "static variant per size (qopt.compile(ep, target, dynamic_sizes=[1, 8, "
+                "64]), or qopt-opt -f 'pt2{dynamic_sizes=1,8,64}'), or run it with "
+                "qopt.session(module), the reference interpreter"
             )
+
+
+_VARIANT = re.compile(r"(?P<method>[A-Za-z_]\w*?)__(?P<sizes>\d+(?:_\d+)*)")
+
+
+def variant_name(method: str, sizes: Sequence[int]) -> str:
+    """The function of `method` at `sizes` (one per symbol, in symbol-name order)."""
+    return f"{method}__{'_'.join(str(int(s)) for s in sizes)}"
+
+
+def variant_of(name: str, names: Sequence[str]) -> str | None:
+    """The method a function named `name` is a size variant of (None if `name` is
+    no variant, or a function of that method's own name exists)."""
+    match = _VARIANT.fullmatch(name)
+    if match is None or match["method"] in names:
+        return None
+    return match["method"]
+
+
+def logical_methods(names: Sequence[str]) -> list[str]:
+    """The methods of a program with functions `names`: the size variants of one
+    method listed once under its name, in order of first appearance."""
+    out: list[str] = []
+    for name in names:
+        method = variant_of(name, names) or name
+        if method not in out:
+            out.append(method)
+    return out
+
+
+def pick_function(
+    method: str,
+    names: Sequence[str],
+    arg_shapes: Callable[[str], Sequence[Sequence[int]]],
+    shapes: Sequence[Sequence[int]],
+) -> str:
+    """The function a call of `method` with inputs of `shapes` runs: `method` itself,
+    or its size variant whose argument shapes (`arg_shapes(name)`, -1 a dynamic dim)
+    are the inputs'. A QoptError lists the sizes compiled when none is."""
+    if method in names:
+        return method
+    variants = [n for n in names if variant_of(n, names) == method]
+    if not variants:
+        raise QoptError(
+            f"the program has no method {method!r} (its methods: "
+            f"{', '.join(logical_methods(names))})"
+        )
+
+    def fits(name: str) -> bool:
+        expected = arg_shapes(name)
+        return len(expected) == len(shapes) and all(
+            len(e) == len(g) and all(a < 0 or a == b for a, b in zip(e, g, strict=True))
+            for e, g in zip(expected, shapes, strict=True)
+        )
+
+    for name in variants:
+        if fits(name):
+            return name
+    sizes = ", ".join(n.rsplit("__", 1)[1].replace("_", "x") for n in variants)
+    got = ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes)
+    raise QoptError(
+        f"method {method!r} was compiled for the sizes {sizes} of its dynamic dims, not "
+        f"for inputs of shapes {got}: compile it with those sizes (qopt.compile(..., "
+        "dynamic_sizes=[...]))"
+    )
 
 
 __all__ = [
@@ -154,9 +228,13 @@ __all__ = [
     "SYMBOLS_ATTR",
     "argument_dims",
     "check_dynamic_sizes",
+    "logical_methods",
     "output_names",
+    "pick_function",
     "refuse_dynamic",
     "set_dynamic_dims",
     "set_output_names",
     "symbol_ranges",
+    "variant_name",
+    "variant_of",
 ]

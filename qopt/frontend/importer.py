@@ -16,6 +16,12 @@ records each symbol's range and each argument's dims' symbols
 (qopt/dialects/signature.py); ops whose size depends on a run-time scalar take it
 as an operand (`aten.dynamic_slice`), and tensors created at a dynamic size are
 created at the Dim's max and cut to the run-time size.
+
+Size variants: targets that compile static shapes import a Dim-exported program
+once per size (`Importer(..., sizes={"s0": 5})`): every expression of a Dim's
+symbol is then the int it takes at that size, so the function is static
+(`enumerate_sizes` chooses the sizes, `import_methods` names the functions
+`<method>__<size>`, qopt/dialects/signature.py).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -105,16 +113,45 @@ def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
     return TORCH_TO_NUMPY[dtype]
 
 
+_SIZES: ContextVar[Mapping[str, int]] = ContextVar("qopt_import_sizes", default={})
+"""The sizes the Dims' symbols take while one size variant imports (`specialized`)."""
+
+
+@contextmanager
+def specialized(sizes: Mapping[str, int]) -> Iterator[None]:
+    """While the block runs, `static_int` reads each symbol of `sizes` as its size."""
+    token = _SIZES.set(dict(sizes))
+    try:
+        yield
+    finally:
+        _SIZES.reset(token)
+
+
 def static_int(value: Any) -> int | None:
-    """A Python int or a SymInt torch knows the value of, as an int; else None."""
+    """A Python int or a SymInt torch knows the value of, as an int (or that a size
+    variant's symbols make an int, `specialized`); else None."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
     if isinstance(value, torch.SymInt):
         known = value.node.maybe_as_int()
-        return None if known is None else int(known)
+        if known is not None:
+            return int(known)
+        sizes = _SIZES.get()
+        if sizes:
+            return _specialized_int(value.node.expr, sizes)
     return None
+
+
+def _specialized_int(expr: Any, sizes: Mapping[str, int]) -> int | None:
+    import sympy
+
+    symbols = expr.free_symbols
+    if not symbols or not all(str(s) in sizes for s in symbols):
+        return None
+    value = expr.xreplace({s: sympy.Integer(sizes[str(s)]) for s in symbols})
+    return int(value) if value.is_Integer else None
 
 
 def tensor_type_of(
@@ -215,8 +252,12 @@ class Importer:
         *,
         store: WeightStore | None = None,
         function: str = "forward",
+        sizes: Mapping[str, int] | None = None,
     ):
         self.ep = ep
+        self.sizes = dict(sizes or {})
+        """The size each Dim symbol takes in this (static) size variant; {} keeps the
+        Dims dynamic."""
         self.converters = converters
         self.values: dict[Node, Any] = {}
         self.lazy_constants: dict[Node, torch.Tensor] = {}
@@ -422,6 +463,26 @@ class Importer:
     # ----- the walk --------------------------------------------------------------
 
     def run(self) -> ModuleOp:
+        if self.sizes:
+            dims = self.dynamic_dims()
+            for symbol, size in self.sizes.items():
+                low, high = dims.get(symbol, (size, size))
+                if symbol not in dims or not low <= size <= high:
+                    where = f"its range [{low}, {high}]" if symbol in dims else "its Dims"
+                    raise QoptError(f"size {size} of {symbol} is outside {where}")
+            with specialized(self.sizes):
+                return self._run()
+        return self._run()
+
+    def dynamic_dims(self) -> dict[str, tuple[int, int]]:
+        """The program's dynamic input dims: each Dim's symbol and its range (a
+        QoptError for forms qopt does not import)."""
+        specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
+        self._input_dims(self.ep.graph.nodes, specs)
+        dims, self.symbols = dict(self.symbols), {}
+        return dims
+
+    def _run(self) -> ModuleOp:
         graph = self.ep.graph
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
         # Dynamic inputs first: a program exported with a form of dynamic shape qopt
@@ -955,18 +1016,95 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     return imp.constant(to_numpy(inner), f"{owner.name}_{attr}", node)
 
 
+ALL_SIZES_UP_TO = 16
+"""A Dim of at most this many sizes is compiled at each; a wider one at its min,
+its max and the powers of two between (`enumerate_sizes`)."""
+MAX_VARIANTS = 64
+"""The most size variants one method compiles to."""
+
+
+def enumerate_sizes(
+    method: str, dims: Mapping[str, tuple[int, int]], requested: Any = None
+) -> list[dict[str, int]]:
+    """The size variants a static target compiles `method` at: for each Dim symbol
+    (`dims`: symbol -> range), the sizes `requested` gives (a list for a method with
+    one Dim, or a dict by symbol name), else every size of a Dim of at most
+    ALL_SIZES_UP_TO sizes, else its min, max and the powers of two between; their
+    combinations, in symbol-name order."""
+    import itertools
+
+    symbols = sorted(dims)
+    chosen: list[list[int]] = []
+    for symbol in symbols:
+        low, high = dims[symbol]
+        if requested is None:
+            sizes = (
+                list(range(low, high + 1))
+                if high - low < ALL_SIZES_UP_TO
+                else sorted(
+                    {
+                        low,
+                        high,
+                        *(1 << i for i in range(high.bit_length()) if low <= 1 << i <= high),
+                    }
+                )
+            )
+        else:
+            given = requested.get(symbol) if isinstance(requested, Mapping) else requested
+            if isinstance(requested, Mapping) and given is None:
+                raise QoptError(
+                    f"dynamic_sizes has no sizes for {symbol} (range [{low}, {high}]) of "
+                    f"method {method!r}: give {{{', '.join(repr(x) for x in symbols)}: [...]}}"
+                )
+            if isinstance(requested, Mapping) and len(requested) and len(symbols) > 0:
+                extra = sorted(set(requested) - set(symbols))
+                if extra:
+                    raise QoptError(
+                        f"dynamic_sizes names {', '.join(extra)}, not a dynamic dim of method "
+                        f"{method!r} (its Dims: {', '.join(symbols)})"
+                    )
+            elif len(symbols) > 1:
+                raise QoptError(
+                    f"method {method!r} has {len(symbols)} dynamic dims ({', '.join(symbols)}): "
+                    "give dynamic_sizes as a dict {symbol: [sizes]}"
+                )
+            if isinstance(given, int) or not isinstance(given, Sequence) or not given:
+                raise QoptError(
+                    f"dynamic_sizes for {symbol} must be a non-empty list of ints, got {given!r}"
+                )
+            sizes = sorted({int(x) for x in given})
+            outside = [x for x in sizes if not low <= x <= high]
+            if outside:
+                raise QoptError(
+                    f"dynamic_sizes {outside} of method {method!r} are outside the range "
+                    f"[{low}, {high}] of its Dim {symbol}"
+                )
+        chosen.append(sizes)
+    combos = [dict(zip(symbols, c, strict=True)) for c in itertools.product(*chosen)]
+    if len(combos) > MAX_VARIANTS:
+        raise QoptError(
+            f"method {method!r} would compile to {len(combos)} size variants (more than "
+            f"{MAX_VARIANTS}): choose its sizes with dynamic_sizes"
+        )
+    return combos
+
+
 def import_methods(
-    programs: dict[str, ExportedProgram], converters: dict[str, Converter]
+    programs: dict[str, ExportedProgram],
+    converters: dict[str, Converter],
+    sizes: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ModuleOp:
     """Several exported programs (an LLM's `prefill` and `decode`) as one module: a
     function per method, named after its key; the weights they share stored once
     (same key and equal data); the states they share declared once (the same buffer
-    names must have the same type and initial value in every program)."""
+    names must have the same type and initial value in every program). `sizes`:
+    the Dim sizes a function is imported at (a size variant, see `Importer`)."""
     store = WeightStore()
     declared: dict[str, GlobalOp] = {}
     functions: list[Operation] = []
     for name, ep in programs.items():
-        importer = Importer(ep, converters, store=store, function=name)
+        fixed = (sizes or {}).get(name)
+        importer = Importer(ep, converters, store=store, function=name, sizes=fixed)
         module = importer.run()
         for op in list(module.ops):
             op.detach()

@@ -11,18 +11,33 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qopt.dialects.signature import variant_name
 from qopt.errors import QoptError
 
 
-def import_program(ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None) -> ModuleOp:
+def import_program(
+    ep_or_path: Any,
+    *,
+    trust_pickle: bool = False,
+    limits: Any = None,
+    static: bool = False,
+    dynamic_sizes: Any = None,
+) -> ModuleOp:
     """Import a `torch.export.ExportedProgram` or a `.pt2` path into aten + quant
     (`limits`: a `qopt.Limits` or spec string bounding what a `.pt2` may declare).
 
     A dict `{method: program or path}` (an LLM's `prefill` and `decode`) imports
-    into one module with a function per method, sharing weights and states."""
+    into one module with a function per method, sharing weights and states.
+
+    A method exported with a `torch.export.Dim` imports with `?` dims (the reference
+    interpreter runs it at any size in range); with `static` (the CoreML and Vulkan
+    targets) or `dynamic_sizes`, it imports as static size variants `<method>__<size>`
+    at the sizes `dynamic_sizes` gives (a list for one Dim, a dict by symbol name for
+    several; a dict by method name of those for several methods), by default every
+    size of a narrow Dim or the powers of two of a wide one (`enumerate_sizes`)."""
 
     from qopt.frontend.converters import get_converters
-    from qopt.frontend.importer import Importer, import_methods
+    from qopt.frontend.importer import Importer, enumerate_sizes, import_methods
 
     if isinstance(ep_or_path, dict):
         methods: dict[str, Any] = ep_or_path
@@ -31,13 +46,41 @@ def import_program(ep_or_path: Any, *, trust_pickle: bool = False, limits: Any =
                 "import_program takes a dict of methods {name: program}, names being "
                 f"identifiers, got keys {list(methods)[:8]}"
             )
-        programs = {
-            name: import_source(value, trust_pickle=trust_pickle, limits=limits)
-            for name, value in methods.items()
-        }
-        return import_methods(programs, get_converters())
-    return Importer(import_source(ep_or_path, trust_pickle=trust_pickle, limits=limits),
-                    get_converters()).run()  # fmt: skip
+    else:
+        methods = {"forward": ep_or_path}
+    programs = {
+        name: import_source(value, trust_pickle=trust_pickle, limits=limits)
+        for name, value in methods.items()
+    }
+    converters = get_converters()
+    if not (static or dynamic_sizes is not None):
+        if isinstance(ep_or_path, dict):
+            return import_methods(programs, converters)
+        return Importer(programs["forward"], converters).run()
+    expanded: dict[str, Any] = {}
+    sizes: dict[str, dict[str, int]] = {}
+    for name, ep in programs.items():
+        dims = Importer(ep, converters).dynamic_dims()
+        if not dims:
+            expanded[name] = ep
+            continue
+        requested = dynamic_sizes
+        if isinstance(dynamic_sizes, dict) and name in dynamic_sizes:
+            requested = dynamic_sizes[name]
+        elif isinstance(dynamic_sizes, dict) and set(dynamic_sizes) & set(programs):
+            requested = None  # sizes given for other methods only
+        for combo in enumerate_sizes(name, dims, requested):
+            variant = variant_name(name, [combo[symbol] for symbol in sorted(combo)])
+            if variant in programs:
+                raise QoptError(
+                    f"method {variant!r} is also the name of a size variant of {name!r}: "
+                    "rename the method"
+                )
+            expanded[variant] = ep
+            sizes[variant] = combo
+    if not sizes and not isinstance(ep_or_path, dict):
+        return Importer(programs["forward"], converters).run()
+    return import_methods(expanded, converters, sizes)
 
 
 def import_source(ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None) -> Any:

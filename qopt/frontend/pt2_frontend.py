@@ -48,24 +48,37 @@ class PT2Frontend(Frontend):
     By default the archive is loaded without running code from it (see
     `qopt.frontend.pt2`); `trust_pickle` (`--trust-pickle`, or
     `-f 'pt2{trust_pickle=true}'`) allows full unpickling, for trusted files only.
+    `dynamic_sizes` (`-f 'pt2{dynamic_sizes=1,5,17}'`) imports a program exported with
+    one `torch.export.Dim` as static size variants `<method>__<size>`, the form the
+    CoreML and Vulkan pipelines compile (`qopt.compile(..., dynamic_sizes=[...])`).
     """
 
     name = "pt2"
 
     trust_pickle: bool = False
     limits: Limits = DEFAULT_LIMITS
+    dynamic_sizes: tuple[int, ...] = ()
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
         from qopt.context import register_qopt_dialects
-        from qopt.frontend.program import import_program
 
         register_qopt_dialects(ctx)
         if getattr(input, "name", None) == input_name and os.path.isfile(input_name):
             precheck_pt2(input_name)
-            return import_program(input_name, trust_pickle=self.trust_pickle, limits=self.limits)
+            return self._import(input_name)
         with tempfile.TemporaryDirectory(prefix="qopt-pt2-") as tmp:
             path = os.path.join(tmp, "input.pt2")
             with open(path, "wb") as f:
                 shutil.copyfileobj(input, f)
             precheck_pt2(path)
-            return import_program(path, trust_pickle=self.trust_pickle, limits=self.limits)
+            return self._import(path)
+
+    def _import(self, path: str) -> ModuleOp:
+        from qopt.frontend.program import import_program
+
+        return import_program(
+            path,
+            trust_pickle=self.trust_pickle,
+            limits=self.limits,
+            dynamic_sizes=list(self.dynamic_sizes) or None,
+        )

@@ -58,10 +58,12 @@ class CoremlArtifact:
 
     @property
     def methods(self) -> list[str]:
-        """The program's methods (`forward`, or `prefill` and `decode` ...), in order."""
+        """The program's methods (`forward`, or `prefill` and `decode` ...), in order
+        (a method compiled at several sizes listed once)."""
+        from qopt.dialects.signature import logical_methods
         from qopt.interpreters.session import methods_of
 
-        return methods_of(self.module)
+        return logical_methods(methods_of(self.module))
 
     @property
     def state_names(self) -> list[str]:

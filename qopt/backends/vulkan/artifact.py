@@ -42,9 +42,10 @@ from qopt.backends.vulkan.bundle import (
     read_bundle,
     write_atomically,
 )
+from qopt.dialects.signature import logical_methods
 from qopt.dialects.tensors import numel
 from qopt.errors import QoptError
-from qopt.inputs import check_inputs
+from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
@@ -102,8 +103,9 @@ class VulkanArtifact:
 
     @property
     def methods(self) -> list[str]:
-        """The program's entry points (`forward`, or `prefill` and `decode`), in order."""
-        return self.program.method_names()
+        """The program's entry points (`forward`, or `prefill` and `decode`), in order
+        (a method compiled at several sizes listed once)."""
+        return logical_methods(self.program.method_names())
 
     @property
     def state_names(self) -> list[str]:
@@ -285,7 +287,7 @@ class VulkanSession:
         its state updates stay on the device for the next call."""
         artifact = self._alive()
         program = artifact.program
-        m = program.method(method)
+        m = program.method(method, input_shapes(inputs))
         tensors = program.method_inputs(m)
         signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in tensors]
         what = "the Vulkan program" if len(program.methods) == 1 else f"method {m.name}"

@@ -42,6 +42,7 @@ import json
 import os
 import struct
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -53,6 +54,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from qopt.dialects import vkc
+from qopt.dialects.signature import logical_methods, pick_function
 from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
@@ -143,22 +145,27 @@ class BundleProgram:
     def method_names(self) -> list[str]:
         return [m.name for m in self.methods]
 
-    def method(self, name: str | None = None) -> Method:
-        """Method `name`; by default the only one, or `forward` (QoptError otherwise)."""
+    def method(self, name: str | None = None, shapes: Sequence[Sequence[int]] = ()) -> Method:
+        """Method `name`; by default the only one, or `forward` (QoptError otherwise). A
+        method compiled at several sizes (functions `<name>__<size>`) gives the size
+        variant whose inputs have `shapes` (qopt/dialects/signature.py)."""
         names = self.method_names()
+        logical = logical_methods(names)
         if name is None:
-            if len(self.methods) == 1:
-                return self.methods[0]
-            if "forward" in names:
+            if len(logical) == 1:
+                name = logical[0]
+            elif "forward" in logical:
                 name = "forward"
             else:
                 raise QoptError(
-                    f"the program has several methods ({', '.join(names)}): name one with method="
+                    f"the program has several methods ({', '.join(logical)}): name one with method="
                 )
-        for m in self.methods:
-            if m.name == name:
-                return m
-        raise QoptError(f"the program has no method {name!r} (its methods: {', '.join(names)})")
+        by_name = {m.name: m for m in self.methods}
+
+        def arg_shapes(function: str) -> list[tuple[int, ...]]:
+            return [tuple(t.shape) for t in self.method_inputs(by_name[function])]
+
+        return by_name[pick_function(name, names, arg_shapes, shapes)]
 
     def method_steps(self, method: Method) -> list[Step]:
         return self.steps[method.steps[0] : method.steps[1]]

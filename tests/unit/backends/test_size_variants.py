@@ -1,0 +1,129 @@
+"""Bounded dynamic length on the static targets (issue 11, T4): a prefill exported
+with `torch.export.Dim` compiles once per enumerated size (`<method>__<size>`
+functions sharing weights and states); a call runs the variant of its inputs'
+shapes, and a size not compiled is a QoptError listing the sizes that were."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+import qopt
+from qopt.dialects.signature import logical_methods, pick_function, variant_name
+from qopt.examples import apply_scheme, build_kv_llama
+from qopt.frontend.importer import enumerate_sizes
+
+CONFIG = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+          "max_seq_len": 40}  # fmt: skip
+
+
+def _export(model: torch.nn.Module, *inputs: torch.Tensor, **kw: object):
+    with torch.no_grad():
+        return torch.export.export(copy.deepcopy(model), inputs, strict=False, **kw)  # type: ignore[arg-type]
+
+
+def _greedy(step, prompt: list[int], n_new: int) -> list[int]:
+    logits = step(np.array([prompt]), np.arange(len(prompt)))
+    out = [int(logits[0, -1].argmax())]
+    while len(out) < n_new:
+        pos = len(prompt) + len(out) - 1
+        out.append(int(step(np.array([[out[-1]]]), np.array([pos]))[0, -1].argmax()))
+    return out
+
+
+def test_enumerated_sizes() -> None:
+    """Every size of a narrow Dim, min / max / powers of two of a wide one, the sizes
+    given (checked against the range), and the variant names."""
+    assert [c["s0"] for c in enumerate_sizes("f", {"s0": (1, 16)})] == list(range(1, 17))
+    assert [c["s0"] for c in enumerate_sizes("f", {"s0": (3, 100)})] == [3, 4, 8, 16, 32, 64, 100]
+    assert enumerate_sizes("f", {"s0": (1, 31)}, [17, 5, 5]) == [{"s0": 5}, {"s0": 17}]
+    assert len(enumerate_sizes("f", {"a": (1, 2), "b": (4, 6)})) == 6
+    with pytest.raises(
+        qopt.QoptError, match=r"\[40\] of method 'f' are outside the range \[1, 31\]"
+    ):
+        enumerate_sizes("f", {"s0": (1, 31)}, [40])
+    with pytest.raises(qopt.QoptError, match="give dynamic_sizes as a dict"):
+        enumerate_sizes("f", {"a": (1, 2), "b": (1, 2)}, [1])
+    with pytest.raises(qopt.QoptError, match="more than 64"):
+        enumerate_sizes("f", {"a": (1, 16), "b": (1, 16)})
+    names = [variant_name("prefill", [1]), variant_name("prefill", [5]), "decode"]
+    assert names[:2] == ["prefill__1", "prefill__5"]
+    assert logical_methods(names) == ["prefill", "decode"]
+    shapes = {"prefill__1": [(1, 1)], "prefill__5": [(1, 5)], "decode": [(1, 1)]}
+    assert pick_function("prefill", names, shapes.__getitem__, [(1, 5)]) == "prefill__5"
+    with pytest.raises(qopt.QoptError, match="compiled for the sizes 1, 5 of its dynamic dims"):
+        pick_function("prefill", names, shapes.__getitem__, [(1, 3)])
+
+
+@pytest.mark.parametrize("target,scheme", [("vulkan", "w4g32"), ("coreml", "float")])
+def test_dynamic_prefill_on_the_targets(target: str, scheme: str) -> None:
+    """T4 on the targets: a `Dim("seq", 1..31)` prefill (the index_copy_ cache form)
+    and a one-token decode compiled at sizes 1, 5 and 17; prompts of those lengths
+    then decode to 32 tokens (6 new ones on CoreML, whose package is interpreted),
+    equal to torch eager's."""
+    if target == "vulkan":
+        from qopt.backends.vulkan.runtime import vulkan_available
+
+        if (reason := vulkan_available()) is not None:
+            print(f"Vulkan part skipped: {reason}")
+            pytest.skip(reason)
+    example = (torch.tensor([[5, 9, 2, 33, 7]]), torch.arange(5))
+    model = apply_scheme(build_kv_llama(update="index_copy", **CONFIG), scheme, example)
+    seq = torch.export.Dim("seq", min=1, max=31)
+    prefill = _export(model, *example, dynamic_shapes=({1: seq}, {0: seq}))
+    decode = _export(model, torch.tensor([[1]]), torch.tensor([0]))
+    methods = {"prefill": prefill, "decode": decode}
+    artifact = qopt.compile(methods, target, dynamic_sizes=[1, 5, 17])
+    assert artifact.methods == ["prefill", "decode"]
+    if target == "coreml":
+        tmp = tempfile.mkdtemp(prefix="qopt-variants-")
+        artifact = qopt.load(artifact.save(os.path.join(tmp, "m.mlpackage")))
+        assert artifact.methods == ["prefill", "decode"]
+    session = artifact.session()
+    eager = copy.deepcopy(model)
+
+    def torch_step(tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return eager(torch.from_numpy(tokens), torch.from_numpy(positions)).numpy()
+
+    for length in (1, 5, 17):
+        prompt = [(7 * i + length) % 64 for i in range(length)]
+        new = 32 - length if target == "vulkan" else 6
+        want = _greedy(torch_step, prompt, new)
+        session.reset()
+        assert qopt.generate(session, prompt, new) == want, length
+    with pytest.raises(qopt.QoptError, match="compiled for the sizes 1, 5, 17"):
+        session.run(np.array([[1, 2]]), np.arange(2), method="prefill")
+
+
+def test_qopt_opt_imports_size_variants(tmp_path) -> None:
+    """`-f 'pt2{dynamic_sizes=2,5}'` imports a Dim-exported `.pt2` as `@forward__2` and
+    `@forward__5`, which the Vulkan pipeline compiles; without it the pipeline's
+    error says how to get them."""
+    import subprocess
+    import sys
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+    dim = torch.export.Dim("n", min=1, max=16)
+    ep = _export(model, torch.randn(1, 3, 8), dynamic_shapes=({1: dim},))
+    path = str(tmp_path / "m.pt2")
+    torch.export.save(ep, path)
+    opt = os.path.join(os.path.dirname(sys.executable), "qopt-opt")
+    run = subprocess.run(
+        [opt, path, "-f", "pt2{dynamic_sizes=2,5}", "-p", "qopt-vulkan"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"func.func @forward__2\(%\w+: tensor<1x2x8xf32>\)", run.stdout)
+    assert re.search(r"func.func @forward__5\(%\w+: tensor<1x5x8xf32>\)", run.stdout)
+    run = subprocess.run(
+        [opt, path, "-p", "qopt-vulkan"], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 1
+    assert "-f 'pt2{dynamic_sizes=1,8,64}'" in run.stderr
