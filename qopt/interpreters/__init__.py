@@ -93,6 +93,17 @@ def verify_for_run(module: ModuleOp) -> None:
         raise QoptError(f"the module does not verify, so it is not run: {first}") from e
 
 
+def call_function(interpreter: Interpreter, func: FuncOp, arrays: Sequence[Any]) -> tuple[Any, ...]:
+    """`interpreter.call_op(func, arrays)`; a QoptError an op raises keeps its own
+    message only (xDSL adds the whole module, printed, to it as a note)."""
+    try:
+        return interpreter.call_op(func, tuple(arrays))
+    except QoptError as e:
+        if hasattr(e, "__notes__"):
+            del e.__notes__
+        raise
+
+
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[np.ndarray, ...]:
     """Run `@forward` (or `function`) of `module` on numpy or torch inputs, once, on
     the initial state (`qopt.interpreters.session.Session` keeps state between calls)."""
@@ -100,5 +111,5 @@ def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tupl
     func = entry_function(module, function)
     arrays = check_inputs(func, inputs)
     interpreter = make_interpreter(module)
-    results = interpreter.call_op(func, tuple(arrays))
+    results = call_function(interpreter, func, arrays)
     return tuple(np.asarray(r) for r in results)

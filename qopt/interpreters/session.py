@@ -18,7 +18,7 @@ from xdsl.dialects.func import FuncOp
 from qopt.dialects.signature import logical_methods, pick_function
 from qopt.errors import QoptError
 from qopt.inputs import input_shapes
-from qopt.interpreters import check_inputs, make_interpreter, verify_for_run
+from qopt.interpreters import call_function, check_inputs, make_interpreter, verify_for_run
 from qopt.interpreters.ml_program import State
 
 
@@ -66,6 +66,11 @@ class Session:
         self._interpreter = make_interpreter(module, self.state)
 
     @property
+    def function_names(self) -> list[str]:
+        """The program's functions (a method's size variants each by its own name)."""
+        return list(self.functions)
+
+    @property
     def state_names(self) -> list[str]:
         """The names of the program's states (its mutated buffers' qualified names)."""
         return self.state.names
@@ -88,7 +93,7 @@ class Session:
         inputs; its state updates stay for the next call."""
         func = self._function(method, inputs)
         arrays = check_inputs(func, inputs)
-        results = self._interpreter.call_op(func, tuple(arrays))
+        results = call_function(self._interpreter, func, arrays)
         return tuple(np.array(r) for r in results)
 
     def reset(self) -> None:

@@ -168,16 +168,17 @@ def _conforms(declared: Shape, derived: Shape) -> bool:
     return all(d == DYNAMIC or d == e for d, e in zip(declared, derived, strict=True))
 
 
-class AtenOp(IRDLOperation):
+class AtenOpBase(IRDLOperation):
     """Base of every aten op: generic-looking custom format, shape verification.
 
     Subclasses implement `expected_shapes()` (the result shapes the op's
     operands and properties imply, or None to skip) and may extend `check()`.
+    Ops derive from `AtenOp` (pure); one with an effect derives from this base
+    directly (xDSL adds a base class's traits to its subclasses').
     """
 
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
-    traits = traits_def(Pure())
 
     def fail(self, message: str) -> VerifyException:
         return VerifyException(f"{where(self)}: {message}")
@@ -226,3 +227,9 @@ class AtenOp(IRDLOperation):
         elem = elem_of(value)
         if not isa(elem, IntegerType) or is_bool(elem):
             raise self.fail(f"{what} must be an integer tensor, got {value.type}")
+
+
+class AtenOp(AtenOpBase):
+    """An aten op without side effects (Pure: unused results may be dropped)."""
+
+    traits = traits_def(Pure())

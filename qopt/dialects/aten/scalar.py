@@ -36,9 +36,19 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.traits import MemoryWriteEffect
 from xdsl.utils.hints import isa
 
-from qopt.dialects.aten.base import AtenOp, Shape, integer, ints, norm_dim, numel, shape_of
+from qopt.dialects.aten.base import (
+    AtenOp,
+    AtenOpBase,
+    Shape,
+    integer,
+    ints,
+    norm_dim,
+    numel,
+    shape_of,
+)
 from qopt.dialects.tensors import elem_of
 from qopt.dtypes import is_bool
 
@@ -124,17 +134,18 @@ class SymSizeOp(RangedScalarOp):
 
 
 @irdl_op_definition
-class AssertScalarOp(AtenOp):
+class AssertScalarOp(AtenOpBase):
     """Fail the call unless the 0-d boolean `condition` holds: torch's run-time
     assertion on symbolic values (`aten._assert_scalar`, `torch._check`,
     `torch._check_is_size`). `message` is torch's text (the symbolic expression).
-    Not pure: it has an effect (the error), so it is never dropped as unused.
+    Not pure: it has an effect (the error; a memory write, as MLIR's cf.assert), so
+    it is never dropped as unused.
     """
 
     name = "aten.assert_scalar"
     condition = operand_def(TensorType)
     message = opt_prop_def(StringAttr)
-    traits = traits_def()
+    traits = traits_def(MemoryWriteEffect())
     assembly_format = "$condition attr-dict `:` type($condition)"
 
     def check(self) -> None:
