@@ -232,4 +232,25 @@ sets status[0] = 1, an error for the program.""",
 )
 
 
-SPECS = (GATHER_ROWS, EMBEDDING_Q4GSW, EMBEDDING_Q8CSW, EMBEDDING_LUT, GATHER_DIM, SCATTER_DIM)
+ASSERT_TRUE = KernelSpec(
+    name="assert_true",
+    glsl="assert_true.glsl",
+    bindings=(binding("cond", "i32"), status()),
+    push=(),
+    local_size=(1, 1, 1),
+    exact=always,
+    extents=lambda push, spec: {"cond": 1, STATUS: 1},
+    doc="""status[0] = 1 when cond[0] == 0: aten.assert_scalar, a run-time check torch
+recorded at export (an error for the program naming the check).""",
+)
+
+
+SPECS = (
+    ASSERT_TRUE,
+    GATHER_ROWS,
+    EMBEDDING_Q4GSW,
+    EMBEDDING_Q8CSW,
+    EMBEDDING_LUT,
+    GATHER_DIM,
+    SCATTER_DIM,
+)

@@ -75,6 +75,11 @@ def is_status_binding(name: str, dtype: str, writes: bool) -> bool:
 
 def index_error_message(what: str, step: int, kernel_name: str) -> str:
     """The one-line message for a dispatch whose status word was set."""
+    if kernel_name == "assert_true":
+        return (
+            f"{what}: a run-time check recorded at export failed (Vulkan step {step}); the "
+            "inputs are outside what the program was exported for"
+        )
     return (
         f"{what}: an index was out of range (Vulkan step {step}, kernel {kernel_name}); "
         "check the inputs (token ids must be below the vocabulary size)"

@@ -95,7 +95,15 @@ def _last_occurrences(keys: np.ndarray) -> np.ndarray:
     return keys.size - 1 - first_from_end
 
 
+def _assert_true_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
+    if i32s(buffers["cond"])[0] == 0:
+        status = buffers.get(STATUS)
+        word = np.uint32(0) if status is None else as_words(status)[0]
+        store(buffers, STATUS, np.array([word | np.uint32(1)], np.uint32))
+
+
 REFERENCES: dict[str, Reference] = {
+    "assert_true": _assert_true_ref,
     "gather_rows": _gather_ref,
     "embedding_q4gsw": _embedding_q_ref,
     "embedding_q8csw": _embedding_q_ref,

@@ -110,6 +110,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     mil_elem,
     mil_tensor,
 )
+from qopt.lowering.dynamic_windows import expand_dynamic_windows
 
 RULES = RuleTable()
 """Builtin values (`arith.constant`)."""
@@ -153,6 +154,7 @@ class ConvertToCoremlPass(ModulePass):
     """Minimum deployment target: iOS16, iOS17 or iOS18."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-coreml")
         try:
             opset = opset_number(self.target)

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
-from qopt.dialects.aten import indexing, shape
+from qopt.dialects.aten import indexing, scalar, shape
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
@@ -107,6 +107,21 @@ def _select(lw: Lowering, op: shape.SelectOp) -> Sequence[SSAValue]:
             squeeze_mask=bools(squeeze),
         )
     ]
+
+
+@RULES(scalar.AssertScalarOp)
+def _assert_scalar(lw: Lowering, op: scalar.AssertScalarOp) -> Sequence[SSAValue]:
+    """A run-time check torch recorded (`torch._check`, an `.item()`'s range). Core ML
+    has no op that fails a prediction, so the package cannot check it (coremltools'
+    torch frontend drops them too); it only guards inputs torch itself refuses, which
+    qopt's interpreter and the Vulkan target report as errors. A condition known at
+    compile time to be false is an error now."""
+    if (cond := lw.array(op.condition)) is not None and not bool(cond.reshape(-1)[0]):
+        message = f" ({op.message.data})" if op.message is not None else ""
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: asserts{message}, which is false for every input"
+        )
+    return []
 
 
 @RULES(indexing.IndexSelectOp)

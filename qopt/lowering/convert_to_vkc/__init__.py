@@ -83,6 +83,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     unsupported,
 )
+from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
 
@@ -219,6 +220,7 @@ class ConvertToVkcPass(ModulePass):
     lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-vkc")
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)

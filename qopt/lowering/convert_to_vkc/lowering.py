@@ -128,10 +128,11 @@ class Lowering:
         self.emit(op)
         return Buf(op.result, shape, dtype)
 
-    def status_buffer(self) -> Buf:
+    def status_buffer(self, what: str | None = None) -> Buf:
         """A fresh one-word index status buffer for one dispatch, naming the op being
-        lowered (and its source location) for the run-time error."""
-        what = where(self.current) if self.current is not None else "a Vulkan dispatch"
+        lowered (and its source location), or `what`, for the run-time error."""
+        if what is None:
+            what = where(self.current) if self.current is not None else "a Vulkan dispatch"
         op = vkc.AllocOp(
             properties={"status": UnitAttr(), "what": StringAttr(what)},
             result_types=[vkc.BufferType.get((1,), ui32)],

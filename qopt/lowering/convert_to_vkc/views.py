@@ -23,9 +23,11 @@ from xdsl.ir import Operation, SSAValue
 from qopt.dialects.aten import elementwise as el
 from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import layers, nn
+from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
+from qopt.errors import where
 from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
@@ -255,6 +257,23 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
     copy_strided(lw, x, lengths, src_strides, src_offset, out, out_strides, out_offset)
     return [out]
+
+
+@RULES(sc.AssertScalarOp)
+def lower_assert_scalar(lw: Lowering, op: sc.AssertScalarOp) -> Sequence[Buf]:
+    """A run-time check torch recorded (`torch._check`, `.item()`'s range): assert_true
+    sets a status word when it fails, an error naming the check after the call. A
+    condition known at compile time is checked now."""
+    message = f" ({op.message.data})" if op.message is not None else ""
+    found = lw.values[op.condition]
+    if not isinstance(found, Buf):
+        if not bool(np.asarray(found).reshape(-1)[0]):
+            raise unsupported(
+                op, f"asserts{message}, which is false for every input", "fix the model"
+            )
+        return []
+    lw.dispatch("assert_true", [found, lw.status_buffer(f"{where(op)}{message}")], [])
+    return []
 
 
 @RULES(ix.IndexSelectOp)
