@@ -7,7 +7,9 @@ and return logits `[1, S, vocab]` first. With a `prefill` method the prompt goes
 in one call (of the length prefill was exported with, or any length within the
 bounds of a `torch.export.Dim` prefill), then `decode`
 (or `forward`) one token per call; without one, the prompt is fed a token per
-call. The next token is the argmax of the last position's logits.
+call. The next token is the argmax of the last position's logits. A prefill
+compiled at some lengths only (`dynamic_sizes`) takes a prompt of another length
+in pieces of those lengths, in order (chunked prefill).
 """
 
 from __future__ import annotations
@@ -36,6 +38,34 @@ def _next_token(logits: np.ndarray) -> int:
     return int(np.argmax(logits.reshape(-1, logits.shape[-1])[-1]))
 
 
+def _sizes(session: Any) -> list[tuple[int, ...]]:
+    """The lengths `prefill` was compiled at (its size variants), [] if it takes any
+    length in its Dim's range or has one fixed length."""
+    from qopt.dialects.signature import variant_sizes
+
+    names = getattr(session, "function_names", None)
+    return variant_sizes("prefill", list(names)) if names is not None else []
+
+
+def _prefill_chunks(session: Any, length: int) -> list[tuple[int, int]]:
+    """The prompt's [start, stop) pieces, one prefill call each: the whole prompt, or,
+    when prefill was compiled at some lengths only (`dynamic_sizes`) and not at the
+    prompt's, consecutive pieces of the longest compiled length that fits (a token
+    left over goes through one-token calls): chunked prefill, the same cache and
+    logits for a causal decoder that takes its positions as an input."""
+    sizes = sorted({s[0] for s in _sizes(session) if len(s) == 1}, reverse=True)
+    if not sizes or length in sizes:
+        return [(0, length)]
+    chunks: list[tuple[int, int]] = []
+    start = 0
+    while start < length:
+        fits = [s for s in sizes if s <= length - start]
+        size = fits[0] if fits else 1
+        chunks.append((start, start + size))
+        start += size
+    return chunks
+
+
 def generate(session: Any, prompt: Sequence[int], max_new_tokens: int) -> list[int]:
     """`max_new_tokens` greedy tokens after `prompt` (see the module docstring)."""
     prompt = [int(t) for t in prompt]
@@ -59,7 +89,13 @@ def generate(session: Any, prompt: Sequence[int], max_new_tokens: int) -> list[i
         return _logits(session.run(ids, positions, method=method), method)
 
     if "prefill" in methods:
-        logits = call("prefill", prompt, 0)
+        logits = None
+        for start, stop in _prefill_chunks(session, len(prompt)):
+            if stop - start == 1 and step != "prefill" and (stop - start,) not in _sizes(session):
+                logits = call(step, prompt[start:stop], start)
+            else:
+                logits = call("prefill", prompt[start:stop], start)
+        assert logits is not None
     else:
         for position, token in enumerate(prompt[:-1]):
             call(step, [token], position)

@@ -174,6 +174,16 @@ def variant_of(name: str, names: Sequence[str]) -> str | None:
     return match["method"]
 
 
+def variant_sizes(method: str, names: Sequence[str]) -> list[tuple[int, ...]]:
+    """The sizes `method` was compiled at (one tuple per variant, sorted); [] when it
+    has no size variants."""
+    return sorted(
+        tuple(int(x) for x in n.rsplit("__", 1)[1].split("_"))
+        for n in names
+        if variant_of(n, names) == method
+    )
+
+
 def logical_methods(names: Sequence[str]) -> list[str]:
     """The methods of a program with functions `names`: the size variants of one
     method listed once under its name, in order of first appearance."""
@@ -237,4 +247,5 @@ __all__ = [
     "symbol_ranges",
     "variant_name",
     "variant_of",
+    "variant_sizes",
 ]

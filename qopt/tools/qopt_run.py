@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "input_file",
-        help="an .mlir module, a .pt2 file, a .qvk bundle (or an .mlpackage with --generate)",
+        help="an .mlir module, a .pt2 file, a .qvk bundle or an .mlpackage (interpreted)",
     )
     parser.add_argument("--inputs", help="npz file with the inputs arr_0, arr_1, ...")
     parser.add_argument(
@@ -58,7 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--outputs", help="npz file to write the outputs to (default: summary)")
     parser.add_argument("--device", choices=DEVICES, default="interp")
-    parser.add_argument("--function", default="forward", help="entry function (default: forward)")
+    parser.add_argument(
+        "--method",
+        "--function",
+        dest="function",
+        default=None,
+        help="the method to run (prefill, decode ...; default: the only one, or forward); "
+        "a method compiled at several sizes runs the variant of the inputs' shapes",
+    )
     parser.add_argument(
         "--check-dispatches",
         default=False,
@@ -161,6 +168,7 @@ def run_vulkan(
     trust_pickle: bool,
     check: bool = False,
     limits: Limits = DEFAULT_LIMITS,
+    method: str | None = None,
 ) -> tuple[np.ndarray, ...]:
     """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan, on the
     Vulkan device (with `check`, first compared dispatch by dispatch with the
@@ -183,7 +191,7 @@ def run_vulkan(
     with artifact:
         if check:
             check_dispatches_report(artifact, inputs)
-        return artifact(*inputs)
+        return artifact(*inputs, method=method)
 
 
 def check_dispatches_report(artifact: Any, inputs: Sequence[np.ndarray]) -> None:
@@ -248,8 +256,6 @@ def run_generate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from qopt import interpret
-
     if args.generate is not None:
         run_generate(args)
         return
@@ -264,16 +270,25 @@ def run(args: argparse.Namespace) -> None:
             args.trust_pickle,
             args.check_dispatches,
             args.limits,
+            args.function,
         )
     elif os.path.splitext(args.input_file)[1] == ".qvk":
         raise QoptError(
             f"'{args.input_file}' is a Vulkan bundle: run it with --device vulkan "
             "(or interpret its .mlir at the vkc level)"
         )
+    elif args.input_file.rstrip("/").endswith(".mlpackage"):
+        from qopt import load
+
+        outputs = load(args.input_file)(
+            *load_inputs(args.inputs, args.limits), method=args.function
+        )
     else:
+        from qopt.interpreters.session import Session
+
         module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
         inputs = load_inputs(args.inputs, args.limits)
-        outputs = interpret(module, *inputs, function=args.function)
+        outputs = Session(module).run(*inputs, method=args.function)
     if args.outputs is not None:
         save_outputs(args.outputs, outputs)
         return

@@ -222,6 +222,11 @@ class VulkanSession:
         return self._artifact.methods
 
     @property
+    def function_names(self) -> list[str]:
+        """The program's functions (a method's size variants each by its own name)."""
+        return self._artifact.program.method_names()
+
+    @property
     def state_names(self) -> list[str]:
         return self._artifact.state_names
 

@@ -61,10 +61,18 @@ def test_enumerated_sizes() -> None:
         pick_function("prefill", names, shapes.__getitem__, [(1, 3)])
 
 
-@pytest.mark.parametrize("target,scheme", [("vulkan", "w4g32"), ("coreml", "float")])
-def test_dynamic_prefill_on_the_targets(target: str, scheme: str) -> None:
-    """T4 on the targets: a `Dim("seq", 1..31)` prefill (the index_copy_ cache form)
-    and a one-token decode compiled at sizes 1, 5 and 17; prompts of those lengths
+@pytest.mark.parametrize(
+    "target,scheme,update",
+    [
+        ("vulkan", "w4g32", "index_copy"),
+        ("vulkan", "float", "narrow"),
+        ("coreml", "w4g32", "narrow"),
+    ],
+)
+def test_dynamic_prefill_on_the_targets(target: str, scheme: str, update: str) -> None:
+    """T4 on the targets: a `Dim("seq", 1..31)` prefill (the index_copy_ cache form, or
+    `.item()` + `narrow(...).copy_`, expand_dynamic_windows) and a one-token decode
+    compiled at sizes 1, 5 and 17; prompts of those lengths (and of 12, in chunks)
     then decode to 32 tokens (6 new ones on CoreML, whose package is interpreted),
     equal to torch eager's."""
     if target == "vulkan":
@@ -74,7 +82,7 @@ def test_dynamic_prefill_on_the_targets(target: str, scheme: str) -> None:
             print(f"Vulkan part skipped: {reason}")
             pytest.skip(reason)
     example = (torch.tensor([[5, 9, 2, 33, 7]]), torch.arange(5))
-    model = apply_scheme(build_kv_llama(update="index_copy", **CONFIG), scheme, example)
+    model = apply_scheme(build_kv_llama(update=update, **CONFIG), scheme, example)
     seq = torch.export.Dim("seq", min=1, max=31)
     prefill = _export(model, *example, dynamic_shapes=({1: seq}, {0: seq}))
     decode = _export(model, torch.tensor([[1]]), torch.tensor([0]))
@@ -92,7 +100,7 @@ def test_dynamic_prefill_on_the_targets(target: str, scheme: str) -> None:
         with torch.no_grad():
             return eager(torch.from_numpy(tokens), torch.from_numpy(positions)).numpy()
 
-    for length in (1, 5, 17):
+    for length in (1, 5, 17, 12):  # 12: not compiled, prefilled as 5 + 5 + 1 + 1
         prompt = [(7 * i + length) % 64 for i in range(length)]
         new = 32 - length if target == "vulkan" else 6
         want = _greedy(torch_step, prompt, new)
@@ -100,6 +108,36 @@ def test_dynamic_prefill_on_the_targets(target: str, scheme: str) -> None:
         assert qopt.generate(session, prompt, new) == want, length
     with pytest.raises(qopt.QoptError, match="compiled for the sizes 1, 5, 17"):
         session.run(np.array([[1, 2]]), np.arange(2), method="prefill")
+    if target == "vulkan" and update == "narrow":  # torch's range check, on the device
+        with pytest.raises(qopt.QoptError, match=r"\(u\d+ <= 39\): a run-time check"):
+            session.run(np.array([[1]]), np.array([40]), method="decode")
+
+
+def test_expand_dynamic_windows_keeps_the_results() -> None:
+    """expand_dynamic_windows (item, dynamic_slice, dynamic_update_slice as run-time
+    indices) on the narrow-form decoder: the interpreter gives the same logits and
+    caches before and after, and the same error for a position beyond the cache."""
+    from qopt.context import print_module
+    from qopt.lowering.dynamic_windows import expand_dynamic_windows
+
+    model = build_kv_llama(update="narrow", **CONFIG)
+    module = qopt.import_program(_export(model, torch.tensor([[1]]), torch.tensor([0])))
+    before = qopt.session(module)
+    expanded = qopt.import_program(_export(model, torch.tensor([[1]]), torch.tensor([0])))
+    expand_dynamic_windows(expanded)
+    text = print_module(expanded)
+    assert "aten.item" not in text
+    assert "dynamic_update_slice" not in text
+    assert text.count("aten.index_copy") == 4
+    assert text.count("aten.assert_scalar") == 3
+    after = qopt.session(expanded)
+    for token, pos in ((3, 0), (7, 1), (11, 5)):
+        args = (np.array([[token]]), np.array([pos]))
+        np.testing.assert_array_equal(before.run(*args)[0], after.run(*args)[0])
+    for name in before.state_names:
+        np.testing.assert_array_equal(before.read_state(name), after.read_state(name))
+    with pytest.raises(qopt.QoptError, match=r"assertion failed: u\d+ <= 39$"):
+        after.run(np.array([[3]]), np.array([40]))
 
 
 def test_qopt_opt_imports_size_variants(tmp_path) -> None:

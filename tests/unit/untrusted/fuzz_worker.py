@@ -62,12 +62,13 @@ PROGRAM_INPUTS = {
     "llama.mlir": "llama_in.npz",
     "mlp.qvk": "mlp_in.npz",
     "llama.qvk": "llama_in.npz",
+    "kv.qvk": "kv_in.npz",
     "mlp.mlpackage": "mlp_in.npz",
 }
 SEEDS_BY_FORMAT = {
     "pt2": ("mlp.pt2", "mlp.pt2", "llama.pt2", "dyn.pt2"),
     "mlir": ("mlp.mlir", "mlp.mlir", "mlp_fused.mlir", "llama.mlir"),
-    "qvk": ("mlp.qvk", "llama.qvk"),
+    "qvk": ("mlp.qvk", "llama.qvk", "kv.qvk"),
     "mlpackage": ("mlp.mlpackage",),
     "npz": ("mlp_in.npz", "llama_in.npz"),
 }
@@ -108,6 +109,16 @@ def make_seeds(directory: str | os.PathLike[str]) -> Path:
     qopt.compile(mlp, target="vulkan").save(str(out / "mlp.qvk"))
     qopt.compile(llama, target="vulkan").save(str(out / "llama.qvk"))
     qopt.compile(mlp, target="coreml").save(str(out / "mlp.mlpackage"))
+    # A stateful program: a KV-cache decoder's `forward` (one token) and `prefill`
+    # (4 tokens) sharing weights and cache states.
+    kv = examples.build_kv_llama(vocab_size=64, dim=32, n_layers=1, n_heads=4, hidden_dim=64,
+                                 max_seq_len=16)  # fmt: skip
+    with torch.no_grad():
+        decode = torch.export.export(kv, (torch.tensor([[3]]), torch.tensor([5])), strict=False)
+        prefill = torch.export.export(kv, (torch.tensor([[1, 2, 3, 4]]), torch.arange(4)),
+                                      strict=False)  # fmt: skip
+    qopt.compile({"forward": decode, "prefill": prefill}, target="vulkan").save(str(out / "kv.qvk"))
+    np.savez(out / "kv_in.npz", np.array([[3]]), np.array([5]))
     np.savez(out / "mlp_in.npz", *[t.numpy() for t in examples.random_inputs("mlp")])
     np.savez(out / "llama_in.npz", *[t.numpy() for t in examples.random_inputs("llama")])
     return out
@@ -800,8 +811,9 @@ def mutate_qvk(rng: random.Random, seed: Path, marker: str) -> tuple[bytes, str,
     kind = rng.choices(
         ("bytes", "push", "groups", "buffer-id", "buffer-alias", "buffer-record", "slots",
          "tensor", "kernel", "spec", "spirv-swap", "spirv-edit", "constant-dtype",
-         "constant-data", "blob-record", "steps", "manifest", "header", "multi"),
-        weights=(5, 8, 7, 6, 7, 6, 4, 5, 4, 7, 3, 2, 3, 4, 4, 4, 3, 2, 8),
+         "constant-data", "blob-record", "steps", "manifest", "header", "multi", "states",
+         "methods"),
+        weights=(5, 8, 7, 6, 7, 6, 4, 5, 4, 7, 3, 2, 3, 4, 4, 4, 3, 2, 8, 5, 5),
     )[0]  # fmt: skip
     if kind == "bytes":
         out, detail = mutate_bytes(rng, data)
@@ -823,7 +835,8 @@ def mutate_qvk(rng: random.Random, seed: Path, marker: str) -> tuple[bytes, str,
     details = []
     for _ in range(rounds):
         k = rng.choice(("push", "groups", "buffer-id", "buffer-alias", "buffer-record", "slots",
-                        "tensor", "spec", "steps", "constant-data")) if kind == "multi" else kind  # fmt: skip
+                        "tensor", "spec", "steps", "constant-data", "states",
+                        "methods")) if kind == "multi" else kind  # fmt: skip
         blobs, detail = _mutate_manifest(rng, manifest, blobs, k, marker)
         details.append(f"{k}: {detail}" if kind == "multi" else detail)
     return qvk_build(manifest, blobs, version), kind, "; ".join(details)
@@ -1034,6 +1047,51 @@ def _mutate_manifest(
         r[key] = rng.choice((0, 1, 4, -1, r[key] + 4, r[key] - 4, r[key] * 2, 2**40, 2**64,
                              len(blobs), len(blobs) - 4, None))  # fmt: skip
         return blobs, f"{what} blob {key}={r[key]!r}"
+    if kind == "states":
+        states = m["states"]
+        if not states:  # a stateless program: declare one over some buffer
+            states.append({"name": "s", "buffer": rng.randrange(len(buffers)), "shape": [1],
+                           "dtype": "float32", "initial": None})  # fmt: skip
+            return blobs, "states: one added"
+        e = rng.choice(states)
+        key = rng.choice(("buffer", "shape", "dtype", "initial", "name", "duplicate", "delete"))
+        if key == "duplicate":
+            states.append(copy.deepcopy(e))
+            return blobs, f"state {e['name']} twice"
+        if key == "delete":
+            states.remove(e)
+            return blobs, f"state {e['name']} deleted"
+        shape = e["shape"] if isinstance(e["shape"], list) and e["shape"] else [1]
+        doubled = [shape[0] * 2, *shape[1:]]
+        e[key] = rng.choice({
+            "buffer": (-1, 0, len(buffers) - 1, len(buffers), 2**40, None, "0",
+                       rng.randrange(len(buffers))),
+            "shape": ([], [0], [2**31, 2**31], [1] * 20, None, "4", doubled),
+            "dtype": ("float64", "int64", "bool", "object", "", None, "int8"),
+            "initial": (-1, len(m["constants"]), 2**40, "0", 1.5, 0),
+            "name": ("", None, "../x", states[0]["name"], "a" * 5000, 7),
+        }[key])  # fmt: skip
+        return blobs, f"state {key}={e[key]!r}"[:200]
+    if kind == "methods":
+        methods = m["methods"]
+        e = rng.choice(methods)
+        key = rng.choice(("steps", "inputs", "outputs", "name", "duplicate", "delete", "extra"))
+        if key == "duplicate":
+            methods.append(copy.deepcopy(e))
+            return blobs, f"method {e['name']} twice"
+        if key == "delete":
+            methods.remove(e)
+            return blobs, f"method {e['name']} deleted"
+        if key == "extra":
+            e["bogus"] = 1
+            return blobs, "method extra key"
+        if key == "name":
+            e["name"] = rng.choice(("", None, 7, "forward", "prefill", "x__3", "forward__1"))
+            return blobs, f"method name={e['name']!r}"
+        n = len({"steps": steps, "inputs": m["inputs"], "outputs": m["outputs"]}[key])
+        e[key] = rng.choice(([0, n + 1], [n, 0], [-1, n], [0], [0, 0], None, [0, 2**40],
+                             [0.5, n], [1, n], [0, max(n - 1, 0)]))  # fmt: skip
+        return blobs, f"method {key}={e[key]!r}"
     if kind == "steps":
         how = rng.choice(("delete", "duplicate", "reorder", "kernel", "clear", "many"))
         if how == "delete":
