@@ -165,3 +165,39 @@ def test_qopt_opt_imports_size_variants(tmp_path) -> None:
     )
     assert run.returncode == 1
     assert "-f 'pt2{dynamic_sizes=1,8,64}'" in run.stderr
+
+
+def test_qopt_run_picks_the_variant(tmp_path) -> None:
+    """qopt-run on a `.qvk` and an `.mlpackage` compiled at sizes 2 and 5: `--inputs`
+    of length 5 run `forward__5` (`--method forward`), equal to torch; length 3 is the
+    error listing the sizes."""
+    import subprocess
+    import sys
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+    dim = torch.export.Dim("n", min=1, max=16)
+    ep = _export(model, torch.randn(1, 3, 8), dynamic_shapes=({1: dim},))
+    x = np.random.default_rng(0).standard_normal((1, 5, 8)).astype(np.float32)
+    np.savez(tmp_path / "in5.npz", x)
+    np.savez(tmp_path / "in3.npz", x[:, :3])
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    run = os.path.join(os.path.dirname(sys.executable), "qopt-run")
+    paths = [(str(tmp_path / "m.mlpackage"), "coreml", [])]
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    if (reason := vulkan_available()) is None:
+        paths.append((str(tmp_path / "m.qvk"), "vulkan", ["--device", "vulkan"]))
+    else:
+        print(f"Vulkan part skipped: {reason}")
+    for path, target, extra in paths:
+        qopt.compile(ep, target, dynamic_sizes=[2, 5]).save(path)
+        out = str(tmp_path / f"{target}.npz")
+        args = [run, path, "--inputs", str(tmp_path / "in5.npz"), "--method", "forward"]
+        done = subprocess.run([*args, *extra, "--outputs", out], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        np.testing.assert_allclose(np.load(out)["arr_0"], want, rtol=1e-5, atol=1e-6)
+        args = [run, path, "--inputs", str(tmp_path / "in3.npz"), *extra]
+        done = subprocess.run(args, capture_output=True, text=True)
+        assert done.returncode == 1
+        assert "compiled for the sizes 2, 5" in done.stderr, done.stderr
