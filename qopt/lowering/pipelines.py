@@ -47,6 +47,9 @@ class QoptCoremlPipeline(ModulePass):
 
     compute_precision: str = "fp32"
     """fp32 or fp16 (`compute-precision` on the command line)."""
+    states: str = "state"
+    """Program state as Core ML states (`state`, iOS18) or extra inputs and outputs
+    (`io`), as convert-to-coreml's option."""
 
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
@@ -62,7 +65,7 @@ class QoptCoremlPipeline(ModulePass):
         passes: list[ModulePass] = [
             FuseQuantPass(),
             FoldConstantsPass(),
-            ConvertToCoremlPass(target=self.target),
+            ConvertToCoremlPass(target=self.target, states=self.states),
         ]
         if self.compute_precision == "fp16":
             passes.append(CoremlFp16Pass())

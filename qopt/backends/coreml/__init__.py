@@ -193,19 +193,22 @@ def compile_coreml(
     minimum_deployment_target: str = "iOS18",
     compute_precision: str = "fp32",
     output_names: Sequence[str] | None = None,
+    states: str = "state",
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
     then build its MIL Program (one per method). `compute_precision` is "fp32"
     (default, exact checks) or "fp16". Outputs are named `output_names` (a
     single-method program), else as the module records (`qopt.output_names`: the
-    exported program's), else `output_<i>`."""
+    exported program's), else `output_<i>`. `states="io"` passes program state
+    (KV caches) as extra inputs and outputs of every call instead of Core ML states
+    (which need iOS18)."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
 
     pipeline = QoptCoremlPipeline(
-        target=minimum_deployment_target, compute_precision=compute_precision
+        target=minimum_deployment_target, compute_precision=compute_precision, states=states
     )
     pipeline.apply(make_context(), module)
     programs = build_programs(module, output_names)

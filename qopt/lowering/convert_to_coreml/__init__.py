@@ -111,6 +111,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     mil_tensor,
 )
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
+from qopt.lowering.external_state import externalize_states
 
 RULES = RuleTable()
 """Builtin values (`arith.constant`)."""
@@ -153,7 +154,18 @@ class ConvertToCoremlPass(ModulePass):
     target: str = "iOS18"
     """Minimum deployment target: iOS16, iOS17 or iOS18."""
 
+    states: str = "state"
+    """How program state (mutable globals: KV caches) is kept: `state`, Core ML states
+    (iOS18), or `io`, extra inputs and outputs of every call that the caller keeps
+    (any target; qopt/lowering/external_state.py)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.states not in ("state", "io"):
+            raise QoptError(
+                f"convert-to-coreml: states must be 'state' or 'io', got '{self.states}'"
+            )
+        if self.states == "io":
+            externalize_states(op)
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-coreml")
         try:

@@ -96,7 +96,9 @@ def convert_states(module: ModuleOp, opset: int, target: str) -> None:
             f"convert-to-coreml: the program keeps state between calls ({_shown(names)}: "
             "buffers it mutates, e.g. a KV cache); Core ML states (MIL read_state / "
             f"coreml_update_state) exist from iOS18, the target is {target}: use "
-            "convert-to-coreml{target=iOS18} / minimum_deployment_target='iOS18'"
+            "convert-to-coreml{target=iOS18} / minimum_deployment_target='iOS18', or pass "
+            "the states as inputs and outputs of every call (convert-to-coreml{states=io} "
+            "/ states='io')"
         )
     for g in states:
         elem = state_elem(g)

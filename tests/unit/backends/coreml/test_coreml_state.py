@@ -188,6 +188,30 @@ def test_state_below_ios18_is_an_error(target: str) -> None:
     assert "minimum_deployment_target='iOS18'" in str(info.value)
 
 
+def test_states_as_inputs_and_outputs_below_ios18() -> None:
+    """`states="io"` at iOS17 (ExecuTorch's form): the caches are the last inputs
+    (named after the buffers) and outputs (`<name>_out`) of the package read back;
+    the caller threads them from zeros, and 12 greedy tokens equal torch's."""
+    model = _model("index_put", "w8c")  # int8 weights: iOS17 has no int4
+    ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
+    artifact = qopt.compile(ep, target="coreml", minimum_deployment_target="iOS17", states="io")
+    io_names = [c.replace(".", "_") for c in CACHES]
+    assert artifact.output_names == ["linear_14", *(f"{n}_out" for n in io_names)]
+    loaded = qopt.load(artifact.save(os.path.join(_TMP, "states-io.mlpackage")))
+    assert loaded.state_names == []
+    (func,) = [op for op in loaded.module.ops if isinstance(op, FuncOp)]
+    assert [a.name_hint for a in func.body.block.args][2:] == io_names
+    caches = [np.zeros((1, 2, 40, 8), np.float32) for _ in CACHES]
+    eager = copy.deepcopy(model)
+    got, want = [3], [3]
+    with torch.no_grad():
+        for pos in range(12):
+            logits, *caches = loaded(np.array([[got[-1]]]), np.array([pos]), *caches)
+            got.append(int(logits[0, -1].argmax()))
+            want.append(int(eager(torch.tensor([[want[-1]]]), torch.tensor([pos]))[0, -1].argmax()))
+    assert got == want
+
+
 def test_prefill_and_decode_share_weights_and_states() -> None:
     """`prefill` (8 tokens) and `decode` (1 token) in one multifunction package:
     weights stored once, the states declared once; prefill then 24 decode calls on
