@@ -113,6 +113,12 @@ def test_packing_round_trip() -> None:
         assert np.array_equal(unpack_bits(w, bits, 37, lo), v)
     # q4gsw order: even element in the low nibble, value + 8
     assert pack_bits(np.array([[1, -2] + [0] * 30]), 4, -8)[0, 0] & 0xFF == (6 << 4) | 9
+    assert pack_bits(np.array([[1, 0, 1, 1] + [0] * 28]), 1)[0, 0] == 0b1101
+    assert pack_bits(np.array([[3, 0, 2] + [0] * 13]), 2)[0, 0] == (2 << 4) | 3
+    assert pack_bits(np.zeros((3, 0), np.int8), 4).shape == (3, 0)
+    for bad in (8, -9):
+        with pytest.raises(ValueError, match=r"outside \[-8, 7\]"):
+            pack_bits(np.array([[0, bad]]), 4, -8)
     data = RNG.integers(-8, 8, size=(6, 64))
     s = RNG.random((6, 2), dtype=F32)
     zp = RNG.integers(-3, 3, size=(6, 2))
