@@ -209,10 +209,10 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "GROUP_SIZE": packed.group_size,
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
-            # one x row: 4 weight rows per invocation; several: 2 weight rows x 4 x rows
-            # (each weight chunk decoded once for the 4 rows)
-            "NPW": 4 if m == 1 else 2,
-            "MT": 1 if m == 1 else 4,
+            # 4 weight rows per invocation, one x row: on lavapipe faster than the
+            # MT > 1 tiles at M = 16 too (their private arrays spill), as for linear_qw
+            "NPW": 4,
+            "MT": 1,
         },
     )
     return [out]
