@@ -112,6 +112,9 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
+        from qopt.context import WeightMLIRTarget
+
+        self.available_targets["mlir"] = lambda: WeightMLIRTarget
 
         def write_vkbundle(module: ModuleOp, output: IO[str]) -> None:
             """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place)."""
@@ -144,15 +147,16 @@ class QoptOptMain(xDSLOptMain):
             "--print-weights",
             default=False,
             action="store_true",
-            help="print every dense_resource blob (default: elide blobs larger than "
-            f"{DEFAULT_ELIDE_BYTES} bytes)",
+            help="print every dense_resource blob (the default, except on a terminal, "
+            f"where blobs larger than {DEFAULT_ELIDE_BYTES} bytes are elided)",
         )
         weights.add_argument(
             "--elide-weights-if-larger",
             type=int,
             default=None,
             metavar="N",
-            help="elide dense_resource blobs larger than N bytes from the output",
+            help="print dense_resource blobs larger than N bytes as "
+            "dense_resource<__elided__> (text that no pass can compile)",
         )
 
     @property
@@ -160,11 +164,16 @@ class QoptOptMain(xDSLOptMain):
         return self.args.limits
 
     def elide_threshold(self) -> int | None:
+        """Blobs above this many bytes print as `dense_resource<__elided__>`: only
+        when asked (`--elide-weights-if-larger`) or on a terminal, never into a file
+        or a pipe, whose text must compile (None: every blob)."""
         if self.args.print_weights:
             return None
         if self.args.elide_weights_if_larger is not None:
             return self.args.elide_weights_if_larger
-        return DEFAULT_ELIDE_BYTES
+        if self.args.output_file is None and sys.stdout.isatty():
+            return DEFAULT_ELIDE_BYTES
+        return None
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0

@@ -110,6 +110,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     mil_elem,
     mil_tensor,
 )
+from qopt.resources import require_weights
 
 RULES = RuleTable()
 """Builtin values (`arith.constant`)."""
@@ -154,6 +155,7 @@ class ConvertToCoremlPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         refuse_dynamic(op, "convert-to-coreml")
+        require_weights(op, self.name)
         try:
             opset = opset_number(self.target)
         except ValueError as e:

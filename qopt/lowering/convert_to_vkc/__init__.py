@@ -85,6 +85,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
 )
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
+from qopt.resources import require_weights
 
 FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, state)
 """The rule family modules, each with its `RULES` by op class."""
@@ -220,6 +221,7 @@ class ConvertToVkcPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         refuse_dynamic(op, "convert-to-vkc")
+        require_weights(op, self.name)
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already

@@ -20,6 +20,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from qopt.lowering.fuse_quant.report import FusionLog
+from qopt.resources import require_weights
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
@@ -43,6 +44,7 @@ class FuseQuantPass(ModulePass):
     """Print one line per quant op left unfused, with its location and why."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_weights(op, self.name)
         log = self.run(op)
         if self.report:
             log.print_unfused(op)

@@ -226,14 +226,15 @@ def test_run_summary_and_outputs(tmp_path: Path, valid_mlir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def mlp_imports(mlp_pt2: tuple[Path, np.ndarray, np.ndarray]) -> tuple[str, Path]:
-    """`qopt-opt x.pt2` (its stdout) and `qopt-opt x.pt2 --print-weights -o x.mlir`,
+    """`qopt-opt x.pt2 --elide-weights-if-larger 1024` (its stdout, as a terminal
+    shows it) and `qopt-opt x.pt2 -o x.mlir` (every weight: the default into a file),
     run side by side (each pays for `import torch`)."""
     pt2 = mlp_pt2[0]
     module = pt2.with_suffix(".mlir")
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     commands = [
-        [str(QOPT_OPT), str(pt2)],
-        [str(QOPT_OPT), str(pt2), "--print-weights", "-o", str(module)],
+        [str(QOPT_OPT), str(pt2), "--elide-weights-if-larger", "1024"],
+        [str(QOPT_OPT), str(pt2), "-o", str(module)],
     ]
     processes = [
         subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -247,20 +248,21 @@ def mlp_imports(mlp_pt2: tuple[Path, np.ndarray, np.ndarray]) -> tuple[str, Path
 
 @pytest.fixture(scope="module")
 def mlp_mlir(mlp_imports: tuple[str, Path]) -> Path:
-    """The imported MLP printed with every weight (`qopt-opt x.pt2 --print-weights`)."""
+    """The imported MLP printed with every weight (`qopt-opt x.pt2 -o x.mlir`)."""
     return mlp_imports[1]
 
 
 def test_opt_pt2_round_trip(mlp_imports: tuple[str, Path]) -> None:
-    """`qopt-opt x.pt2 | qopt-opt` prints the same text (elided weights stay referenced)."""
+    """`qopt-opt x.pt2 | qopt-opt` prints the same text (elided weights print as
+    `dense_resource<__elided__>`, as MLIR prints them)."""
     first, full = mlp_imports
-    assert "dense_resource<p_fc1_weight>" in first
-    assert "p_fc1_weight:" not in first  # 32 KiB: elided by default
+    assert "dense_resource<__elided__> : tensor<128x64xf32>" in first
+    assert "p_fc1_weight" not in first  # 32 KiB: elided
     second = run(QOPT_OPT, stdin=first)
     assert second.returncode == 0, second.stderr
     assert second.stdout == first
     # Eliding the blobs of the fully printed module gives the same text.
-    assert run(QOPT_OPT, full).stdout == first
+    assert run(QOPT_OPT, full, "--elide-weights-if-larger", "1024").stdout == first
 
 
 def test_opt_print_weights_round_trip(mlp_mlir: Path) -> None:
@@ -295,7 +297,7 @@ def test_run_elided_weights_is_an_error(
     """A module printed without its weights cannot run; the message says what to do."""
     x = mlp_pt2[1]
     elided = tmp_path / "elided.mlir"
-    printed = run(QOPT_OPT, mlp_mlir, "-o", elided)
+    printed = run(QOPT_OPT, mlp_mlir, "--elide-weights-if-larger", "1024", "-o", elided)
     assert printed.returncode == 0, printed.stderr
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x)
