@@ -3,7 +3,9 @@
 Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
 `fuse`, `fold_constants`, `compile` (CoreML or Vulkan artifacts), `load` (a saved
 `.qvk` / `.mlpackage`), `interpret` (one call), `session` (calls keeping state),
-`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`.
+`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`,
+`__version__` (also printed by `qopt-opt --version` / `qopt-run --version`, and
+recorded in every `.mlpackage`'s metadata, `qopt.version`, and `.qvk` manifest).
 """
 
 from __future__ import annotations
@@ -15,10 +17,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 from qopt.limits import Limits
+from qopt.version import qopt_version
+
+__version__ = qopt_version()
+"""qopt's version (package metadata; a checkout's pyproject.toml when not installed)."""
 
 __all__ = [
     "Limits",
     "QoptError",
+    "__version__",
     "compile",
     "fold_constants",
     "fuse",

@@ -31,6 +31,7 @@ from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
 from qopt.tools.contract import run_tool
+from qopt.version import qopt_version
 
 
 def writes_in_place(path: str) -> bool:
@@ -81,7 +82,7 @@ class AtomicOutput:
 
 
 class QoptOptMain(xDSLOptMain):
-    version_format = "qopt-opt (xdsl {xdsl_version})"
+    version_format = f"qopt-opt {qopt_version()} (xdsl {{xdsl_version}})"
 
     _output: AtomicOutput | None = None
 

@@ -34,6 +34,7 @@ from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.tools.contract import run_tool
 from qopt.tools.qopt_opt import add_common_arguments, writes_in_place
+from qopt.version import qopt_version
 
 DEVICES = ("interp", "vulkan")
 
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
     )
     add_common_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"qopt-run {qopt_version()}")
     return parser
 
 

@@ -3,7 +3,7 @@
 Every module belongs to one layer; it may import (at module level or inside a
 function: no lazy import hides an edge) only from its own layer or below:
 
-    core        errors, limits, logs, dtypes, inputs, resources, context,
+    core        errors, limits, logs, dtypes, inputs, resources, context, version,
                 dialects (the IR), kernels (the Vulkan kernel catalogue as data)
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.context",
             "qopt.dialects",
             "qopt.kernels",
+            "qopt.version",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),

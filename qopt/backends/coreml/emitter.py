@@ -57,7 +57,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA
+from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA, VERSION_METADATA
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
 from qopt.dialects.signature import output_names as recorded_output_names
@@ -67,6 +67,7 @@ from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import const_array
 from qopt.interpreters.ml_program import initial_value
 from qopt.interpreters.session import methods_of
+from qopt.version import qopt_version
 
 
 def _quiet() -> None:
@@ -189,10 +190,11 @@ def check_states(module: ModuleOp) -> None:
 
 
 def package_metadata(module: ModuleOp) -> dict[str, str]:
-    """The user-defined metadata qopt writes into a package: the states' names
-    (`qopt.states`: MIL name -> global name) and the name of a single method other
-    than `forward` (`qopt.method`; a single-function package's function is `main`)."""
-    out: dict[str, str] = {}
+    """The user-defined metadata qopt writes into a package: the version of qopt that
+    wrote it (`qopt.version`), the states' names (`qopt.states`: MIL name -> global
+    name) and the name of a single method other than `forward` (`qopt.method`; a
+    single-function package's function is `main`)."""
+    out: dict[str, str] = {VERSION_METADATA: qopt_version()}
     if names := state_names_of(module):
         out[STATES_METADATA] = json.dumps({mil: name for name, mil in names.items()})
     methods = methods_of(module)

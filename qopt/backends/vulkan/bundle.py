@@ -30,6 +30,9 @@ its position among that method's arguments. `states` lists each state: its name
 dtype, and the constant holding its initial value in 32-bit words (null: zeros).
 Dispatches write only transient and state buffers.
 
+The manifest also names the qopt that wrote the bundle (`qopt_version`, since qopt
+0.1.0; informative: a reader checks the format `version`, and ignores it).
+
 `program_from_module` reads a vkc module (every public function a method) into
 the same `BundleProgram`, so `compile_vulkan` and a loaded bundle run through one
 executor (artifact.py).
@@ -60,6 +63,7 @@ from qopt.kernels import catalogue, index_error_message
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
 from qopt.resources import elements_array
+from qopt.version import qopt_version
 
 MAGIC = b"QVKB"
 VERSION = 3
@@ -412,6 +416,7 @@ def bundle_bytes(program: BundleProgram) -> bytes:
     manifest = {
         "magic": "qopt-vkbundle",
         "version": VERSION,
+        "qopt_version": qopt_version(),
         "kernels": kernels,
         "constants": constants,
         "buffers": program.buffers,

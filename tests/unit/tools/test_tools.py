@@ -323,3 +323,20 @@ def test_run_check_dispatches(tmp_path: Path, valid_mlir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "0 from kernels declared exact" in result.stdout, result.stdout
     assert "arr_0: shape [2, 3] float32" in result.stdout
+
+
+def test_version_is_qopts() -> None:
+    """`qopt.__version__` is the project's version; `--version` of both tools prints it
+    (qopt-opt also names the xDSL it runs on)."""
+    import tomllib
+
+    import qopt
+
+    with (Path(__file__).resolve().parents[3] / "pyproject.toml").open("rb") as f:
+        expected = tomllib.load(f)["project"]["version"]
+    assert qopt.__version__ == expected
+    opt, run_ = run(QOPT_OPT, "--version"), run(QOPT_RUN, "--version")
+    assert opt.returncode == 0, opt.stderr
+    assert run_.returncode == 0, run_.stderr
+    assert opt.stdout.startswith(f"qopt-opt {expected} (xdsl 0."), opt.stdout
+    assert run_.stdout == f"qopt-run {expected}\n"
