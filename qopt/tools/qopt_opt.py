@@ -15,7 +15,6 @@ import dataclasses
 import io
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -27,6 +26,7 @@ from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import load_qopt_dialects, resource_slot
+from qopt.files import temp_file_beside
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
@@ -64,10 +64,7 @@ class AtomicOutput:
         if writes_in_place(path):
             self.stream: IO[str] = open(path, "w")
             return
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, self.tmp_path = tempfile.mkstemp(
-            dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-        )
+        fd, self.tmp_path = temp_file_beside(path)
         self.stream = os.fdopen(fd, "w")
 
     def commit(self) -> None:
@@ -79,6 +76,10 @@ class AtomicOutput:
         self.stream.close()
         if self.tmp_path is not None and os.path.exists(self.tmp_path):
             os.unlink(self.tmp_path)
+
+
+BINARY_TARGETS = {"vkbundle": "model.qvk"}
+"""Targets that write bytes (with an example -o name): never to stdout by default."""
 
 
 class QoptOptMain(xDSLOptMain):
@@ -118,11 +119,12 @@ class QoptOptMain(xDSLOptMain):
         self.available_targets["mlir"] = lambda: WeightMLIRTarget
 
         def write_vkbundle(module: ModuleOp, output: IO[str]) -> None:
-            """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place)."""
+            """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place);
+            never to stdout by default (a terminal, or a pipe expecting text)."""
             from qopt.backends.vulkan.bundle import VkBundleTarget
 
-            stream = self._output.stream if self._output is not None else sys.stdout
-            VkBundleTarget().emit(self.ctx, module, stream)
+            assert self._output is not None  # prepare_output refused stdout
+            VkBundleTarget().emit(self.ctx, module, self._output.stream)
 
         self.available_targets["vkbundle"] = write_vkbundle
 
@@ -208,9 +210,17 @@ class QoptOptMain(xDSLOptMain):
         return super().get_input_stream()
 
     def prepare_output(self) -> IO[str]:
-        if parse_spec(self.args.target).name == "mlpackage":
+        target = parse_spec(self.args.target).name
+        if target == "mlpackage":
             return io.StringIO()  # the target writes the -o directory itself
         if self.args.output_file is None:
+            if target in BINARY_TARGETS:  # before any work: never binary to stdout
+                from qopt.errors import QoptError
+
+                raise QoptError(
+                    f"-t {target} writes a binary file, not text to stdout: give it with "
+                    f"-o {BINARY_TARGETS[target]} (-o /dev/stdout to pipe the bytes on purpose)"
+                )
             return sys.stdout
         self._output = AtomicOutput(self.args.output_file)
         return self._output.stream

@@ -21,7 +21,6 @@ import argparse
 import io
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +28,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
+from qopt.files import temp_file_beside
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
@@ -130,10 +130,7 @@ def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
         with open(path, "wb") as f:
             f.write(buffer.getvalue())
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
+    fd, tmp_path = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buffer.getvalue())

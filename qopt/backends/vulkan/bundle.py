@@ -44,7 +44,6 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -59,6 +58,7 @@ from qopt.dialects import vkc
 from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
+from qopt.files import temp_file_beside
 from qopt.kernels import catalogue, index_error_message
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
@@ -816,8 +816,7 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` under a temporary name and rename it into place."""
     target = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    fd, tmp = temp_file_beside(target)  # 0644 under umask 022, as open() would make it
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

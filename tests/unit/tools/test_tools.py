@@ -340,3 +340,14 @@ def test_version_is_qopts() -> None:
     assert run_.returncode == 0, run_.stderr
     assert opt.stdout.startswith(f"qopt-opt {expected} (xdsl 0."), opt.stdout
     assert run_.stdout == f"qopt-run {expected}\n"
+
+
+def test_opt_binary_target_refuses_stdout(tmp_path: Path, valid_mlir: Path) -> None:
+    """`-t vkbundle` without `-o` is refused before any work (no bytes on stdout)."""
+    result = run(QOPT_OPT, valid_mlir, "-p", "qopt-vulkan", "-t", "vkbundle")
+    assert_user_error(
+        result,
+        "qopt-opt",
+        text="-t vkbundle writes a binary file, not text to stdout: give it with -o model.qvk",
+    )
+    assert result.stdout == ""
