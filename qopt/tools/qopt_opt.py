@@ -15,9 +15,9 @@ import dataclasses
 import io
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -78,6 +78,14 @@ class AtomicOutput:
             os.unlink(self.tmp_path)
 
 
+QOPT_TARGETS = ("mlir", "mlpackage", "vkbundle")
+"""qopt's output targets (`-t`), listed before xDSL's own."""
+INPUT_EXTENSIONS = {
+    "mlir": "MLIR text at any qopt level",
+    "pt2": "a program saved by torch.export.save",
+    "mlpackage": "a Core ML ML Program package, read back",
+}
+"""The input files qopt reads, by extension (listed before xDSL's other frontends)."""
 BINARY_TARGETS = {"vkbundle": "model.qvk"}
 """Targets that write bytes (with an example -o name): never to stdout by default."""
 
@@ -138,6 +146,20 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        for action in arg_parser._actions:  # argparse keeps no public handle on them
+            if action.dest == "target":
+                action.type = self._target_argument
+                action.help = (
+                    f"output target: qopt's {', '.join(QOPT_TARGETS)}; xDSL's "
+                    f"{', '.join(self._xdsl_names(self.available_targets, QOPT_TARGETS))}"
+                )
+            elif action.dest == "passes":
+                action.help = (
+                    "comma-separated pass pipeline, e.g. 'fuse-quant,convert-to-vkc' or "
+                    f"'qopt-coreml{{compute-precision=fp16}}'. qopt's passes: "
+                    f"{', '.join(self._qopt_passes())}; xDSL's: "
+                    f"{', '.join(self._xdsl_names(self.available_passes, self._qopt_passes()))}"
+                )
         add_common_arguments(arg_parser)
         arg_parser.add_argument(
             "--trust-pickle",
@@ -161,6 +183,50 @@ class QoptOptMain(xDSLOptMain):
             help="print dense_resource blobs larger than N bytes as "
             "dense_resource<__elided__> (text that no pass can compile)",
         )
+
+    @staticmethod
+    def _xdsl_names(available: Iterable[str], mine: Iterable[str]) -> list[str]:
+        return [name for name in available if name not in set(mine)]
+
+    @staticmethod
+    def _qopt_passes() -> list[str]:
+        from qopt.lowering import get_all_passes
+
+        return list(get_all_passes())
+
+    def _target_argument(self, text: str) -> str:
+        """`-t`'s value, checked: a QoptError-style message naming qopt's targets
+        first, with the closest name for a typo (argparse prints it, exit 2)."""
+        from qopt.errors import did_you_mean
+
+        name = parse_spec(text).name
+        if name in self.available_targets:
+            return text
+        xdsl = self._xdsl_names(self.available_targets, QOPT_TARGETS)
+        hint = did_you_mean(name, QOPT_TARGETS) or did_you_mean(name, xdsl)
+        raise argparse.ArgumentTypeError(
+            f"unknown target '{name}'{hint}: qopt's targets are {', '.join(QOPT_TARGETS)} "
+            f"(xDSL's: {', '.join(xdsl)})"
+        )
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, after naming an unknown pass with qopt's passes first and
+        the closest name (xDSL says only "Unrecognized passes")."""
+        from xdsl.utils.arg_spec import parse_pipeline
+
+        from qopt.errors import QoptError, did_you_mean
+
+        mine = self._qopt_passes()
+        xdsl = self._xdsl_names(self.available_passes, mine)
+        for spec in parse_pipeline(self.args.passes):
+            if spec.name in self.available_passes:
+                continue
+            hint = did_you_mean(spec.name, mine) or did_you_mean(spec.name, xdsl)
+            raise QoptError(
+                f"-p: unknown pass '{spec.name}'{hint}: qopt's passes are {', '.join(mine)} "
+                f"(and xDSL's {len(xdsl)} passes, listed by --help)"
+            )
+        super().setup_pipeline()
 
     @property
     def limits(self) -> Limits:
@@ -207,7 +273,24 @@ class QoptOptMain(xDSLOptMain):
         path = self.args.input_file
         if path is not None and os.path.isdir(path) and path.rstrip("/").endswith(".mlpackage"):
             return io.BytesIO(b""), "mlpackage"
+        if path is not None and self.args.frontend is None:
+            extension = os.path.splitext(path)[1].lstrip(".")
+            if extension not in self.available_frontends:
+                self._unknown_extension(path, extension)
         return super().get_input_stream()
+
+    def _unknown_extension(self, path: str, extension: str) -> NoReturn:
+        from qopt.errors import QoptError, did_you_mean
+
+        xdsl = self._xdsl_names(self.available_frontends, INPUT_EXTENSIONS)
+        shown = f"extension '.{extension}'" if extension else "no extension"
+        hint = did_you_mean(extension, INPUT_EXTENSIONS) if extension else ""
+        others = f"; xDSL's: {', '.join('.' + e for e in xdsl)}" if xdsl else ""
+        raise QoptError(
+            f"'{path}' has {shown}{hint}: qopt reads "
+            + ", ".join(f".{e} ({what})" for e, what in INPUT_EXTENSIONS.items())
+            + f"{others}; or name the format with -f (e.g. -f mlir)"
+        )
 
     def prepare_output(self) -> IO[str]:
         target = parse_spec(self.args.target).name

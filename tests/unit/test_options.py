@@ -78,3 +78,15 @@ def test_coremltools_enums_are_accepted() -> None:
     assert compute_precision(ct.precision.FLOAT32) == "fp32"
     with pytest.raises(qopt.QoptError, match="pass a deployment target as minimum_deployment"):
         qopt.compile(NOT_A_PROGRAM, ct.target.iOS18)
+
+
+def test_nn_module_error_shows_the_export_line() -> None:
+    import torch
+
+    with pytest.raises(qopt.QoptError) as info:
+        qopt.compile(torch.nn.Linear(2, 3), "coreml")
+    assert str(info.value).startswith(
+        "qopt takes a program captured by torch.export, got the nn.Module Linear: export it "
+        "first, with example inputs of the shapes it will run on: "
+        "ep = torch.export.export(model.eval(), (example_input,)), then qopt.compile(ep, ...)"
+    )
