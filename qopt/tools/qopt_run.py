@@ -4,8 +4,9 @@ the Vulkan device.
     qopt-run INPUT --inputs in.npz [--outputs out.npz] [--device interp|vulkan]
     qopt-run INPUT --generate N --prompt-ids 1,2,3 [--device interp|vulkan]
 
-INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first) or, with
-`--device vulkan`, a `.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
+INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first), an
+`.mlpackage` (read back and interpreted: `qopt.load`) or, with `--device vulkan`, a
+`.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
 the qopt-vulkan pipeline first). The
 npz arrays are the program's inputs in order (`arr_0`, `arr_1`, ... as
 `numpy.savez` writes them). Outputs go to `--outputs` as `arr_0`, ... (written
@@ -45,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "input_file",
-        help="an .mlir module, a .pt2 file, a .qvk bundle (or an .mlpackage with --generate)",
+        help="an .mlir module, a .pt2 file, an .mlpackage (interpreted) or a .qvk bundle "
+        "(--device vulkan)",
     )
     parser.add_argument("--inputs", help="npz file with the inputs arr_0, arr_1, ...")
     parser.add_argument(
@@ -246,6 +248,11 @@ def run_generate(args: argparse.Namespace) -> None:
     print(" ".join(str(t) for t in tokens))
 
 
+def _method(function: str) -> str | None:
+    """`--function` as an artifact's method (`forward`, the default: its only one)."""
+    return None if function == "forward" else function
+
+
 def run(args: argparse.Namespace) -> None:
     from qopt import interpret
 
@@ -256,6 +263,11 @@ def run(args: argparse.Namespace) -> None:
         raise QoptError("qopt-run needs --inputs in.npz (or --generate N --prompt-ids ...)")
     if args.check_dispatches and args.device != "vulkan":
         raise QoptError("--check-dispatches needs --device vulkan")
+    if args.device == "vulkan" and args.input_file.rstrip("/").endswith(".mlpackage"):
+        raise QoptError(
+            f"'{args.input_file}' is a Core ML package: qopt runs it by interpreting it "
+            "(--device interp); compile the .pt2 for Vulkan instead"
+        )
     if args.device == "vulkan":
         outputs = run_vulkan(
             args.input_file,
@@ -269,6 +281,11 @@ def run(args: argparse.Namespace) -> None:
             f"'{args.input_file}' is a Vulkan bundle: run it with --device vulkan "
             "(or interpret its .mlir at the vkc level)"
         )
+    elif args.input_file.rstrip("/").endswith(".mlpackage"):
+        from qopt import load  # the package read back, in the interpreter
+
+        inputs = load_inputs(args.inputs, args.limits)
+        outputs = load(args.input_file)(*inputs, method=_method(args.function))
     else:
         module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
         inputs = load_inputs(args.inputs, args.limits)

@@ -351,3 +351,19 @@ def test_opt_binary_target_refuses_stdout(tmp_path: Path, valid_mlir: Path) -> N
         text="-t vkbundle writes a binary file, not text to stdout: give it with -o model.qvk",
     )
     assert result.stdout == ""
+
+
+def test_run_mlpackage(tmp_path: Path, valid_mlir: Path) -> None:
+    """`qopt-run m.mlpackage --inputs` interprets the package read back (qopt.load)."""
+    from qopt.backends.coreml import compile_coreml
+    from qopt.context import parse_module
+
+    package = compile_coreml(parse_module(valid_mlir.read_text())).save(tmp_path / "m")
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    b = np.array([0.5, 0.5, -4], np.float32)
+    inputs, outputs = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, x, b)
+    result = run(QOPT_RUN, package, "--inputs", inputs, "--outputs", outputs)
+    assert result.returncode == 0, result.stderr
+    with np.load(outputs) as out:
+        np.testing.assert_array_equal(out["arr_0"], np.maximum(x + b, 0))
