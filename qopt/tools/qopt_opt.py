@@ -1,7 +1,10 @@
 """`qopt-opt`: xdsl-opt with qopt's dialects, passes, frontends and targets.
 
 INPUT is `.mlir` text, a `.pt2` file or an `.mlpackage` (chosen by extension, or by
-`-f`); every input is untrusted and bounded by `--limits` (qopt.limits). Any failure
+`-f`); every input is untrusted and bounded by `--limits` (qopt.limits). Weights
+print in full into a file or a pipe; on a terminal (or with `--elide-weights-if-larger
+N`) blobs above 1 KiB print as `dense_resource<__elided__>`, which no pass compiles
+(qopt.resources.require_weights). Binary targets (`-t vkbundle`) need `-o`. Any failure
 prints one `qopt-opt: error: ...` message on stderr, no traceback (unless `--debug`),
 exits 1 and leaves no `-o` output behind (qopt/tools/contract.py). Under
 `--verify-diagnostics` / `--parsing-diagnostics` diagnostics are printed and the run
