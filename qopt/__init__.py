@@ -3,22 +3,35 @@
 Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
 `fuse`, `fold_constants`, `compile` (CoreML or Vulkan artifacts), `load` (a saved
 `.qvk` / `.mlpackage`), `interpret` (one call), `session` (calls keeping state),
-`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`.
+`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`,
+`__version__` (also printed by `qopt-opt --version` / `qopt-run --version`, and
+recorded in every `.mlpackage`'s metadata, `qopt.version`, and `.qvk` manifest).
 """
 
 from __future__ import annotations
 
+import enum
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 from qopt.limits import Limits
+from qopt.version import qopt_version
+
+if TYPE_CHECKING:
+    from qopt.backends.coreml import CoremlArtifact
+    from qopt.backends.vulkan.artifact import VulkanArtifact
+
+__version__ = qopt_version()
+"""qopt's version (package metadata; a checkout's pyproject.toml when not installed)."""
 
 __all__ = [
     "Limits",
     "QoptError",
+    "__version__",
     "compile",
     "fold_constants",
     "fuse",
@@ -29,14 +42,6 @@ __all__ = [
     "read_mlpackage",
     "session",
 ]
-
-
-#: Options of `compile` per target (besides `trust_pickle` and `limits`, which
-#: every target takes).
-TARGET_OPTIONS = {
-    "coreml": ("minimum_deployment_target", "compute_precision", "output_names", "states"),
-    "vulkan": ("device", "validation"),
-}
 
 
 def _module_argument(module: Any, function: str) -> ModuleOp:
@@ -121,47 +126,156 @@ def fold_constants(module: ModuleOp) -> ModuleOp:
     return module
 
 
-def compile(ep_or_path: Any, target: str = "coreml", **options: Any) -> Any:
-    """Import a program and compile it for `target` ("coreml" or "vulkan"): the
-    target's pipeline (`qopt-coreml` / `qopt-vulkan`, qopt/lowering/pipelines.py,
-    the passes `qopt-opt -p` runs), then its artifact.
+@overload
+def compile(
+    ep_or_path: Any,
+    target: Literal["coreml"] = "coreml",
+    *,
+    minimum_deployment_target: str | enum.Enum | None = None,
+    compute_precision: str | enum.Enum | None = None,
+    output_names: Sequence[str] | None = None,
+    device: str | int | None = None,
+    validation: bool | None = None,
+    trust_pickle: bool = False,
+    limits: Limits | str | None = None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
+    states: str | None = None,
+    **unknown: Any,
+) -> CoremlArtifact: ...
 
-    Returns the target's artifact: `.module` (the final IR) and `.save(path)`; a
-    CoreML artifact also has `.mil_program`, a Vulkan artifact is callable.
-    `trust_pickle` and `limits` go to the `.pt2` loader, `dynamic_sizes` to the import
-    (a method exported with a `torch.export.Dim` compiles once per size: the sizes
-    given, by default every size of a narrow Dim or the powers of two of a wide one,
-    `qopt.frontend.program.import_program`; a call runs the variant of its inputs'
-    shapes); the others (TARGET_OPTIONS) to the target. An unknown target or option
-    is a QoptError listing the valid ones.
-    CoreML outputs are named after the exported program's (recorded by the import).
+
+@overload
+def compile(
+    ep_or_path: Any,
+    target: Literal["vulkan"],
+    *,
+    minimum_deployment_target: str | enum.Enum | None = None,
+    compute_precision: str | enum.Enum | None = None,
+    output_names: Sequence[str] | None = None,
+    device: str | int | None = None,
+    validation: bool | None = None,
+    trust_pickle: bool = False,
+    limits: Limits | str | None = None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
+    states: str | None = None,
+    **unknown: Any,
+) -> VulkanArtifact: ...
+
+
+@overload
+def compile(
+    ep_or_path: Any,
+    target: str,
+    *,
+    minimum_deployment_target: str | enum.Enum | None = None,
+    compute_precision: str | enum.Enum | None = None,
+    output_names: Sequence[str] | None = None,
+    device: str | int | None = None,
+    validation: bool | None = None,
+    trust_pickle: bool = False,
+    limits: Limits | str | None = None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
+    states: str | None = None,
+    **unknown: Any,
+) -> CoremlArtifact | VulkanArtifact: ...
+
+
+def compile(
+    ep_or_path: Any,
+    target: str = "coreml",
+    *,
+    minimum_deployment_target: str | enum.Enum | None = None,
+    compute_precision: str | enum.Enum | None = None,
+    output_names: Sequence[str] | None = None,
+    device: str | int | None = None,
+    validation: bool | None = None,
+    trust_pickle: bool = False,
+    limits: Limits | str | None = None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
+    states: str | None = None,
+    **unknown: Any,
+) -> CoremlArtifact | VulkanArtifact:
+    """Import a program and compile it for `target`: the target's pipeline
+    (`qopt-coreml` / `qopt-vulkan`, qopt/lowering/pipelines.py, the passes `qopt-opt -p`
+    runs), then its artifact.
+
+    Args:
+        ep_or_path: a `torch.export.ExportedProgram`, a `.pt2` path, or a dict of
+            them by method name (`{"prefill": ep1, "decode": ep2}`: one artifact,
+            each weight stored once).
+        target: "coreml" (a `CoremlArtifact`: `.mil_program`, `.save("m.mlpackage")`)
+            or "vulkan" (a `VulkanArtifact`: runs on the Vulkan device,
+            `.save("m.qvk")`).
+        minimum_deployment_target: CoreML only. "iOS16", "iOS17" or "iOS18" (the
+            default), or `ct.target.iOS18` ...: the MIL opset emitted; a weight
+            scheme the target lacks is a QoptError naming the target that has it.
+        compute_precision: CoreML only. "fp32" (the default: exact checks against
+            torch) or "fp16" (`ct.precision.FLOAT16` too): activations and compute in
+            fp16, as coremltools' default.
+        output_names: CoreML only. Names of the outputs of a single-method program
+            (default: the exported program's, from its graph signature).
+        device: Vulkan only. The device's index or a substring of its name (default:
+            `$QOPT_VULKAN_DEVICE`, else the first compute-capable one); opened on the
+            first call.
+        validation: Vulkan only. Enable the Vulkan validation layers (default:
+            `$QOPT_VULKAN_VALIDATION`).
+        trust_pickle: let a `.pt2` unpickle anything (only for files you trust;
+            default: torch's restricted unpickler and torchao's tensor subclasses).
+        limits: bounds on what a `.pt2` may declare (`qopt.Limits`, or
+            "name=value,..." text).
+        dynamic_sizes: the sizes a method exported with a `torch.export.Dim` compiles
+            at (both targets compile static shapes: one function `<method>__<size>`
+            per size, weights and states shared; a call runs the variant of its
+            inputs' shapes): a list for one Dim, a dict by symbol for several, or a
+            dict by method name of those; default every size of a Dim of at most 16
+            sizes, else its min, max and the powers of two between.
+        states: CoreML only. "state" (the default: program state such as a KV cache
+            is Core ML states, iOS18) or "io" (extra last inputs and outputs of
+            every call, named after the buffers; any target; the caller keeps them).
+
+    Every artifact has `.module` (the final IR), `.save(path)`, `.methods`,
+    `.session()`, and is callable (one call on a fresh state). An unknown target
+    or option, or an option of the other target, is a QoptError listing the valid
+    ones (the closest for a typo).
     """
-    if target not in TARGET_OPTIONS:
-        raise QoptError(f"unknown target {target!r}: use 'coreml' or 'vulkan'")
-    loader = ("trust_pickle", "limits", "dynamic_sizes")
-    unknown = sorted(set(options) - {*loader, *TARGET_OPTIONS[target]})
-    if unknown:
-        valid = ", ".join((*loader, *TARGET_OPTIONS[target]))
-        raise QoptError(
-            f"qopt.compile(target={target!r}) has no option {', '.join(unknown)}; "
-            f"its options are {valid}"
-        )
-    trust_pickle = bool(options.pop("trust_pickle", False))
-    limits = options.pop("limits", None)
+    from qopt import options
     from qopt.frontend import import_program as _import
 
-    dynamic_sizes = options.pop("dynamic_sizes", None)
+    target = options.check_target(target)
+    options.check_unknown(target, unknown)
+    given: dict[str, object] = {
+        "minimum_deployment_target": minimum_deployment_target,
+        "compute_precision": compute_precision,
+        "output_names": output_names,
+        "states": states,
+        "device": device,
+        "validation": validation,
+    }
+    options.check_target_options(target, given)
+    if target == "coreml":
+        opset = options.deployment_target(
+            "iOS18" if minimum_deployment_target is None else minimum_deployment_target
+        )
+        precision = options.compute_precision(
+            "fp32" if compute_precision is None else compute_precision
+        )
+        names = options.output_names(output_names)
+        state_form = options.states(states)
+        module = _import(
+            ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
+            dynamic_sizes=dynamic_sizes,
+        )  # fmt: skip
+        from qopt.backends.coreml import compile_coreml  # qopt-coreml, then the Program
+
+        return compile_coreml(module, opset, precision, names, state_form)
+    vulkan_device = options.device(device)
     module = _import(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
         dynamic_sizes=dynamic_sizes,
     )  # fmt: skip
-    if target == "coreml":  # qopt-coreml{target, compute-precision}, then the MIL Program
-        from qopt.backends.coreml import compile_coreml
-
-        return compile_coreml(module, **options)
     from qopt.backends.vulkan import compile_vulkan  # qopt-vulkan, then the artifact
 
-    return compile_vulkan(module, **options)
+    return compile_vulkan(module, vulkan_device, None if validation is None else bool(validation))
 
 
 def read_mlpackage(path: Any) -> ModuleOp:

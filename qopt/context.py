@@ -9,6 +9,8 @@ printed from the weight store of the module at hand (`parse_module`,
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
+from typing import IO, Any
 
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
@@ -17,10 +19,13 @@ from xdsl.dialects.func import Func
 from xdsl.ir import Dialect
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.syntax_printer import SyntaxPrinter
+from xdsl.targets.mlir import MLIRTarget
 
 from qopt.dialects import get_all_dialects
 from qopt.resources import (
     DEFAULT_ELIDE_BYTES,
+    ELIDED_KEY,
     ResourceSlot,
     WeightStore,
     attach,
@@ -42,6 +47,44 @@ def resource_slot(ctx: Context) -> ResourceSlot:
             "the context's builtin dialect has no qopt ResourceSlot: use make_context()"
         )
     return slot
+
+
+class WeightPrinter(Printer):
+    """xDSL's printer, printing a blob that the context's resource slot leaves out
+    as `dense_resource<__elided__>`, as MLIR does: the text says that it carries no
+    data (and a pass that needs it says so, `qopt.resources.require_weights`)."""
+
+    def __init__(self, slot: ResourceSlot, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.slot = slot
+
+    def print_resource_handle(self, dialect: str, handle: str) -> None:
+        if dialect == "builtin" and self.slot.elides(handle):
+            self.print_string(ELIDED_KEY)
+            return
+        super().print_resource_handle(dialect, handle)
+
+
+class WeightSyntaxPrinter(WeightPrinter, SyntaxPrinter):
+    """`WeightPrinter` with xDSL's syntax highlighting (`--syntax-highlight`)."""
+
+
+@dataclass(frozen=True)
+class WeightMLIRTarget(MLIRTarget):
+    """xDSL's `mlir` target printing through `WeightPrinter` (qopt-opt's `-t mlir`)."""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        cls = WeightSyntaxPrinter if self.syntax_highlight else WeightPrinter
+        printer = cls(
+            resource_slot(ctx),
+            stream=output,
+            print_generic_format=self.print_generic_format,
+            print_properties_as_attributes=self.print_properties_as_attributes,
+            print_debuginfo=self.print_debuginfo,
+        )
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
 
 
 def register_qopt_dialects(ctx: Context) -> None:
@@ -81,11 +124,13 @@ def print_module(
     print_generic: bool = False,
 ) -> str:
     """MLIR text of `module` with its blobs in `dialect_resources` (those above
-    `elide_larger_than` bytes left out; None prints every blob)."""
+    `elide_larger_than` bytes printed as `dense_resource<__elided__>`; None prints
+    every blob)."""
     ctx = ctx or make_context()
     out = io.StringIO()
-    with resource_slot(ctx).bound(weights_of(module), elide_larger_than):
-        printer = Printer(stream=out, print_generic_format=print_generic)
+    slot = resource_slot(ctx)
+    with slot.bound(weights_of(module), elide_larger_than):
+        printer = WeightPrinter(slot, stream=out, print_generic_format=print_generic)
         printer.print_op(module)
         printer.print_metadata(ctx.loaded_dialects)
     return out.getvalue()

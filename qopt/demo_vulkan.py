@@ -56,6 +56,7 @@ def run_vulkan(models: list[str], schemes: list[str], calls: int = 5) -> int:
                 inputs = random_inputs(name, 4321)
                 got = artifact(*inputs)
                 # the same vkc program run by the kernels' numpy references
+                assert artifact.module is not None  # a compiled artifact keeps its IR
                 interpreted = qopt.interpret(artifact.module, *inputs)
                 times = []
                 for _ in range(calls):

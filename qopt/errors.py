@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -22,3 +24,13 @@ def where(op: Operation) -> str:
     if isinstance(loc, FileLineColLoc):
         return f"'{op.name}' at {loc.filename.data}:{loc.line.data}"
     return f"'{op.name}'"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the choice closest to a mistyped `name` (compared
+    without case), or ""."""
+    import difflib
+
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean '{by_lower[close[0]]}'?)" if close else ""

@@ -42,6 +42,16 @@ from qopt.errors import QoptError, where
 #: Blobs larger than this many bytes are left out of printouts by default.
 DEFAULT_ELIDE_BYTES = 1024
 
+#: The key an elided blob prints as (`dense_resource<__elided__>`, as MLIR's
+#: `--mlir-elide-resource-strings-if-larger` prints it): text printed so names no
+#: data, and a pass that needs the data says so (`require_weights`).
+ELIDED_KEY = "__elided__"
+
+ELIDED_REMEDY = (
+    "weights were elided when this IR was printed; print with --print-weights "
+    "(qopt-opt) or print_module(module, elide_larger_than=None)"
+)
+
 _ALIGNMENT = 8
 
 Blob = np.ndarray | bytes
@@ -206,11 +216,38 @@ def elements_array(
         if array is None:
             raise QoptError(
                 f"{where(owner)}: the data of dense_resource<{attr.resource_handle.data}> is "
-                "missing (weights are elided from printouts by default): print the module "
-                "with --print-weights (qopt-opt) or print_weights=True to run it"
+                f"missing: {ELIDED_REMEDY}"
             )
         return array
     return dense_array(attr, dtype)
+
+
+def missing_weights(module: Operation) -> list[Operation]:
+    """The ops of `module` holding a `dense_resource` whose blob is absent (elided
+    from the printout the module was parsed from), in walk order."""
+    store = weights_of(module)
+    missing: list[Operation] = []
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, DenseResourceAttr) and attr.resource_handle.data not in store:
+                missing.append(op)
+                break
+    return missing
+
+
+def require_weights(module: Operation, pass_name: str) -> None:
+    """One QoptError before a pass that reads weight data (fuse-quant, fold-constants,
+    the lowerings) runs on a module whose weights were elided: never a partial result
+    (a pattern that finds no data would leave its op unfused, silently)."""
+    missing = missing_weights(module)
+    if not missing:
+        return
+    first = where(missing[0])
+    if len(missing[0].results) == 1:
+        first += f" : {missing[0].results[0].type}"
+    raise QoptError(
+        f"{pass_name}: {len(missing)} weight(s) have no data (the first: {first}): {ELIDED_REMEDY}"
+    )
 
 
 def _to_hex(blob: Blob) -> str:
@@ -267,6 +304,17 @@ class ResourceSlot(OpAsmDialectInterface):
             raise ValueError(f"blob '{key}' lacks its 4-byte alignment header")
         self._current().set_bytes(key, raw[4:])
 
+    def elides(self, key: str) -> bool:
+        """Whether printing leaves blob `key` out (too large, or absent from the
+        store: elided when the text it came from was printed)."""
+        if self.store is None:
+            return False
+        blob = self.store.get(key)
+        if blob is None:
+            return True
+        nbytes = blob.nbytes if isinstance(blob, np.ndarray) else len(blob)
+        return self.elide_larger_than is not None and nbytes > self.elide_larger_than
+
     def lookup(self, key: str) -> str | None:
         blob = None if self.store is None else self.store.get(key)
         return None if blob is None else _to_hex(blob)
@@ -278,10 +326,7 @@ class ResourceSlot(OpAsmDialectInterface):
             return out
         for key in keys:
             blob = store.get(key)
-            if blob is None:
-                continue
-            nbytes = blob.nbytes if isinstance(blob, np.ndarray) else len(blob)
-            if self.elide_larger_than is not None and nbytes > self.elide_larger_than:
+            if blob is None or self.elides(key):
                 continue
             out[key] = _to_hex(blob)
         return out

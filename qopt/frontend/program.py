@@ -85,8 +85,17 @@ def import_program(
 
 def import_source(ep_or_path: Any, *, trust_pickle: bool = False, limits: Any = None) -> Any:
     """The ExportedProgram of `ep_or_path` (a `.pt2` is loaded safely)."""
+    import torch
     from torch.export import ExportedProgram
 
+    if isinstance(ep_or_path, torch.nn.Module):
+        name = type(ep_or_path).__name__
+        raise QoptError(
+            f"qopt takes a program captured by torch.export, got the nn.Module {name}: "
+            "export it first, with example inputs of the shapes it will run on: "
+            "ep = torch.export.export(model.eval(), (example_input,)), then "
+            "qopt.compile(ep, ...) (or torch.export.save(ep, 'model.pt2') for qopt-opt)"
+        )
     if isinstance(ep_or_path, ExportedProgram):
         return ep_or_path
     if isinstance(ep_or_path, str | os.PathLike):

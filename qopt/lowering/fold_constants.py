@@ -42,7 +42,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.dtypes import tensor_type
 from qopt.errors import QoptError, where
-from qopt.resources import WeightStore, make_resource, printable_inline, weights_of
+from qopt.resources import (
+    WeightStore,
+    make_resource,
+    printable_inline,
+    require_weights,
+    weights_of,
+)
 
 INLINE_LIMIT = 16
 
@@ -65,6 +71,7 @@ class FoldConstantsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from qopt.interpreters import make_interpreter
 
+        require_weights(op, self.name)
         interpreter = make_interpreter(op)
         known: dict[SSAValue, np.ndarray] = {}
         light: set[SSAValue] = set()  # computed without any dense_resource

@@ -1,7 +1,10 @@
 """`qopt-opt`: xdsl-opt with qopt's dialects, passes, frontends and targets.
 
 INPUT is `.mlir` text, a `.pt2` file or an `.mlpackage` (chosen by extension, or by
-`-f`); every input is untrusted and bounded by `--limits` (qopt.limits). Any failure
+`-f`); every input is untrusted and bounded by `--limits` (qopt.limits). Weights
+print in full into a file or a pipe; on a terminal (or with `--elide-weights-if-larger
+N`) blobs above 1 KiB print as `dense_resource<__elided__>`, which no pass compiles
+(qopt.resources.require_weights). Binary targets (`-t vkbundle`) need `-o`. Any failure
 prints one `qopt-opt: error: ...` message on stderr, no traceback (unless `--debug`),
 exits 1 and leaves no `-o` output behind (qopt/tools/contract.py). Under
 `--verify-diagnostics` / `--parsing-diagnostics` diagnostics are printed and the run
@@ -15,10 +18,9 @@ import dataclasses
 import io
 import os
 import sys
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -27,10 +29,12 @@ from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import load_qopt_dialects, resource_slot
+from qopt.files import temp_file_beside
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
 from qopt.tools.contract import run_tool
+from qopt.version import qopt_version
 
 
 def writes_in_place(path: str) -> bool:
@@ -63,10 +67,7 @@ class AtomicOutput:
         if writes_in_place(path):
             self.stream: IO[str] = open(path, "w")
             return
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, self.tmp_path = tempfile.mkstemp(
-            dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-        )
+        fd, self.tmp_path = temp_file_beside(path)
         self.stream = os.fdopen(fd, "w")
 
     def commit(self) -> None:
@@ -80,8 +81,20 @@ class AtomicOutput:
             os.unlink(self.tmp_path)
 
 
+QOPT_TARGETS = ("mlir", "mlpackage", "vkbundle")
+"""qopt's output targets (`-t`), listed before xDSL's own."""
+INPUT_EXTENSIONS = {
+    "mlir": "MLIR text at any qopt level",
+    "pt2": "a program saved by torch.export.save",
+    "mlpackage": "a Core ML ML Program package, read back",
+}
+"""The input files qopt reads, by extension (listed before xDSL's other frontends)."""
+BINARY_TARGETS = {"vkbundle": "model.qvk"}
+"""Targets that write bytes (with an example -o name): never to stdout by default."""
+
+
 class QoptOptMain(xDSLOptMain):
-    version_format = "qopt-opt (xdsl {xdsl_version})"
+    version_format = f"qopt-opt {qopt_version()} (xdsl {{xdsl_version}})"
 
     _output: AtomicOutput | None = None
 
@@ -112,13 +125,17 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
+        from qopt.context import WeightMLIRTarget
+
+        self.available_targets["mlir"] = lambda: WeightMLIRTarget
 
         def write_vkbundle(module: ModuleOp, output: IO[str]) -> None:
-            """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place)."""
+            """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place);
+            never to stdout by default (a terminal, or a pipe expecting text)."""
             from qopt.backends.vulkan.bundle import VkBundleTarget
 
-            stream = self._output.stream if self._output is not None else sys.stdout
-            VkBundleTarget().emit(self.ctx, module, stream)
+            assert self._output is not None  # prepare_output refused stdout
+            VkBundleTarget().emit(self.ctx, module, self._output.stream)
 
         self.available_targets["vkbundle"] = write_vkbundle
 
@@ -132,6 +149,20 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        for action in arg_parser._actions:  # argparse keeps no public handle on them
+            if action.dest == "target":
+                action.type = self._target_argument
+                action.help = (
+                    f"output target: qopt's {', '.join(QOPT_TARGETS)}; xDSL's "
+                    f"{', '.join(self._xdsl_names(self.available_targets, QOPT_TARGETS))}"
+                )
+            elif action.dest == "passes":
+                action.help = (
+                    "comma-separated pass pipeline, e.g. 'fuse-quant,convert-to-vkc' or "
+                    f"'qopt-coreml{{compute-precision=fp16}}'. qopt's passes: "
+                    f"{', '.join(self._qopt_passes())}; xDSL's: "
+                    f"{', '.join(self._xdsl_names(self.available_passes, self._qopt_passes()))}"
+                )
         add_common_arguments(arg_parser)
         arg_parser.add_argument(
             "--trust-pickle",
@@ -144,27 +175,77 @@ class QoptOptMain(xDSLOptMain):
             "--print-weights",
             default=False,
             action="store_true",
-            help="print every dense_resource blob (default: elide blobs larger than "
-            f"{DEFAULT_ELIDE_BYTES} bytes)",
+            help="print every dense_resource blob (the default, except on a terminal, "
+            f"where blobs larger than {DEFAULT_ELIDE_BYTES} bytes are elided)",
         )
         weights.add_argument(
             "--elide-weights-if-larger",
             type=int,
             default=None,
             metavar="N",
-            help="elide dense_resource blobs larger than N bytes from the output",
+            help="print dense_resource blobs larger than N bytes as "
+            "dense_resource<__elided__> (text that no pass can compile)",
         )
+
+    @staticmethod
+    def _xdsl_names(available: Iterable[str], mine: Iterable[str]) -> list[str]:
+        return [name for name in available if name not in set(mine)]
+
+    @staticmethod
+    def _qopt_passes() -> list[str]:
+        from qopt.lowering import get_all_passes
+
+        return list(get_all_passes())
+
+    def _target_argument(self, text: str) -> str:
+        """`-t`'s value, checked: a QoptError-style message naming qopt's targets
+        first, with the closest name for a typo (argparse prints it, exit 2)."""
+        from qopt.errors import did_you_mean
+
+        name = parse_spec(text).name
+        if name in self.available_targets:
+            return text
+        xdsl = self._xdsl_names(self.available_targets, QOPT_TARGETS)
+        hint = did_you_mean(name, QOPT_TARGETS) or did_you_mean(name, xdsl)
+        raise argparse.ArgumentTypeError(
+            f"unknown target '{name}'{hint}: qopt's targets are {', '.join(QOPT_TARGETS)} "
+            f"(xDSL's: {', '.join(xdsl)})"
+        )
+
+    def setup_pipeline(self) -> None:
+        """xDSL's pipeline, after naming an unknown pass with qopt's passes first and
+        the closest name (xDSL says only "Unrecognized passes")."""
+        from xdsl.utils.arg_spec import parse_pipeline
+
+        from qopt.errors import QoptError, did_you_mean
+
+        mine = self._qopt_passes()
+        xdsl = self._xdsl_names(self.available_passes, mine)
+        for spec in parse_pipeline(self.args.passes):
+            if spec.name in self.available_passes:
+                continue
+            hint = did_you_mean(spec.name, mine) or did_you_mean(spec.name, xdsl)
+            raise QoptError(
+                f"-p: unknown pass '{spec.name}'{hint}: qopt's passes are {', '.join(mine)} "
+                f"(and xDSL's {len(xdsl)} passes, listed by --help)"
+            )
+        super().setup_pipeline()
 
     @property
     def limits(self) -> Limits:
         return self.args.limits
 
     def elide_threshold(self) -> int | None:
+        """Blobs above this many bytes print as `dense_resource<__elided__>`: only
+        when asked (`--elide-weights-if-larger`) or on a terminal, never into a file
+        or a pipe, whose text must compile (None: every blob)."""
         if self.args.print_weights:
             return None
         if self.args.elide_weights_if_larger is not None:
             return self.args.elide_weights_if_larger
-        return DEFAULT_ELIDE_BYTES
+        if self.args.output_file is None and sys.stdout.isatty():
+            return DEFAULT_ELIDE_BYTES
+        return None
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
@@ -195,12 +276,37 @@ class QoptOptMain(xDSLOptMain):
         path = self.args.input_file
         if path is not None and os.path.isdir(path) and path.rstrip("/").endswith(".mlpackage"):
             return io.BytesIO(b""), "mlpackage"
+        if path is not None and self.args.frontend is None:
+            extension = os.path.splitext(path)[1].lstrip(".")
+            if extension not in self.available_frontends:
+                self._unknown_extension(path, extension)
         return super().get_input_stream()
 
+    def _unknown_extension(self, path: str, extension: str) -> NoReturn:
+        from qopt.errors import QoptError, did_you_mean
+
+        xdsl = self._xdsl_names(self.available_frontends, INPUT_EXTENSIONS)
+        shown = f"extension '.{extension}'" if extension else "no extension"
+        hint = did_you_mean(extension, INPUT_EXTENSIONS) if extension else ""
+        others = f"; xDSL's: {', '.join('.' + e for e in xdsl)}" if xdsl else ""
+        raise QoptError(
+            f"'{path}' has {shown}{hint}: qopt reads "
+            + ", ".join(f".{e} ({what})" for e, what in INPUT_EXTENSIONS.items())
+            + f"{others}; or name the format with -f (e.g. -f mlir)"
+        )
+
     def prepare_output(self) -> IO[str]:
-        if parse_spec(self.args.target).name == "mlpackage":
+        target = parse_spec(self.args.target).name
+        if target == "mlpackage":
             return io.StringIO()  # the target writes the -o directory itself
         if self.args.output_file is None:
+            if target in BINARY_TARGETS:  # before any work: never binary to stdout
+                from qopt.errors import QoptError
+
+                raise QoptError(
+                    f"-t {target} writes a binary file, not text to stdout: give it with "
+                    f"-o {BINARY_TARGETS[target]} (-o /dev/stdout to pipe the bytes on purpose)"
+                )
             return sys.stdout
         self._output = AtomicOutput(self.args.output_file)
         return self._output.stream

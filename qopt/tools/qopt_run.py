@@ -4,8 +4,9 @@ the Vulkan device.
     qopt-run INPUT --inputs in.npz [--outputs out.npz] [--device interp|vulkan]
     qopt-run INPUT --generate N --prompt-ids 1,2,3 [--device interp|vulkan]
 
-INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first) or, with
-`--device vulkan`, a `.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
+INPUT is `.mlir` text (any qopt level), a `.pt2` file (imported first), an
+`.mlpackage` (read back and interpreted: `qopt.load`) or, with `--device vulkan`, a
+`.qvk` Vulkan bundle (an `.mlir`/`.pt2` input is lowered with
 the qopt-vulkan pipeline first). The
 npz arrays are the program's inputs in order (`arr_0`, `arr_1`, ... as
 `numpy.savez` writes them). Outputs go to `--outputs` as `arr_0`, ... (written
@@ -21,7 +22,6 @@ import argparse
 import io
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,11 +29,13 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
+from qopt.files import temp_file_beside
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.tools.contract import run_tool
 from qopt.tools.qopt_opt import add_common_arguments, writes_in_place
+from qopt.version import qopt_version
 
 DEVICES = ("interp", "vulkan")
 
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
     )
     add_common_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"qopt-run {qopt_version()}")
     return parser
 
 
@@ -135,10 +138,7 @@ def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
         with open(path, "wb") as f:
             f.write(buffer.getvalue())
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
+    fd, tmp_path = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buffer.getvalue())
@@ -263,6 +263,11 @@ def run(args: argparse.Namespace) -> None:
         raise QoptError("qopt-run needs --inputs in.npz (or --generate N --prompt-ids ...)")
     if args.check_dispatches and args.device != "vulkan":
         raise QoptError("--check-dispatches needs --device vulkan")
+    if args.device == "vulkan" and args.input_file.rstrip("/").endswith(".mlpackage"):
+        raise QoptError(
+            f"'{args.input_file}' is a Core ML package: qopt runs it by interpreting it "
+            "(--device interp); compile the .pt2 for Vulkan instead"
+        )
     if args.device == "vulkan":
         outputs = run_vulkan(
             args.input_file,

@@ -3,8 +3,8 @@
 Every module belongs to one layer; it may import (at module level or inside a
 function: no lazy import hides an edge) only from its own layer or below:
 
-    core        errors, limits, logs, dtypes, inputs, resources, context,
-                dialects (the IR), kernels (the Vulkan kernel catalogue as data)
+    core        errors, limits, logs, dtypes, inputs, resources, context, version,
+                files, dialects (the IR), kernels (the Vulkan kernel catalogue as data)
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
@@ -41,6 +41,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.context",
             "qopt.dialects",
             "qopt.kernels",
+            "qopt.version",
+            "qopt.files",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),

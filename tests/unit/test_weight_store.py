@@ -90,9 +90,13 @@ def test_print_parse_round_trip_and_clone() -> None:
     again = parse_module(print_module(module, elide_larger_than=None))
     np.testing.assert_array_equal(qopt.interpret(again, *x)[0], want)
     np.testing.assert_array_equal(qopt.interpret(clone_module(module), *x)[0], want)
-    elided = parse_module(print_module(module))  # default: blobs over 1 KiB left out
-    with pytest.raises(QoptError, match="missing"):
+    text = print_module(module)  # default: blobs over 1 KiB left out
+    assert "dense_resource<__elided__> : tensor<128x64xi8>" in text
+    elided = parse_module(text)
+    with pytest.raises(QoptError, match="missing: weights were elided when this IR was printed"):
         qopt.interpret(elided, *x)
+    with pytest.raises(QoptError, match=r"^fuse-quant: 4 weight\(s\) have no data"):
+        qopt.fuse(elided)
 
 
 def test_no_process_wide_state() -> None:

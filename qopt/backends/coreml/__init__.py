@@ -25,12 +25,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FixedBitwidthType, Float16Type, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute
 
+from qopt.backends import format_bytes, format_method, format_tensor
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR
-from qopt.dialects.tensors import elem_of
+from qopt.dialects.tensors import elem_of, numel, shape_of
+from qopt.dtypes import numpy_dtype
+from qopt.errors import QoptError
 
 if TYPE_CHECKING:
     from qopt.interpreters.session import Session
@@ -71,11 +75,53 @@ class CoremlArtifact:
         return [g.sym_name.data for g in coreml.mutable_globals(self.module)]
 
     def save(self, path: str | os.PathLike[str]) -> str:
-        """Write the `.mlpackage` directory atomically (temp dir + rename)."""
+        """Write the `.mlpackage` directory atomically (temp dir + rename) and return
+        its path. As coremltools' `MLModel.save`: a path without an extension gets
+        `.mlpackage`, another extension is an error."""
+        path = mlpackage_path(path)
         if self.source is not None:
             return copy_mlpackage(self.source, path)
         programs = self.mil_programs or {"main": self.mil_program}
         return save_mlpackage(programs, path, self.target, self.metadata)
+
+    def weight_bytes(self) -> int:
+        """Bytes of the program's constants at their element widths (int4 data at 4
+        bits): about the size of the package's weight.bin."""
+        total = 0
+        for op in self.module.walk():
+            if isinstance(op, coreml.ConstOp):
+                elem = elem_of(op.result)
+                bits = elem.bitwidth if isinstance(elem, FixedBitwidthType) else 32
+                total += -(-numel(op.result) * bits // 8)
+        return total
+
+    def __repr__(self) -> str:
+        from qopt.backends.coreml.emitter import function_of, input_names_of, output_names_of
+
+        lines = [
+            f"CoremlArtifact({self.target}, {self.compute_precision}, weights "
+            f"{format_bytes(self.weight_bytes())}"
+            + (f", loaded from '{self.source}')" if self.source is not None else ")")
+        ]
+        for method in self.methods:
+            func = function_of(self.module, method)
+            inputs = [
+                format_tensor(name, _dtype_name(a.type), shape_of(a))
+                for name, a in zip(input_names_of(func), func.body.block.args, strict=True)
+            ]
+            outputs = [
+                format_tensor(name, _dtype_name(t), shape_of(t))
+                for name, t in zip(
+                    output_names_of(self.module, None if len(self.methods) > 1 else
+                                    self.output_names or None, method),
+                    func.function_type.outputs.data,
+                    strict=True,
+                )
+            ]  # fmt: skip
+            lines.append("  " + format_method(method, inputs, outputs))
+        if self.state_names:
+            lines.append(f"  states: {', '.join(self.state_names)}")
+        return "\n".join(lines)
 
     def package_module(self) -> ModuleOp:
         """The package as a device loads it, read back into the coreml dialect
@@ -106,6 +152,25 @@ class CoremlArtifact:
     def __call__(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
         """One call of `method` on a fresh state (a new session)."""
         return self.session().run(*inputs, method=method)
+
+
+def _dtype_name(type: Attribute) -> str:
+    return numpy_dtype(elem_of(type)).name
+
+
+def mlpackage_path(path: str | os.PathLike[str]) -> str:
+    """`path` with `.mlpackage` added if it has no extension (coremltools'
+    convention); a QoptError for another extension."""
+    text = os.fspath(path)
+    stem, extension = os.path.splitext(text.rstrip("/"))
+    if not extension:
+        return stem + ".mlpackage"
+    if extension != ".mlpackage":
+        raise QoptError(
+            f"an ML Program is saved as a .mlpackage directory, not '{text}' "
+            f"(use '{stem}.mlpackage', or no extension to have it added)"
+        )
+    return text
 
 
 def load_mlpackage_artifact(path: str | os.PathLike[str]) -> CoremlArtifact:
@@ -230,5 +295,6 @@ __all__ = [
     "compile_coreml",
     "copy_mlpackage",
     "load_mlpackage_artifact",
+    "mlpackage_path",
     "save_mlpackage",
 ]

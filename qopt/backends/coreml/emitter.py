@@ -33,12 +33,15 @@ stored once); the first method is the default function.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import keyword
 import os
 import shutil
 import tempfile
+import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any, cast
@@ -57,16 +60,18 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA
+from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA, VERSION_METADATA
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
 from qopt.dialects.signature import output_names as recorded_output_names
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
+from qopt.files import default_modes
 from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import const_array
 from qopt.interpreters.ml_program import initial_value
 from qopt.interpreters.session import methods_of
+from qopt.version import qopt_version
 
 
 def _quiet() -> None:
@@ -156,6 +161,12 @@ def output_names_of(
     return names
 
 
+def input_names_of(func: FuncOp) -> list[str]:
+    """The names of the package's inputs for `func` (its arguments' name hints,
+    made distinct identifiers: `_input_names`)."""
+    return _input_names([a.name_hint for a in func.body.block.args])
+
+
 def state_names_of(module: ModuleOp) -> dict[str, str]:
     """Each state (mutable global) of `module` -> its MIL state name: the global's
     name made an identifier, distinct from the other states' and from every
@@ -189,10 +200,11 @@ def check_states(module: ModuleOp) -> None:
 
 
 def package_metadata(module: ModuleOp) -> dict[str, str]:
-    """The user-defined metadata qopt writes into a package: the states' names
-    (`qopt.states`: MIL name -> global name) and the name of a single method other
-    than `forward` (`qopt.method`; a single-function package's function is `main`)."""
-    out: dict[str, str] = {}
+    """The user-defined metadata qopt writes into a package: the version of qopt that
+    wrote it (`qopt.version`), the states' names (`qopt.states`: MIL name -> global
+    name) and the name of a single method other than `forward` (`qopt.method`; a
+    single-function package's function is `main`)."""
+    out: dict[str, str] = {VERSION_METADATA: qopt_version()}
     if names := state_names_of(module):
         out[STATES_METADATA] = json.dumps({mil: name for name, mil in names.items()})
     methods = methods_of(module)
@@ -245,7 +257,7 @@ def build_program(
     assert isinstance(ret, ReturnOp)
     names: dict[SSAValue, str] = {}
     out_names = output_names_of(module, output_names, function)
-    input_names = _input_names([a.name_hint for a in block.args])
+    input_names = input_names_of(func)
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     state_names = state_names_of(module)
     states = mutable_globals(module)
@@ -323,7 +335,15 @@ def build_program(
 
     body.__name__ = "main"
     wrapped = _NamedInputs(body, [*input_names, *(state_names[g.sym_name.data] for g in states)])
-    program = mb.program(input_specs=specs, opset_version=target_of(func))(wrapped)
+    # The Builder names the consts it makes for Python values (gelu's mode ...) with a
+    # process-wide counter: counted from 0 for each program, the same program gets
+    # the same names, and so the same package bytes, however many were built before.
+    saved_counts = mb.name_count
+    mb.name_count = defaultdict(int)
+    try:
+        program = mb.program(input_specs=specs, opset_version=target_of(func))(wrapped)
+    finally:
+        mb.name_count = saved_counts
     return program
 
 
@@ -399,13 +419,20 @@ def save_program(
                 ct.utils.save_multifunction(desc, path)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-    if metadata:
-        _set_metadata(path, metadata)
+    _set_metadata(path, metadata or {})
+    _stable_manifest(path)
+    default_modes(path)  # 0644 files (coremltools writes model.mlmodel 0600)
+
+
+#: coremltools' user-defined metadata key holding the day of the conversion: left
+#: out, so that the same program gives the same package on any day.
+CONVERSION_DATE_METADATA = "com.github.apple.coremltools.conversion_date"
 
 
 def _set_metadata(path: str, metadata: dict[str, str]) -> None:
     """Add `metadata` to the user-defined metadata of the package coremltools wrote
-    at `path` (its spec is `Data/com.apple.CoreML/model.mlmodel`)."""
+    at `path` (its spec is `Data/com.apple.CoreML/model.mlmodel`), drop the
+    conversion date, and write the spec back deterministically (map keys sorted)."""
     from coremltools.proto import Model_pb2
     from google.protobuf.message import Message
 
@@ -414,10 +441,52 @@ def _set_metadata(path: str, metadata: dict[str, str]) -> None:
     spec: Any = cast(Message, Model_pb2.Model())
     with open(spec_path, "rb") as f:
         spec.ParseFromString(f.read())
+    user_defined = spec.description.metadata.userDefined
+    user_defined.pop(CONVERSION_DATE_METADATA, None)
     for key, value in metadata.items():
-        spec.description.metadata.userDefined[key] = value
+        user_defined[key] = value
     with open(spec_path, "wb") as f:
-        f.write(spec.SerializeToString())
+        f.write(spec.SerializeToString(deterministic=True))
+
+
+#: Namespace of the package items' identifiers (uuid5 of an item's path and content).
+_MANIFEST_NAMESPACE = uuid.UUID("5d1f3c1e-8a4b-5b0e-9c1d-71b0c0e1a513")
+
+
+def _stable_manifest(path: str) -> None:
+    """Replace the random identifiers coremltools gives the package's items
+    (`Manifest.json`: a uuid4 per item, and the root model's) by identifiers derived
+    from each item's path and content, so that the same program gives a
+    byte-identical package."""
+    manifest_path = os.path.join(path, "Manifest.json")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    entries: dict[str, dict[str, str]] = manifest["itemInfoEntries"]
+    renamed: dict[str, str] = {}
+    for old_id, info in entries.items():
+        digest = _content_digest(os.path.join(path, "Data", info["path"]))
+        renamed[old_id] = str(uuid.uuid5(_MANIFEST_NAMESPACE, f"{info['path']}\0{digest}"))
+    manifest["itemInfoEntries"] = {
+        renamed[old_id]: entries[old_id] for old_id in sorted(entries, key=renamed.__getitem__)
+    }
+    manifest["rootModelIdentifier"] = renamed[manifest["rootModelIdentifier"]]
+    with open(manifest_path, "w") as f:
+        f.write(json.dumps(manifest, indent=4) + "\n")
+
+
+def _content_digest(item: str) -> str:
+    """SHA-256 of a file, or of a directory's files (relative paths and bytes, sorted)."""
+    digest = hashlib.sha256()
+    files = [item] if os.path.isfile(item) else []
+    for root, dirs, names in os.walk(item):
+        dirs.sort()
+        files += [os.path.join(root, name) for name in sorted(names)]
+    for file in files:
+        digest.update(os.path.relpath(file, item).encode() + b"\0")
+        with open(file, "rb") as f:  # in chunks: weight.bin may be gigabytes
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _convert(ct: Any, program: Any, target: Any) -> Any:
@@ -437,6 +506,7 @@ __all__ = [
     "build_programs",
     "check_states",
     "function_of",
+    "input_names_of",
     "output_names_of",
     "package_metadata",
     "save_program",

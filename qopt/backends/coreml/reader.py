@@ -106,6 +106,7 @@ from qopt.resources import WeightStore, attach, make_resource, printable_inline
 #: Package metadata keys qopt writes (qopt/backends/coreml/emitter.py).
 STATES_METADATA = "qopt.states"
 METHOD_METADATA = "qopt.method"
+VERSION_METADATA = "qopt.version"
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
 MAX_MANIFEST_BYTES = 1 << 20
 #: Largest root model spec (model.mlmodel) read; it holds every immediate value

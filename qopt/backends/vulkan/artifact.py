@@ -32,6 +32,7 @@ from typing import Any, Self
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from qopt.backends import format_bytes, format_method, format_tensor
 from qopt.backends.vulkan.bundle import (
     BundleProgram,
     Method,
@@ -100,6 +101,24 @@ class VulkanArtifact:
     @property
     def kernel_names(self) -> list[str]:
         return self.program.kernel_names()
+
+    def __repr__(self) -> str:
+        program = self.program
+        constants = sum(c.nbytes for c in program.constants)
+        spirv = sum(len(k.spirv or b"") for k in program.kernels)
+        lines = [
+            f"VulkanArtifact({len(program.steps)} dispatches of {len(self.kernel_names)} "
+            f"kernels, constants {format_bytes(constants)}, SPIR-V {format_bytes(spirv)})"
+        ]
+        for method in program.methods:
+            inputs = [format_tensor(None, t.dtype, t.shape) for t in program.method_inputs(method)]
+            outputs = [
+                format_tensor(None, t.dtype, t.shape) for t in program.method_outputs(method)
+            ]
+            lines.append("  " + format_method(method.name, inputs, outputs))
+        if program.states:
+            lines.append(f"  states: {', '.join(self.state_names)}")
+        return "\n".join(lines)
 
     @property
     def methods(self) -> list[str]:

@@ -30,6 +30,9 @@ its position among that method's arguments. `states` lists each state: its name
 dtype, and the constant holding its initial value in 32-bit words (null: zeros).
 Dispatches write only transient and state buffers.
 
+The manifest also names the qopt that wrote the bundle (`qopt_version`, since qopt
+0.1.0; informative: a reader checks the format `version`, and ignores it).
+
 `program_from_module` reads a vkc module (every public function a method) into
 the same `BundleProgram`, so `compile_vulkan` and a loaded bundle run through one
 executor (artifact.py).
@@ -41,7 +44,6 @@ import hashlib
 import json
 import os
 import struct
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -58,10 +60,12 @@ from qopt.dialects.signature import logical_methods, pick_function
 from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, where
+from qopt.files import temp_file_beside
 from qopt.kernels import catalogue, index_error_message
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
 from qopt.resources import elements_array
+from qopt.version import qopt_version
 
 MAGIC = b"QVKB"
 VERSION = 3
@@ -419,6 +423,7 @@ def bundle_bytes(program: BundleProgram) -> bytes:
     manifest = {
         "magic": "qopt-vkbundle",
         "version": VERSION,
+        "qopt_version": qopt_version(),
         "kernels": kernels,
         "constants": constants,
         "buffers": program.buffers,
@@ -818,8 +823,7 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` under a temporary name and rename it into place."""
     target = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    fd, tmp = temp_file_beside(target)  # 0644 under umask 022, as open() would make it
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

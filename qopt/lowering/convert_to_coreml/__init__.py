@@ -112,6 +112,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
 )
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.external_state import externalize_states
+from qopt.resources import require_weights
 
 RULES = RuleTable()
 """Builtin values (`arith.constant`)."""
@@ -168,6 +169,7 @@ class ConvertToCoremlPass(ModulePass):
             externalize_states(op)
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-coreml")
+        require_weights(op, self.name)
         try:
             opset = opset_number(self.target)
         except ValueError as e:

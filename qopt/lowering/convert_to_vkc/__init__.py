@@ -86,6 +86,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
+from qopt.resources import require_weights
 
 FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, state)
 """The rule family modules, each with its `RULES` by op class."""
@@ -222,6 +223,7 @@ class ConvertToVkcPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-vkc")
+        require_weights(op, self.name)
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already

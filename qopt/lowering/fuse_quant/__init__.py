@@ -3,7 +3,8 @@
 One pattern family per file, as ExecuTorch's Vulkan `patterns/` registry; the
 patterns run in one greedy worklist walk (no rescans of the module per match).
 Quant ops that match nothing stay and stay correct; with `report=true` the pass
-prints one line per unfused quant op with its location and the reason.
+prints its totals (fused ops by kernel name; quant ops left unfused of those
+there were) and the ops left, grouped by reason, each with its location.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from qopt.lowering.fuse_quant.report import FusionLog
+from qopt.lowering.fuse_quant.report import FusionLog, kernel_counts, quant_op_count
+from qopt.resources import require_weights
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
@@ -40,12 +42,15 @@ class FuseQuantPass(ModulePass):
     name = "fuse-quant"
 
     report: bool = False
-    """Print one line per quant op left unfused, with its location and why."""
+    """Print (on stderr) the totals, fused ops by kernel name and the quant ops left
+    of those there were, then the quant ops left grouped by reason."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_weights(op, self.name)
+        quant_before, kernels_before = quant_op_count(op), kernel_counts(op)
         log = self.run(op)
         if self.report:
-            log.print_unfused(op)
+            log.print_report(op, quant_before, kernels_before)
 
     @staticmethod
     def run(module: ModuleOp, log: FusionLog | None = None) -> FusionLog:

@@ -226,14 +226,15 @@ def test_run_summary_and_outputs(tmp_path: Path, valid_mlir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def mlp_imports(mlp_pt2: tuple[Path, np.ndarray, np.ndarray]) -> tuple[str, Path]:
-    """`qopt-opt x.pt2` (its stdout) and `qopt-opt x.pt2 --print-weights -o x.mlir`,
+    """`qopt-opt x.pt2 --elide-weights-if-larger 1024` (its stdout, as a terminal
+    shows it) and `qopt-opt x.pt2 -o x.mlir` (every weight: the default into a file),
     run side by side (each pays for `import torch`)."""
     pt2 = mlp_pt2[0]
     module = pt2.with_suffix(".mlir")
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     commands = [
-        [str(QOPT_OPT), str(pt2)],
-        [str(QOPT_OPT), str(pt2), "--print-weights", "-o", str(module)],
+        [str(QOPT_OPT), str(pt2), "--elide-weights-if-larger", "1024"],
+        [str(QOPT_OPT), str(pt2), "-o", str(module)],
     ]
     processes = [
         subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -247,20 +248,21 @@ def mlp_imports(mlp_pt2: tuple[Path, np.ndarray, np.ndarray]) -> tuple[str, Path
 
 @pytest.fixture(scope="module")
 def mlp_mlir(mlp_imports: tuple[str, Path]) -> Path:
-    """The imported MLP printed with every weight (`qopt-opt x.pt2 --print-weights`)."""
+    """The imported MLP printed with every weight (`qopt-opt x.pt2 -o x.mlir`)."""
     return mlp_imports[1]
 
 
 def test_opt_pt2_round_trip(mlp_imports: tuple[str, Path]) -> None:
-    """`qopt-opt x.pt2 | qopt-opt` prints the same text (elided weights stay referenced)."""
+    """`qopt-opt x.pt2 | qopt-opt` prints the same text (elided weights print as
+    `dense_resource<__elided__>`, as MLIR prints them)."""
     first, full = mlp_imports
-    assert "dense_resource<p_fc1_weight>" in first
-    assert "p_fc1_weight:" not in first  # 32 KiB: elided by default
+    assert "dense_resource<__elided__> : tensor<128x64xf32>" in first
+    assert "p_fc1_weight" not in first  # 32 KiB: elided
     second = run(QOPT_OPT, stdin=first)
     assert second.returncode == 0, second.stderr
     assert second.stdout == first
     # Eliding the blobs of the fully printed module gives the same text.
-    assert run(QOPT_OPT, full).stdout == first
+    assert run(QOPT_OPT, full, "--elide-weights-if-larger", "1024").stdout == first
 
 
 def test_opt_print_weights_round_trip(mlp_mlir: Path) -> None:
@@ -295,7 +297,7 @@ def test_run_elided_weights_is_an_error(
     """A module printed without its weights cannot run; the message says what to do."""
     x = mlp_pt2[1]
     elided = tmp_path / "elided.mlir"
-    printed = run(QOPT_OPT, mlp_mlir, "-o", elided)
+    printed = run(QOPT_OPT, mlp_mlir, "--elide-weights-if-larger", "1024", "-o", elided)
     assert printed.returncode == 0, printed.stderr
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x)
@@ -321,3 +323,47 @@ def test_run_check_dispatches(tmp_path: Path, valid_mlir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "0 from kernels declared exact" in result.stdout, result.stdout
     assert "arr_0: shape [2, 3] float32" in result.stdout
+
+
+def test_version_is_qopts() -> None:
+    """`qopt.__version__` is the project's version; `--version` of both tools prints it
+    (qopt-opt also names the xDSL it runs on)."""
+    import tomllib
+
+    import qopt
+
+    with (Path(__file__).resolve().parents[3] / "pyproject.toml").open("rb") as f:
+        expected = tomllib.load(f)["project"]["version"]
+    assert qopt.__version__ == expected
+    opt, run_ = run(QOPT_OPT, "--version"), run(QOPT_RUN, "--version")
+    assert opt.returncode == 0, opt.stderr
+    assert run_.returncode == 0, run_.stderr
+    assert opt.stdout.startswith(f"qopt-opt {expected} (xdsl 0."), opt.stdout
+    assert run_.stdout == f"qopt-run {expected}\n"
+
+
+def test_opt_binary_target_refuses_stdout(tmp_path: Path, valid_mlir: Path) -> None:
+    """`-t vkbundle` without `-o` is refused before any work (no bytes on stdout)."""
+    result = run(QOPT_OPT, valid_mlir, "-p", "qopt-vulkan", "-t", "vkbundle")
+    assert_user_error(
+        result,
+        "qopt-opt",
+        text="-t vkbundle writes a binary file, not text to stdout: give it with -o model.qvk",
+    )
+    assert result.stdout == ""
+
+
+def test_run_mlpackage(tmp_path: Path, valid_mlir: Path) -> None:
+    """`qopt-run m.mlpackage --inputs` interprets the package read back (qopt.load)."""
+    from qopt.backends.coreml import compile_coreml
+    from qopt.context import parse_module
+
+    package = compile_coreml(parse_module(valid_mlir.read_text())).save(tmp_path / "m")
+    x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    b = np.array([0.5, 0.5, -4], np.float32)
+    inputs, outputs = tmp_path / "in.npz", tmp_path / "out.npz"
+    np.savez(inputs, x, b)
+    result = run(QOPT_RUN, package, "--inputs", inputs, "--outputs", outputs)
+    assert result.returncode == 0, result.stderr
+    with np.load(outputs) as out:
+        np.testing.assert_array_equal(out["arr_0"], np.maximum(x + b, 0))

@@ -216,6 +216,7 @@ def test_qopt_compile_names_outputs() -> None:
     spec = ct.models.MLModel(path, skip_model_load=True).get_spec()
     assert [o.name for o in spec.description.output] == list(ep.graph_signature.user_outputs)
     assert [i.name for i in spec.description.input] == ["x"]
+    assert spec.description.metadata.userDefined["qopt.version"] == qopt.__version__
     assert artifact.mil_program is not None
 
 

@@ -20,6 +20,7 @@ torch eager. Tolerances:
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -147,7 +148,10 @@ def test_bundle_round_trip(tmp_path) -> None:
     module = _mlp_module()
     program = program_from_module(module)
     path = tmp_path / "mlp.qvk"
-    path.write_bytes(bundle_bytes(program))
+    data = bundle_bytes(program)
+    path.write_bytes(data)
+    manifest = json.loads(data[12 : 12 + int.from_bytes(data[8:12], "little")])
+    assert manifest["qopt_version"] == qopt.__version__  # informative: never checked
     loaded = read_bundle(path)
     assert loaded.kernel_names() == program.kernel_names() == ["linear_q4gsw", "unary"]
     assert [vars(s) for s in loaded.steps] == [vars(s) for s in program.steps]
