@@ -21,13 +21,13 @@ NOT_A_PROGRAM = object()  # the options are checked before the program is read
             {"minimum_deploymnet_target": "iOS18"},
             "qopt.compile(target='coreml') has no option minimum_deploymnet_target (did you "
             "mean 'minimum_deployment_target'?); its options are trust_pickle, limits, "
-            "minimum_deployment_target, compute_precision, output_names",
+            "dynamic_sizes, minimum_deployment_target, compute_precision, output_names, states",
         ),
         (
             "vulkan",
             {"devise": 0},
             "qopt.compile(target='vulkan') has no option devise (did you mean 'device'?); its "
-            "options are trust_pickle, limits, device, validation",
+            "options are trust_pickle, limits, dynamic_sizes, device, validation",
         ),
         (
             "coreml",
@@ -52,6 +52,12 @@ NOT_A_PROGRAM = object()  # the options are checked before the program is read
             "iOS18",
         ),
         ("coreml", {"output_names": "y"}, "output_names is a list of strings"),
+        (
+            "coreml",
+            {"states": "IO"},
+            "states 'IO' (did you mean 'io'?) is not one of 'state', 'io'",
+        ),
+        ("vulkan", {"states": "io"}, "qopt.compile: states is an option of target='coreml'"),
         (
             "vulcan",
             {},
