@@ -98,6 +98,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.dialects.ml_program import GlobalOp
+from qopt.dialects.signature import set_output_names
 from qopt.errors import QoptError
 from qopt.limits import DEFAULT_LIMITS
 from qopt.numerics.bits import packed_nbytes, unpack_bits
@@ -963,6 +964,7 @@ def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> F
     reader.block.add_op(ReturnOp(*outputs))
     func = FuncOp.from_region(name, arg_types, [v.type for v in outputs], Region(reader.block))
     func.attributes[OPSET_ATTR] = StringAttr(opset)
+    set_output_names(func, [str(out) for out in block_spec.outputs])  # the package's names
     return func
 
 

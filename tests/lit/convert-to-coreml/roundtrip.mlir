@@ -4,7 +4,7 @@
 // weight (still int8, still constexpr) and the op chain survive the round trip.
 
 // CHECK-LABEL: func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x3xf32>
-// CHECK-SAME:    attributes {coreml.opset = "iOS18"}
+// CHECK-SAME:    attributes {coreml.opset = "iOS18", qopt.output_names = ["output_0"]}
 // CHECK-DAG:     %[[B:.*]] = coreml.const dense<1.000000e+00> : tensor<3xf32>
 // CHECK-DAG:     %[[S:.*]] = coreml.const dense<{{\[\[}}2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>
 // CHECK-DAG:     %[[D:.*]] = coreml.const dense<{{\[\[}}1, 2, 3, 4], [-1, -2, -3, -4], [0, 7, -8, 1]]> : tensor<3x4xi8>
@@ -14,7 +14,7 @@
 // CHECK-NEXT:    func.return %[[R]] : tensor<2x3xf32>
 
 // IOS17-LABEL: func.func @forward(
-// IOS17-SAME:    attributes {coreml.opset = "iOS17"}
+// IOS17-SAME:    attributes {coreml.opset = "iOS17", qopt.output_names = ["output_0"]}
 // IOS17-DAG:     %[[S:.*]] = coreml.const dense<[2.500000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
 // IOS17-DAG:     %[[D:.*]] = coreml.const dense<{{.*}}> : tensor<3x4xi8>
 // IOS17-DAG:     %[[Z:.*]] = coreml.const dense<0> : tensor<3xi8>

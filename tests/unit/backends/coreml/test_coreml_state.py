@@ -199,6 +199,7 @@ def test_states_as_inputs_and_outputs_below_ios18() -> None:
     assert artifact.output_names == ["linear_14", *(f"{n}_out" for n in io_names)]
     loaded = qopt.load(artifact.save(os.path.join(_TMP, "states-io.mlpackage")))
     assert loaded.state_names == []
+    assert loaded.output_names == artifact.output_names  # read back from the package
     (func,) = [op for op in loaded.module.ops if isinstance(op, FuncOp)]
     assert [a.name_hint for a in func.body.block.args][2:] == io_names
     caches = [np.zeros((1, 2, 40, 8), np.float32) for _ in CACHES]
