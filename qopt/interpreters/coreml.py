@@ -153,6 +153,7 @@ _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.SqrtOp: _same(np.sqrt),
     coreml.SinOp: _same(np.sin),
     coreml.CosOp: _same(np.cos),
+    coreml.TanOp: _same(np.tan),
     coreml.ErfOp: _same(act.erf),
     coreml.RsqrtOp: lambda op, x: 1 / np.sqrt(x + np.asarray(_float(op.epsilon), x.dtype)),
     coreml.GeluOp: _gelu,

@@ -98,6 +98,7 @@ from qopt.dialects.coreml.elementwise import (
     SqrtOp,
     SubOp,
     TanhOp,
+    TanOp,
     UnaryOp,
 )
 from qopt.dialects.coreml.linalg import (
@@ -147,7 +148,8 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
-    ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
+    ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanOp, ErfOp,
+    GeluOp,
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
     ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
@@ -262,6 +264,7 @@ __all__ = [
     "SqueezeOp",
     "StateOp",
     "SubOp",
+    "TanOp",
     "TanhOp",
     "TileOp",
     "TransposeOp",

@@ -160,6 +160,7 @@ ExpOp = _unary("exp", "exp(x)")
 SqrtOp = _unary("sqrt", "sqrt(x)")
 SinOp = _unary("sin", "sin(x)")
 CosOp = _unary("cos", "cos(x)")
+TanOp = _unary("tan", "tan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.tan`")
 ErfOp = _unary("erf", "erf(x)")
 RsqrtOp = _unary("rsqrt", "1 / sqrt(x + epsilon)", epsilon=(prop_def(FloatAttr), "float"))
 GeluOp = _unary(

@@ -42,7 +42,8 @@ def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute
 for _aten, _coreml in (
     (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
-    (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.ErfOp, coreml.ErfOp),
+    (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.TanOp, coreml.TanOp),
+    (ew.ErfOp, coreml.ErfOp),
     (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
@@ -241,6 +242,40 @@ def _log(lw: Lowering, op: ew.LogOp) -> Sequence[SSAValue]:
     """MIL `log` with epsilon 0 (its default 1e-45 would make log(0) finite)."""
     x, out = lw.float_input(op)
     return [lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))]
+
+
+@RULES(ew.Log10Op, ew.Log2Op)
+def _log_base(lw: Lowering, op: ew.Log10Op | ew.Log2Op) -> Sequence[SSAValue]:
+    """MIL has only the natural log: `log10(x) = log(x) / ln(10)`, `log2(x) = log(x) /
+    ln(2)` (epsilon 0, the divisor rounded to x's type; within 2 ulp of torch, measured
+    in tests/unit/backends/test_new_ops.py)."""
+    x, out = lw.float_input(op)
+    log = lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))
+    base = math.log(10.0) if isinstance(op, ew.Log10Op) else math.log(2.0)
+    return [lw.build(coreml.RealDivOp, [log, lw.scalar(base, log)], out)]
+
+
+@RULES(ew.HardshrinkOp, ew.SoftshrinkOp)
+def _shrink(lw: Lowering, op: ew.HardshrinkOp | ew.SoftshrinkOp) -> Sequence[SSAValue]:
+    """torch's comparisons, with `select`: hardshrink is `select(-l <= x <= l, 0, x)`,
+    softshrink `select(x > l, x - l, select(x < -l, x + l, x * 0))` (NaN passes through
+    both, as in torch; `x * 0` keeps the sign of zero)."""
+    x, out = lw.float_input(op)
+    lambd = 0.5 if op.lambd is None else float(op.lambd.value.data)
+    flags = TensorType(i1, out.get_shape())
+    hi, lo = lw.scalar(lambd, x), lw.scalar(-lambd, x)
+    if isinstance(op, ew.HardshrinkOp):
+        above_lo = lw.build(coreml.GreaterEqualOp, [x, lo], flags)
+        below_hi = lw.build(coreml.LessEqualOp, [x, hi], flags)
+        inside = lw.build(coreml.LogicalAndOp, [above_lo, below_hi], flags)
+        return [lw.build(coreml.SelectOp, [inside, lw.scalar(0.0, x), x], out)]
+    zero = lw.build(coreml.MulOp, [x, lw.scalar(0.0, x)], out)
+    below = lw.build(coreml.LessOp, [x, lo], flags)
+    raised = lw.build(coreml.AddOp, [x, hi], out)
+    low_part = lw.build(coreml.SelectOp, [below, raised, zero], out)
+    above = lw.build(coreml.GreaterOp, [x, hi], flags)
+    lowered = lw.build(coreml.SubOp, [x, hi], out)
+    return [lw.build(coreml.SelectOp, [above, lowered, low_part], out)]
 
 
 @RULES(ew.ReciprocalOp)

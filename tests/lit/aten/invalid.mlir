@@ -41,6 +41,14 @@ func.func @gelu_bad_approximate(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @softshrink_negative_lambd(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.softshrink %x {lambd = -1.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+// CHECK: 'aten.softshrink': lambd must be >= 0, got -1.0
+
+// -----
+
 func.func @clone_type_change(%x: tensor<2x3xf32>) -> tensor<2x3xf16> {
   %r = aten.clone %x : (tensor<2x3xf32>) -> tensor<2x3xf16>
   func.return %r : tensor<2x3xf16>

