@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torch.fx import Node
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, i64
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import nn
-from qopt.dialects.tensors import shape_of
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.tensors import elem_of, shape_of
 from qopt.frontend.converters.table import ConverterTable
-from qopt.frontend.importer import Importer
+from qopt.frontend.importer import Importer, node_location
 
 CONVERTERS = ConverterTable()
 
@@ -100,10 +102,83 @@ def convert_conv2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
     return _conv(imp, args, _pair(padding))
 
 
+def _single(value: Any) -> int:
+    values = [int(v) for v in (value if isinstance(value, list | tuple) else [value])]
+    return values[0]
+
+
+def _insert(imp: Importer, node: Node, op: Operation) -> SSAValue:
+    """Insert an intermediate op of a converter that emits several, at the node's line."""
+    if (loc := node_location(node)) is not None:
+        op.location = loc
+    imp.builder.insert(op)
+    return op.results[0]
+
+
+def _view(imp: Importer, node: Node, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """An `aten.view` of `value` to `shape`, inserted at the node's line."""
+    elem = elem_of(value)
+    view = sh.ViewOp.create(operands=[value], result_types=[TensorType(elem, shape)])
+    return _insert(imp, node, view)
+
+
+def _conv1d(imp: Importer, node: Node, args: dict[str, Any], padding: int) -> Operation:
+    """A 1-D convolution is the 2-D one on a unit height: the input `[N, C, L]` (or
+    unbatched `[C, L]`) viewed as `[N, C, 1, L]`, the weight `[O, I, K]` as `[O, I, 1,
+    K]`, stride / padding / dilation `(1, s)`, `(0, p)`, `(1, d)`, and the `[N, O, 1,
+    L']` result viewed back to the node's shape."""
+    x = imp.value(args["input"])
+    w = imp.value(args["weight"])
+    x_shape, w_shape = list(shape_of(x)), list(shape_of(w))
+    if len(x_shape) not in (2, 3) or len(w_shape) != 3:
+        raise imp.error(
+            f"conv1d takes a [N, C, L] or [C, L] input and a [O, I, K] weight, got "
+            f"{x_shape} and {w_shape}"
+        )
+    batched = x_shape if len(x_shape) == 3 else [1, *x_shape]
+    operands = [
+        _view(imp, node, x, [*batched[:2], 1, batched[2]]),
+        _view(imp, node, w, [*w_shape[:2], 1, w_shape[2]]),
+    ]
+    if args.get("bias") is not None:
+        operands.append(imp.value(args["bias"]))
+    result = imp.result_type()
+    n, channels, length = (1, *result.get_shape()) if len(x_shape) == 2 else result.get_shape()
+    out2d = TensorType(result.get_element_type(), [n, channels, 1, length])
+    conv = nn.Conv2dOp.create(
+        operands=operands,
+        result_types=[out2d],
+        properties={
+            "stride": array([1, _single(args.get("stride", 1))]),
+            "padding": array([0, padding]),
+            "dilation": array([1, _single(args.get("dilation", 1))]),
+            "groups": IntegerAttr(int(args.get("groups", 1)), i64),
+        },
+    )
+    return sh.ViewOp.create(operands=[_insert(imp, node, conv)], result_types=[result])
+
+
+@CONVERTERS("aten.conv1d.default", "aten.conv1d.padding")
+def convert_conv1d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    padding = args.get("padding", 0)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        else:
+            kernel = shape_of(imp.value(args["weight"]))[-1]
+            total = _single(args.get("dilation", 1)) * (kernel - 1)
+            if total % 2:
+                raise imp.error("asymmetric 'same' padding is not supported")
+            padding = total // 2
+    return _conv1d(imp, node, args, _single(padding))
+
+
 @CONVERTERS("aten.convolution.default")
 def convert_convolution(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if args.get("transposed"):
         raise imp.error("transposed convolution is not supported yet")
+    if len(imp.result_type().get_shape()) == 3 and len(shape_of(imp.value(args["input"]))) == 3:
+        return _conv1d(imp, node, args, _single(args.get("padding", 0)))
     if len(imp.result_type().get_shape()) != 4:
         raise imp.error("only 2-D convolution (4-D NCHW tensors) is supported")
     return _conv(imp, args, _pair(args.get("padding", 0)))

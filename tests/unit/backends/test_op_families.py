@@ -84,3 +84,53 @@ def test_elementwise(tmp_path: Path) -> None:
     x[0, :10] = torch.tensor([0.5, -0.5, 1.25, -1.25, 0.75, -0.75, 0.0, -0.0, 9.99, 1.99])
     x[1, 0] = float("nan")
     check(Elementwise(), (x,), tmp_path, 1e-6)
+
+
+# ----- tensor_split, repeat_interleave -----------------------------------------------
+
+
+class Splits(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b, c = torch.tensor_split(x, 3, dim=1)  # 7 = 3 + 2 + 2
+        d, e, f, g = torch.tensor_split(x, [1, -2, 6], dim=-1)  # [0:1], [1:5], [5:6], [6:]
+        return a * 2, b, c, d, e + 1, f, g, torch.repeat_interleave(x, 2, dim=0)
+
+
+def test_tensor_split_repeat_interleave(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(1)
+    check(Splits(), (torch.randn(3, 7, generator=g),), tmp_path, 0.0)
+
+
+# ----- conv1d ----------------------------------------------------------------------------
+
+
+class Conv1d(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.strided = torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, groups=2)
+        self.dilated = torch.nn.Conv1d(6, 4, 3, padding="same", dilation=2, bias=False)
+
+    def forward(self, x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.dilated(torch.relu(self.strided(x)))
+        return y, self.strided(u)  # u unbatched: [C, L]
+
+
+def test_conv1d(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(2)
+    torch.manual_seed(2)
+    inputs = (torch.randn(2, 4, 9, generator=g), torch.randn(4, 8, generator=g))
+    check(Conv1d(), inputs, tmp_path, 1e-6)
+
+
+def test_conv1d_imports_as_conv2d_on_a_unit_height() -> None:
+    from qopt.dialects.aten import nn
+
+    model = torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=3, groups=2)
+    ep = torch.export.export(model, (torch.randn(1, 4, 12),))
+    (conv,) = [op for op in qopt.import_program(ep).walk() if isinstance(op, nn.Conv2dOp)]
+    assert conv.stride.get_values() == (1, 2)
+    assert conv.padding.get_values() == (0, 1)
+    assert conv.dilation.get_values() == (1, 3)
+    assert [t.get_shape() for t in (conv.input.type, conv.weight.type, conv.result.type)] == [
+        (1, 4, 1, 12), (6, 2, 1, 3), (1, 6, 1, 4),
+    ]  # fmt: skip
