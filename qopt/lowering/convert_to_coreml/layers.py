@@ -45,6 +45,41 @@ def _layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[SSAValue]:
     ]
 
 
+@RULES(layers.GroupNormOp)
+def _group_norm(lw: Lowering, op: layers.GroupNormOp) -> Sequence[SSAValue]:
+    """Group norm: x `[N, C, *]` reshaped to `[N, G, C / G * prod(*)]`, MIL
+    `layer_norm` over the last axis (no gamma / beta), reshaped back, then `* weight`
+    and `+ bias` per channel (reshaped to `[C, 1, ...]`). native_group_norm's mean
+    and rstd outputs are not lowered."""
+    if any(r.uses for r in op.stats):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the mean / rstd outputs of native_group_norm "
+            "have no CoreML lowering: use only the normalized output"
+        )
+    dims = list(shape_of(op.input))
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    groups = int(op.num_groups.value.data)
+    grouped = [dims[0], groups, math.prod(dims[1:]) // groups]
+    x = lw.as_elem(op.input, elem)
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(elem, grouped), shape=ints(grouped))
+    eps = float_attr(real(op.eps, layers.DEFAULT_EPS))
+    y = lw.build(coreml.LayerNormOp, [x, None, None], x.type, axes=ints([2]), epsilon=eps)
+    y = lw.build(coreml.ReshapeOp, [y], out, shape=ints(dims))
+    channel = [dims[1], *([1] * (len(dims) - 2))]
+    for param, cls in ((op.weight, coreml.MulOp), (op.bias, coreml.AddOp)):
+        if param is None:
+            continue
+        if (array := lw.array(param)) is not None:
+            value = lw.const(array.reshape(channel).astype(storage_dtype(elem)), elem, "gn")
+        else:
+            value = lw.as_elem(param, elem)
+            channel_type = TensorType(elem, channel)
+            value = lw.build(coreml.ReshapeOp, [value], channel_type, shape=ints(channel))
+        y = lw.build(cls, [y, value], out)
+    return [y]
+
+
 @RULES(layers.BatchNormOp)
 def _batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[SSAValue]:
     """Inference batch norm: MIL batch_norm for rank 3 to 5 (its range); a rank-2

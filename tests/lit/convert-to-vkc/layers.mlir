@@ -38,3 +38,18 @@ func.func @forward(%x: tensor<2x3xf32>, %y: tensor<1x8x1x2xf32>) -> (tensor<2x5x
   %s = aten.pixel_shuffle %y {upscale_factor = 2 : i64} : (tensor<1x8x1x2xf32>) -> tensor<1x2x2x4xf32>
   func.return %p, %s : tensor<2x5xf32>, tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// Group norm: [N * G, C / G * prod(*)] rows through layer_norm_rows (unit weight,
+// zero bias), then the per-channel weight and bias on the binary kernel.
+// CHECK-LABEL: func.func @group_norm(
+// CHECK:         vkc.dispatch @layer_norm_rows_0(%{{.*}}) {push = {rows = 6 : i64, cols = 10 : i64, eps = 1.000000e-05 : f32}
+// CHECK:         vkc.view %{{.*}} : !vkc.buffer<6xf32> -> !vkc.buffer<1x6x1xf32>
+// CHECK:         vkc.dispatch @binary_0(
+// CHECK:         vkc.view %{{.*}} : !vkc.buffer<6xf32> -> !vkc.buffer<1x6x1xf32>
+// CHECK:         vkc.dispatch @binary_1(
+func.func @group_norm(%x: tensor<2x6x5xf32>, %w: tensor<6xf32>, %b: tensor<6xf32>) -> tensor<2x6x5xf32> {
+  %r = aten.group_norm %x weight(%w : tensor<6xf32>) bias(%b : tensor<6xf32>) {num_groups = 3 : i64, eps = 1.000000e-05 : f64} : tensor<2x6x5xf32> -> tensor<2x6x5xf32>
+  func.return %r : tensor<2x6x5xf32>
+}

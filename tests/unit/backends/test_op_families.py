@@ -134,3 +134,26 @@ def test_conv1d_imports_as_conv2d_on_a_unit_height() -> None:
     assert [t.get_shape() for t in (conv.input.type, conv.weight.type, conv.result.type)] == [
         (1, 4, 1, 12), (6, 2, 1, 3), (1, 6, 1, 4),
     ]  # fmt: skip
+
+
+# ----- group_norm ----------------------------------------------------------------------
+
+
+class GroupNorm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.affine = torch.nn.GroupNorm(2, 6, eps=1e-3)
+        self.plain = torch.nn.GroupNorm(3, 6, affine=False)
+        with torch.no_grad():
+            self.affine.weight.uniform_(0.5, 1.5)
+            self.affine.bias.uniform_(-1, 1)
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.affine(x), self.plain(x * 3 + 1), self.affine(s)  # s: [N, C, L]
+
+
+def test_group_norm(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    inputs = (torch.randn(2, 6, 3, 4, generator=g), torch.randn(2, 6, 5, generator=g))
+    check(GroupNorm(), inputs, tmp_path, 1e-6)
