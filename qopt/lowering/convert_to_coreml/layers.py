@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType, f32, i1
+from xdsl.dialects.builtin import StringAttr, TensorType, f32, i1, i32
 from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import coreml
@@ -25,6 +25,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     ints,
     mil_tensor,
 )
+from qopt.numerics import resize
 
 RULES = RuleTable()
 
@@ -263,3 +264,56 @@ def _sdpa(lw: Lowering, op: layers.ScaledDotProductAttentionOp) -> Sequence[SSAV
             scores = lw.build(coreml.AddOp, [scores, mask], scores_type)
     probs = lw.build(coreml.SoftmaxOp, [scores], scores_type, axis=int_attr(-1))
     return [lw.build(coreml.MatmulOp, [probs, v], out, transpose_x=f, transpose_y=f)]
+
+
+@RULES(layers.UpsampleNearest2dOp, layers.UpsampleBilinear2dOp)
+def _upsample2d(
+    lw: Lowering, op: layers.UpsampleNearest2dOp | layers.UpsampleBilinear2dOp
+) -> Sequence[SSAValue]:
+    """Resizing as gathers of compile-time source offsets (qopt/numerics/resize.py,
+    torch's index rules, so no MIL resize op's pixel-centre convention is relied on):
+    x `[..., H, W]` reshaped to `[B, H * W]`; nearest is one `gather` on axis 1;
+    bilinear gathers the four corners and blends them with constant weights in
+    torch's order, `h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 + w1 * x11)`."""
+    dims = shape_of(op.input)
+    h, w = dims[-2:]
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    oh, ow = out.get_shape()[-2:]
+    batch = math.prod(dims[:-2])
+    x = lw.as_elem(op.input, elem)
+    x = lw.build(
+        coreml.ReshapeOp, [x], TensorType(elem, [batch, h * w]), shape=ints([batch, h * w])
+    )
+    flat = TensorType(elem, [batch, oh * ow])
+    scales = op.scales()
+
+    def gather(rows: np.ndarray, cols: np.ndarray) -> SSAValue:
+        offsets = (rows[:, None] * w + cols[None, :]).reshape(-1).astype(np.int32)
+        indices = lw.const(offsets, i32, "indices")
+        return lw.build(coreml.GatherOp, [x, indices], flat, axis=int_attr(1))
+
+    if isinstance(op, layers.UpsampleNearest2dOp):
+        y = gather(
+            resize.nearest_indices(h, oh, scales[0]), resize.nearest_indices(w, ow, scales[1])
+        )
+    else:
+        corners = flag(op.align_corners)
+        h0, h1, hw0, hw1 = resize.linear_weights(h, oh, corners, scales[0])
+        w0, w1, ww0, ww1 = resize.linear_weights(w, ow, corners, scales[1])
+        dtype = storage_dtype(elem)
+
+        def weight(values: np.ndarray, along_h: bool) -> SSAValue:
+            grid = values[:, None].repeat(ow, 1) if along_h else values[None, :].repeat(oh, 0)
+            return lw.const(grid.reshape(-1).astype(dtype), elem, "weights")
+
+        def blend(a: SSAValue, wa: SSAValue, b: SSAValue, wb: SSAValue) -> SSAValue:
+            first = lw.build(coreml.MulOp, [wa, a], flat)
+            second = lw.build(coreml.MulOp, [wb, b], flat)
+            return lw.build(coreml.AddOp, [first, second], flat)
+
+        c0, c1 = weight(ww0, False), weight(ww1, False)
+        top = blend(gather(h0, w0), c0, gather(h0, w1), c1)
+        bottom = blend(gather(h1, w0), c0, gather(h1, w1), c1)
+        y = blend(top, weight(hw0, True), bottom, weight(hw1, True))
+    return [lw.build(coreml.ReshapeOp, [y], out, shape=ints(out.get_shape()))]
