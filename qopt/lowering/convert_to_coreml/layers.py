@@ -317,3 +317,21 @@ def _upsample2d(
         bottom = blend(gather(h1, w0), c0, gather(h1, w1), c1)
         y = blend(top, weight(hw0, True), bottom, weight(hw1, True))
     return [lw.build(coreml.ReshapeOp, [y], out, shape=ints(out.get_shape()))]
+
+
+@RULES(layers.PixelShuffleOp)
+def _pixel_shuffle(lw: Lowering, op: layers.PixelShuffleOp) -> Sequence[SSAValue]:
+    """`[..., C * r * r, H, W] -> [..., C, H * r, W * r]`: reshape to `[B * C, r, r,
+    H, W]` (rank 5, Core ML's limit), transpose to `[B * C, H, r, W, r]`, reshape to
+    the result (MIL's own `pixel_shuffle` takes rank-4 inputs only)."""
+    dims = shape_of(op.input)
+    r = int(op.upscale_factor.value.data)
+    c_in, h, w = dims[-3:]
+    planes = math.prod(dims[:-3]) * (c_in // (r * r))
+    out = mil_tensor(op.result.type)
+    elem = elem_of(op.input)
+    split = [planes, r, r, h, w]
+    x = lw.build(coreml.ReshapeOp, [op.input], TensorType(elem, split), shape=ints(split))
+    moved = [planes, h, r, w, r]
+    x = lw.build(coreml.TransposeOp, [x], TensorType(elem, moved), perm=ints([0, 3, 1, 4, 2]))
+    return [lw.build(coreml.ReshapeOp, [x], out, shape=ints(out.get_shape()))]

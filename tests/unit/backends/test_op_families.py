@@ -194,3 +194,30 @@ def test_interpolate_nearest_is_exact(tmp_path: Path) -> None:
             return F.interpolate(x, size=(8, 7)), F.interpolate(x, scale_factor=(1.7, 2.4))
 
     check(Nearest(), (x,), tmp_path, 0.0)
+
+
+# ----- CoreML lowerings of ops Vulkan already had ----------------------------------------
+
+
+class DataMovement(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            F.pixel_shuffle(x, 2),
+            F.pad(x, (1, 2, -1, 3), value=0.5),  # a negative amount crops
+            F.pad(x, (0, 0, 2, 0)),
+            x.repeat(2, 1, 1, 3),
+            x[0].repeat(1, 2, 1, 1),  # repeat adding a leading dim
+            x.flip(1, -1),
+            n.flip(0),
+            torch.stack([x[0], x[0] * 2, x[0] + 1], dim=1),
+            torch.stack([n, n * 3], dim=-1),
+            x.var(dim=(2, 3)),
+            x.var(dim=1, keepdim=True, correction=0),
+            x.std(dim=-1),
+        )
+
+
+def test_coreml_data_movement_and_moments(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(6)
+    inputs = (torch.randn(2, 4, 3, 5, generator=g), torch.randint(-9, 9, (3, 4), generator=g))
+    check(DataMovement(), inputs, tmp_path, 1e-6)
