@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -221,3 +222,34 @@ def test_coreml_data_movement_and_moments(tmp_path: Path) -> None:
     g = torch.Generator().manual_seed(6)
     inputs = (torch.randn(2, 4, 3, 5, generator=g), torch.randint(-9, 9, (3, 4), generator=g))
     check(DataMovement(), inputs, tmp_path, 1e-6)
+
+
+# ----- conv_transpose ------------------------------------------------------------------
+
+
+class ConvTranspose(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.t2 = torch.nn.ConvTranspose2d(
+            4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+            dilation=(2, 1),
+        )  # fmt: skip
+        self.crop = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=3, bias=False)  # p > d(k-1)
+        self.t1 = torch.nn.ConvTranspose1d(4, 3, 4, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.t2(x), self.crop(x), self.t1(s), self.t1(s[0]), self.t2(x[0])
+
+
+def test_conv_transpose(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(7)
+    torch.manual_seed(7)
+    inputs = (torch.randn(2, 4, 5, 4, generator=g), torch.randn(2, 4, 6, generator=g))
+    check(ConvTranspose(), inputs, tmp_path, 1e-6)
+
+
+def test_conv_transpose_to_an_empty_output_is_a_clear_error() -> None:
+    model = torch.nn.ConvTranspose2d(2, 2, 3, padding=3)
+    ep = torch.export.export(model, (torch.randn(1, 2, 5, 4),))
+    with pytest.raises(qopt.QoptError, match=r"conv_transpose2d .* gives an empty output"):
+        qopt.import_program(ep)
