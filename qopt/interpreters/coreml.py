@@ -175,6 +175,7 @@ _BINARY: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     coreml.SubOp: np.subtract,
     coreml.MulOp: np.multiply,
     coreml.RealDivOp: np.divide,
+    coreml.FloorDivOp: np.floor_divide,
     coreml.PowOp: np.power,
     coreml.MaximumOp: np.maximum,
     coreml.MinimumOp: np.minimum,

@@ -67,6 +67,7 @@ from qopt.dialects.coreml.elementwise import (
     EqualOp,
     ErfOp,
     ExpOp,
+    FloorDivOp,
     FloorOp,
     GeluOp,
     GreaterEqualOp,
@@ -145,7 +146,7 @@ from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,
-    AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
+    AddOp, SubOp, MulOp, RealDivOp, FloorDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
     ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanOp, ErfOp,
@@ -215,6 +216,7 @@ __all__ = [
     "ExpOp",
     "ExpandDimsOp",
     "F",
+    "FloorDivOp",
     "FloorOp",
     "GatherOp",
     "GeluOp",

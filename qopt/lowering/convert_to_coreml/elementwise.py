@@ -173,9 +173,43 @@ def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
 
 @RULES(ew.DivOp)
 def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
-    if op.rounding_mode is not None:
-        raise QoptError(f"convert-to-coreml: {where(op)}: rounding division is not supported")
-    return [lw.build(coreml.RealDivOp, list(op.operands), mil_tensor(op.result.type))]
+    """True division is MIL `real_div`. Rounding division (`//`, `div(...,
+    rounding_mode=...)`): on floats `floor(x / y)`, or its truncation `select(q < 0,
+    ceil(q), floor(q))` (the interpreter's and Vulkan's rule); on int32 MIL
+    `floor_div`, and for "trunc" `q + 1` where the remainder `x - q * y` is nonzero
+    and the signs of x and y differ (all exact integer steps)."""
+    out = mil_tensor(op.result.type)
+    if op.rounding_mode is None:
+        return [lw.build(coreml.RealDivOp, list(op.operands), out)]
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: rounding division of {name} tensors has no "
+            "CoreML lowering (fp16, fp32 or int32): cast the operands first"
+        )
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    trunc = op.rounding_mode.data == "trunc"
+    flags = TensorType(i1, out.get_shape())
+    if name == "int32":
+        floor = lw.build(coreml.FloorDivOp, [x, y], out)
+        if not trunc:
+            return [floor]
+        rem = lw.build(coreml.SubOp, [x, lw.build(coreml.MulOp, [floor, y], out)], out)
+        inexact = lw.build(coreml.NotEqualOp, [rem, lw.scalar(0, rem)], flags)
+        x_negative = lw.build(coreml.LessOp, [x, lw.scalar(0, x)], _bool_like(x))
+        y_negative = lw.build(coreml.LessOp, [y, lw.scalar(0, y)], _bool_like(y))
+        signs = lw.build(coreml.LogicalXorOp, [x_negative, y_negative], flags)
+        fix = lw.build(coreml.LogicalAndOp, [inexact, signs], flags)
+        up = lw.build(coreml.AddOp, [floor, lw.scalar(1, floor)], out)
+        return [lw.build(coreml.SelectOp, [fix, up, floor], out)]
+    quotient = lw.build(coreml.RealDivOp, [x, y], out)
+    floor = lw.build(coreml.FloorOp, [quotient], out)
+    if not trunc:
+        return [floor]
+    negative = lw.build(coreml.LessOp, [quotient, lw.scalar(0, quotient)], flags)
+    ceil = lw.build(coreml.CeilOp, [quotient], out)
+    return [lw.build(coreml.SelectOp, [negative, ceil, floor], out)]
 
 
 @RULES(ew.NegOp)

@@ -184,7 +184,7 @@ def _binary_op(lw: Lowering, op: el.BinaryOp, name: str, alpha: float = 1.0) -> 
     b = same_dtype(lw, operand_shape_buf(lw, op.rhs), compute)
     if compute == "f32" and name in BITWISE:
         raise unsupported(op, f"{op.name} of floats", "bitwise ops take integer or bool tensors")
-    if compute == "i32" and isinstance(op, el.DivOp):
+    if compute == "i32" and isinstance(op, el.DivOp) and op.rounding_mode is None:
         raise unsupported(op, "true division of integers", "cast the operands to float")
     a = lw.view(a, shape_of(op.lhs) or (1,))
     b = lw.view(b, shape_of(op.rhs) or (1,))

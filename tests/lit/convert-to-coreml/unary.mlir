@@ -318,3 +318,38 @@ func.func @softshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.softshrink %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %r : tensor<2x3xf32>
 }
+
+// -----
+
+// Rounding division: floor of the float quotient; int32 floor is MIL floor_div.
+// CHECK-LABEL: func.func @floor_division(
+// CHECK-NEXT:    %[[Q:.*]] = coreml.real_div %x, %y
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %[[Q]]
+// CHECK-NEXT:    %[[I:.*]] = coreml.floor_div %a, %b : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    func.return %[[F]], %[[I]]
+func.func @floor_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2x3xi32>, %b: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %f = aten.div %x, %y {rounding_mode = "floor"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %i = aten.div %a, %b {rounding_mode = "floor"} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %f, %i : tensor<2x3xf32>, tensor<2x3xi32>
+}
+
+// -----
+
+// "trunc": ceil of a negative float quotient; on int32 the floor plus one where the
+// remainder is nonzero and the signs differ.
+// CHECK-LABEL: func.func @trunc_division(
+// CHECK:         %[[Q:.*]] = coreml.real_div %x, %y
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %[[Q]]
+// CHECK:         %[[N:.*]] = coreml.less %[[Q]],
+// CHECK-NEXT:    %[[C:.*]] = coreml.ceil %[[Q]]
+// CHECK-NEXT:    %[[T:.*]] = coreml.select %[[N]], %[[C]], %[[F]]
+// CHECK:         %[[FD:.*]] = coreml.floor_div %a, %b
+// CHECK:         %[[FIX:.*]] = coreml.logical_and
+// CHECK:         %[[UP:.*]] = coreml.add %[[FD]],
+// CHECK-NEXT:    %[[I:.*]] = coreml.select %[[FIX]], %[[UP]], %[[FD]]
+// CHECK-NEXT:    func.return %[[T]], %[[I]]
+func.func @trunc_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2x3xi32>, %b: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %f = aten.div %x, %y {rounding_mode = "trunc"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %i = aten.div %a, %b {rounding_mode = "trunc"} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %f, %i : tensor<2x3xf32>, tensor<2x3xi32>
+}

@@ -221,13 +221,16 @@ func.func @arithmetic(%x: tensor<2x4xf32>, %y: tensor<4xf32>) -> (tensor<2x4xf32
   func.return %e, %p2 : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
-// CHECK-LABEL: func.func @tan(
+// CHECK-LABEL: func.func @tan_floor_div(
 // CHECK-NEXT:    %t = coreml.tan %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GENERIC-LABEL: "func.func"() <{sym_name = "tan"
+// CHECK-NEXT:    %f = coreml.floor_div %a, %b : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "tan_floor_div"
 // GENERIC:       %t = "coreml.tan"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
-func.func @tan(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+// GENERIC:       %f = "coreml.floor_div"(%a, %b) : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+func.func @tan_floor_div(%x: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<4xi32>) -> (tensor<2x4xf32>, tensor<2x4xi32>) {
   %t = coreml.tan %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
-  func.return %t : tensor<2x4xf32>
+  %f = coreml.floor_div %a, %b : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+  func.return %t, %f : tensor<2x4xf32>, tensor<2x4xi32>
 }
 
 // CHECK-LABEL: func.func @indexing(

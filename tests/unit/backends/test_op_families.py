@@ -35,7 +35,11 @@ def _outputs(result: Any) -> list[np.ndarray]:
 
 
 def check(
-    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], tmp_path: Path, tol: float = 1e-6
+    model: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    tmp_path: Path,
+    tol: float = 1e-6,
+    vulkan: bool = True,
 ) -> None:
     """The model through the interpreter, CoreML (read back) and Vulkan, against torch."""
     from qopt.backends.vulkan.runtime import vulkan_available
@@ -47,7 +51,7 @@ def check(
     path = tmp_path / "model.mlpackage"
     qopt.compile(ep, target="coreml").save(path)
     runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
-    if vulkan_available() is None:
+    if vulkan and vulkan_available() is None:
         runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))
     for where, got in runs.items():
         assert len(got) == len(want), where
@@ -253,3 +257,28 @@ def test_conv_transpose_to_an_empty_output_is_a_clear_error() -> None:
     ep = torch.export.export(model, (torch.randn(1, 2, 5, 4),))
     with pytest.raises(qopt.QoptError, match=r"conv_transpose2d .* gives an empty output"):
         qopt.import_program(ep)
+
+
+class FloorDivision(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        return x // y, x // 0.75, a // b, a // 3
+
+
+class TruncDivision(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        return torch.div(x, y, rounding_mode="trunc"), torch.div(a, b, rounding_mode="trunc")
+
+
+@pytest.mark.parametrize("model", [FloorDivision(), TruncDivision()], ids=["floor", "trunc"])
+def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
+    """Exact (integers bit for bit, floats the same floor / ceil of the same quotient);
+    Vulkan has no "trunc" mode (a clean error there)."""
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.randn(3, 5, generator=g) * 4, torch.randn(3, 5, generator=g)
+    a = torch.randint(-20, 20, (3, 5), generator=g)
+    b = torch.randint(1, 6, (3, 5), generator=g) * torch.where(
+        torch.rand(3, 5, generator=g) > 0.5, 1, -1
+    )
+    a[0, :4] = torch.tensor([6, -6, 0, -7])  # exact multiples and zero
+    b[0, :4] = torch.tensor([3, 3, -2, 7])
+    check(model, (x, y, a, b), tmp_path, 0.0, vulkan=isinstance(model, FloorDivision))
