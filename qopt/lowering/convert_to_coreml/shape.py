@@ -615,8 +615,9 @@ def _flip(lw: Lowering, op: shape.FlipOp) -> Sequence[SSAValue]:
 @RULES(shape.ConstantPadNdOp)
 def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]:
     """`constant_pad_nd(x, pad, value)`, dim by dim from the last: a negative amount
-    crops (`slice_by_index`), a positive one concatenates a constant block of the
-    value on that side (MIL `concat`; the blocks are compile-time constants)."""
+    crops (`slice_by_index`), a positive one concatenates a block of the value on
+    that side (MIL `concat`; a block is a constant up to 16 elements, else the
+    one-element constant tiled, so a large pad stores no large blob)."""
     out = mil_tensor(op.result.type)
     elem = out.get_element_type()
     if 0 in out.get_shape() or 0 in shape_of(op.input):
@@ -648,7 +649,9 @@ def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]
 
         def block(amount: int) -> SSAValue:
             block_dims = [*dims[:axis], amount, *dims[axis + 1 :]]
-            return lw.const(np.broadcast_to(fill, block_dims).copy(), elem, "pad")
+            if math.prod(block_dims) <= 16:
+                return lw.const(np.broadcast_to(fill, block_dims).copy(), elem, "pad")
+            return lw.broadcast_to(op, lw.const(fill.reshape(1), elem, "pad"), block_dims)
 
         pieces = [*([block(lo)] if lo > 0 else []), x, *([block(hi)] if hi > 0 else [])]
         dims[axis] = sum(shape_of(p)[axis] for p in pieces)

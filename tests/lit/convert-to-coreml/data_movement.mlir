@@ -2,7 +2,7 @@
 // Data movement and moments composed from MIL ops: repeat is reshape + tile, stack
 // reshapes + concat, flip one gather per flipped dim, pixel_shuffle a rank-5
 // reshape / transpose / reshape, constant_pad_nd crops (slice_by_index) and
-// concatenates constant blocks, var / std are two-pass (mean, sub, mul, sum, div).
+// concatenates blocks of the value, var / std are two-pass (mean, sub, mul, sum, div).
 
 // CHECK-LABEL: func.func @repeat(
 // CHECK-NEXT:    %[[R:.*]] = coreml.reshape %x {shape = array<i64: 1, 2, 3>}
@@ -50,13 +50,16 @@ func.func @pixel_shuffle(%x: tensor<2x8x3x5xf32>) -> tensor<2x2x6x10xf32> {
 
 // -----
 
-// Last dim: 1 before, 2 after; dim 0: crop 1 before, 3 after.
+// Last dim: 1 before, 2 after; dim 0: crop 1 before, 3 after (a block over 16
+// elements is the value tiled, not a stored constant).
 // CHECK-LABEL: func.func @constant_pad(
 // CHECK-NEXT:    %[[L:.*]] = coreml.const dense<5.000000e-01> : tensor<2x1xf32>
 // CHECK-NEXT:    %[[H:.*]] = coreml.const dense<5.000000e-01> : tensor<2x2xf32>
 // CHECK-NEXT:    %[[A:.*]] = coreml.concat %[[L]], %x, %[[H]] {axis = 1 : i64, interleave = false} : (tensor<2x1xf32>, tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x6xf32>
 // CHECK-NEXT:    %[[S:.*]] = coreml.slice_by_index %[[A]] {begin = array<i64: 1, 0>, end = array<i64: 2, 6>, stride = array<i64: 1, 1>} : (tensor<2x6xf32>) -> tensor<1x6xf32>
-// CHECK-NEXT:    %[[B:.*]] = coreml.const dense_resource<pad> : tensor<3x6xf32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.const dense<5.000000e-01> : tensor<1xf32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.reshape %[[V]] {shape = array<i64: 1, 1>}
+// CHECK-NEXT:    %[[B:.*]] = coreml.tile %[[R]] {reps = array<i64: 3, 6>}
 // CHECK-NEXT:    %[[C:.*]] = coreml.concat %[[S]], %[[B]] {axis = 0 : i64, interleave = false} : (tensor<1x6xf32>, tensor<3x6xf32>) -> tensor<4x6xf32>
 // CHECK-NEXT:    func.return %[[C]]
 func.func @constant_pad(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
