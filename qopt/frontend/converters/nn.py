@@ -173,8 +173,15 @@ def convert_conv1d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
     return _conv1d(imp, node, args, _single(padding))
 
 
-def _emit(imp: Importer, node: Node, op_type: type[Operation], x: SSAValue, shape: Sequence[int],
-          **props: Attribute) -> SSAValue:  # fmt: skip
+def _emit(
+    imp: Importer,
+    node: Node,
+    op_type: type[Operation],
+    x: SSAValue,
+    shape: Sequence[int],
+    **props: Attribute,
+) -> SSAValue:
+    """A one-operand op `op_type` of `x` with result shape `shape`, inserted."""
     op = op_type.create(
         operands=[x], result_types=[TensorType(elem_of(x), shape)], properties=props
     )
@@ -210,9 +217,8 @@ def _conv_transpose(imp: Importer, node: Node, args: dict[str, Any], rank: int) 
     dilation = _ints(args.get("dilation", 1), rank)
     groups = int(args.get("groups", 1))
     if rank == 1:  # a unit height: (1, s), (0, p), ...
-        stride, padding, output_padding, dilation = (
-            [1, *stride], [0, *padding], [0, *output_padding], [1, *dilation]
-        )  # fmt: skip
+        stride, dilation = [1, *stride], [1, *dilation]
+        padding, output_padding = [0, *padding], [0, *output_padding]
         w_shape = [*w_shape[:2], 1, w_shape[2]]
         w = _view(imp, node, w, w_shape)
         spatial = [1, x_shape[-1]]
@@ -229,8 +235,10 @@ def _conv_transpose(imp: Importer, node: Node, args: dict[str, Any], rank: int) 
     planes = batch * c_in
     y = _view(imp, node, x, [planes, h, 1, wd, 1])
     pad_value = FloatAttr(0.0, 64)
-    y = _emit(imp, node, sh.ConstantPadNdOp, y, [planes, h, sh_, wd, sw],
-              pad=array([0, sw - 1, 0, 0, 0, sh_ - 1]), value=pad_value)  # fmt: skip
+    zeros = array([0, sw - 1, 0, 0, 0, sh_ - 1])
+    y = _emit(
+        imp, node, sh.ConstantPadNdOp, y, [planes, h, sh_, wd, sw], pad=zeros, value=pad_value
+    )
     y = _view(imp, node, y, [batch, c_in, h * sh_, wd * sw])
     # keep (H - 1) * s + 1 rows, then the convolution's own padding
     pads: list[int] = []
@@ -238,10 +246,7 @@ def _conv_transpose(imp: Importer, node: Node, args: dict[str, Any], rank: int) 
         k, s = (kh, kw)[axis], stride[axis]
         q = dilation[axis] * (k - 1) - padding[axis]
         pads += [q, q + output_padding[axis] - (s - 1)]
-    padded = [
-        batch, c_in,
-        h * sh_ + pads[2] + pads[3], wd * sw + pads[0] + pads[1],
-    ]  # fmt: skip
+    padded = [batch, c_in, h * sh_ + pads[2] + pads[3], wd * sw + pads[0] + pads[1]]
     if min(padded[2] - dh * (kh - 1), padded[3] - dw * (kw - 1)) < 1:
         raise imp.error(
             f"conv_transpose{rank}d with padding {padding[2 - rank :]} gives an empty output "
@@ -253,11 +258,11 @@ def _conv_transpose(imp: Importer, node: Node, args: dict[str, Any], rank: int) 
     grouped = [groups, c_in // groups, c_out_g, kh, kw]
     wt = _view(imp, node, w, grouped)
     swapped = [groups, c_out_g, c_in // groups, kh, kw]
-    wt = _emit(imp, node, sh.TransposeOp, wt, swapped, dim0=IntegerAttr(1, i64),
-               dim1=IntegerAttr(2, i64))  # fmt: skip
-    wt = _view(imp, node, wt, [groups * c_out_g, c_in // groups, kh, kw])
-    wt = _emit(imp, node, sh.FlipOp, wt, [groups * c_out_g, c_in // groups, kh, kw],
-               dims=array([2, 3]))  # fmt: skip
+    one, two = IntegerAttr(1, i64), IntegerAttr(2, i64)
+    wt = _emit(imp, node, sh.TransposeOp, wt, swapped, dim0=one, dim1=two)
+    regrouped = [groups * c_out_g, c_in // groups, kh, kw]
+    wt = _view(imp, node, wt, regrouped)
+    wt = _emit(imp, node, sh.FlipOp, wt, regrouped, dims=array([2, 3]))
     operands = [y, wt]
     if args.get("bias") is not None:
         operands.append(imp.value(args["bias"]))
