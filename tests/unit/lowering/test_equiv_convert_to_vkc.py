@@ -375,6 +375,12 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "%r = aten.upsample_bilinear2d %x : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>\n%r",
     ),
     one(
+        "upsample_nearest",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x5x9xf32>",
+        "%r = aten.upsample_nearest2d %x {scales_h = 1.700000e+00 : f64, scales_w = 2.300000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x9xf32>\n%r",
+    ),
+    one(
         "relu_i32",
         "%x: tensor<2x3xi32>",
         "tensor<2x3xi32>",
