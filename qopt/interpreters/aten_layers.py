@@ -18,7 +18,7 @@ from qopt.dialects.aten.layers import DEFAULT_EPS
 from qopt.dialects.tensors import shape_of
 from qopt.interpreters.aten_reduction import float_dtype, softmax
 from qopt.interpreters.common import as_result
-from qopt.numerics import sequential_sum, torch_mean
+from qopt.numerics import resize, sequential_sum, torch_mean
 
 
 def _affine(
@@ -276,3 +276,22 @@ class AtenLayersFunctions(InterpreterFunctions):
         y = x.reshape(*batch, c // (r * r), r, r, h, w)
         order = (*range(n), n, n + 3, n + 1, n + 4, n + 2)
         return (as_result(np.transpose(y, order), op.result),)
+
+    @impl(layers.UpsampleNearest2dOp)
+    def run_upsample_nearest2d(
+        self, interpreter: Interpreter, op: layers.UpsampleNearest2dOp, args: PythonValues
+    ) -> PythonValues:
+        out_hw = shape_of(op.result)[-2:]
+        y = resize.upsample_nearest2d(np.asarray(args[0]), (out_hw[0], out_hw[1]), op.scales())
+        return (as_result(y, op.result),)
+
+    @impl(layers.UpsampleBilinear2dOp)
+    def run_upsample_bilinear2d(
+        self, interpreter: Interpreter, op: layers.UpsampleBilinear2dOp, args: PythonValues
+    ) -> PythonValues:
+        out_hw = shape_of(op.result)[-2:]
+        x = np.asarray(args[0])
+        y = resize.upsample_bilinear2d(
+            x, (out_hw[0], out_hw[1]), flag(op.align_corners), op.scales()
+        )
+        return (as_result(y, op.result),)

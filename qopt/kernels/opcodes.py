@@ -43,6 +43,11 @@ UNARY_OPS = {
     "cast_i32_f32": 26,
     "to_bool": 27,
     "square": 28,
+    "log10": 29,
+    "log2": 30,
+    "tan": 31,
+    "hardshrink": 32,
+    "softshrink": 33,
 }
 UNARY_INT_OPS = (
     "identity",

@@ -14,6 +14,8 @@ these functions, so a rounding or eps rule is written, and fixed, in one place:
   is an explicit parameter.
 - `activations`: erf, sigmoid, SiLU, GELU (exact / tanh / sigmoid approximation),
   hardswish, hardsigmoid, leaky_relu, in torch's CPU operation order.
+- `resize`: the source indices and weights of torch's nearest / bilinear 2-D
+  upsampling, in float32 as ATen's CPU kernels compute them.
 - `bits`: sub-byte values as an LSB-first bit stream (Core ML's `weight.bin` and
   the iOS16 `constexpr_lut_to_dense` indices).
 

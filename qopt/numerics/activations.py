@@ -102,12 +102,28 @@ def leaky_relu(x: np.ndarray, negative_slope: float) -> np.ndarray:
     return np.where(x > 0, x, x * _c(negative_slope, x))
 
 
+def hardshrink(x: np.ndarray, lambd: float) -> np.ndarray:
+    """`0 if -lambd <= x <= lambd else x` (NaN passes), lambd in x's type as torch casts it."""
+    lam = _c(lambd, x)
+    inside = (x >= -lam) & (x <= lam)
+    return np.where(inside, _c(0, x), x)
+
+
+def softshrink(x: np.ndarray, lambd: float) -> np.ndarray:
+    """`x - lambd if x > lambd else x + lambd if x < -lambd else x * 0` (torch's
+    order: NaN passes, -0 stays -0), lambd in x's type as torch casts it."""
+    lam = _c(lambd, x)
+    return np.where(x > lam, x - lam, np.where(x < -lam, x + lam, x * _c(0, x)))
+
+
 __all__ = [
     "erf",
     "gelu",
+    "hardshrink",
     "hardsigmoid",
     "hardswish",
     "leaky_relu",
     "sigmoid",
     "silu",
+    "softshrink",
 ]

@@ -102,6 +102,16 @@ class LogOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class Log10Op(FloatUnaryOp):
+    name = "aten.log10"
+
+
+@irdl_op_definition
+class Log2Op(FloatUnaryOp):
+    name = "aten.log2"
+
+
+@irdl_op_definition
 class SqrtOp(FloatUnaryOp):
     name = "aten.sqrt"
 
@@ -124,6 +134,11 @@ class SinOp(FloatUnaryOp):
 @irdl_op_definition
 class CosOp(FloatUnaryOp):
     name = "aten.cos"
+
+
+@irdl_op_definition
+class TanOp(FloatUnaryOp):
+    name = "aten.tan"
 
 
 @irdl_op_definition
@@ -178,6 +193,31 @@ class HardsigmoidOp(FloatUnaryOp):
 class LeakyReluOp(FloatUnaryOp):
     name = "aten.leaky_relu"
     negative_slope = opt_prop_def(FloatAttr)
+
+
+class ShrinkOp(FloatUnaryOp):
+    """A shrink activation with threshold `lambd` (torch's default 0.5)."""
+
+    lambd = opt_prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class HardshrinkOp(ShrinkOp):
+    """`0` where `-lambd <= x <= lambd`, else `x`."""
+
+    name = "aten.hardshrink"
+
+
+@irdl_op_definition
+class SoftshrinkOp(ShrinkOp):
+    """`x - lambd` where `x > lambd`, `x + lambd` where `x < -lambd`, else `0 * x`."""
+
+    name = "aten.softshrink"
+
+    def check(self) -> None:
+        super().check()
+        if self.lambd is not None and not self.lambd.value.data >= 0:
+            raise self.fail(f"lambd must be >= 0, got {self.lambd.value.data}")
 
 
 @irdl_op_definition
@@ -397,9 +437,10 @@ class MaskedFillOp(AtenOp):
 
 
 OPS = [
-    NegOp, AbsOp, ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-    ReciprocalOp, SinOp, CosOp, ErfOp, FloorOp, CeilOp, RoundOp, GeluOp, HardswishOp,
-    HardsigmoidOp, LeakyReluOp, ClampOp, LogicalNotOp, BitwiseNotOp, IsNanOp, CastOp, CloneOp,
+    NegOp, AbsOp, ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, Log10Op, Log2Op, SqrtOp,
+    RsqrtOp, ReciprocalOp, SinOp, CosOp, TanOp, ErfOp, FloorOp, CeilOp, RoundOp, GeluOp,
+    HardswishOp, HardsigmoidOp, LeakyReluOp, HardshrinkOp, SoftshrinkOp, ClampOp,
+    LogicalNotOp, BitwiseNotOp, IsNanOp, CastOp, CloneOp,
     AddOp, SubOp, MulOp, DivOp, RemainderOp, PowOp, MaximumOp, MinimumOp,
     EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp,
     BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, WhereOp, MaskedFillOp,

@@ -370,6 +370,58 @@ class PixelShuffleOp(AtenOp):
         return [(*x[:-3], x[-3] // (r * r), x[-2] * r, x[-1] * r)]
 
 
+class Upsample2dOp(AtenOp):
+    """Resize the last two dims of a `[N, C, H, W]` (or `[C, H, W]`) input to the
+    result's `[OH, OW]`. `scales_h` / `scales_w` are the user's scale factors (absent
+    when an output size was given): torch maps output to input indices with `1 /
+    scale` then, else with `H / OH` (qopt/numerics/resize.py)."""
+
+    input = operand_def(TensorType)
+    scales_h = opt_prop_def(FloatAttr)
+    scales_w = opt_prop_def(FloatAttr)
+    result = result_def(TensorType)
+
+    def scales(self) -> tuple[float | None, float | None]:
+        return (
+            None if self.scales_h is None else float(self.scales_h.value.data),
+            None if self.scales_w is None else float(self.scales_w.value.data),
+        )
+
+    def check(self) -> None:
+        self.require_float(self.input, "input")
+        if elem_of(self.input) != elem_of(self.result):
+            raise self.fail("input and result element types must match")
+        if any(s is not None and not s > 0 for s in self.scales()):
+            raise self.fail(f"scales must be positive, got {list(self.scales())}")
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        x, y = shape_of(self.input), shape_of(self.result)
+        if len(x) not in (3, 4):
+            raise self.fail(f"input must be 3-D or 4-D, got {list(x)}")
+        if len(y) != len(x) or min(y[-2:], default=0) < 1 or min(x[-2:]) < 1:
+            raise self.fail(f"cannot resize {list(x)} to {list(y)}")
+        return [(*x[:-2], *y[-2:])]
+
+
+@irdl_op_definition
+class UpsampleNearest2dOp(Upsample2dOp):
+    """`y[..., i, j] = x[..., floor(i * sh), floor(j * sw)]` (torch's legacy
+    'nearest'; clamped to the input). See external
+    [documentation](https://pytorch.org/docs/stable/generated/torch.nn.functional.interpolate.html)."""
+
+    name = "aten.upsample_nearest2d"
+
+
+@irdl_op_definition
+class UpsampleBilinear2dOp(Upsample2dOp):
+    """Bilinear interpolation between the two nearest source rows and columns;
+    `align_corners` maps the corner pixels' centres onto each other, else
+    half-pixel centres (sources clamped at 0)."""
+
+    name = "aten.upsample_bilinear2d"
+    align_corners = opt_prop_def(BoolAttr)
+
+
 OPS = [
     LayerNormOp,
     GroupNormOp,
@@ -379,4 +431,6 @@ OPS = [
     AdaptiveAvgPool2dOp,
     ScaledDotProductAttentionOp,
     PixelShuffleOp,
+    UpsampleNearest2dOp,
+    UpsampleBilinear2dOp,
 ]

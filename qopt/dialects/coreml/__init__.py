@@ -67,6 +67,7 @@ from qopt.dialects.coreml.elementwise import (
     EqualOp,
     ErfOp,
     ExpOp,
+    FloorDivOp,
     FloorOp,
     GeluOp,
     GreaterEqualOp,
@@ -98,6 +99,7 @@ from qopt.dialects.coreml.elementwise import (
     SqrtOp,
     SubOp,
     TanhOp,
+    TanOp,
     UnaryOp,
 )
 from qopt.dialects.coreml.linalg import (
@@ -144,10 +146,11 @@ from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     LinearOp, MatmulOp, ConvOp, GatherOp,
-    AddOp, SubOp, MulOp, RealDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
+    AddOp, SubOp, MulOp, RealDivOp, FloorDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
-    ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, ErfOp, GeluOp,
+    ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanOp, ErfOp,
+    GeluOp,
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
     ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
@@ -213,6 +216,7 @@ __all__ = [
     "ExpOp",
     "ExpandDimsOp",
     "F",
+    "FloorDivOp",
     "FloorOp",
     "GatherOp",
     "GeluOp",
@@ -262,6 +266,7 @@ __all__ = [
     "SqueezeOp",
     "StateOp",
     "SubOp",
+    "TanOp",
     "TanhOp",
     "TileOp",
     "TransposeOp",

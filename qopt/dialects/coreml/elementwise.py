@@ -117,6 +117,11 @@ AddOp = _binary("add", "x + y (numpy broadcasting)")
 SubOp = _binary("sub", "x - y")
 MulOp = _binary("mul", "x * y")
 RealDivOp = _binary("real_div", "x / y")
+FloorDivOp = _binary(
+    "floor_div",
+    "`floor(x / y)` (coremltools' `iOS15.elementwise_binary.floor_div`, numpy's "
+    "floor_divide); qopt emits it for int32 operands only",
+)
 PowOp = _binary("pow", "x ** y")
 MaximumOp = _binary("maximum", "max(x, y)")
 MinimumOp = _binary("minimum", "min(x, y)")
@@ -160,6 +165,7 @@ ExpOp = _unary("exp", "exp(x)")
 SqrtOp = _unary("sqrt", "sqrt(x)")
 SinOp = _unary("sin", "sin(x)")
 CosOp = _unary("cos", "cos(x)")
+TanOp = _unary("tan", "tan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.tan`")
 ErfOp = _unary("erf", "erf(x)")
 RsqrtOp = _unary("rsqrt", "1 / sqrt(x + epsilon)", epsilon=(prop_def(FloatAttr), "float"))
 GeluOp = _unary(

@@ -35,11 +35,14 @@ for _op, _names in [
     (ew.TanhOp, ["tanh"]),
     (ew.ExpOp, ["exp"]),
     (ew.LogOp, ["log"]),
+    (ew.Log10Op, ["log10"]),
+    (ew.Log2Op, ["log2"]),
     (ew.SqrtOp, ["sqrt"]),
     (ew.RsqrtOp, ["rsqrt"]),
     (ew.ReciprocalOp, ["reciprocal"]),
     (ew.SinOp, ["sin"]),
     (ew.CosOp, ["cos"]),
+    (ew.TanOp, ["tan"]),
     (ew.ErfOp, ["erf"]),
     (ew.FloorOp, ["floor"]),
     (ew.CeilOp, ["ceil"]),
@@ -98,6 +101,22 @@ def convert_leaky_relu(imp: Importer, node: Node, args: dict[str, Any]) -> Opera
         operands=[imp.value(args["self"])],
         result_types=[imp.result_type()],
         properties={"negative_slope": _f64(0.01 if slope is None else slope)},
+    )
+
+
+@CONVERTERS("aten.hardshrink.default", "aten.softshrink.default")
+def convert_shrink(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    op_type = ew.HardshrinkOp if "hardshrink" in str(node.target) else ew.SoftshrinkOp
+    lambd = args.get("lambd")
+    lambd = 0.5 if lambd is None else lambd
+    if not isinstance(lambd, int | float):
+        raise imp.error(f"lambd of {op_type.name} must be a number, got {lambd!r}")
+    if op_type is ew.SoftshrinkOp and not lambd >= 0:
+        raise imp.error(f"lambd of {op_type.name} must be >= 0, got {lambd}")
+    return op_type.create(
+        operands=[imp.value(args["self"])],
+        result_types=[imp.result_type()],
+        properties={"lambd": _f64(lambd)},
     )
 
 

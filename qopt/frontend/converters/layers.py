@@ -160,3 +160,36 @@ def convert_pixel_shuffle(imp: Importer, node: Node, args: dict[str, Any]) -> Op
         result_types=[imp.result_type()],
         properties={"upscale_factor": IntegerAttr(int(args["upscale_factor"]), i64)},
     )
+
+
+@CONVERTERS(
+    "aten.upsample_nearest2d.vec",
+    "aten.upsample_nearest2d.default",
+    "aten.upsample_bilinear2d.vec",
+    "aten.upsample_bilinear2d.default",
+)
+def convert_upsample2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`interpolate(mode="nearest" | "bilinear")`: the output size is the result
+    type's; the scale factors (`scale_factors` of `.vec`, `scales_h` / `scales_w` of
+    `.default`) are kept, as torch maps indices with them when they are given."""
+    bilinear = "bilinear" in str(node.target)
+    op_type = layers.UpsampleBilinear2dOp if bilinear else layers.UpsampleNearest2dOp
+    if "scale_factors" in args:
+        factors = args.get("scale_factors")
+        scales = [None, None] if factors is None else list(factors)
+    else:
+        scales = [args.get("scales_h"), args.get("scales_w")]
+    if len(scales) != 2 or any(s is not None and not isinstance(s, int | float) for s in scales):
+        raise imp.error(f"{op_type.name} takes two constant scale factors, got {scales!r}")
+    props: dict[str, Attribute] = {
+        name: FloatAttr(float(s), 64)
+        for name, s in zip(("scales_h", "scales_w"), scales, strict=True)
+        if s is not None
+    }
+    if bilinear:
+        props["align_corners"] = BoolAttr.from_bool(bool(args.get("align_corners")))
+    return op_type.create(
+        operands=[imp.value(args.get("input", args.get("self")))],
+        result_types=[imp.result_type()],
+        properties=props,
+    )

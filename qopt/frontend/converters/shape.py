@@ -747,6 +747,41 @@ def convert_split(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     )
 
 
+@CONVERTERS("aten.tensor_split.sections", "aten.tensor_split.indices")
+def convert_tensor_split(
+    imp: Importer, node: Node, args: dict[str, Any]
+) -> Operation | tuple[SSAValue, ...]:
+    """`tensor_split(x, sections, dim)` is `split` with torch's piece sizes (read from
+    the result types: the first `size % sections` pieces one longer);
+    `tensor_split(x, indices, dim)` is one `slice` per piece, `x[i_k : i_k+1]` with
+    `i_0 = 0` and the last piece to the end (indices out of order give empty or
+    overlapping pieces, as in torch). A tensor of indices or sections
+    (`.tensor_indices_or_sections`) is not imported."""
+    x = imp.value(args["self"])
+    d = _dim(imp, args.get("dim", 0), len(shape_of(x)))
+    types = imp.result_types()
+    if "sections" in args:
+        sections = args["sections"]
+        if not isinstance(sections, int) or sections <= 0:
+            raise imp.error(f"tensor_split sections must be a positive number, got {sections!r}")
+        return sh.SplitOp.create(
+            operands=[x],
+            result_types=types,
+            properties={"sizes": _array([t.get_shape()[d] for t in types]), "dim": _int(d)},
+        )
+    indices = args["indices"]
+    if any(not isinstance(i, int) for i in indices):
+        raise imp.error("tensor_split needs constant indices")
+    starts = [0, *indices]
+    ends = [*indices, sh.INT64_MAX]
+    pieces: list[SSAValue] = []
+    for start, end, type in zip(starts, ends, types, strict=True):
+        props = {"dim": _int(d), "start": _int(start), "end": _int(end), "step": _int(1)}
+        piece = sh.SliceOp.create(operands=[x], result_types=[type], properties=props)
+        pieces.append(_insert(imp, node, piece))
+    return tuple(pieces)
+
+
 # ----- triangular, padding, differences, scans ---------------------------------
 
 

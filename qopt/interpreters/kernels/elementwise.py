@@ -95,6 +95,11 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
             "hardswish": lambda: act.hardswish(x),
             "hardsigmoid": lambda: act.hardsigmoid(x),
             "square": lambda: x * x,
+            "log10": lambda: np.log2(x) * F32(0.30102999566398120),
+            "log2": lambda: np.log2(x),
+            "tan": lambda: np.tan(x),
+            "hardshrink": lambda: act.hardshrink(x, float(a)),
+            "softshrink": lambda: act.softshrink(x, float(a)),
         }
         store(buffers, "y", np.asarray(fns[name](), dtype=F32))
 

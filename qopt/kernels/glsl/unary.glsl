@@ -6,6 +6,7 @@ layout(constant_id = 1) const int DTYPE = DTYPE_F32;  // DTYPE_F32 or DTYPE_I32 
 layout(constant_id = 2) const int WG = 64;
 layout(std430, binding = 0) readonly buffer In { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint y[]; };
+// a: clamp min, leaky slope or shrink lambda; b: clamp max.
 layout(push_constant) uniform P { uint n; float a; float b; } p;
 
 float erf_f(float v) {
@@ -78,6 +79,16 @@ void main() {
     else if (OP == UNARY_CAST_F32_I32) { y[i] = uint(int(trunc(v))); continue; }
     else if (OP == UNARY_TO_BOOL) { y[i] = v != 0.0 ? 1u : 0u; continue; }
     else if (OP == UNARY_SQUARE) r = v * v;
+    else if (OP == UNARY_LOG10) r = log2(v) * 0.30102999566398120;
+    else if (OP == UNARY_LOG2) r = log2(v);
+    else if (OP == UNARY_TAN) r = tan(v);
+    else if (OP == UNARY_HARDSHRINK) r = (v >= -p.a && v <= p.a) ? 0.0 : v;
+    else if (OP == UNARY_SOFTSHRINK) {
+      // torch's x * 0 in between: a zero with x's sign, NaN passes (spelt out, as the
+      // driver may fold v * 0.0 to 0.0).
+      float zero = isnan(v) ? v : uintBitsToFloat(floatBitsToUint(v) & 0x80000000u);
+      r = v > p.a ? v - p.a : (v < -p.a ? v + p.a : zero);
+    }
     y[i] = floatBitsToUint(r);
   }
 }

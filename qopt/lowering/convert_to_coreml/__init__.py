@@ -56,6 +56,16 @@ even) from floor and comparisons, `remainder` as `mod` plus a sign fix-up, and
 its `reduce_max` / `reduce_min`. `log_softmax` is `(x - max) - log(sum(exp(x -
 max)))`; `amin` is `reduce_min`; `masked_fill` is `select` with the fill value.
 
+Composed ops (issue 12): `log10` / `log2` are `log` divided by ln(10) / ln(2);
+`hardshrink` / `softshrink` are comparisons and `select`s; `group_norm` is a
+reshape to `[N, G, -1]`, `layer_norm` and the per-channel affine; interpolate
+(`upsample_nearest2d` / `upsample_bilinear2d`) is `gather`s of compile-time
+source offsets (torch's index rules) blended with constant weights; `repeat` is
+`tile`, `stack` reshapes and `concat`, `flip` gathers, `pixel_shuffle` a rank-5
+reshape / transpose, `constant_pad_nd` crops and concatenated constant blocks,
+`var` / `std` two passes; rounding division is `floor` / `ceil` of `real_div` on
+floats and MIL `floor_div` on int32.
+
 Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
 all-zero bias constant (which coremltools' `linear` would materialise) bloats
 the package.

@@ -42,7 +42,8 @@ def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute
 for _aten, _coreml in (
     (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
-    (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.ErfOp, coreml.ErfOp),
+    (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.TanOp, coreml.TanOp),
+    (ew.ErfOp, coreml.ErfOp),
     (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
@@ -172,9 +173,43 @@ def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
 
 @RULES(ew.DivOp)
 def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
-    if op.rounding_mode is not None:
-        raise QoptError(f"convert-to-coreml: {where(op)}: rounding division is not supported")
-    return [lw.build(coreml.RealDivOp, list(op.operands), mil_tensor(op.result.type))]
+    """True division is MIL `real_div`. Rounding division (`//`, `div(...,
+    rounding_mode=...)`): on floats `floor(x / y)`, or its truncation `select(q < 0,
+    ceil(q), floor(q))` (the interpreter's and Vulkan's rule); on int32 MIL
+    `floor_div`, and for "trunc" `q + 1` where the remainder `x - q * y` is nonzero
+    and the signs of x and y differ (all exact integer steps)."""
+    out = mil_tensor(op.result.type)
+    if op.rounding_mode is None:
+        return [lw.build(coreml.RealDivOp, list(op.operands), out)]
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: rounding division of {name} tensors has no "
+            "CoreML lowering (fp16, fp32 or int32): cast the operands first"
+        )
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    trunc = op.rounding_mode.data == "trunc"
+    flags = TensorType(i1, out.get_shape())
+    if name == "int32":
+        floor = lw.build(coreml.FloorDivOp, [x, y], out)
+        if not trunc:
+            return [floor]
+        rem = lw.build(coreml.SubOp, [x, lw.build(coreml.MulOp, [floor, y], out)], out)
+        inexact = lw.build(coreml.NotEqualOp, [rem, lw.scalar(0, rem)], flags)
+        x_negative = lw.build(coreml.LessOp, [x, lw.scalar(0, x)], _bool_like(x))
+        y_negative = lw.build(coreml.LessOp, [y, lw.scalar(0, y)], _bool_like(y))
+        signs = lw.build(coreml.LogicalXorOp, [x_negative, y_negative], flags)
+        fix = lw.build(coreml.LogicalAndOp, [inexact, signs], flags)
+        up = lw.build(coreml.AddOp, [floor, lw.scalar(1, floor)], out)
+        return [lw.build(coreml.SelectOp, [fix, up, floor], out)]
+    quotient = lw.build(coreml.RealDivOp, [x, y], out)
+    floor = lw.build(coreml.FloorOp, [quotient], out)
+    if not trunc:
+        return [floor]
+    negative = lw.build(coreml.LessOp, [quotient, lw.scalar(0, quotient)], flags)
+    ceil = lw.build(coreml.CeilOp, [quotient], out)
+    return [lw.build(coreml.SelectOp, [negative, ceil, floor], out)]
 
 
 @RULES(ew.NegOp)
@@ -241,6 +276,40 @@ def _log(lw: Lowering, op: ew.LogOp) -> Sequence[SSAValue]:
     """MIL `log` with epsilon 0 (its default 1e-45 would make log(0) finite)."""
     x, out = lw.float_input(op)
     return [lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))]
+
+
+@RULES(ew.Log10Op, ew.Log2Op)
+def _log_base(lw: Lowering, op: ew.Log10Op | ew.Log2Op) -> Sequence[SSAValue]:
+    """MIL has only the natural log: `log10(x) = log(x) / ln(10)`, `log2(x) = log(x) /
+    ln(2)` (epsilon 0, the divisor rounded to x's type; within 2 ulp of torch, measured
+    in tests/unit/backends/test_new_ops.py)."""
+    x, out = lw.float_input(op)
+    log = lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))
+    base = math.log(10.0) if isinstance(op, ew.Log10Op) else math.log(2.0)
+    return [lw.build(coreml.RealDivOp, [log, lw.scalar(base, log)], out)]
+
+
+@RULES(ew.HardshrinkOp, ew.SoftshrinkOp)
+def _shrink(lw: Lowering, op: ew.HardshrinkOp | ew.SoftshrinkOp) -> Sequence[SSAValue]:
+    """torch's comparisons, with `select`: hardshrink is `select(-l <= x <= l, 0, x)`,
+    softshrink `select(x > l, x - l, select(x < -l, x + l, x * 0))` (NaN passes through
+    both, as in torch; `x * 0` keeps the sign of zero)."""
+    x, out = lw.float_input(op)
+    lambd = 0.5 if op.lambd is None else float(op.lambd.value.data)
+    flags = TensorType(i1, out.get_shape())
+    hi, lo = lw.scalar(lambd, x), lw.scalar(-lambd, x)
+    if isinstance(op, ew.HardshrinkOp):
+        above_lo = lw.build(coreml.GreaterEqualOp, [x, lo], flags)
+        below_hi = lw.build(coreml.LessEqualOp, [x, hi], flags)
+        inside = lw.build(coreml.LogicalAndOp, [above_lo, below_hi], flags)
+        return [lw.build(coreml.SelectOp, [inside, lw.scalar(0.0, x), x], out)]
+    zero = lw.build(coreml.MulOp, [x, lw.scalar(0.0, x)], out)
+    below = lw.build(coreml.LessOp, [x, lo], flags)
+    raised = lw.build(coreml.AddOp, [x, hi], out)
+    low_part = lw.build(coreml.SelectOp, [below, raised, zero], out)
+    above = lw.build(coreml.GreaterOp, [x, hi], flags)
+    lowered = lw.build(coreml.SubOp, [x, hi], out)
+    return [lw.build(coreml.SelectOp, [above, lowered, low_part], out)]
 
 
 @RULES(ew.ReciprocalOp)

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType, f32, i1
+from xdsl.dialects.builtin import StringAttr, TensorType, f32, i1, i32
 from xdsl.ir import Attribute, SSAValue
 
 from qopt.dialects import coreml
@@ -25,6 +25,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     ints,
     mil_tensor,
 )
+from qopt.numerics import resize
 
 RULES = RuleTable()
 
@@ -43,6 +44,41 @@ def _layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[SSAValue]:
             epsilon=float_attr(real(op.eps, layers.DEFAULT_EPS)),
         )
     ]
+
+
+@RULES(layers.GroupNormOp)
+def _group_norm(lw: Lowering, op: layers.GroupNormOp) -> Sequence[SSAValue]:
+    """Group norm: x `[N, C, *]` reshaped to `[N, G, C / G * prod(*)]`, MIL
+    `layer_norm` over the last axis (no gamma / beta), reshaped back, then `* weight`
+    and `+ bias` per channel (reshaped to `[C, 1, ...]`). native_group_norm's mean
+    and rstd outputs are not lowered."""
+    if any(r.uses for r in op.stats):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the mean / rstd outputs of native_group_norm "
+            "have no CoreML lowering: use only the normalized output"
+        )
+    dims = list(shape_of(op.input))
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    groups = int(op.num_groups.value.data)
+    grouped = [dims[0], groups, math.prod(dims[1:]) // groups]
+    x = lw.as_elem(op.input, elem)
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(elem, grouped), shape=ints(grouped))
+    eps = float_attr(real(op.eps, layers.DEFAULT_EPS))
+    y = lw.build(coreml.LayerNormOp, [x, None, None], x.type, axes=ints([2]), epsilon=eps)
+    y = lw.build(coreml.ReshapeOp, [y], out, shape=ints(dims))
+    channel = [dims[1], *([1] * (len(dims) - 2))]
+    for param, cls in ((op.weight, coreml.MulOp), (op.bias, coreml.AddOp)):
+        if param is None:
+            continue
+        if (array := lw.array(param)) is not None:
+            value = lw.const(array.reshape(channel).astype(storage_dtype(elem)), elem, "gn")
+        else:
+            value = lw.as_elem(param, elem)
+            channel_type = TensorType(elem, channel)
+            value = lw.build(coreml.ReshapeOp, [value], channel_type, shape=ints(channel))
+        y = lw.build(cls, [y, value], out)
+    return [y]
 
 
 @RULES(layers.BatchNormOp)
@@ -228,3 +264,74 @@ def _sdpa(lw: Lowering, op: layers.ScaledDotProductAttentionOp) -> Sequence[SSAV
             scores = lw.build(coreml.AddOp, [scores, mask], scores_type)
     probs = lw.build(coreml.SoftmaxOp, [scores], scores_type, axis=int_attr(-1))
     return [lw.build(coreml.MatmulOp, [probs, v], out, transpose_x=f, transpose_y=f)]
+
+
+@RULES(layers.UpsampleNearest2dOp, layers.UpsampleBilinear2dOp)
+def _upsample2d(
+    lw: Lowering, op: layers.UpsampleNearest2dOp | layers.UpsampleBilinear2dOp
+) -> Sequence[SSAValue]:
+    """Resizing as gathers of compile-time source offsets (qopt/numerics/resize.py,
+    torch's index rules, so no MIL resize op's pixel-centre convention is relied on):
+    x `[..., H, W]` reshaped to `[B, H * W]`; nearest is one `gather` on axis 1;
+    bilinear gathers the four corners and blends them with constant weights in
+    torch's order, `h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 + w1 * x11)`."""
+    dims = shape_of(op.input)
+    h, w = dims[-2:]
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    oh, ow = out.get_shape()[-2:]
+    batch = math.prod(dims[:-2])
+    x = lw.as_elem(op.input, elem)
+    x = lw.build(
+        coreml.ReshapeOp, [x], TensorType(elem, [batch, h * w]), shape=ints([batch, h * w])
+    )
+    flat = TensorType(elem, [batch, oh * ow])
+    scales = op.scales()
+
+    def gather(rows: np.ndarray, cols: np.ndarray) -> SSAValue:
+        offsets = (rows[:, None] * w + cols[None, :]).reshape(-1).astype(np.int32)
+        indices = lw.const(offsets, i32, "indices")
+        return lw.build(coreml.GatherOp, [x, indices], flat, axis=int_attr(1))
+
+    if isinstance(op, layers.UpsampleNearest2dOp):
+        y = gather(
+            resize.nearest_indices(h, oh, scales[0]), resize.nearest_indices(w, ow, scales[1])
+        )
+    else:
+        corners = flag(op.align_corners)
+        h0, h1, hw0, hw1 = resize.linear_weights(h, oh, corners, scales[0])
+        w0, w1, ww0, ww1 = resize.linear_weights(w, ow, corners, scales[1])
+        dtype = storage_dtype(elem)
+
+        def weight(values: np.ndarray, along_h: bool) -> SSAValue:
+            grid = values[:, None].repeat(ow, 1) if along_h else values[None, :].repeat(oh, 0)
+            return lw.const(grid.reshape(-1).astype(dtype), elem, "weights")
+
+        def blend(a: SSAValue, wa: SSAValue, b: SSAValue, wb: SSAValue) -> SSAValue:
+            first = lw.build(coreml.MulOp, [wa, a], flat)
+            second = lw.build(coreml.MulOp, [wb, b], flat)
+            return lw.build(coreml.AddOp, [first, second], flat)
+
+        c0, c1 = weight(ww0, False), weight(ww1, False)
+        top = blend(gather(h0, w0), c0, gather(h0, w1), c1)
+        bottom = blend(gather(h1, w0), c0, gather(h1, w1), c1)
+        y = blend(top, weight(hw0, True), bottom, weight(hw1, True))
+    return [lw.build(coreml.ReshapeOp, [y], out, shape=ints(out.get_shape()))]
+
+
+@RULES(layers.PixelShuffleOp)
+def _pixel_shuffle(lw: Lowering, op: layers.PixelShuffleOp) -> Sequence[SSAValue]:
+    """`[..., C * r * r, H, W] -> [..., C, H * r, W * r]`: reshape to `[B * C, r, r,
+    H, W]` (rank 5, Core ML's limit), transpose to `[B * C, H, r, W, r]`, reshape to
+    the result (MIL's own `pixel_shuffle` takes rank-4 inputs only)."""
+    dims = shape_of(op.input)
+    r = int(op.upscale_factor.value.data)
+    c_in, h, w = dims[-3:]
+    planes = math.prod(dims[:-3]) * (c_in // (r * r))
+    out = mil_tensor(op.result.type)
+    elem = elem_of(op.input)
+    split = [planes, r, r, h, w]
+    x = lw.build(coreml.ReshapeOp, [op.input], TensorType(elem, split), shape=ints(split))
+    moved = [planes, h, r, w, r]
+    x = lw.build(coreml.TransposeOp, [x], TensorType(elem, moved), perm=ints([0, 3, 1, 4, 2]))
+    return [lw.build(coreml.ReshapeOp, [x], out, shape=ints(out.get_shape()))]

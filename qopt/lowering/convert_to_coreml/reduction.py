@@ -145,3 +145,24 @@ def _arg_extreme(lw: Lowering, op: reduction.ArgmaxOp | reduction.ArgminOp) -> S
         coreml.ReduceMinOp, [candidates], TensorType(i32, [1]), axes=axes, keep_dims=bool_attr(True)
     )
     return [lw.build(coreml.ReshapeOp, [first], out, shape=ints(result_shape))]
+
+
+@RULES(reduction.VarOp, reduction.StdOp)
+def _moment(lw: Lowering, op: reduction.VarOp | reduction.StdOp) -> Sequence[SSAValue]:
+    """`sum((x - mean)^2) / max(0, N - correction)` (the interpreter's two-pass
+    order): reduce_mean (kept dims), sub, mul, reduce_sum, real_div; std adds sqrt."""
+    x, out = lw.float_input(op)
+    elem = out.get_element_type()
+    dims = shape_of(x)
+    axes = op.axes()
+    kept = TensorType(elem, [1 if i in axes else d for i, d in enumerate(dims)])
+    axes_attr = ints(sorted(axes))
+    mean = lw.build(coreml.ReduceMeanOp, [x], kept, axes=axes_attr, keep_dims=bool_attr(True))
+    centred = lw.build(coreml.SubOp, [x, mean], x.type)
+    squares = lw.build(coreml.MulOp, [centred, centred], x.type)
+    keep = op.keepdim is not None and bool(op.keepdim.value.data)
+    total = lw.build(coreml.ReduceSumOp, [squares], out, axes=axes_attr, keep_dims=bool_attr(keep))
+    count = math.prod(dims[a] for a in axes)
+    denom = max(0.0, count - reduction.correction_of(op))
+    var = lw.build(coreml.RealDivOp, [total, lw.scalar(denom, total)], out)
+    return [lw.build(coreml.SqrtOp, [var], out) if isinstance(op, reduction.StdOp) else var]

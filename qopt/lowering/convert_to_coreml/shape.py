@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
 from qopt.dialects.aten import indexing, scalar, shape
+from qopt.dialects.coreml import storage_dtype
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import (
@@ -557,3 +558,117 @@ def _select_scatter(lw: Lowering, op: indexing.SelectScatterOp) -> Sequence[SSAV
     piece = (*dims[:axis], 1, *dims[axis + 1 :])
     src = lw.build(coreml.ReshapeOp, [src], TensorType(elem, piece), shape=ints(piece))
     return [_scatter_window(lw, op, axis, index, index + 1, src)]
+
+
+# ----- repeat, stack, flip, pixel_shuffle, constant_pad_nd ---------------------------------
+
+
+def _reshaped(lw: Lowering, x: SSAValue, dims: Sequence[int]) -> SSAValue:
+    if tuple(shape_of(x)) == tuple(dims):
+        return x
+    return lw.build(coreml.ReshapeOp, [x], TensorType(elem_of(x), list(dims)), shape=ints(dims))
+
+
+def _concat(lw: Lowering, values: Sequence[SSAValue], axis: int, out: TensorType) -> SSAValue:
+    if len(values) == 1:
+        return values[0]
+    concat = coreml.ConcatOp.build(
+        operands=[list(values)],
+        properties={"axis": int_attr(axis), "interleave": bool_attr(False)},
+        result_types=[out],
+    )
+    return lw.emit(concat)
+
+
+@RULES(shape.RepeatOp)
+def _repeat(lw: Lowering, op: shape.RepeatOp) -> Sequence[SSAValue]:
+    """`x.repeat(r)`: x reshaped to len(r) dims (leading 1s), then MIL `tile`."""
+    reps = list(op.repeats.get_values())
+    out = mil_tensor(op.result.type)
+    if 0 in out.get_shape():
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: repeat to an empty result is not supported "
+            "(Core ML tensors are not empty)"
+        )
+    dims = shape_of(op.input)
+    x = _reshaped(lw, op.input, [1] * (len(reps) - len(dims)) + list(dims))
+    if all(r == 1 for r in reps):
+        return [x]
+    return [lw.build(coreml.TileOp, [x], out, reps=ints(reps))]
+
+
+@RULES(shape.StackOp)
+def _stack(lw: Lowering, op: shape.StackOp) -> Sequence[SSAValue]:
+    """`stack(xs, d)`: each x reshaped with a unit dim at d, then MIL `concat` on d
+    (operands in the result's element type)."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    rank = len(out.get_shape())
+    d = op.dim.value.data % rank
+    values = []
+    for value in op.inputs:
+        dims = list(shape_of(value))
+        values.append(_reshaped(lw, lw.as_elem(value, elem), [*dims[:d], 1, *dims[d:]]))
+    return [_concat(lw, values, d, out)]
+
+
+@RULES(shape.FlipOp)
+def _flip(lw: Lowering, op: shape.FlipOp) -> Sequence[SSAValue]:
+    """`flip(x, dims)`: one MIL `gather` of the reversed indices per flipped dim
+    (size-1 dims are skipped)."""
+    dims = shape_of(op.input)
+    out = mil_tensor(op.result.type)
+    x = op.input
+    for axis in sorted({d % len(dims) for d in op.dims.get_values()}):
+        if dims[axis] == 1:
+            continue
+        indices = lw.const(np.arange(dims[axis] - 1, -1, -1, dtype=np.int32), i32, "indices")
+        x = _gather(lw, op, x, indices, axis, out)
+    return [x]
+
+
+@RULES(shape.ConstantPadNdOp)
+def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]:
+    """`constant_pad_nd(x, pad, value)`, dim by dim from the last: a negative amount
+    crops (`slice_by_index`), a positive one concatenates a block of the value on
+    that side (MIL `concat`; a block is a constant up to 16 elements, else the
+    one-element constant tiled, so a large pad stores no large blob)."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if 0 in out.get_shape() or 0 in shape_of(op.input):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: padding an empty tensor or to an empty result "
+            "is not supported (Core ML tensors are not empty)"
+        )
+    x = lw.as_elem(op.input, elem)
+    pads = list(op.pad.get_values())
+    fill = np.asarray(op.value.value.data).astype(storage_dtype(elem))
+    for i in range(len(pads) // 2):
+        axis = len(shape_of(x)) - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        dims = list(shape_of(x))
+        if lo < 0 or hi < 0:
+            begin, end = [0] * len(dims), list(dims)
+            begin[axis], end[axis] = max(0, -lo), dims[axis] - max(0, -hi)
+            dims[axis] = end[axis] - begin[axis]
+            x = lw.build(
+                coreml.SliceByIndexOp,
+                [x],
+                TensorType(elem, dims),
+                begin=ints(begin),
+                end=ints(end),
+                stride=ints([1] * len(dims)),
+            )
+        if lo <= 0 and hi <= 0:
+            continue
+
+        def block(amount: int) -> SSAValue:
+            block_dims = [*dims[:axis], amount, *dims[axis + 1 :]]
+            if math.prod(block_dims) <= 16:
+                return lw.const(np.broadcast_to(fill, block_dims).copy(), elem, "pad")
+            return lw.broadcast_to(op, lw.const(fill.reshape(1), elem, "pad"), block_dims)
+
+        pieces = [*([block(lo)] if lo > 0 else []), x, *([block(hi)] if hi > 0 else [])]
+        dims[axis] = sum(shape_of(p)[axis] for p in pieces)
+        x = _concat(lw, pieces, axis, TensorType(elem, dims))
+    return [x]

@@ -37,11 +37,14 @@ UNARY_NAMES: dict[type[el.UnaryOp], str] = {
     el.TanhOp: "tanh",
     el.ExpOp: "exp",
     el.LogOp: "log",
+    el.Log10Op: "log10",
+    el.Log2Op: "log2",
     el.SqrtOp: "sqrt",
     el.RsqrtOp: "rsqrt",
     el.ReciprocalOp: "reciprocal",
     el.SinOp: "sin",
     el.CosOp: "cos",
+    el.TanOp: "tan",
     el.ErfOp: "erf",
     el.NegOp: "neg",
     el.AbsOp: "abs",
@@ -52,6 +55,8 @@ UNARY_NAMES: dict[type[el.UnaryOp], str] = {
     el.LeakyReluOp: "leaky_relu",
     el.HardswishOp: "hardswish",
     el.HardsigmoidOp: "hardsigmoid",
+    el.HardshrinkOp: "hardshrink",
+    el.SoftshrinkOp: "softshrink",
 }
 """The aten unary ops that are one op of the unary kernel (UNARY_OPS names)."""
 INTEGER_UNARY = (el.ReluOp, el.NegOp, el.AbsOp, el.ClampOp)
@@ -97,7 +102,10 @@ def _unary_op(lw: Lowering, op: el.UnaryOp, a: float = 0.0, b: float = 0.0) -> S
     return [lw.view(out, shape_of(op.result))]
 
 
-@RULES(*(cls for cls in UNARY_NAMES if cls not in (el.ClampOp, el.LeakyReluOp)))
+_WITH_PARAMETER = (el.ClampOp, el.LeakyReluOp, el.HardshrinkOp, el.SoftshrinkOp)
+
+
+@RULES(*(cls for cls in UNARY_NAMES if cls not in _WITH_PARAMETER))
 def lower_unary(lw: Lowering, op: el.UnaryOp) -> Sequence[Buf]:
     return _unary_op(lw, op)
 
@@ -112,6 +120,11 @@ def lower_clamp(lw: Lowering, op: el.ClampOp) -> Sequence[Buf]:
 @RULES(el.LeakyReluOp)
 def lower_leaky_relu(lw: Lowering, op: el.LeakyReluOp) -> Sequence[Buf]:
     return _unary_op(lw, op, real(op.negative_slope, 0.01))
+
+
+@RULES(el.HardshrinkOp, el.SoftshrinkOp)
+def lower_shrink(lw: Lowering, op: el.HardshrinkOp | el.SoftshrinkOp) -> Sequence[Buf]:
+    return _unary_op(lw, op, real(op.lambd, 0.5))
 
 
 @RULES(el.GeluOp)
@@ -171,7 +184,7 @@ def _binary_op(lw: Lowering, op: el.BinaryOp, name: str, alpha: float = 1.0) -> 
     b = same_dtype(lw, operand_shape_buf(lw, op.rhs), compute)
     if compute == "f32" and name in BITWISE:
         raise unsupported(op, f"{op.name} of floats", "bitwise ops take integer or bool tensors")
-    if compute == "i32" and isinstance(op, el.DivOp):
+    if compute == "i32" and isinstance(op, el.DivOp) and op.rounding_mode is None:
         raise unsupported(op, "true division of integers", "cast the operands to float")
     a = lw.view(a, shape_of(op.lhs) or (1,))
     b = lw.view(b, shape_of(op.rhs) or (1,))

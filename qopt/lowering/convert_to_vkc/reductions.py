@@ -115,6 +115,31 @@ def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
     return [out]
 
 
+@RULES(layers.GroupNormOp)
+def lower_group_norm(lw: Lowering, op: layers.GroupNormOp) -> Sequence[Value]:
+    """Group norm: x `[N, C, *]` as `[N * G, C / G * prod(*)]` rows through
+    layer_norm_rows (unit weight, zero bias), then `* weight` and `+ bias` per channel
+    on the binary kernel. native_group_norm's mean / rstd outputs are not lowered."""
+    if any(r.uses for r in op.stats):
+        raise unsupported(op, "native_group_norm's mean / rstd outputs", "use only the output")
+    dims = shape_of(op.input)
+    groups = integer(op.num_groups)
+    rows = dims[0] * groups
+    cols = numel(dims) // rows
+    x = same_dtype(lw, lw.buffer(op.input), "f32")
+    ones = lw.constant(np.ones(cols, np.float32), "f32")
+    zeros = lw.constant(np.zeros(cols, np.float32), "f32")
+    y = lw.alloc(dims, "f32")
+    eps = real(op.eps, layers.DEFAULT_EPS)
+    lw.dispatch("layer_norm_rows", [x, ones, zeros, y], [rows, cols, eps])
+    channel = (1, dims[1], *([1] * (len(dims) - 2)))
+    for param, name in ((op.weight, "mul"), (op.bias, "add")):
+        if param is not None:
+            value = lw.view(same_dtype(lw, lw.buffer(param), "f32"), channel)
+            y = binary(lw, y, value, name, dims, "f32")
+    return [y, *(np.empty(tuple(shape_of(r)), np.float32) for r in op.stats)]
+
+
 def _constant_of(
     lw: Lowering, op: layers.BatchNormOp, value: SSAValue, what: str, remedy: str
 ) -> np.ndarray:

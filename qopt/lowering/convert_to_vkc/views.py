@@ -25,7 +25,7 @@ from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
-from qopt.dialects.aten.base import integer, ints, norm_dim
+from qopt.dialects.aten.base import flag, integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.errors import where
 from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
@@ -35,6 +35,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     Lowering,
     RuleTable,
     abi_dtype,
+    binary,
     broadcast_strides,
     copy_strided,
     row_major,
@@ -42,6 +43,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     unary,
     unsupported,
 )
+from qopt.numerics import resize
 
 RULES = RuleTable()
 
@@ -487,6 +489,54 @@ def lower_pixel_shuffle(lw: Lowering, op: layers.PixelShuffleOp) -> Sequence[Buf
     x = lw.buffer(op.input)
     out = copy_strided(lw, x, (n, c, h, r, w, r), src)
     return [lw.view(out, shape_of(op.result))]
+
+
+@RULES(layers.UpsampleNearest2dOp, layers.UpsampleBilinear2dOp)
+def lower_upsample2d(
+    lw: Lowering, op: layers.UpsampleNearest2dOp | layers.UpsampleBilinear2dOp
+) -> Sequence[Buf]:
+    """Resizing as gather_rows of compile-time flat source offsets (torch's index
+    rules, qopt/numerics/resize.py): nearest is one gather; bilinear gathers the four
+    corners and blends them on the binary kernel with constant [OH, OW] weights in
+    torch's order, `h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 + w1 * x11)`."""
+    dims = shape_of(op.input)
+    h, w = dims[-2:]
+    out_dims = shape_of(op.result)
+    oh, ow = out_dims[-2:]
+    x = same_dtype(lw, lw.buffer(op.input), "f32")
+    planes = np.arange(numel(dims[:-2]), dtype=np.int64)[:, None, None] * (h * w)
+    scales = op.scales()
+
+    def gather(rows: np.ndarray, cols: np.ndarray) -> Buf:
+        offsets = planes + rows[None, :, None] * w + cols[None, None, :]
+        idx = lw.constant(offsets.reshape(-1).astype(np.int32), "i32")
+        out = lw.alloc(out_dims, "f32")
+        lw.dispatch("gather_rows", [x, idx, out], [offsets.size, 1, numel(dims)])
+        return out
+
+    if isinstance(op, layers.UpsampleNearest2dOp):
+        return [
+            gather(
+                resize.nearest_indices(h, oh, scales[0]), resize.nearest_indices(w, ow, scales[1])
+            )
+        ]
+    corners = flag(op.align_corners)
+    h0, h1, hw0, hw1 = resize.linear_weights(h, oh, corners, scales[0])
+    w0, w1, ww0, ww1 = resize.linear_weights(w, ow, corners, scales[1])
+
+    def weight(values: np.ndarray, along_h: bool) -> Buf:
+        grid = values[:, None].repeat(ow, 1) if along_h else values[None, :].repeat(oh, 0)
+        return lw.view(lw.constant(grid.reshape(-1).astype(np.float32), "f32"), (oh, ow))
+
+    def blend(a: Buf, wa: Buf, b: Buf, wb: Buf) -> Buf:
+        first = binary(lw, wa, a, "mul", out_dims, "f32")
+        second = binary(lw, wb, b, "mul", out_dims, "f32")
+        return binary(lw, first, second, "add", out_dims, "f32")
+
+    c0, c1 = weight(ww0, False), weight(ww1, False)
+    top = blend(gather(h0, w0), c0, gather(h0, w1), c1)
+    bottom = blend(gather(h1, w0), c0, gather(h1, w1), c1)
+    return [blend(top, weight(hw0, True), bottom, weight(hw1, True))]
 
 
 def _permute_by_offsets(lw: Lowering, op: sh.FlipOp | sh.RollOp, offsets: np.ndarray) -> Buf:

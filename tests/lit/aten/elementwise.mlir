@@ -6,6 +6,9 @@
 // GENERIC:       "aten.neg"(%{{.*}}) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // GENERIC-LABEL: "func.func"() <{sym_name = "gelu_tanh"
 // GENERIC:       "aten.gelu"(%{{.*}}) <{approximate = "tanh"}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "shrink"
+// GENERIC:       "aten.hardshrink"(%{{.*}}) <{lambd = 5.000000e-01 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// GENERIC:       "aten.softshrink"(%{{.*}}) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // GENERIC-LABEL: "func.func"() <{sym_name = "where"
 // GENERIC:       "aten.where"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
 
@@ -214,6 +217,42 @@ func.func @gelu_tanh(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 func.func @leaky_relu(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.leaky_relu %x {negative_slope = 1.000000e-02 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %r : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @log10(
+// CHECK-SAME:    %[[LOG10_X:[^:]*]]: tensor<2x3xf32>
+// CHECK-NEXT:    %[[LOG10_R:.*]] = aten.log10 %[[LOG10_X]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[LOG10_R]] : tensor<2x3xf32>
+func.func @log10(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.log10 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @log2(
+// CHECK-SAME:    %[[LOG2_X:[^:]*]]: tensor<2x3xf32>
+// CHECK-NEXT:    %[[LOG2_R:.*]] = aten.log2 %[[LOG2_X]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[LOG2_R]] : tensor<2x3xf32>
+func.func @log2(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.log2 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @tan(
+// CHECK-SAME:    %[[TAN_X:[^:]*]]: tensor<2x3xf32>
+// CHECK-NEXT:    %[[TAN_R:.*]] = aten.tan %[[TAN_X]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %[[TAN_R]] : tensor<2x3xf32>
+func.func @tan(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.tan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @shrink(
+// CHECK-NEXT:    %[[SHRINK_H:.*]] = aten.hardshrink %{{.*}} {lambd = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[SHRINK_S:.*]] = aten.softshrink %[[SHRINK_H]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+func.func @shrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %h = aten.hardshrink %x {lambd = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s = aten.softshrink %h : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %s : tensor<2x3xf32>
 }
 
 // CHECK-LABEL: func.func @clamp(

@@ -41,6 +41,14 @@ func.func @gelu_bad_approximate(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @softshrink_negative_lambd(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.softshrink %x {lambd = -1.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+// CHECK: 'aten.softshrink': lambd must be >= 0, got -1.0
+
+// -----
+
 func.func @clone_type_change(%x: tensor<2x3xf32>) -> tensor<2x3xf16> {
   %r = aten.clone %x : (tensor<2x3xf32>) -> tensor<2x3xf16>
   func.return %r : tensor<2x3xf16>
@@ -416,3 +424,27 @@ func.func @dynamic_view_count(%x: tensor<?x8xf32>) -> tensor<?x3xf32> {
   func.return %r : tensor<?x3xf32>
 }
 // CHECK: 'aten.view': cannot view [?, 8] as [?, 3]: the element counts differ
+
+// -----
+
+func.func @upsample_rank(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
+  %r = aten.upsample_nearest2d %x : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  func.return %r : tensor<4x6xf32>
+}
+// CHECK: 'aten.upsample_nearest2d': input must be 3-D or 4-D, got [2, 3]
+
+// -----
+
+func.func @upsample_channels(%x: tensor<1x2x3x4xf32>) -> tensor<1x3x6x8xf32> {
+  %r = aten.upsample_bilinear2d %x : (tensor<1x2x3x4xf32>) -> tensor<1x3x6x8xf32>
+  func.return %r : tensor<1x3x6x8xf32>
+}
+// CHECK: 'aten.upsample_bilinear2d': result 0 has shape [1, 3, 6, 8] but the operands imply [1, 2, 6, 8]
+
+// -----
+
+func.func @upsample_scale(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32> {
+  %r = aten.upsample_nearest2d %x {scales_h = -2.000000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32>
+  func.return %r : tensor<1x2x6x8xf32>
+}
+// CHECK: 'aten.upsample_nearest2d': scales must be positive, got [-2.0, None]

@@ -151,3 +151,17 @@ func.func @pixel_shuffle(%x: tensor<2x4x3x4xf32>) -> tensor<2x1x6x8xf32> {
   %r = aten.pixel_shuffle %x {upscale_factor = 2 : i64} : (tensor<2x4x3x4xf32>) -> tensor<2x1x6x8xf32>
   func.return %r : tensor<2x1x6x8xf32>
 }
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "upsample"
+// GENERIC:       "aten.upsample_nearest2d"(%{{.*}}) <{scales_h = 2.000000e+00 : f64, scales_w = 2.000000e+00 : f64}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32>
+// GENERIC:       "aten.upsample_bilinear2d"(%{{.*}}) <{align_corners = true}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>
+// CHECK-LABEL: func.func @upsample(
+// CHECK-SAME:    %[[UPSAMPLE_X:[^:]*]]: tensor<1x2x3x4xf32>
+// CHECK-NEXT:    %[[UPSAMPLE_N:[^ ,]*]] = aten.upsample_nearest2d %[[UPSAMPLE_X]] {scales_h = 2.000000e+00 : f64, scales_w = 2.000000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32>
+// CHECK-NEXT:    %[[UPSAMPLE_B:[^ ,]*]] = aten.upsample_bilinear2d %[[UPSAMPLE_X]] {align_corners = true} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>
+// CHECK-NEXT:    func.return %[[UPSAMPLE_N]], %[[UPSAMPLE_B]]
+func.func @upsample(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x6x8xf32>, tensor<1x2x5x7xf32>) {
+  %n = aten.upsample_nearest2d %x {scales_h = 2.000000e+00 : f64, scales_w = 2.000000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32>
+  %b = aten.upsample_bilinear2d %x {align_corners = true} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>
+  func.return %n, %b : tensor<1x2x6x8xf32>, tensor<1x2x5x7xf32>
+}

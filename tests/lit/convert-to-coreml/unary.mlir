@@ -267,3 +267,89 @@ func.func @argmax_bool(%x: tensor<3xi1>) -> tensor<i64> {
   %r = aten.argmax %x : (tensor<3xi1>) -> tensor<i64>
   func.return %r : tensor<i64>
 }
+
+// -----
+
+// MIL has only the natural log: log10 and log2 divide it by ln(10) / ln(2).
+// CHECK-LABEL: func.func @log_bases(
+// CHECK-NEXT:    %[[L:.*]] = coreml.log %x {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[C:.*]] = coreml.const {{.*}}2.30258512
+// CHECK-NEXT:    %[[T:.*]] = coreml.real_div %[[L]], %[[C]]
+// CHECK-NEXT:    %[[L2:.*]] = coreml.log %x {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[C2:.*]] = coreml.const {{.*}}0.693147182
+// CHECK-NEXT:    %[[B:.*]] = coreml.real_div %[[L2]], %[[C2]]
+// CHECK-NEXT:    %[[N:.*]] = coreml.tan %x
+// CHECK-NEXT:    func.return %[[T]], %[[B]], %[[N]]
+func.func @log_bases(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = aten.log10 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.log2 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = aten.tan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// hardshrink: 0 where -l <= x <= l (NaN fails both tests and passes through).
+// CHECK-LABEL: func.func @hardshrink(
+// CHECK:         %[[GE:.*]] = coreml.greater_equal %x, %{{.*}}
+// CHECK-NEXT:    %[[LE:.*]] = coreml.less_equal %x, %{{.*}}
+// CHECK-NEXT:    %[[IN:.*]] = coreml.logical_and %[[GE]], %[[LE]]
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const
+// CHECK-NEXT:    %[[Y:.*]] = coreml.select %[[IN]], %[[Z]], %x
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @hardshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.hardshrink %x {lambd = 2.500000e-01 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// softshrink: x - l above l, x + l below -l, else x * 0 (torch's order).
+// CHECK-LABEL: func.func @softshrink(
+// CHECK:         %[[ZERO:.*]] = coreml.mul %x,
+// CHECK-NEXT:    %[[BELOW:.*]] = coreml.less %x,
+// CHECK-NEXT:    %[[UP:.*]] = coreml.add %x,
+// CHECK-NEXT:    %[[LOW:.*]] = coreml.select %[[BELOW]], %[[UP]], %[[ZERO]]
+// CHECK-NEXT:    %[[ABOVE:.*]] = coreml.greater %x,
+// CHECK-NEXT:    %[[DOWN:.*]] = coreml.sub %x,
+// CHECK-NEXT:    %[[Y:.*]] = coreml.select %[[ABOVE]], %[[DOWN]], %[[LOW]]
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @softshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.softshrink %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// Rounding division: floor of the float quotient; int32 floor is MIL floor_div.
+// CHECK-LABEL: func.func @floor_division(
+// CHECK-NEXT:    %[[Q:.*]] = coreml.real_div %x, %y
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %[[Q]]
+// CHECK-NEXT:    %[[I:.*]] = coreml.floor_div %a, %b : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    func.return %[[F]], %[[I]]
+func.func @floor_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2x3xi32>, %b: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %f = aten.div %x, %y {rounding_mode = "floor"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %i = aten.div %a, %b {rounding_mode = "floor"} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %f, %i : tensor<2x3xf32>, tensor<2x3xi32>
+}
+
+// -----
+
+// "trunc": ceil of a negative float quotient; on int32 the floor plus one where the
+// remainder is nonzero and the signs differ.
+// CHECK-LABEL: func.func @trunc_division(
+// CHECK:         %[[Q:.*]] = coreml.real_div %x, %y
+// CHECK-NEXT:    %[[F:.*]] = coreml.floor %[[Q]]
+// CHECK:         %[[N:.*]] = coreml.less %[[Q]],
+// CHECK-NEXT:    %[[C:.*]] = coreml.ceil %[[Q]]
+// CHECK-NEXT:    %[[T:.*]] = coreml.select %[[N]], %[[C]], %[[F]]
+// CHECK:         %[[FD:.*]] = coreml.floor_div %a, %b
+// CHECK:         %[[FIX:.*]] = coreml.logical_and
+// CHECK:         %[[UP:.*]] = coreml.add %[[FD]],
+// CHECK-NEXT:    %[[I:.*]] = coreml.select %[[FIX]], %[[UP]], %[[FD]]
+// CHECK-NEXT:    func.return %[[T]], %[[I]]
+func.func @trunc_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2x3xi32>, %b: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %f = aten.div %x, %y {rounding_mode = "trunc"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %i = aten.div %a, %b {rounding_mode = "trunc"} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %f, %i : tensor<2x3xf32>, tensor<2x3xi32>
+}

@@ -38,3 +38,35 @@ func.func @forward(%x: tensor<2x3xf32>, %y: tensor<1x8x1x2xf32>) -> (tensor<2x5x
   %s = aten.pixel_shuffle %y {upscale_factor = 2 : i64} : (tensor<1x8x1x2xf32>) -> tensor<1x2x2x4xf32>
   func.return %p, %s : tensor<2x5xf32>, tensor<1x2x2x4xf32>
 }
+
+// -----
+
+// Group norm: [N * G, C / G * prod(*)] rows through layer_norm_rows (unit weight,
+// zero bias), then the per-channel weight and bias on the binary kernel.
+// CHECK-LABEL: func.func @group_norm(
+// CHECK:         vkc.dispatch @layer_norm_rows_0(%{{.*}}) {push = {rows = 6 : i64, cols = 10 : i64, eps = 1.000000e-05 : f32}
+// CHECK:         vkc.view %{{.*}} : !vkc.buffer<6xf32> -> !vkc.buffer<1x6x1xf32>
+// CHECK:         vkc.dispatch @binary_0(
+// CHECK:         vkc.view %{{.*}} : !vkc.buffer<6xf32> -> !vkc.buffer<1x6x1xf32>
+// CHECK:         vkc.dispatch @binary_1(
+func.func @group_norm(%x: tensor<2x6x5xf32>, %w: tensor<6xf32>, %b: tensor<6xf32>) -> tensor<2x6x5xf32> {
+  %r = aten.group_norm %x weight(%w : tensor<6xf32>) bias(%b : tensor<6xf32>) {num_groups = 3 : i64, eps = 1.000000e-05 : f64} : tensor<2x6x5xf32> -> tensor<2x6x5xf32>
+  func.return %r : tensor<2x6x5xf32>
+}
+
+// -----
+
+// interpolate: gather_rows of compile-time flat source offsets; bilinear blends the
+// four gathered corners on the binary kernel (mul, mul, add three times).
+// CHECK-LABEL: func.func @upsample(
+// CHECK:         vkc.dispatch @gather_rows_0(%{{.*}}) {push = {n = 96 : i64, D = 1 : i64, V = 24 : i64}
+// CHECK-COUNT-2: vkc.dispatch @gather_rows_0(%{{.*}}) {push = {n = 70 : i64, D = 1 : i64, V = 24 : i64}
+// CHECK-COUNT-3: vkc.dispatch @binary_
+// CHECK-COUNT-2: vkc.dispatch @gather_rows_0(%{{.*}}) {push = {n = 70 : i64, D = 1 : i64, V = 24 : i64}
+// CHECK-COUNT-6: vkc.dispatch @binary_
+// CHECK-NOT:     vkc.dispatch
+func.func @upsample(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x6x8xf32>, tensor<1x2x5x7xf32>) {
+  %n = aten.upsample_nearest2d %x {scales_h = 2.000000e+00 : f64, scales_w = 2.000000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32>
+  %b = aten.upsample_bilinear2d %x : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>
+  func.return %n, %b : tensor<1x2x6x8xf32>, tensor<1x2x5x7xf32>
+}

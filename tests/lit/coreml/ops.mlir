@@ -221,6 +221,18 @@ func.func @arithmetic(%x: tensor<2x4xf32>, %y: tensor<4xf32>) -> (tensor<2x4xf32
   func.return %e, %p2 : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
+// CHECK-LABEL: func.func @tan_floor_div(
+// CHECK-NEXT:    %t = coreml.tan %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %f = coreml.floor_div %a, %b : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "tan_floor_div"
+// GENERIC:       %t = "coreml.tan"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// GENERIC:       %f = "coreml.floor_div"(%a, %b) : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+func.func @tan_floor_div(%x: tensor<2x4xf32>, %a: tensor<2x4xi32>, %b: tensor<4xi32>) -> (tensor<2x4xf32>, tensor<2x4xi32>) {
+  %t = coreml.tan %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %f = coreml.floor_div %a, %b : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
+  func.return %t, %f : tensor<2x4xf32>, tensor<2x4xi32>
+}
+
 // CHECK-LABEL: func.func @indexing(
 // CHECK-NEXT:    %s = coreml.slice_by_index %x {begin = array<i64: 7, -2, 0>, end = array<i64: 2, 0, 0>, stride = array<i64: 1, 1, -1>, begin_mask = array<i1: true, false, true>, end_mask = array<i1: false, false, true>, squeeze_mask = array<i1: false, true, false>} : (tensor<4x5x6xf32>) -> tensor<2x6xf32>
 // CHECK-NEXT:    %i = coreml.const dense<[5, 0]> : tensor<2xi32>

@@ -227,6 +227,11 @@ UNARY_TORCH = {
     "hardswish": F.hardswish,
     "hardsigmoid": F.hardsigmoid,
     "square": torch.square,
+    "log10": torch.log10,
+    "log2": torch.log2,
+    "tan": torch.tan,
+    "hardshrink": lambda t: F.hardshrink(t, 0.5),
+    "softshrink": lambda t: F.softshrink(t, 0.5),
     "logical_not": lambda t: torch.logical_not(t).int(),
     "to_bool": lambda t: (t != 0).int(),
     "cast_f32_i32": lambda t: t.int(),
@@ -240,12 +245,14 @@ def test_unary_f32(dev: VulkanDevice) -> None:
     for name, op in UNARY_OPS.items():
         if name == "cast_i32_f32":
             continue
-        xin = np.abs(x) + F32(0.1) if name in ("log", "sqrt", "rsqrt") else x
+        xin = np.abs(x) + F32(0.1) if name in ("log", "log10", "log2", "sqrt", "rsqrt") else x
+        xin = np.clip(x, -1.4, 1.4) if name == "tan" else xin  # away from the poles
         int_out = name in ("logical_not", "to_bool", "cast_f32_i32")
         dtype = np.int32 if int_out else F32
-        push = {"n": n, "a": 0.1 if name == "leaky_relu" else -0.5, "b": 0.75}
+        a = {"leaky_relu": 0.1, "hardshrink": 0.5, "softshrink": 0.5}.get(name, -0.5)
+        push = {"n": n, "a": a, "b": 0.75}
         got, ref = run_kernel(dev, "unary", {"x": xin}, {"y": (dtype, n)}, push, {"OP": op})
-        tol = 2e-5 if name in ("sin", "cos", "exp", "tanh", "gelu_tanh") else 1e-5
+        tol = 2e-5 if name in ("sin", "cos", "tan", "exp", "tanh", "gelu_tanh") else 1e-5
         close(got["y"], ref["y"], tol)
         tclose(ref["y"], UNARY_TORCH[name](torch.from_numpy(xin)), 3e-6 if not int_out else 0)
 

@@ -456,6 +456,66 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
     unary("clamp", "{min = -1.000000e+00 : f64, max = 5.000000e-01 : f64} "),
     unary("clamp", "{min = 0.000000e+00 : f64} ", id="clamp_min"),
     unary("leaky_relu", "{negative_slope = 2.000000e-01 : f64} "),
+    *(unary(n, positive=True) for n in ("log10", "log2")),
+    unary("tan"),
+    unary("hardshrink", "{lambd = 2.500000e-01 : f64} "),
+    unary("softshrink"),
+    case(
+        "group_norm",
+        "%x: tensor<2x4x3xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>",
+        "tensor<2x4x3xf32>",
+        "%r = aten.group_norm %x weight(%w : tensor<4xf32>) bias(%b : tensor<4xf32>) {num_groups = 2 : i64} : tensor<2x4x3xf32> -> tensor<2x4x3xf32>\n%r",
+    ),
+    case(
+        "upsample_bilinear",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x5x7xf32>",
+        "%r = aten.upsample_bilinear2d %x : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>\n%r",
+    ),
+    case(
+        "upsample_nearest",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x5x9xf32>",
+        "%r = aten.upsample_nearest2d %x {scales_h = 1.700000e+00 : f64, scales_w = 2.300000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x9xf32>\n%r",
+    ),
+    case(
+        "constant_pad_nd",
+        "%x: tensor<2x3xf32>",
+        "tensor<4x6xf32>",
+        "%r = aten.constant_pad_nd %x {pad = array<i64: 1, 2, -1, 3>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x6xf32>\n%r",
+    ),
+    case(
+        "flip",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x3x4xf32>",
+        "%r = aten.flip %x {dims = array<i64: 0, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
+    ),
+    case(
+        "pixel_shuffle",
+        "%x: tensor<2x8x3x2xf32>",
+        "tensor<2x2x6x4xf32>",
+        "%r = aten.pixel_shuffle %x {upscale_factor = 2 : i64} : (tensor<2x8x3x2xf32>) -> tensor<2x2x6x4xf32>\n%r",
+    ),
+    case(
+        "repeat",
+        "%x: tensor<2x3xf32>",
+        "tensor<2x2x9xf32>",
+        "%r = aten.repeat %x {repeats = array<i64: 2, 1, 3>} : (tensor<2x3xf32>) -> tensor<2x2x9xf32>\n%r",
+    ),
+    case(
+        "stack",
+        "%x: tensor<2x3xf32>, %y: tensor<2x3xf32>",
+        "tensor<2x3x2xf32>",
+        "%r = aten.stack %x, %y {dim = -1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3x2xf32>\n%r",
+    ),
+    case(
+        "var_std",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x1x4xf32>, tensor<3xf32>",
+        """%v = aten.var %x {dims = array<i64: 1>, keepdim = true} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+        %s = aten.std %x {dims = array<i64: 0, 2>, correction = 0.000000e+00 : f64} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+        %v, %s""",
+    ),
     case(
         "neg_i32",
         "%x: tensor<2x3xi32>",

@@ -358,6 +358,28 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
     unary("gelu", '{approximate = "tanh"} '),
     unary("clamp", "{min = -1.000000e+00 : f64, max = 5.000000e-01 : f64} "),
     unary("leaky_relu", "{negative_slope = 2.000000e-01 : f64} "),
+    *(unary(n, positive=True) for n in ("log10", "log2")),
+    unary("tan"),
+    unary("hardshrink", "{lambd = 2.500000e-01 : f64} "),
+    unary("softshrink"),
+    one(
+        "group_norm",
+        "%x: tensor<2x4x3xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>",
+        "tensor<2x4x3xf32>",
+        "%r = aten.group_norm %x weight(%w : tensor<4xf32>) bias(%b : tensor<4xf32>) {num_groups = 2 : i64} : tensor<2x4x3xf32> -> tensor<2x4x3xf32>\n%r",
+    ),
+    one(
+        "upsample_bilinear",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x5x7xf32>",
+        "%r = aten.upsample_bilinear2d %x : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x7xf32>\n%r",
+    ),
+    one(
+        "upsample_nearest",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x5x9xf32>",
+        "%r = aten.upsample_nearest2d %x {scales_h = 1.700000e+00 : f64, scales_w = 2.300000e+00 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x5x9xf32>\n%r",
+    ),
     one(
         "relu_i32",
         "%x: tensor<2x3xi32>",

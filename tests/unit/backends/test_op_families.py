@@ -1,0 +1,284 @@
+"""Op families real graphs use that qopt once stopped at (issue 12 item 2): each
+model is exported with torch.export and run four ways against torch eager:
+imported and interpreted, compiled for CoreML (saved, read back from the
+`.mlpackage` and interpreted), and compiled for Vulkan (run on the device).
+
+Tolerances are the relative L2 error against torch eager. Measured: 0 for the
+data-movement ops and the shrinks, below 1e-7 on CoreML for log10 / log2 (log then
+a division by ln(10) / ln(2)) and tan, below 1e-7 on Vulkan for log2 / tan (the
+GLSL builtins) and log10 (log2 times log10(2)).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import qopt
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if g.size == 0:
+        return 0.0
+    return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
+
+
+def _outputs(result: Any) -> list[np.ndarray]:
+    items = result if isinstance(result, tuple | list) else (result,)
+    return [t.detach().numpy() for t in items]
+
+
+def check(
+    model: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    tmp_path: Path,
+    tol: float = 1e-6,
+    vulkan: bool = True,
+) -> None:
+    """The model through the interpreter, CoreML (read back) and Vulkan, against torch."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    ep = torch.export.export(model.eval(), inputs)
+    want = _outputs(model(*inputs))
+    runs: dict[str, list[np.ndarray]] = {}
+    runs["interp"] = list(qopt.interpret(qopt.import_program(ep), *inputs))
+    path = tmp_path / "model.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
+    if vulkan and vulkan_available() is None:
+        runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))
+    for where, got in runs.items():
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert g.shape == w.shape, (where, i, g.shape, w.shape)
+            assert np.array_equal(np.isnan(g), np.isnan(w)), (where, i)
+            if w.dtype.kind in "iub":
+                assert np.array_equal(g, w), (where, i)
+            else:
+                finite = ~np.isnan(w)
+                assert rel_err(g[finite], w[finite]) <= tol, (where, i, rel_err(g, w))
+
+
+# ----- elementwise ---------------------------------------------------------------------
+
+
+class Elementwise(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        positive = x.abs() + 0.01
+        return (
+            torch.log10(positive),
+            torch.log2(positive),
+            torch.tan(x[2:].clamp(-1.4, 1.4)),  # (Vulkan clamp drops NaN: row 1)
+            F.hardshrink(x),
+            F.hardshrink(x, 1.25),
+            F.softshrink(x),
+            F.softshrink(x, 0.75),
+        )
+
+
+def test_elementwise(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, generator=g) * 2
+    # the thresholds themselves, zeros of both signs, powers of ten and two, a NaN
+    x[0, :10] = torch.tensor([0.5, -0.5, 1.25, -1.25, 0.75, -0.75, 0.0, -0.0, 9.99, 1.99])
+    x[1, 0] = float("nan")
+    check(Elementwise(), (x,), tmp_path, 1e-6)
+
+
+# ----- tensor_split, repeat_interleave -----------------------------------------------
+
+
+class Splits(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b, c = torch.tensor_split(x, 3, dim=1)  # 7 = 3 + 2 + 2
+        d, e, f, g = torch.tensor_split(x, [1, -2, 6], dim=-1)  # [0:1], [1:5], [5:6], [6:]
+        return a * 2, b, c, d, e + 1, f, g, torch.repeat_interleave(x, 2, dim=0)
+
+
+def test_tensor_split_repeat_interleave(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(1)
+    check(Splits(), (torch.randn(3, 7, generator=g),), tmp_path, 0.0)
+
+
+# ----- conv1d ----------------------------------------------------------------------------
+
+
+class Conv1d(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.strided = torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, groups=2)
+        self.dilated = torch.nn.Conv1d(6, 4, 3, padding="same", dilation=2, bias=False)
+
+    def forward(self, x: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.dilated(torch.relu(self.strided(x)))
+        return y, self.strided(u)  # u unbatched: [C, L]
+
+
+def test_conv1d(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(2)
+    torch.manual_seed(2)
+    inputs = (torch.randn(2, 4, 9, generator=g), torch.randn(4, 8, generator=g))
+    check(Conv1d(), inputs, tmp_path, 1e-6)
+
+
+def test_conv1d_imports_as_conv2d_on_a_unit_height() -> None:
+    from qopt.dialects.aten import nn
+
+    model = torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=3, groups=2)
+    ep = torch.export.export(model, (torch.randn(1, 4, 12),))
+    (conv,) = [op for op in qopt.import_program(ep).walk() if isinstance(op, nn.Conv2dOp)]
+    assert conv.stride.get_values() == (1, 2)
+    assert conv.padding.get_values() == (0, 1)
+    assert conv.dilation.get_values() == (1, 3)
+    assert [t.get_shape() for t in (conv.input.type, conv.weight.type, conv.result.type)] == [
+        (1, 4, 1, 12), (6, 2, 1, 3), (1, 6, 1, 4),
+    ]  # fmt: skip
+
+
+# ----- group_norm ----------------------------------------------------------------------
+
+
+class GroupNorm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.affine = torch.nn.GroupNorm(2, 6, eps=1e-3)
+        self.plain = torch.nn.GroupNorm(3, 6, affine=False)
+        with torch.no_grad():
+            self.affine.weight.uniform_(0.5, 1.5)
+            self.affine.bias.uniform_(-1, 1)
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.affine(x), self.plain(x * 3 + 1), self.affine(s)  # s: [N, C, L]
+
+
+def test_group_norm(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    inputs = (torch.randn(2, 6, 3, 4, generator=g), torch.randn(2, 6, 5, generator=g))
+    check(GroupNorm(), inputs, tmp_path, 1e-6)
+
+
+# ----- interpolate ---------------------------------------------------------------------
+
+
+class Interpolate(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        outputs = []
+        for size in ((7, 9), (2, 3)):  # up and down by sizes
+            outputs.append(F.interpolate(x, size=size, mode="nearest"))
+            for corners in (False, True):
+                outputs.append(F.interpolate(x, size=size, mode="bilinear", align_corners=corners))
+        for factor in (2.0, (1.5, 0.75)):  # scale factors: torch maps with 1 / factor
+            outputs.append(F.interpolate(x, scale_factor=factor, mode="nearest"))
+            for corners in (False, True):
+                outputs.append(
+                    F.interpolate(x, scale_factor=factor, mode="bilinear", align_corners=corners)
+                )
+        return tuple(outputs)
+
+
+def test_interpolate(tmp_path: Path) -> None:
+    """Nearest is exact (the same source pixels); bilinear within a few ulp of torch
+    (torch's vectorized CPU blend rounds differently; measured max 1.2e-6 absolute)."""
+    g = torch.Generator().manual_seed(4)
+    check(Interpolate(), (torch.randn(2, 3, 4, 5, generator=g),), tmp_path, 1e-6)
+
+
+def test_interpolate_nearest_is_exact(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(1, 2, 5, 3, generator=g)
+
+    class Nearest(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return F.interpolate(x, size=(8, 7)), F.interpolate(x, scale_factor=(1.7, 2.4))
+
+    check(Nearest(), (x,), tmp_path, 0.0)
+
+
+# ----- CoreML lowerings of ops Vulkan already had ----------------------------------------
+
+
+class DataMovement(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            F.pixel_shuffle(x, 2),
+            F.pad(x, (1, 2, -1, 3), value=0.5),  # a negative amount crops
+            F.pad(x, (0, 0, 2, 0)),
+            x.repeat(2, 1, 1, 3),
+            x[0].repeat(1, 2, 1, 1),  # repeat adding a leading dim
+            x.flip(1, -1),
+            n.flip(0),
+            torch.stack([x[0], x[0] * 2, x[0] + 1], dim=1),
+            torch.stack([n, n * 3], dim=-1),
+            x.var(dim=(2, 3)),
+            x.var(dim=1, keepdim=True, correction=0),
+            x.std(dim=-1),
+        )
+
+
+def test_coreml_data_movement_and_moments(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(6)
+    inputs = (torch.randn(2, 4, 3, 5, generator=g), torch.randint(-9, 9, (3, 4), generator=g))
+    check(DataMovement(), inputs, tmp_path, 1e-6)
+
+
+# ----- conv_transpose ------------------------------------------------------------------
+
+
+class ConvTranspose(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.t2 = torch.nn.ConvTranspose2d(
+            4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+            dilation=(2, 1),
+        )  # fmt: skip
+        self.crop = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=3, bias=False)  # p > d(k-1)
+        self.t1 = torch.nn.ConvTranspose1d(4, 3, 4, stride=2, padding=1, output_padding=1)
+
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return self.t2(x), self.crop(x), self.t1(s), self.t1(s[0]), self.t2(x[0])
+
+
+def test_conv_transpose(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(7)
+    torch.manual_seed(7)
+    inputs = (torch.randn(2, 4, 5, 4, generator=g), torch.randn(2, 4, 6, generator=g))
+    check(ConvTranspose(), inputs, tmp_path, 1e-6)
+
+
+def test_conv_transpose_to_an_empty_output_is_a_clear_error() -> None:
+    model = torch.nn.ConvTranspose2d(2, 2, 3, padding=3)
+    ep = torch.export.export(model, (torch.randn(1, 2, 5, 4),))
+    with pytest.raises(qopt.QoptError, match=r"conv_transpose2d .* gives an empty output"):
+        qopt.import_program(ep)
+
+
+class FloorDivision(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        return x // y, x // 0.75, a // b, a // 3
+
+
+class TruncDivision(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+        return torch.div(x, y, rounding_mode="trunc"), torch.div(a, b, rounding_mode="trunc")
+
+
+@pytest.mark.parametrize("model", [FloorDivision(), TruncDivision()], ids=["floor", "trunc"])
+def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
+    """Exact (integers bit for bit, floats the same floor / ceil of the same quotient);
+    Vulkan has no "trunc" mode (a clean error there)."""
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.randn(3, 5, generator=g) * 4, torch.randn(3, 5, generator=g)
+    a = torch.randint(-20, 20, (3, 5), generator=g)
+    b = torch.randint(1, 6, (3, 5), generator=g) * torch.where(
+        torch.rand(3, 5, generator=g) > 0.5, 1, -1
+    )
+    a[0, :4] = torch.tensor([6, -6, 0, -7])  # exact multiples and zero
+    b[0, :4] = torch.tensor([3, 3, -2, 7])
+    check(model, (x, y, a, b), tmp_path, 0.0, vulkan=isinstance(model, FloorDivision))
