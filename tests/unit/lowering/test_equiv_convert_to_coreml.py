@@ -875,6 +875,22 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         )
         for t in ("iOS18", "iOS16")
     ),
+    case(  # .item() + narrow (expand_dynamic_windows); the check is dropped on Core ML
+        "item_narrow_assert",
+        "%p: tensor<1xi64>, %x: tensor<4x2xf32>",
+        "tensor<2x2xf32>",
+        """
+        %s0 = aten.select %p {dim = 0 : i64, index = 0 : i64} : (tensor<1xi64>) -> tensor<i64>
+        %s = aten.item %s0 {range = array<i64: 0, 2>} : (tensor<i64>) -> tensor<i64>
+        %three = arith.constant dense<3> : tensor<i64>
+        %ok = aten.lt %s, %three : (tensor<i64>, tensor<i64>) -> tensor<i1>
+        aten.assert_scalar %ok {message = "u0 < 3"} : tensor<i1>
+        %w = aten.dynamic_slice %x, %s {dim = 0 : i64} : (tensor<4x2xf32>, tensor<i64>) -> tensor<2x2xf32>
+        %w
+        """,
+        low=0,
+        high=3,
+    ),
     case(
         "choose_qparams_dynamic",
         "%x: tensor<2x4xf32>",
