@@ -198,3 +198,29 @@ def test_cache_windows_on_vulkan() -> None:
         (interpreted,) = qopt.interpret(artifact.module, *inputs)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(interpreted, want)
+
+
+class IntegerClamp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.clamp(x, min=-3),
+            torch.clamp(x, max=2),
+            torch.clamp(x, -2, 4),
+            torch.clamp(x, min=-(2**40)),
+            torch.clamp(x, min=-2.5),  # a float bound: a float result
+            torch.maximum(x, x.flip(0)),
+            torch.minimum(x, x * 2),
+        )
+
+
+def test_integer_clamp_is_exact_on_vulkan() -> None:
+    """Integer clamp with one, both or out-of-range bounds is exact (an absent bound
+    once became int(inf) on the device)."""
+    x = torch.arange(-6, 6, dtype=torch.int64).reshape(3, 4)
+    ep = torch.export.export(IntegerClamp(), (x,))
+    want = ep.module()(x)
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.numpy().dtype
+        np.testing.assert_array_equal(g, w.numpy())
