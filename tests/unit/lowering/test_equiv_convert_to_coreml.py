@@ -741,6 +741,12 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%r = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, count_include_pad = false} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>\n%r",
     ),
     case(
+        "avg_pool2d_ceil_include_pad",
+        "%x: tensor<2x7x6xf32>",
+        "tensor<2x4x3xf32>",
+        "%r = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, ceil_mode = true} : (tensor<2x7x6xf32>) -> tensor<2x4x3xf32>\n%r",
+    ),
+    case(
         "adaptive_avg_pool2d_1x1",
         "%x: tensor<1x2x4x4xf32>",
         "tensor<1x2x1x1xf32>",

@@ -1,0 +1,65 @@
+"""CoreML on graphs written by others (issue 12's wrong answers and crashes): each
+model is exported with torch.export, compiled with `qopt.compile(ep,
+target="coreml")`, saved, read back with `qopt.read_mlpackage` and interpreted; the
+result must equal torch eager (integers exactly, floats within 1e-6 relative L2
+error) or the compile must fail with a QoptError naming the op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from xdsl.dialects.builtin import ModuleOp
+
+import qopt
+
+
+def _round_trip(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], tmp_path: Path
+) -> tuple[ModuleOp, list[np.ndarray], list[np.ndarray]]:
+    """(read-back module, its outputs, torch eager's outputs)."""
+    ep = torch.export.export(model.eval(), inputs)
+    artifact = qopt.compile(ep, target="coreml")
+    path = tmp_path / "model.mlpackage"
+    artifact.save(path)
+    back = qopt.read_mlpackage(path)
+    got = list(qopt.interpret(back, *inputs))
+    want = ep.module()(*inputs)
+    want = [want] if isinstance(want, torch.Tensor) else list(want)
+    return back, got, [t.detach().numpy() for t in want]
+
+
+def _assert_equal(got: list[np.ndarray], want: list[np.ndarray], rtol: float = 1e-6) -> None:
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.shape == w.shape, (i, g.shape, w.shape)
+        assert g.dtype == w.dtype, (i, g.dtype, w.dtype)
+        if w.dtype.kind != "f":
+            np.testing.assert_array_equal(g, w, err_msg=f"output {i}")
+            continue
+        err = np.linalg.norm(g - w) / max(float(np.linalg.norm(w)), 1e-30)
+        assert err <= rtol, (i, err)
+
+
+class Pools(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            F.avg_pool2d(x, 3, 2, 1, ceil_mode=True),
+            F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+            F.avg_pool2d(x, 3, 2, 0, ceil_mode=True),
+            F.avg_pool2d(x, (2, 3), 2, divisor_override=4),
+            F.avg_pool2d(x[0], 3, 2, 1, ceil_mode=True),  # unbatched
+            F.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+            F.max_pool2d(x[0], 2),
+        )
+
+
+def test_pooling_windows_equal_torch(tmp_path: Path) -> None:
+    """ceil_mode (windows starting in the end padding dropped, the divisor clipped
+    to the padded input), count_include_pad both ways, divisor_override and
+    unbatched inputs."""
+    x = torch.randn(2, 3, 7, 6, generator=torch.Generator().manual_seed(0))
+    _, got, want = _round_trip(Pools(), (x,), tmp_path)
+    _assert_equal(got, want)
