@@ -469,6 +469,12 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
     ),
     case(
+        "clamp_i64",
+        "%x: tensor<2x3xi64>",
+        "tensor<2x3xi64>",
+        "%r = aten.clamp %x {min = -1.000000e+00 : f64, max = 2.000000e+00 : f64} : (tensor<2x3xi64>) -> tensor<2x3xi64>\n%r",
+    ),
+    case(
         "relu_i64",
         "%x: tensor<2x3xi64>",
         "tensor<2x3xi64>",

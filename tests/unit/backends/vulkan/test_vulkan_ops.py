@@ -79,8 +79,18 @@ class PixelShuffle(torch.nn.Module):
         return torch.nn.functional.pixel_shuffle(x, 2) * 3
 
 
+class UnbatchedConv(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
 CASES = {
     "batch_norm": (ConvBN, [(2, 3, 6, 6)]),
+    "conv2d_unbatched": (UnbatchedConv, [(3, 5, 4)]),
     "constant_pad_nd": (Pad, [(2, 3, 5, 4)]),
     "stack": (Stack, [(2, 5)]),
     "index_select": (IndexSelect, [(3, 2, 4), "index"]),
