@@ -234,3 +234,26 @@ def test_integer_clamp_is_exact_on_vulkan() -> None:
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.numpy().dtype
         np.testing.assert_array_equal(g, w.numpy())
+
+
+class PoolIndices(torch.nn.Module):
+    def __init__(self, keep_indices: bool) -> None:
+        super().__init__()
+        self.keep_indices = keep_indices
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        values, indices = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+        return (values, indices) if self.keep_indices else values + 1
+
+
+def test_max_pool_indices_on_vulkan() -> None:
+    """max_pool2d with return_indices: the values alone run; reading the indices is
+    a QoptError naming the op (it once was a zip() ValueError)."""
+    x = torch.randn(1, 2, 4, 4, generator=_gen())
+    ep = torch.export.export(PoolIndices(False), (x,))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(x)
+    np.testing.assert_array_equal(got, ep.module()(x).numpy())
+    ep = torch.export.export(PoolIndices(True), (x,))
+    with pytest.raises(qopt.QoptError, match=r"max_pool2d.*indices .*have no Vulkan kernel"):
+        qopt.compile(ep, target="vulkan")
