@@ -104,3 +104,17 @@ def test_unbatched_conv2d(tmp_path: Path) -> None:
     (interpreted,) = qopt.interpret(qopt.import_program(ep), x)
     _, got, want = _round_trip(model, (x,), tmp_path)
     _assert_equal([interpreted, *got], [*want, *want], rtol=1e-6)
+
+
+class CatEmpty(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        promoted = torch.cat([x * 2, y[:0]], dim=0) + 1  # the empty float makes it float
+        legacy = torch.cat([y, torch.zeros(0)], 0) * 3  # a 1-D empty of another rank
+        return promoted, legacy, torch.cat([y[:, :0], y, y[:, 1:]], dim=1)
+
+
+def test_cat_drops_empty_inputs(tmp_path: Path) -> None:
+    x = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    y = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+    _, got, want = _round_trip(CatEmpty(), (x, y), tmp_path)
+    _assert_equal(got, want, rtol=0.0)

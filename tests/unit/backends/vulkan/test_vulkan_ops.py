@@ -257,3 +257,29 @@ def test_max_pool_indices_on_vulkan() -> None:
     ep = torch.export.export(PoolIndices(True), (x,))
     with pytest.raises(qopt.QoptError, match=r"max_pool2d.*indices .*have no Vulkan kernel"):
         qopt.compile(ep, target="vulkan")
+
+
+class CatEmpty(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        promoted = torch.cat([x * 2, y[:0]], dim=0) + 1  # the empty float makes it float
+        return promoted, torch.cat([y[:, :0], y, torch.zeros(0)], dim=1)
+
+
+class EmptyInput(torch.nn.Module):
+    def forward(self, x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, e]) * 2
+
+
+def test_zero_size_tensors_on_vulkan() -> None:
+    """cat drops its empty inputs (they once reached the device as [2, 0] buffers);
+    an empty program input is a QoptError naming it."""
+    x = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    y = torch.randn(2, 3, generator=_gen())
+    ep = torch.export.export(CatEmpty(), (x, y))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x, y)
+    for g, w in zip(got, ep.module()(x, y), strict=True):
+        np.testing.assert_array_equal(g, w.numpy())
+    ep = torch.export.export(EmptyInput(), (y, torch.zeros(0, 3)))
+    with pytest.raises(qopt.QoptError, match=r"input 1 of @forward has the zero-size shape"):
+        qopt.compile(ep, target="vulkan")
