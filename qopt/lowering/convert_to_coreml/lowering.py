@@ -46,6 +46,7 @@ from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import element_type
 from qopt.errors import QoptError, where
 from qopt.interpreters.coreml import const_array
+from qopt.lowering.convert_to_coreml.rank import collapse_high_rank
 from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of
 
@@ -485,6 +486,7 @@ class Lowering:
                 continue
             Rewriter.replace_op(op, self.new_ops, list(results))
         self.erase_dead()
+        collapse_high_rank(self.func, self.erase_dead)
         for op in block.ops:
             if not isinstance(op, coreml.CoremlOp | ReturnOp):
                 raise QoptError(

@@ -469,6 +469,12 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
     ),
     case(
+        "rank6_window_partition",
+        "%x: tensor<1x4x4x3xf32>",
+        "tensor<1x4x4x3xf32>",
+        "%0 = aten.view %x : (tensor<1x4x4x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%1 = aten.permute %0 {dims = array<i64: 0, 1, 3, 2, 4, 5>} : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%2 = aten.neg %1 : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%3 = aten.view %2 : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x4x4x3xf32>\n%3",
+    ),
+    case(
         "clamp_i64",
         "%x: tensor<2x3xi64>",
         "tensor<2x3xi64>",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from torch.nn import functional as F
 from xdsl.dialects.builtin import ModuleOp
@@ -118,3 +119,27 @@ def test_cat_drops_empty_inputs(tmp_path: Path) -> None:
     y = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
     _, got, want = _round_trip(CatEmpty(), (x, y), tmp_path)
     _assert_equal(got, want, rtol=0.0)
+
+
+class Rank6(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = x.reshape(1, 2, 2, 2, 2, 3)
+        elementwise = (torch.relu(y * 2 + 1) - y).reshape(4, 12)
+        windows = y.permute(0, 1, 3, 2, 4, 5).reshape(1, 4, 4, 3)  # Swin's partition
+        return elementwise, windows
+
+
+class Rank6Sum(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(1, 2, 2, 2, 2, 3).sum(-1)
+
+
+def test_rank6_collapses_or_names_the_op(tmp_path: Path) -> None:
+    """coremltools refuses rank-6 tensors: elementwise ops and adjacent-run transposes
+    between reshapes are collapsed; a rank-6 reduction is a QoptError naming it."""
+    x = torch.randn(1, 4, 4, 3, generator=torch.Generator().manual_seed(0))
+    _, got, want = _round_trip(Rank6(), (x,), tmp_path)
+    _assert_equal(got, want, rtol=0.0)
+    ep = torch.export.export(Rank6Sum(), (x,))
+    with pytest.raises(qopt.QoptError, match=r"'coreml.reduce_sum'.*rank-6 tensor"):
+        qopt.compile(ep, target="coreml")
