@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch.ao.quantization.fx import _decomposed  # noqa: F401  (registers quantized_decomposed)
 from torch.nn import functional as F
 from xdsl.dialects.builtin import ModuleOp
 
@@ -143,3 +144,33 @@ def test_rank6_collapses_or_names_the_op(tmp_path: Path) -> None:
     ep = torch.export.export(Rank6Sum(), (x,))
     with pytest.raises(qopt.QoptError, match=r"'coreml.reduce_sum'.*rank-6 tensor"):
         qopt.compile(ep, target="coreml")
+
+
+class QuantizedConstants(torch.nn.Module):
+    """PT2E's constant quantization: a tensor and a scalar quantized in the graph (at
+    rounding ties) and a rank-0 per-tensor quantized constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        ties = [0.125, 0.375, -0.125, -0.375, 0.625, 100.0, -100.0, 0.3]
+        self.register_buffer("c", torch.tensor(ties))
+        self.register_buffer("s", torch.tensor(0.625))
+        self.register_buffer("q0", torch.tensor(-7, dtype=torch.int8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor(self.c, 0.25, 0, -128, 127, torch.int8)
+        q0 = qd.quantize_per_tensor(self.s, 0.25, 1, -128, 127, torch.int8)
+        a = qd.dequantize_per_tensor(q, 0.25, 0, -128, 127, torch.int8)
+        b = qd.dequantize_per_tensor(q0, 0.25, 1, -128, 127, torch.int8)
+        c = qd.dequantize_per_tensor(self.q0, 0.5, 2, -128, 127, torch.int8)
+        return x + a * b * c
+
+
+def test_quantized_constants_fold(tmp_path: Path) -> None:
+    """quant.quantize of a constant folds at compile time (ties to even, as torch);
+    rank-0 quantized constants lower (coremltools refuses rank-0 constexpr data)."""
+    x = torch.randn(8, generator=torch.Generator().manual_seed(0))
+    back, got, want = _round_trip(QuantizedConstants(), (x,), tmp_path)
+    assert not {"coreml.quantize", "coreml.dequantize"} & {op.name for op in back.walk()}
+    _assert_equal(got, want, rtol=0.0)

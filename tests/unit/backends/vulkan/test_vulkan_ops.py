@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.ao.quantization.fx import _decomposed  # noqa: F401  (registers quantized_decomposed)
 
 import qopt
+from qopt.dialects import vkc
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -283,3 +285,28 @@ def test_zero_size_tensors_on_vulkan() -> None:
     ep = torch.export.export(EmptyInput(), (y, torch.zeros(0, 3)))
     with pytest.raises(qopt.QoptError, match=r"input 1 of @forward has the zero-size shape"):
         qopt.compile(ep, target="vulkan")
+
+
+class QuantizedConstants(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("c", torch.tensor([0.125, 0.375, -0.125, -0.375, 0.625, 100.0]))
+        self.register_buffer("q0", torch.tensor(-7, dtype=torch.int8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor(self.c, 0.25, 1, -128, 127, torch.int8)
+        a = qd.dequantize_per_tensor(q, 0.25, 1, -128, 127, torch.int8)
+        return x + a * qd.dequantize_per_tensor(self.q0, 0.5, 2, -128, 127, torch.int8)
+
+
+def test_quantized_constants_on_vulkan() -> None:
+    """A quantize of constants folds at compile time (ties to even, as torch); a
+    rank-0 quantized constant lowers."""
+    x = torch.randn(6, generator=_gen())
+    ep = torch.export.export(QuantizedConstants(), (x,))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(x)
+        kernels = {op.kernel.data for op in artifact.module.walk() if isinstance(op, vkc.KernelOp)}
+    assert "quantize_per_tensor" not in kernels
+    np.testing.assert_array_equal(got, ep.module()(x).numpy())
