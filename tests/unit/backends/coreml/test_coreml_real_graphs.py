@@ -174,3 +174,34 @@ def test_quantized_constants_fold(tmp_path: Path) -> None:
     back, got, want = _round_trip(QuantizedConstants(), (x,), tmp_path)
     assert not {"coreml.quantize", "coreml.dequantize"} & {op.name for op in back.walk()}
     _assert_equal(got, want, rtol=0.0)
+
+
+def test_every_emitted_mil_op_is_read() -> None:
+    """Each MIL op type the emitter can write (its table: the coreml dialect's ops,
+    const, identity) is one read_mlpackage reads."""
+    from qopt.backends.coreml.emitter import emitted_mil_ops
+    from qopt.backends.coreml.reader import READ_MIL_OPS
+
+    assert {"const", "identity", "linear"} <= emitted_mil_ops()
+    assert not emitted_mil_ops() - READ_MIL_OPS
+
+
+class ConstantsAndCopies(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.full((2, 3), 1.5),
+            torch.zeros(4),
+            torch.ones_like(x),
+            x.clone(),
+            torch.arange(5),
+            x,
+        )
+
+
+def test_constant_and_copy_programs_read_back(tmp_path: Path) -> None:
+    """A program whose outputs are constants or its input is written with MIL
+    `identity` (the outputs need their own names) and reads back."""
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+    back, got, want = _round_trip(ConstantsAndCopies(), (x,), tmp_path)
+    _assert_equal(got, want, rtol=0.0)
+    assert not any(op.name == "coreml.identity" for op in back.walk())
