@@ -34,7 +34,12 @@ __all__ = [
 #: Options of `compile` per target (besides `trust_pickle` and `limits`, which
 #: every target takes).
 TARGET_OPTIONS = {
-    "coreml": ("minimum_deployment_target", "compute_precision", "output_names"),
+    "coreml": (
+        "minimum_deployment_target",
+        "compute_precision",
+        "output_names",
+        "dynamic_activations",
+    ),
     "vulkan": ("device", "validation"),
 }
 

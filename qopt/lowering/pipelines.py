@@ -48,6 +48,10 @@ class QoptCoremlPipeline(ModulePass):
     compute_precision: str = "fp32"
     """fp32 or fp16 (`compute-precision` on the command line)."""
 
+    dynamic_activations: str = "quantized"
+    """quantized (torch's dynamic activation quantizers, in MIL float ops) or float
+    (`dynamic-activations` on the command line)."""
+
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
@@ -62,7 +66,7 @@ class QoptCoremlPipeline(ModulePass):
         passes: list[ModulePass] = [
             FuseQuantPass(),
             FoldConstantsPass(),
-            ConvertToCoremlPass(target=self.target),
+            ConvertToCoremlPass(target=self.target, dynamic_activations=self.dynamic_activations),
         ]
         if self.compute_precision == "fp16":
             passes.append(CoremlFp16Pass())

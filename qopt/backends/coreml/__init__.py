@@ -191,19 +191,24 @@ def compile_coreml(
     minimum_deployment_target: str = "iOS18",
     compute_precision: str = "fp32",
     output_names: Sequence[str] | None = None,
+    dynamic_activations: str = "quantized",
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
     then build its MIL Program (one per method). `compute_precision` is "fp32"
     (default, exact checks) or "fp16". Outputs are named `output_names` (a
     single-method program), else as the module records (`qopt.output_names`: the
-    exported program's), else `output_<i>`."""
+    exported program's), else `output_<i>`. `dynamic_activations` "quantized"
+    (default) quantizes dynamic-activation schemes' activations as torch does, with
+    MIL float ops; "float" leaves them float (faster, not torch's values)."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
 
     pipeline = QoptCoremlPipeline(
-        target=minimum_deployment_target, compute_precision=compute_precision
+        target=minimum_deployment_target,
+        compute_precision=compute_precision,
+        dynamic_activations=dynamic_activations,
     )
     pipeline.apply(make_context(), module)
     programs = build_programs(module, output_names)

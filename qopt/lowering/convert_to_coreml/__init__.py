@@ -18,10 +18,13 @@ How each kind of quantization lowers (PATTERNS.md §2.8, §3):
   the float op, as Core ML expects; an output requantization is a `quantize`
   after the (clamped) float result.
 - Dynamic activations (`pt2e_dynamic`, `8da4w`): Core ML has no run-time
-  choose-qparams, so the weights stay compressed and **the activation path is
-  computed in float**: the per-token / per-tensor activation quantization is
-  dropped (documented; results then differ from torch's quantized eager output by
-  the activation quantization error, not by float round-off).
+  choose-qparams op, so the weights stay compressed and torch's per-token /
+  per-tensor choose-qparams, quantize and dequantize are written with MIL float
+  ops (`Lowering.dynamic_activation`: reduce_min/max, real_div, rounding half to
+  even from floor, clip, mul): the package equals torch within float rounding.
+  `dynamic_activations=float` (option) drops the activation quantization instead:
+  faster, but its results differ from torch's by the quantization error. The
+  unfused `quant.choose_qparams` chains fuse-quant leaves are still float.
 
 A scheme the target cannot express is a `QoptError` naming the op, the scheme
 (the qfused op's kernel name) and the lowest target that can: never a silent
@@ -152,8 +155,18 @@ class ConvertToCoremlPass(ModulePass):
     target: str = "iOS18"
     """Minimum deployment target: iOS16, iOS17 or iOS18."""
 
+    dynamic_activations: str = "quantized"
+    """Dynamic-activation schemes (8da4w, PT2E dynamic): "quantized" computes the
+    run-time choose_qparams / quantize / dequantize as torch does, with MIL float
+    ops; "float" leaves the activations float (faster, not torch's values)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         refuse_dynamic(op, "convert-to-coreml")
+        if self.dynamic_activations not in ("quantized", "float"):
+            raise QoptError(
+                "convert-to-coreml: dynamic-activations must be 'quantized' or 'float', "
+                f"got '{self.dynamic_activations}'"
+            )
         try:
             opset = opset_number(self.target)
         except ValueError as e:
@@ -164,7 +177,7 @@ class ConvertToCoremlPass(ModulePass):
         rules = get_rules()
         for func in list(op.ops):
             if isinstance(func, FuncOp):
-                Lowering(func, opset, self.target, rules).run()
+                Lowering(func, opset, self.target, rules, self.dynamic_activations).run()
         state_rules.erase_constant_globals(op)
 
 

@@ -320,19 +320,7 @@ def _round(lw: Lowering, op: ew.RoundOp) -> Sequence[SSAValue]:
     x = op.operands[0]
     if isinstance(elem_of(x), IntegerType):
         return [x]
-    out = mil_tensor(op.results[0].type)
-    flags = TensorType(i1, out.get_shape())
-    floor = lw.build(coreml.FloorOp, [x], out)
-    frac = lw.build(coreml.SubOp, [x, floor], out)
-    half = lw.scalar(0.5, x)
-    above = lw.build(coreml.GreaterOp, [frac, half], flags)
-    tie = lw.build(coreml.EqualOp, [frac, half], flags)
-    halved = lw.build(coreml.MulOp, [floor, half], out)
-    odd = lw.build(coreml.NotEqualOp, [lw.build(coreml.FloorOp, [halved], out), halved], flags)
-    odd_tie = lw.build(coreml.LogicalAndOp, [tie, odd], flags)
-    bump = lw.build(coreml.LogicalOrOp, [above, odd_tie], flags)
-    up = lw.build(coreml.AddOp, [floor, lw.scalar(1.0, x)], out)
-    return [lw.build(coreml.SelectOp, [bump, up, floor], out)]
+    return [lw.round_half_to_even(x)]
 
 
 @RULES(ew.RemainderOp)
