@@ -35,7 +35,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
-    TensorType,
     f32,
     f64,
 )
@@ -44,7 +43,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.tensors import dtype_of, elem_of, shape_of
-from qopt.dtypes import int_range
+from qopt.dtypes import int_range, tensor_type
 from qopt.lowering.fuse_quant.match import Reject, const_value, static_params
 from qopt.lowering.fuse_quant.report import FusionLog
 from qopt.numerics.quant import quantize
@@ -145,9 +144,11 @@ class FoldConstantQuantize(RewritePattern):
                 op.compute_dtype(),
                 zero_point_before_rounding=op.zero_point_before_rounding is not None,
             )
-        type = op.output.type
-        assert isinstance(type, TensorType)
-        q = np.ascontiguousarray(np.asarray(q, dtype_of(type)).reshape(shape_of(type)))
+        # (ascontiguousarray makes a 0-d array 1-d: reshape after it)
+        q = np.ascontiguousarray(np.asarray(q, dtype_of(op.output))).reshape(shape_of(op.output))
+        type = tensor_type(q.dtype, q.shape)
+        if type != op.output.type:
+            return  # an integer type numpy does not name (sub-byte storage): left as it is
         value: DenseIntOrFPElementsAttr | DenseResourceAttr
         if q.size <= INLINE_LIMIT and printable_inline(q):
             value = DenseIntOrFPElementsAttr(type, BytesAttr(q.tobytes()))
