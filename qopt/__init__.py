@@ -140,6 +140,7 @@ def compile(
     limits: Limits | str | None = None,
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
+    dynamic_activations: str | None = None,
     **unknown: Any,
 ) -> CoremlArtifact: ...
 
@@ -158,6 +159,7 @@ def compile(
     limits: Limits | str | None = None,
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
+    dynamic_activations: str | None = None,
     **unknown: Any,
 ) -> VulkanArtifact: ...
 
@@ -176,6 +178,7 @@ def compile(
     limits: Limits | str | None = None,
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
+    dynamic_activations: str | None = None,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact: ...
 
@@ -193,6 +196,7 @@ def compile(
     limits: Limits | str | None = None,
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
+    dynamic_activations: str | None = None,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact:
     """Import a program and compile it for `target`: the target's pipeline
@@ -229,6 +233,10 @@ def compile(
             inputs' shapes): a list for one Dim, a dict by symbol for several, or a
             dict by method name of those; default every size of a Dim of at most 16
             sizes, else its min, max and the powers of two between.
+        dynamic_activations: CoreML only. "quantized" (the default: a dynamic-
+            activation scheme's run-time choose-qparams / quantize / dequantize in MIL
+            float ops, as torch computes them) or "float" (activations left float:
+            faster, not torch's values).
         states: CoreML only. "state" (the default: program state such as a KV cache
             is Core ML states, iOS18) or "io" (extra last inputs and outputs of
             every call, named after the buffers; any target; the caller keeps them).
@@ -248,6 +256,7 @@ def compile(
         "compute_precision": compute_precision,
         "output_names": output_names,
         "states": states,
+        "dynamic_activations": dynamic_activations,
         "device": device,
         "validation": validation,
     }
@@ -267,7 +276,8 @@ def compile(
         )  # fmt: skip
         from qopt.backends.coreml import compile_coreml  # qopt-coreml, then the Program
 
-        return compile_coreml(module, opset, precision, names, state_form)
+        activations = options.dynamic_activations(dynamic_activations)
+        return compile_coreml(module, opset, precision, names, state_form, activations)
     vulkan_device = options.device(device)
     module = _import(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,

@@ -22,7 +22,13 @@ TARGETS = ("coreml", "vulkan")
 #: Options of `compile` per target (besides `trust_pickle` and `limits`, which
 #: every target takes).
 TARGET_OPTIONS = {
-    "coreml": ("minimum_deployment_target", "compute_precision", "output_names", "states"),
+    "coreml": (
+        "minimum_deployment_target",
+        "compute_precision",
+        "output_names",
+        "states",
+        "dynamic_activations",
+    ),
     "vulkan": ("device", "validation"),
 }
 COMMON_OPTIONS = ("trust_pickle", "limits", "dynamic_sizes")
@@ -116,6 +122,16 @@ def states(value: object) -> str:
         return str(value)
     hint = did_you_mean(value, ("state", "io")) if isinstance(value, str) else ""
     raise QoptError(f"states {value!r}{hint} is not one of 'state', 'io'")
+
+
+def dynamic_activations(value: object) -> str:
+    """ "quantized" (torch's values, the default) or "float" (activations left float)."""
+    if value is None:
+        return "quantized"
+    if value in ("quantized", "float"):
+        return str(value)
+    hint = did_you_mean(value, ("quantized", "float")) if isinstance(value, str) else ""
+    raise QoptError(f"dynamic_activations {value!r}{hint} is not one of 'quantized', 'float'")
 
 
 def output_names(value: object) -> list[str] | None:

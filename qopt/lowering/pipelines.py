@@ -51,6 +51,10 @@ class QoptCoremlPipeline(ModulePass):
     """Program state as Core ML states (`state`, iOS18) or extra inputs and outputs
     (`io`), as convert-to-coreml's option."""
 
+    dynamic_activations: str = "quantized"
+    """quantized (torch's dynamic activation quantizers, in MIL float ops) or float
+    (`dynamic-activations` on the command line)."""
+
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
@@ -65,7 +69,11 @@ class QoptCoremlPipeline(ModulePass):
         passes: list[ModulePass] = [
             FuseQuantPass(),
             FoldConstantsPass(),
-            ConvertToCoremlPass(target=self.target, states=self.states),
+            ConvertToCoremlPass(
+                target=self.target,
+                states=self.states,
+                dynamic_activations=self.dynamic_activations,
+            ),
         ]
         if self.compute_precision == "fp16":
             passes.append(CoremlFp16Pass())

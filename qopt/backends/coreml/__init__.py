@@ -259,6 +259,7 @@ def compile_coreml(
     compute_precision: str = "fp32",
     output_names: Sequence[str] | None = None,
     states: str = "state",
+    dynamic_activations: str = "quantized",
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
@@ -267,13 +268,18 @@ def compile_coreml(
     single-method program), else as the module records (`qopt.output_names`: the
     exported program's), else `output_<i>`. `states="io"` passes program state
     (KV caches) as extra inputs and outputs of every call instead of Core ML states
-    (which need iOS18)."""
+    (which need iOS18). `dynamic_activations` "quantized" (default) quantizes
+    dynamic-activation schemes' activations as torch does, with MIL float ops;
+    "float" leaves them float (faster, not torch's values)."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
 
     pipeline = QoptCoremlPipeline(
-        target=minimum_deployment_target, compute_precision=compute_precision, states=states
+        target=minimum_deployment_target,
+        compute_precision=compute_precision,
+        states=states,
+        dynamic_activations=dynamic_activations,
     )
     pipeline.apply(make_context(), module)
     programs = build_programs(module, output_names)

@@ -241,6 +241,16 @@ def _opset_name(func: FuncOp) -> str:
     return attr.data if isinstance(attr, StringAttr) else "iOS18"
 
 
+CONST, IDENTITY = "const", "identity"
+"""The MIL ops the emitter writes besides the coreml dialect's: constants, and an
+output that is an input, a constant or another output (renamed by `identity`)."""
+
+
+def emitted_mil_ops() -> frozenset[str]:
+    """Every MIL op type `build_program` can write (the reader must read each)."""
+    return frozenset({CONST, IDENTITY, *(cls.name.split(".", 1)[1] for cls in coreml.ALL_OPS)})
+
+
 def build_program(
     module: ModuleOp, output_names: Sequence[str] | None = None, function: str | None = None
 ) -> Any:
@@ -260,6 +270,7 @@ def build_program(
     input_names = input_names_of(func)
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     state_names = state_names_of(module)
+    out_names = _distinct_outputs(out_names, [*input_names, *state_names.values()])
     states = mutable_globals(module)
     specs += [
         mb.StateTensorSpec(shape=shape_of(g.type), dtype=mil_type(g.type.get_element_type()))
@@ -298,7 +309,7 @@ def build_program(
                 value = _np_value(const_array(op), elem_of(op.result))
                 hint = getattr(op.value, "resource_handle", None)
                 base = hint.data if hint is not None else "const"
-                env[op.result] = getattr(mb, "const")(val=value, name=fresh(base))
+                env[op.result] = getattr(mb, CONST)(val=value, name=fresh(base))
                 continue
             if not isinstance(op, coreml.CoremlOp):
                 raise QoptError(f"emit: {where(op)} is not a coreml op: run convert-to-coreml")
@@ -330,7 +341,7 @@ def build_program(
             outputs.append(env[value])
         for name, value in renamed_outputs:
             i = list(ret.operands).index(value)
-            outputs[i] = getattr(mb, "identity")(x=env[value], name=name)
+            outputs[i] = getattr(mb, IDENTITY)(x=env[value], name=name)
         return tuple(outputs)
 
     body.__name__ = "main"
@@ -345,6 +356,21 @@ def build_program(
     finally:
         mb.name_count = saved_counts
     return program
+
+
+def _distinct_outputs(names: Sequence[str], taken: Sequence[str]) -> list[str]:
+    """Output names that name no input or state and no other output (a program
+    returning its input `x` as `x`): a clash gets `_out`, numbered if needed."""
+    used = set(taken)
+    out: list[str] = []
+    for name in names:
+        new, i = name, 0
+        while new in used:
+            new = f"{name}_out" if i == 0 else f"{name}_out{i}"
+            i += 1
+        used.add(new)
+        out.append(new)
+    return out
 
 
 def _input_names(hints: Sequence[str | None]) -> list[str]:
@@ -505,6 +531,7 @@ __all__ = [
     "build_program",
     "build_programs",
     "check_states",
+    "emitted_mil_ops",
     "function_of",
     "input_names_of",
     "output_names_of",

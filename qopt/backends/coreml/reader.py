@@ -635,6 +635,23 @@ class Reader:
         if not isinstance(array, str):
             self.values[name] = self.const(array, t.elem, name)
 
+    def identity_op(self, op: Any) -> None:
+        """MIL `identity` (qopt writes one for an output that is an input, a constant
+        or another output): its output name stands for its input's value."""
+        name, out_type = self.output(op)
+        if len(op.blocks) or set(op.inputs.keys()) != {"x"}:
+            raise self.fail(f"must have the one input 'x', has {sorted(op.inputs.keys())}")
+        arguments = op.inputs["x"].arguments
+        if len(arguments) != 1:
+            raise self.fail("input 'x' must have one argument")
+        value, _ = self.argument("x", arguments[0])
+        if value is None:
+            raise self.fail("input 'x' must be a tensor")
+        out = self.tensor_type(out_type, "its output")
+        if TensorType(out.elem, list(out.shape)) != value.type:
+            raise self.fail(f"its output type differs from its input's, {value.type}")
+        self.values[name] = value
+
     def argument(self, key: str, binding: Any) -> tuple[SSAValue | None, Any]:
         which = binding.WhichOneof("binding")
         if which == "name":
@@ -838,6 +855,12 @@ def _state_names(pkg: _Package, spec: Any) -> dict[str, str]:
     return out
 
 
+READ_MIL_OPS = frozenset({"const", "identity", "write_state", *coreml.BY_MIL_NAME})
+"""The MIL op types the reader reads: every coreml dialect op, `const`, `identity`
+(an alias of its input) and `write_state` (coremltools' serialization of
+`coreml_update_state`)."""
+
+
 def _read(pkg: _Package) -> ModuleOp:
     spec = pkg.read_spec(pkg.read_manifest())
     kind = spec.WhichOneof("Type")
@@ -914,8 +937,7 @@ def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> F
     if function.opset not in function.block_specializations:
         raise pkg.error(f"{mil_name} has no block for its opset {function.opset}")
     block_spec = function.block_specializations[function.opset]
-    known = {"const", "write_state", *coreml.BY_MIL_NAME}
-    unknown = sorted({op.type for op in block_spec.operations} - known)
+    unknown = sorted({op.type for op in block_spec.operations} - READ_MIL_OPS)
     if unknown:
         shown = ", ".join(_name(t)[1:-1] for t in unknown[:20])
         more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
@@ -945,6 +967,8 @@ def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> F
         try:
             if op.type == "const":
                 reader.const_op(op)
+            elif op.type == "identity":
+                reader.identity_op(op)
             elif op.type in ("read_state", "write_state"):
                 reader.state_op(op)
             else:
@@ -991,4 +1015,4 @@ def read_mlpackage(path: Any) -> ModuleOp:
 
 
 __all__ = ["MAX_BLOB_FILE_BYTES", "MAX_ELEMENTS", "MAX_MANIFEST_BYTES", "MAX_PARAM_ENTRIES",
-           "MAX_RANK", "MAX_SPEC_BYTES", "read_mlpackage"]  # fmt: skip
+           "MAX_RANK", "MAX_SPEC_BYTES", "READ_MIL_OPS", "read_mlpackage"]  # fmt: skip

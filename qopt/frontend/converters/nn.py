@@ -68,15 +68,31 @@ def _pair(value: Any) -> list[int]:
     return values * 2 if len(values) == 1 else values
 
 
-def _conv(imp: Importer, args: dict[str, Any], padding: Any) -> Operation:
+def _batched(imp: Importer, node: Node, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """`value` viewed as `shape`, an op of the node's line."""
+    view = sh.ViewOp.create(operands=[value], result_types=[TensorType(elem_of(value), shape)])
+    if (loc := node_location(node)) is not None:
+        view.location = loc
+    imp.builder.insert(view)
+    return view.result
+
+
+def _conv(imp: Importer, node: Node, args: dict[str, Any], padding: Any) -> Operation:
+    """aten.conv2d; an unbatched `[C, H, W]` input (torch's 3-D conv2d) is a view to
+    `[1, C, H, W]`, a batched conv2d and a view of its result back."""
     x = imp.value(args["input"])
     w = imp.value(args["weight"])
+    result_type = imp.result_type()
+    unbatched = len(shape_of(x)) == 3 and len(shape_of(w)) == 4
+    if unbatched:
+        x = _batched(imp, node, x, (1, *shape_of(x)))
+        result_type = TensorType(result_type.get_element_type(), (1, *shape_of(result_type)))
     operands = [x, w]
     if args.get("bias") is not None:
         operands.append(imp.value(args["bias"]))
-    return nn.Conv2dOp.create(
+    conv = nn.Conv2dOp.create(
         operands=operands,
-        result_types=[imp.result_type()],
+        result_types=[result_type],
         properties={
             "stride": array(_pair(args.get("stride", 1))),
             "padding": array(padding),
@@ -84,6 +100,12 @@ def _conv(imp: Importer, args: dict[str, Any], padding: Any) -> Operation:
             "groups": IntegerAttr(int(args.get("groups", 1)), i64),
         },
     )
+    if not unbatched:
+        return conv
+    if (loc := node_location(node)) is not None:
+        conv.location = loc
+    imp.builder.insert(conv)
+    return sh.ViewOp.create(operands=[conv.result], result_types=[imp.result_type()])
 
 
 @CONVERTERS("aten.conv2d.default", "aten.conv2d.padding")
@@ -99,7 +121,7 @@ def convert_conv2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
             if any(t % 2 for t in totals):
                 raise imp.error("asymmetric 'same' padding is not supported")
             padding = [t // 2 for t in totals]
-    return _conv(imp, args, _pair(padding))
+    return _conv(imp, node, args, _pair(padding))
 
 
 def _single(value: Any) -> int:
@@ -297,12 +319,16 @@ def convert_conv_transpose1d(imp: Importer, node: Node, args: dict[str, Any]) ->
 @CONVERTERS("aten.convolution.default")
 def convert_convolution(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if args.get("transposed"):
-        rank = len(imp.result_type().get_shape()) - 2
+        rank = len(shape_of(imp.value(args["weight"]))) - 2
         if rank not in (1, 2):
             raise imp.error("only 1-D and 2-D transposed convolutions are supported")
         return _conv_transpose(imp, node, args, rank)
-    if len(imp.result_type().get_shape()) == 3 and len(shape_of(imp.value(args["input"]))) == 3:
+    weight_rank = len(shape_of(imp.value(args["weight"])))
+    if weight_rank == 3:  # 1-D: [N, C, L] or [C, L] input, [O, I, K] weight
         return _conv1d(imp, node, args, _single(args.get("padding", 0)))
-    if len(imp.result_type().get_shape()) != 4:
-        raise imp.error("only 2-D convolution (4-D NCHW tensors) is supported")
-    return _conv(imp, args, _pair(args.get("padding", 0)))
+    if weight_rank != 4 or len(imp.result_type().get_shape()) not in (3, 4):
+        raise imp.error(
+            "only 1-D and 2-D convolution ([N, C, H, W] or [C, H, W] input, 4-D weight) is "
+            "supported"
+        )
+    return _conv(imp, node, args, _pair(args.get("padding", 0)))

@@ -716,9 +716,13 @@ def convert_copy(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
 
 @CONVERTERS("aten.cat.default", "aten.concat.default", "aten.concatenate.default")
 def convert_cat(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """aten.cat without its empty inputs (torch skips them, also its legacy `[0]`
+    tensors of any rank; their dtype still takes part in the result's)."""
     rank = len(imp.result_type().get_shape())
+    tensors = imp.values_of(args["tensors"])
+    nonempty = [t for t in tensors if 0 not in shape_of(t)]
     return sh.CatOp.create(
-        operands=imp.values_of(args["tensors"]),
+        operands=nonempty or tensors,
         result_types=[imp.result_type()],
         properties={"dim": _int(_dim(imp, args["dim"], rank))},
     )

@@ -18,10 +18,13 @@ How each kind of quantization lowers (PATTERNS.md §2.8, §3):
   the float op, as Core ML expects; an output requantization is a `quantize`
   after the (clamped) float result.
 - Dynamic activations (`pt2e_dynamic`, `8da4w`): Core ML has no run-time
-  choose-qparams, so the weights stay compressed and **the activation path is
-  computed in float**: the per-token / per-tensor activation quantization is
-  dropped (documented; results then differ from torch's quantized eager output by
-  the activation quantization error, not by float round-off).
+  choose-qparams op, so the weights stay compressed and torch's per-token /
+  per-tensor choose-qparams, quantize and dequantize are written with MIL float
+  ops (`Lowering.dynamic_activation`: reduce_min/max, real_div, rounding half to
+  even from floor, clip, mul): the package equals torch within float rounding.
+  `dynamic_activations=float` (option) drops the activation quantization instead:
+  faster, but its results differ from torch's by the quantization error. The
+  unfused `quant.choose_qparams` chains fuse-quant leaves are still float.
 
 A scheme the target cannot express is a `QoptError` naming the op, the scheme
 (the qfused op's kernel name) and the lowest target that can: never a silent
@@ -170,6 +173,11 @@ class ConvertToCoremlPass(ModulePass):
     (iOS18), or `io`, extra inputs and outputs of every call that the caller keeps
     (any target; qopt/lowering/external_state.py)."""
 
+    dynamic_activations: str = "quantized"
+    """Dynamic-activation schemes (8da4w, PT2E dynamic): "quantized" computes the
+    run-time choose_qparams / quantize / dequantize as torch does, with MIL float
+    ops; "float" leaves the activations float (faster, not torch's values)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.states not in ("state", "io"):
             raise QoptError(
@@ -179,6 +187,11 @@ class ConvertToCoremlPass(ModulePass):
             externalize_states(op)
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-coreml")
+        if self.dynamic_activations not in ("quantized", "float"):
+            raise QoptError(
+                "convert-to-coreml: dynamic-activations must be 'quantized' or 'float', "
+                f"got '{self.dynamic_activations}'"
+            )
         require_weights(op, self.name)
         try:
             opset = opset_number(self.target)
@@ -190,7 +203,7 @@ class ConvertToCoremlPass(ModulePass):
         rules = get_rules()
         for func in list(op.ops):
             if isinstance(func, FuncOp):
-                Lowering(func, opset, self.target, rules).run()
+                Lowering(func, opset, self.target, rules, self.dynamic_activations).run()
         state_rules.erase_constant_globals(op)
 
 

@@ -218,12 +218,48 @@ def _neg(lw: Lowering, op: ew.NegOp) -> Sequence[SSAValue]:
     return [lw.build(coreml.MulOp, [x, lw.scalar(-1.0, x)], mil_tensor(op.results[0].type))]
 
 
+INT32_RANGE = (int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max))
+
+
+def _integer_clamp(lw: Lowering, op: ew.ClampOp, out: TensorType) -> SSAValue:
+    """MIL `clip` takes fp16 / fp32 only: an int32 (or int64, narrowed) clamp is
+    `maximum` / `minimum` with int32 bounds (exact); a bound no int32 value passes
+    is dropped, one outside int32 that would be the result is an error."""
+    x = lw.as_elem(op.input, out.get_element_type())
+    low, high = INT32_RANGE
+    for bound, cls in ((op.min, coreml.MaximumOp), (op.max, coreml.MinimumOp)):
+        if bound is None:
+            continue
+        value = bound.value.data
+        if (cls is coreml.MaximumOp and value <= low) or (
+            cls is coreml.MinimumOp and value >= high
+        ):
+            continue
+        if not low <= value <= high or value != int(value):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: integer clamp to {value}, which is not an "
+                "int32 value (Core ML computes integers in int32): clamp within int32"
+            )
+        x = lw.build(cls, [x, lw.const(np.asarray(int(value), np.int32))], out)
+    return x
+
+
 @RULES(ew.ClampOp)
 def _clamp(lw: Lowering, op: ew.ClampOp) -> Sequence[SSAValue]:
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name == "int32":
+        return [_integer_clamp(lw, op, out)]
+    if name not in ("fp16", "fp32"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: clamp on {name} tensors has no CoreML lowering "
+            "(MIL clip takes fp16 or fp32, maximum/minimum fp16, fp32 or int32): cast first"
+        )
     lo = -math.inf if op.min is None else float(op.min.value.data)
     hi = math.inf if op.max is None else float(op.max.value.data)
-    out = mil_tensor(op.result.type)
-    return [lw.build(coreml.ClipOp, [op.input], out, alpha=float_attr(lo), beta=float_attr(hi))]
+    x = lw.as_elem(op.input, elem)  # an integer input with a float bound clamps in float
+    return [lw.build(coreml.ClipOp, [x], out, alpha=float_attr(lo), beta=float_attr(hi))]
 
 
 @RULES(ew.CastOp, ew.CloneOp)
@@ -353,19 +389,7 @@ def _round(lw: Lowering, op: ew.RoundOp) -> Sequence[SSAValue]:
     x = op.operands[0]
     if isinstance(elem_of(x), IntegerType):
         return [x]
-    out = mil_tensor(op.results[0].type)
-    flags = TensorType(i1, out.get_shape())
-    floor = lw.build(coreml.FloorOp, [x], out)
-    frac = lw.build(coreml.SubOp, [x, floor], out)
-    half = lw.scalar(0.5, x)
-    above = lw.build(coreml.GreaterOp, [frac, half], flags)
-    tie = lw.build(coreml.EqualOp, [frac, half], flags)
-    halved = lw.build(coreml.MulOp, [floor, half], out)
-    odd = lw.build(coreml.NotEqualOp, [lw.build(coreml.FloorOp, [halved], out), halved], flags)
-    odd_tie = lw.build(coreml.LogicalAndOp, [tie, odd], flags)
-    bump = lw.build(coreml.LogicalOrOp, [above, odd_tie], flags)
-    up = lw.build(coreml.AddOp, [floor, lw.scalar(1.0, x)], out)
-    return [lw.build(coreml.SelectOp, [bump, up, floor], out)]
+    return [lw.round_half_to_even(x)]
 
 
 @RULES(ew.RemainderOp)

@@ -143,35 +143,88 @@ def _batch_norm(lw: Lowering, op: layers.BatchNormOp) -> Sequence[SSAValue]:
 
 
 def _pool_props(op: layers.Pool2dOp) -> dict[str, Attribute]:
+    """MIL pool parameters giving exactly torch's windows, never MIL's `ceil_mode`
+    (whose last windows coremltools defines only for symmetric padding): the end
+    padding of each spatial dim is what the last of torch's windows needs, so a
+    floor-mode MIL pool over the padded input yields torch's output size, including
+    ceil_mode's dropping of windows that would start in the end padding (symmetric
+    padding where it gives the same windows)."""
     kernel, stride, padding, dilation = op.window()
     if any(d != 1 for d in dilation):
         raise QoptError(f"convert-to-coreml: {where(op)}: dilated pooling is not supported")
-    ceil = getattr(op, "ceil_mode", None)
+    sizes = shape_of(op.input)[-2:]
+    outs = shape_of(op.results[0])[-2:]
+    pad: list[int] = []
+    for size, out, k, s, p in zip(sizes, outs, kernel, stride, padding, strict=True):
+        symmetric = (size + 2 * p - k) // s + 1 == out
+        pad += [p, p if symmetric else max((out - 1) * s + k - size - p, 0)]
     return {
         "kernel_sizes": ints(kernel),
         "strides": ints(stride),
         "pad_type": StringAttr("custom"),
-        "pad": ints((padding[0], padding[0], padding[1], padding[1])),
-        "ceil_mode": bool_attr(ceil is not None and bool(ceil.value.data)),
+        "pad": ints(pad),
+        "ceil_mode": bool_attr(False),
     }
+
+
+def _pool(
+    lw: Lowering, op: layers.Pool2dOp, cls: type[coreml.CoremlOp], **props: Attribute
+) -> SSAValue:
+    """MIL pool `cls` of op's input; an unbatched `[C, H, W]` input (MIL reads rank 3
+    as one spatial dim) is pooled as `[1, C, H, W]`."""
+    x, out = op.input, mil_tensor(op.results[0].type)
+    if len(shape_of(x)) == 4:
+        return lw.build(cls, [x], out, **_pool_props(op), **props)
+    elem = elem_of(x)
+    batched = (1, *shape_of(x))
+    x = lw.build(coreml.ReshapeOp, [x], TensorType(elem, batched), shape=ints(batched))
+    pooled = (1, *out.get_shape())
+    y = lw.build(cls, [x], TensorType(elem, pooled), **_pool_props(op), **props)
+    return lw.build(coreml.ReshapeOp, [y], out, shape=ints(out.get_shape()))
 
 
 @RULES(layers.MaxPool2dOp)
 def _max_pool(lw: Lowering, op: layers.MaxPool2dOp) -> Sequence[SSAValue]:
     if any(v.uses for v in op.indices):
         raise QoptError(f"convert-to-coreml: {where(op)}: max_pool2d indices are not supported")
-    out = mil_tensor(op.result.type)
-    value = lw.build(coreml.MaxPoolOp, [op.input], out, **_pool_props(op))
+    value = _pool(lw, op, coreml.MaxPoolOp)
     return [value] * len(op.results)
+
+
+def _avg_divisor_scale(op: layers.AvgPool2dOp) -> np.ndarray | None:
+    """What a MIL average over the whole `kh * kw` window must be multiplied by to be
+    torch's average with `count_include_pad` (its divisor counts the padding but not
+    what a ceil_mode window runs past it) or `divisor_override`; None when 1."""
+    kernel, stride, padding, _ = op.window()
+    area = kernel[0] * kernel[1]
+    if op.divisor_override is not None:
+        return np.asarray(area / op.divisor_override.value.data, np.float64)
+    counts: list[np.ndarray] = []
+    for size, out, k, s, p in zip(
+        shape_of(op.input)[-2:], shape_of(op.result)[-2:], kernel, stride, padding, strict=True
+    ):
+        start = np.arange(out) * s - p
+        counts.append(np.minimum(start + k, size + p) - start)
+    divisor = counts[0][:, None] * counts[1][None, :]
+    if np.all(divisor == area):
+        return None
+    return area / divisor
 
 
 @RULES(layers.AvgPool2dOp)
 def _avg_pool(lw: Lowering, op: layers.AvgPool2dOp) -> Sequence[SSAValue]:
-    if op.divisor_override is not None:
-        raise QoptError(f"convert-to-coreml: {where(op)}: divisor_override is not supported")
+    """torch's divisor: the in-bounds element count (`count_include_pad=False`: MIL's
+    exclude_padding_from_average), else the window clipped to the padded input, or
+    `divisor_override`: MIL's whole-window average times a constant."""
     include = op.count_include_pad is None or bool(op.count_include_pad.value.data)
-    props = _pool_props(op) | {"exclude_padding_from_average": bool_attr(not include)}
-    return [lw.build(coreml.AvgPoolOp, [op.input], mil_tensor(op.result.type), **props)]
+    exclude = not include and op.divisor_override is None
+    y = _pool(lw, op, coreml.AvgPoolOp, exclude_padding_from_average=bool_attr(exclude))
+    scale = None if exclude else _avg_divisor_scale(op)
+    if scale is None:
+        return [y]
+    elem = elem_of(y)
+    factor = lw.const(scale.astype(storage_dtype(elem)), elem, "avg_pool_divisor")
+    return [lw.build(coreml.MulOp, [y, factor], mil_tensor(op.result.type))]
 
 
 @RULES(layers.AdaptiveAvgPool2dOp)

@@ -46,6 +46,7 @@ from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import element_type
 from qopt.errors import QoptError, where
 from qopt.interpreters.coreml import const_array
+from qopt.lowering.convert_to_coreml.rank import collapse_high_rank
 from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of
 
@@ -114,11 +115,21 @@ def _subject(op: Operation) -> str:
 class Lowering:
     """Lowers one function in place, op by op, in program order."""
 
-    def __init__(self, func: FuncOp, opset: int, target: str, rules: Rules):
+    def __init__(
+        self,
+        func: FuncOp,
+        opset: int,
+        target: str,
+        rules: Rules,
+        dynamic_activations: str = "quantized",
+    ):
         self.func = func
         self.opset = opset
         self.target = target
         self.rules = rules
+        self.dynamic_activations = dynamic_activations
+        """"quantized": dynamic activation quantizers as torch computes them (MIL
+        float ops); "float": the activations stay float (faster, not torch's values)."""
         self.source: Operation | None = None
         """The op being lowered: every op its rule emits takes its location."""
         self.new_ops: list[Operation] = []
@@ -380,8 +391,95 @@ class Lowering:
                 return self.dequantize(op, x, s, z)
             q = self.quantize(op, x, s, z, act.qmin.data, act.qmax.data)
             return self.dequantize(op, q, s, z)
-        # Dynamic activations: computed in float on Core ML (see the module docstring).
-        return x
+        if isinstance(act, qfused.DynamicQParamsAttr) and self.dynamic_activations == "quantized":
+            return self.dynamic_activation(op, x, act)
+        return x  # weight-only, or dynamic activations left in float (the fast option)
+
+    def round_half_to_even(self, x: SSAValue) -> SSAValue:
+        """torch's rounding (halves to even) of a float tensor from exact MIL steps
+        (MIL `round` leaves halves to the compute unit): `f = floor(x)`, `d = x - f`,
+        `f + 1` where `d > 0.5`, or where `d == 0.5` and f is odd, else `f`."""
+        out = x.type
+        flags = TensorType(i1, shape_of(x))
+        floor = self.build(coreml.FloorOp, [x], out)
+        frac = self.build(coreml.SubOp, [x, floor], out)
+        half = self.scalar(0.5, x)
+        above = self.build(coreml.GreaterOp, [frac, half], flags)
+        tie = self.build(coreml.EqualOp, [frac, half], flags)
+        halved = self.build(coreml.MulOp, [floor, half], out)
+        odd = self.build(
+            coreml.NotEqualOp, [self.build(coreml.FloorOp, [halved], out), halved], flags
+        )
+        odd_tie = self.build(coreml.LogicalAndOp, [tie, odd], flags)
+        bump = self.build(coreml.LogicalOrOp, [above, odd_tie], flags)
+        up = self.build(coreml.AddOp, [floor, self.scalar(1.0, x)], out)
+        return self.build(coreml.SelectOp, [bump, up, floor], out)
+
+    def dynamic_activation(
+        self, op: Operation, x: SSAValue, act: qfused.DynamicQParamsAttr
+    ) -> SSAValue:
+        """`x` quantized and dequantized as torch does at run time, in MIL float ops:
+        choose_qparams per token (last dim) or per tensor (`qopt.numerics.quant.
+        choose_qparams`: min/max with 0, scale clamped to eps, the asymmetric zero
+        point rounded half to even and clamped), then `clamp(rne(x * (1 / scale)) +
+        zp, qmin, qmax)` and `(q - zp) * scale`, every step in f32 as torch."""
+        if act.scale_type not in (f32, Float64Type()):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: dynamic activation scales of type "
+                f"{act.scale_type} are not supported; compile with "
+                "dynamic_activations='float' to compute the activations in float"
+            )
+        shape = shape_of(x)
+        rank = len(shape)
+        per_token = act.granularity.data == "per_token"
+        axes = [rank - 1] if per_token else list(range(rank))
+        reduced = TensorType(elem_of(x), [1 if i in axes else d for i, d in enumerate(shape)])
+        qmin, qmax = act.qmin.data, act.qmax.data
+
+        def reduce(cls: type[coreml.CoremlOp]) -> SSAValue:
+            return self.build(cls, [x], reduced, axes=ints(axes), keep_dims=bool_attr(True))
+
+        def binary(cls: type[coreml.CoremlOp], a: SSAValue, b: SSAValue) -> SSAValue:
+            return self.build(cls, [a, b], reduced)
+
+        zero = self.scalar(0.0, x)
+        low = binary(coreml.MinimumOp, reduce(coreml.ReduceMinOp), zero)
+        high = binary(coreml.MaximumOp, reduce(coreml.ReduceMaxOp), zero)
+        mapping = act.mapping.data
+        if mapping == "asymmetric":
+            scale = binary(
+                coreml.RealDivOp,
+                binary(coreml.SubOp, high, low),
+                self.scalar(float(qmax - qmin), x),
+            )
+        elif mapping == "symmetric":
+            magnitude = binary(
+                coreml.MaximumOp, binary(coreml.MulOp, low, self.scalar(-1.0, x)), high
+            )
+            scale = binary(coreml.RealDivOp, magnitude, self.scalar(float(qmax - qmin) / 2, x))
+        elif mapping == "symmetric_no_clipping_err":
+            from_low = binary(coreml.RealDivOp, low, self.scalar(float(qmin), x))
+            from_high = binary(coreml.RealDivOp, high, self.scalar(float(qmax), x))
+            larger = self.build(
+                coreml.GreaterOp, [from_low, from_high], TensorType(i1, reduced.get_shape())
+            )
+            scale = self.build(coreml.SelectOp, [larger, from_low, from_high], reduced)
+        else:
+            raise QoptError(f"convert-to-coreml: {where(op)}: unknown dynamic mapping {mapping!r}")
+        scale = binary(coreml.MaximumOp, scale, self.scalar(act.eps.value.data, x))
+        if mapping == "asymmetric":
+            offset = self.round_half_to_even(binary(coreml.RealDivOp, low, scale))
+            zp = binary(coreml.SubOp, self.scalar(float(qmin), x), offset)
+            zp = self.build(
+                coreml.ClipOp, [zp], reduced, alpha=float_attr(qmin), beta=float_attr(qmax)
+            )
+        else:
+            zp = self.scalar(float(int((qmax + qmin + 1) / 2)), x)  # symmetric_zero_point
+        inverse = binary(coreml.RealDivOp, self.scalar(1.0, x), scale)
+        units = self.build(coreml.MulOp, [x, inverse], x.type)
+        q = self.build(coreml.AddOp, [self.round_half_to_even(units), zp], x.type)
+        q = self.build(coreml.ClipOp, [q], x.type, alpha=float_attr(qmin), beta=float_attr(qmax))
+        return self.build(coreml.MulOp, [self.build(coreml.SubOp, [q, zp], x.type), scale], x.type)
 
     def fused_output(self, op: Operation, y: SSAValue) -> SSAValue:
         lo = getattr(op, "clamp_min", None)
@@ -485,6 +583,7 @@ class Lowering:
                 continue
             Rewriter.replace_op(op, self.new_ops, list(results))
         self.erase_dead()
+        collapse_high_rank(self.func, self.erase_dead)
         for op in block.ops:
             if not isinstance(op, coreml.CoremlOp | ReturnOp):
                 raise QoptError(

@@ -1,6 +1,7 @@
 """convert-to-coreml rules for the qfused ops (qopt/dialects/qfused.py): the
 weights stay compressed (constexpr ops), static activations become quantize /
-dequantize, dynamic ones compute in float (see the package docstring)."""
+dequantize, dynamic ones are torch's quantizers in MIL float ops (see the package
+docstring)."""
 
 from __future__ import annotations
 

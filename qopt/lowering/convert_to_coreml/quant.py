@@ -10,8 +10,10 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
+from qopt.dialects.tensors import dtype_of, elem_of
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_coreml.lowering import Lowering, RuleTable
+from qopt.numerics.quant import dequantize
 
 RULES = RuleTable()
 
@@ -44,7 +46,10 @@ def _quantize(lw: Lowering, op: quant.QuantizeOp) -> Sequence[SSAValue] | None:
         lw.float_of[op.output] = op.input
         return None
     if lw.array(op.input) is not None:
-        raise QoptError(f"convert-to-coreml: {where(op)}: quantizing a constant is not supported")
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: quantizing a constant is not supported "
+            "(fuse-quant folds it: run it first)"
+        )
     scale, zp = _per_tensor(lw, op, op.scale, op.zero_point)
     return [lw.quantize(op, op.input, scale, zp, op.qmin.value.data, op.qmax.value.data)]
 
@@ -57,6 +62,14 @@ def _dequantize(lw: Lowering, op: quant.DequantizeOp) -> Sequence[SSAValue]:
     if data is None:
         scale, zp = _per_tensor(lw, op, op.scale, op.zero_point)
         return [lw.dequantize(op, op.input, scale, zp)]
+    if data.ndim == 0:
+        # A scalar: MIL's constexpr ops take rank >= 1 data, and one value gains
+        # nothing from compression; its float value, computed now.
+        scale = lw.const_of(op.scale, op, "the scale")
+        zp = None if op.zero_point is None else lw.const_of(op.zero_point, op, "the zero point")
+        out_dtype = dtype_of(op.output)
+        value = dequantize(data, scale, zp, (), out_dtype, op.compute_dtype())
+        return [lw.const(np.asarray(value, out_dtype).reshape(()), elem_of(op.output))]
     # A constant weight: keep it compressed (and store it once however often it is used).
     block = quant.resolve_block_size(op.block_size.get_values(), data.shape)
     grid = quant.reduced_shape(block, data.shape)

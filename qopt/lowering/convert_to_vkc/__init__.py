@@ -63,6 +63,7 @@ from xdsl.passes import ModulePass
 from qopt.dialects import ml_program as mlp
 from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
+from qopt.errors import QoptError
 from qopt.interpreters import make_interpreter
 from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
@@ -113,6 +114,10 @@ STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
 """Ops never folded at compile time: they read or write the program's state."""
 
 
+def _is_empty(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and 0 in value.type.get_shape()
+
+
 def lower_function(
     module: ModuleOp,
     function: func.FuncOp,
@@ -130,11 +135,17 @@ def lower_function(
     interpreter = make_interpreter(module)
     block = function.body.block
     lowering.in_place = state.plan_in_place(block)
-    for arg in block.args:
+    for index, arg in enumerate(block.args):
         arg_type = arg.type
         assert isinstance(arg_type, TensorType)
         dtype = abi_dtype(arg)
         shape = tuple(arg_type.get_shape()) or (1,)
+        if 0 in shape:
+            raise QoptError(
+                f"convert-to-vkc: input {index} of @{function.sym_name.data} has the "
+                f"zero-size shape {list(shape)}; Vulkan buffers are never empty: "
+                "export the program without the empty input"
+            )
         op = vkc.InputOp(
             operands=[arg], result_types=[vkc.BufferType.get(shape, vkc.BINDING_DTYPES[dtype])]
         )
@@ -159,6 +170,15 @@ def lower_function(
             ):
                 lowering.values[result] = value
             continue
+        empty = [r.type for r in op.results if _is_empty(r)]
+        if empty:
+            if not any(r.uses for r in op.results):
+                continue  # an empty value nothing reads (cat drops its empty inputs)
+            raise unsupported(
+                op,
+                f"a zero-size result {empty[0]} is not supported (Vulkan buffers are never empty)",
+                "rewrite the model without the empty tensor",
+            )
         fn = rules.get(type(op))
         if fn is None:
             raise unsupported(

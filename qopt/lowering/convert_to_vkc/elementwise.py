@@ -110,11 +110,44 @@ def lower_unary(lw: Lowering, op: el.UnaryOp) -> Sequence[Buf]:
     return _unary_op(lw, op)
 
 
+I32_MIN, I32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
+
+
+def _integer_clamp(lw: Lowering, op: el.ClampOp, x: Buf) -> Buf:
+    """clamp of an i32 buffer, exact for every bound: `maximum` / `minimum` against a
+    one-element i32 constant (the unary kernel's bounds are f32 push constants, which
+    hold neither an absent bound nor integers beyond 2**24)."""
+    out = x
+    for bound, name in ((op.min, "maximum"), (op.max, "minimum")):
+        if bound is None:
+            continue
+        value = bound.value.data
+        if value != int(value):
+            raise unsupported(op, f"integer clamp to the non-integer bound {value}", "cast first")
+        if (name == "maximum" and value <= I32_MIN) or (name == "minimum" and value >= I32_MAX):
+            continue  # no 32-bit value lies beyond it
+        if not I32_MIN <= value <= I32_MAX:
+            raise unsupported(
+                op,
+                f"clamp bound {int(value)} is outside the 32-bit integers Vulkan computes in",
+                "clamp within the int32 range",
+            )
+        limit = lw.constant(np.full(1, int(value), np.int32), "i32")
+        out = binary(lw, out, limit, name, x.shape, "i32")
+    return out
+
+
 @RULES(el.ClampOp)
 def lower_clamp(lw: Lowering, op: el.ClampOp) -> Sequence[Buf]:
+    x = lw.buffer(op.input)
+    if x.dtype == "i32" and abi_dtype(op.result) == "i32":
+        return [lw.view(_integer_clamp(lw, op, x), shape_of(op.result))]
+    if x.dtype == "i32":  # a float bound on an integer tensor: torch computes in float
+        x = same_dtype(lw, x, "f32")
     a = real(op.min, -np.inf) if op.min is not None else float("-inf")
     b = real(op.max, np.inf) if op.max is not None else float("inf")
-    return _unary_op(lw, op, a, b)
+    out = unary(lw, x, "clamp", a, b)
+    return [lw.view(out, shape_of(op.result))]
 
 
 @RULES(el.LeakyReluOp)

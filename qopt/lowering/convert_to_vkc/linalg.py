@@ -155,7 +155,15 @@ def _pool(
 
 @RULES(layers.MaxPool2dOp)
 def lower_max_pool(lw: Lowering, op: layers.MaxPool2dOp) -> Sequence[Buf]:
-    return _pool(lw, op, "max", ints(op.dilation) or (1, 1), 1, 0)
+    """max_pool2d; its indices (max_pool2d_with_indices) only where nothing reads them."""
+    if any(v.uses for v in op.indices):
+        raise unsupported(
+            op,
+            "the indices of max_pool2d (return_indices=True) have no Vulkan kernel",
+            "use only the pooled values",
+        )
+    (out,) = _pool(lw, op, "max", ints(op.dilation) or (1, 1), 1, 0)
+    return [out] * len(op.results)
 
 
 @RULES(layers.AvgPool2dOp)

@@ -1,4 +1,5 @@
-"""Fold redundant quantize(dequantize(q, P), P) pairs back to q.
+"""Fold redundant quantize(dequantize(q, P), P) pairs back to q, and quantizes of
+constants to their integers (`FoldConstantQuantize`).
 
 ExecuTorch's Vulkan FoldQDQ / remove passes drop Q/DQ pairs; qopt folds only the
 pairs whose removal keeps the integer result bit-exact: a dequantize whose
@@ -29,15 +30,24 @@ the claim over every int8/uint8 value and many scales.
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import f32, f64
+from xdsl.dialects.arith import ConstantOp
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    f32,
+    f64,
+)
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from qopt.dialects import qfused, quant
-from qopt.dialects.tensors import elem_of
-from qopt.dtypes import int_range
-from qopt.lowering.fuse_quant.match import Reject, static_params
+from qopt.dialects.tensors import dtype_of, elem_of, shape_of
+from qopt.dtypes import int_range, tensor_type
+from qopt.lowering.fuse_quant.match import Reject, const_value, static_params
 from qopt.lowering.fuse_quant.report import FusionLog
+from qopt.numerics.quant import quantize
+from qopt.resources import make_resource, printable_inline, weights_of
 
 _MIN_SCALE, _MAX_SCALE = 2.0**-100, 2.0**100
 _MAX_STORAGE_BITS = 16
@@ -105,5 +115,53 @@ class FoldRedundantQDQ(RewritePattern):
         rewriter.replace(op, [], [dq.input])
 
 
+class FoldConstantQuantize(RewritePattern):
+    """quantize(constant) -> its integers, computed now by the one implementation of
+    the quant semantics (`qopt.numerics.quant.quantize`, bit-exact with torch:
+    rounding half to even, then the zero point, then the clamp). PT2E quantizes
+    constant tensors and scalars in the graph; folded, their dequantize reads
+    constant integers (a compressed weight on Core ML, no quantize kernel on
+    Vulkan)."""
+
+    def __init__(self, log: FusionLog):
+        self.log = log
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: quant.QuantizeOp, rewriter: PatternRewriter, /) -> None:
+        x, scale = const_value(op.input), const_value(op.scale)
+        zero_point = const_value(op.zero_point)
+        if x is None or scale is None or (op.zero_point is not None and zero_point is None):
+            return
+        with np.errstate(all="ignore"):  # a zero scale gives what torch gives (clamped inf)
+            q = quantize(
+                x,
+                scale,
+                zero_point,
+                op.block_size.get_values(),
+                op.qmin.value.data,
+                op.qmax.value.data,
+                dtype_of(op.output),
+                op.compute_dtype(),
+                zero_point_before_rounding=op.zero_point_before_rounding is not None,
+            )
+        # (ascontiguousarray makes a 0-d array 1-d: reshape after it)
+        q = np.ascontiguousarray(np.asarray(q, dtype_of(op.output))).reshape(shape_of(op.output))
+        type = tensor_type(q.dtype, q.shape)
+        if type != op.output.type:
+            return  # an integer type numpy does not name (sub-byte storage): left as it is
+        value: DenseIntOrFPElementsAttr | DenseResourceAttr
+        if q.size <= INLINE_LIMIT and printable_inline(q):
+            value = DenseIntOrFPElementsAttr(type, BytesAttr(q.tobytes()))
+        else:
+            value = make_resource("quantized", q, type, weights_of(op))
+        constant = ConstantOp(value, type)
+        rewriter.replace(op, [constant], [constant.result])
+        self.log.record(constant.result, op.output)
+
+
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    return [FoldRedundantQDQ(log)]
+    return [FoldRedundantQDQ(log), FoldConstantQuantize(log)]
+
+
+INLINE_LIMIT = 16
+"""Folded integers of at most this many elements are printed inline."""

@@ -208,3 +208,29 @@ func.func @pooling(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x
   %3 = aten.adaptive_avg_pool2d %x {output_size = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
   func.return %0, %1, %2, %3 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>, tensor<1x2x1x1xf32>, tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// torch's pooling windows without MIL's ceil_mode: the end padding the last window
+// needs (asymmetric); count_include_pad divides by the window clipped to the padded
+// input (a constant [oh, ow] scale), divisor_override by a constant; an unbatched
+// input is pooled as [1, C, H, W].
+// CHECK-LABEL: func.func @pool_windows(
+// CHECK:         %[[A:.*]] = coreml.avg_pool %x {{.*}}pad = array<i64: 1, 1, 0, 1>, ceil_mode = false, exclude_padding_from_average = false}
+// CHECK-NEXT:    %[[S:.*]] = coreml.const dense<{{\[}}[1.000000e+00, 1.000000e+00, 1.500000e+00]{{.*}} : tensor<4x3xf32>
+// CHECK-NEXT:    %[[AS:.*]] = coreml.mul %[[A]], %[[S]]
+// CHECK:         %[[E:.*]] = coreml.avg_pool %x {{.*}}pad = array<i64: 1, 1, 0, 1>, ceil_mode = false, exclude_padding_from_average = true}
+// CHECK:         %[[D:.*]] = coreml.avg_pool %x {kernel_sizes = array<i64: 2, 3>, {{.*}}exclude_padding_from_average = false}
+// CHECK-NEXT:    %[[F:.*]] = coreml.const dense<1.500000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[DS:.*]] = coreml.mul %[[D]], %[[F]]
+// CHECK:         %[[U:.*]] = coreml.reshape %u {shape = array<i64: 1, 2, 7, 6>}
+// CHECK-NEXT:    %[[M:.*]] = coreml.max_pool %[[U]] {{.*}}pad = array<i64: 1, 1, 1, 2>, ceil_mode = false}
+// CHECK-NEXT:    %[[MU:.*]] = coreml.reshape %[[M]] {shape = array<i64: 2, 4, 4>}
+// CHECK:         func.return %[[AS]], %[[E]], %[[DS]], %[[MU]]
+func.func @pool_windows(%x: tensor<1x2x7x6xf32>, %u: tensor<2x7x6xf32>) -> (tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>, tensor<1x2x3x2xf32>, tensor<2x4x4xf32>) {
+  %0 = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, ceil_mode = true} : (tensor<1x2x7x6xf32>) -> tensor<1x2x4x3xf32>
+  %1 = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, ceil_mode = true, count_include_pad = false} : (tensor<1x2x7x6xf32>) -> tensor<1x2x4x3xf32>
+  %2 = aten.avg_pool2d %x {kernel_size = array<i64: 2, 3>, stride = array<i64: 2, 2>, divisor_override = 4 : i64} : (tensor<1x2x7x6xf32>) -> tensor<1x2x3x2xf32>
+  %3 = aten.max_pool2d %u {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = true} : (tensor<2x7x6xf32>) -> tensor<2x4x4xf32>
+  func.return %0, %1, %2, %3 : tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>, tensor<1x2x3x2xf32>, tensor<2x4x4xf32>
+}

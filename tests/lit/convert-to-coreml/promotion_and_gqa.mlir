@@ -2,7 +2,7 @@
 // RUN: qopt-opt %s -p 'convert-to-coreml{target=iOS16}' --split-input-file | filecheck %s --check-prefix=OLD
 // RUN: not qopt-opt %S/Inputs/relu_i8.mlir -p convert-to-coreml 2>&1 | filecheck %s --check-prefix=ERR
 // Inputs the aten verifier accepts whose MIL ops are narrower: mixed-dtype cat
-// (torch promotes), integer relu, linear with a run-time weight and a bias, and
+// (torch promotes), integer relu and clamp, linear with a run-time weight and a bias, and
 // grouped-query attention (MIL wants equal head counts).
 
 // cat promotes: the int operand (i64, narrowed to i32) is cast to the result's fp32.
@@ -25,6 +25,24 @@ func.func @cat_mixed(%x: tensor<2x3x4xf32>, %y: tensor<2x3x2xi64>) -> tensor<2x3
 func.func @relu_i32(%x: tensor<2x3xi32>) -> tensor<2x3xi32> {
   %r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>
   func.return %r : tensor<2x3xi32>
+}
+
+// -----
+
+// MIL clip is fp16 / fp32 only: an integer clamp (i64 narrowed to i32) is maximum
+// and minimum with int32 bounds; a bound below int32 is dropped.
+// CHECK-LABEL: func.func @clamp_i64(
+// CHECK-NEXT:    %[[LO:.*]] = coreml.const dense<-3> : tensor<i32>
+// CHECK-NEXT:    %[[A:.*]] = coreml.maximum %x, %[[LO]] : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %[[HI:.*]] = coreml.const dense<4> : tensor<i32>
+// CHECK-NEXT:    %[[B:.*]] = coreml.minimum %[[A]], %[[HI]] : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %[[C:.*]] = coreml.const dense<7> : tensor<i32>
+// CHECK-NEXT:    %[[D:.*]] = coreml.minimum %x, %[[C]] : (tensor<2x3xi32>, tensor<i32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    func.return %[[B]], %[[D]]
+func.func @clamp_i64(%x: tensor<2x3xi64>) -> (tensor<2x3xi64>, tensor<2x3xi64>) {
+  %a = aten.clamp %x {min = -3.000000e+00 : f64, max = 4.000000e+00 : f64} : (tensor<2x3xi64>) -> tensor<2x3xi64>
+  %b = aten.clamp %x {min = -1.000000e+12 : f64, max = 7.000000e+00 : f64} : (tensor<2x3xi64>) -> tensor<2x3xi64>
+  func.return %a, %b : tensor<2x3xi64>, tensor<2x3xi64>
 }
 
 // -----

@@ -1,6 +1,7 @@
 // RUN: qopt-opt %s -p convert-to-coreml --split-input-file | filecheck %s
 // RUN: qopt-opt %s -p 'convert-to-coreml{target=iOS17}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=IOS17
 // RUN: qopt-opt %s -p 'convert-to-coreml{target=iOS16}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=IOS16
+// RUN: qopt-opt %s -p 'convert-to-coreml{dynamic_activations=float}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=FLOAT
 // Lowering rules of every qfused op form, per deployment target. A scheme a target
 // cannot express is an error naming the lowest target that can (never a float fallback).
 
@@ -158,18 +159,37 @@ func.func @linear_static_float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Dynamic activations: computed in float, no quantize / dequantize; the weight stays compressed.
+// Dynamic activations: torch's per-token choose_qparams, quantize and dequantize in
+// MIL float ops (no MIL quantize: its rounding is not torch's); the weight stays
+// compressed. With dynamic_activations=float the activations stay float.
 // CHECK-LABEL: func.func @linear_dynamic(
 // CHECK-NOT:     coreml.quantize
+// CHECK:         %[[MIN:.*]] = coreml.reduce_min %x {axes = array<i64: 1>, keep_dims = true}
+// CHECK:         %[[MAX:.*]] = coreml.reduce_max %x {axes = array<i64: 1>, keep_dims = true}
+// CHECK:         %[[SPAN:.*]] = coreml.sub
+// CHECK:         %[[SCALE0:.*]] = coreml.real_div %[[SPAN]], %{{.*}}
+// CHECK:         %[[SCALE:.*]] = coreml.maximum %[[SCALE0]], %{{.*}}
+// CHECK:         %[[ZP:.*]] = coreml.clip %{{.*}} {alpha = -1.280000e+02 : f64, beta = 1.270000e+02 : f64} : (tensor<2x1xf32>)
+// CHECK:         %[[INV:.*]] = coreml.real_div %{{.*}}, %[[SCALE]]
+// CHECK:         coreml.mul %x, %[[INV]]
+// CHECK:         %[[Q:.*]] = coreml.clip %{{.*}} {alpha = -1.280000e+02 : f64, beta = 1.270000e+02 : f64} : (tensor<2x4xf32>)
+// CHECK-NEXT:    %[[C:.*]] = coreml.sub %[[Q]], %[[ZP]]
+// CHECK-NEXT:    %[[X:.*]] = coreml.mul %[[C]], %[[SCALE]]
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.matmul %[[X]], %[[W]]
+// FLOAT-LABEL: func.func @linear_dynamic(
+// FLOAT-NOT:     coreml.reduce_max
+// FLOAT:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
+// FLOAT-NEXT:    coreml.matmul %x, %[[W]]
 // IOS17-LABEL: func.func @linear_dynamic(
 // IOS17-NOT:     coreml.quantize
+// IOS17:         coreml.reduce_max %x
 // IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize
-// IOS17-NEXT:    coreml.matmul %x, %[[W]]
+// IOS17-NEXT:    coreml.matmul %{{.*}}, %[[W]]
 // IOS16-LABEL: func.func @linear_dynamic(
+// IOS16:         coreml.reduce_max %x
 // IOS16:         %[[W:.*]] = coreml.constexpr_affine_dequantize
-// IOS16-NEXT:    coreml.matmul %x, %[[W]]
+// IOS16-NEXT:    coreml.matmul %{{.*}}, %[[W]]
 func.func @linear_dynamic(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x1xf32>

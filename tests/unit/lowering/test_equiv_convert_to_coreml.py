@@ -529,6 +529,18 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
     ),
     case(
+        "rank6_window_partition",
+        "%x: tensor<1x4x4x3xf32>",
+        "tensor<1x4x4x3xf32>",
+        "%0 = aten.view %x : (tensor<1x4x4x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%1 = aten.permute %0 {dims = array<i64: 0, 1, 3, 2, 4, 5>} : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%2 = aten.neg %1 : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x2x2x2x2x3xf32>\n%3 = aten.view %2 : (tensor<1x2x2x2x2x3xf32>) -> tensor<1x4x4x3xf32>\n%3",
+    ),
+    case(
+        "clamp_i64",
+        "%x: tensor<2x3xi64>",
+        "tensor<2x3xi64>",
+        "%r = aten.clamp %x {min = -1.000000e+00 : f64, max = 2.000000e+00 : f64} : (tensor<2x3xi64>) -> tensor<2x3xi64>\n%r",
+    ),
+    case(
         "relu_i64",
         "%x: tensor<2x3xi64>",
         "tensor<2x3xi64>",
@@ -799,6 +811,12 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%x: tensor<1x2x4x4xf32>",
         "tensor<1x2x2x2xf32>",
         "%r = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, count_include_pad = false} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>\n%r",
+    ),
+    case(
+        "avg_pool2d_ceil_include_pad",
+        "%x: tensor<2x7x6xf32>",
+        "tensor<2x4x3xf32>",
+        "%r = aten.avg_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 0>, ceil_mode = true} : (tensor<2x7x6xf32>) -> tensor<2x4x3xf32>\n%r",
     ),
     case(
         "adaptive_avg_pool2d_1x1",

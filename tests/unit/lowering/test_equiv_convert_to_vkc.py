@@ -387,6 +387,12 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "%r = aten.relu %x : (tensor<2x3xi32>) -> tensor<2x3xi32>\n%r",
     ),
     one(
+        "clamp_min_i64",
+        "%x: tensor<2x3xi64>",
+        "tensor<2x3xi64>",
+        "%r = aten.clamp %x {min = -1.000000e+00 : f64} : (tensor<2x3xi64>) -> tensor<2x3xi64>\n%r",
+    ),
+    one(
         "floor_i64",
         "%x: tensor<2x3xi64>",
         "tensor<2x3xi64>",

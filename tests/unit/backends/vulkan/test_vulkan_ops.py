@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.ao.quantization.fx import _decomposed  # noqa: F401  (registers quantized_decomposed)
 
 import qopt
+from qopt.dialects import vkc
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -79,8 +81,18 @@ class PixelShuffle(torch.nn.Module):
         return torch.nn.functional.pixel_shuffle(x, 2) * 3
 
 
+class UnbatchedConv(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
 CASES = {
     "batch_norm": (ConvBN, [(2, 3, 6, 6)]),
+    "conv2d_unbatched": (UnbatchedConv, [(3, 5, 4)]),
     "constant_pad_nd": (Pad, [(2, 3, 5, 4)]),
     "stack": (Stack, [(2, 5)]),
     "index_select": (IndexSelect, [(3, 2, 4), "index"]),
@@ -198,3 +210,103 @@ def test_cache_windows_on_vulkan() -> None:
         (interpreted,) = qopt.interpret(artifact.module, *inputs)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(interpreted, want)
+
+
+class IntegerClamp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.clamp(x, min=-3),
+            torch.clamp(x, max=2),
+            torch.clamp(x, -2, 4),
+            torch.clamp(x, min=-(2**40)),
+            torch.clamp(x, min=-2.5),  # a float bound: a float result
+            torch.maximum(x, x.flip(0)),
+            torch.minimum(x, x * 2),
+        )
+
+
+def test_integer_clamp_is_exact_on_vulkan() -> None:
+    """Integer clamp with one, both or out-of-range bounds is exact (an absent bound
+    once became int(inf) on the device)."""
+    x = torch.arange(-6, 6, dtype=torch.int64).reshape(3, 4)
+    ep = torch.export.export(IntegerClamp(), (x,))
+    want = ep.module()(x)
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.numpy().dtype
+        np.testing.assert_array_equal(g, w.numpy())
+
+
+class PoolIndices(torch.nn.Module):
+    def __init__(self, keep_indices: bool) -> None:
+        super().__init__()
+        self.keep_indices = keep_indices
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        values, indices = torch.nn.functional.max_pool2d(x, 2, return_indices=True)
+        return (values, indices) if self.keep_indices else values + 1
+
+
+def test_max_pool_indices_on_vulkan() -> None:
+    """max_pool2d with return_indices: the values alone run; reading the indices is
+    a QoptError naming the op (it once was a zip() ValueError)."""
+    x = torch.randn(1, 2, 4, 4, generator=_gen())
+    ep = torch.export.export(PoolIndices(False), (x,))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(x)
+    np.testing.assert_array_equal(got, ep.module()(x).numpy())
+    ep = torch.export.export(PoolIndices(True), (x,))
+    with pytest.raises(qopt.QoptError, match=r"max_pool2d.*indices .*have no Vulkan kernel"):
+        qopt.compile(ep, target="vulkan")
+
+
+class CatEmpty(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        promoted = torch.cat([x * 2, y[:0]], dim=0) + 1  # the empty float makes it float
+        return promoted, torch.cat([y[:, :0], y, torch.zeros(0)], dim=1)
+
+
+class EmptyInput(torch.nn.Module):
+    def forward(self, x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x, e]) * 2
+
+
+def test_zero_size_tensors_on_vulkan() -> None:
+    """cat drops its empty inputs (they once reached the device as [2, 0] buffers);
+    an empty program input is a QoptError naming it."""
+    x = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    y = torch.randn(2, 3, generator=_gen())
+    ep = torch.export.export(CatEmpty(), (x, y))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        got = artifact(x, y)
+    for g, w in zip(got, ep.module()(x, y), strict=True):
+        np.testing.assert_array_equal(g, w.numpy())
+    ep = torch.export.export(EmptyInput(), (y, torch.zeros(0, 3)))
+    with pytest.raises(qopt.QoptError, match=r"input 1 of @forward has the zero-size shape"):
+        qopt.compile(ep, target="vulkan")
+
+
+class QuantizedConstants(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("c", torch.tensor([0.125, 0.375, -0.125, -0.375, 0.625, 100.0]))
+        self.register_buffer("q0", torch.tensor(-7, dtype=torch.int8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qd = torch.ops.quantized_decomposed
+        q = qd.quantize_per_tensor(self.c, 0.25, 1, -128, 127, torch.int8)
+        a = qd.dequantize_per_tensor(q, 0.25, 1, -128, 127, torch.int8)
+        return x + a * qd.dequantize_per_tensor(self.q0, 0.5, 2, -128, 127, torch.int8)
+
+
+def test_quantized_constants_on_vulkan() -> None:
+    """A quantize of constants folds at compile time (ties to even, as torch); a
+    rank-0 quantized constant lowers."""
+    x = torch.randn(6, generator=_gen())
+    ep = torch.export.export(QuantizedConstants(), (x,))
+    with qopt.compile(ep, target="vulkan") as artifact:
+        (got,) = artifact(x)
+        kernels = {op.kernel.data for op in artifact.module.walk() if isinstance(op, vkc.KernelOp)}
+    assert "quantize_per_tensor" not in kernels
+    np.testing.assert_array_equal(got, ep.module()(x).numpy())
