@@ -232,6 +232,11 @@ sets status[0] = 1, an error for the program.""",
 )
 
 
+def _assert_true_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """assert_true.glsl: one invocation reads cond[0] and may set status[0]."""
+    return {"cond": 1, STATUS: 1}
+
+
 ASSERT_TRUE = KernelSpec(
     name="assert_true",
     glsl="assert_true.glsl",
@@ -239,7 +244,7 @@ ASSERT_TRUE = KernelSpec(
     push=(),
     local_size=(1, 1, 1),
     exact=always,
-    extents=lambda push, spec: {"cond": 1, STATUS: 1},
+    extents=guarded("assert_true", _assert_true_extents),
     doc="""status[0] = 1 when cond[0] == 0: aten.assert_scalar, a run-time check torch
 recorded at export (an error for the program naming the check).""",
 )

@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 31
+    assert len(table) == 32
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -452,6 +452,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("pool2d", _pool_push(2, 9, 8, 2, 2, 1, 2, False), {"OP": 0}),
     ("adaptive_avg_pool2d", {"planes": 3, "H": 7, "W": 5, "OH": 3, "OW": 2}, {}),
     ("gather_rows", {"n": 6, "D": 5, "V": 4}, {"WG": 4}),
+    ("assert_true", {}, {}),
     ("gather_dim", {"P": 3, "N": 5, "Q": 4, "S": 6}, {"NEG": 1, "WG": 8}),
     ("gather_dim", {"P": 1, "N": 7, "Q": 3, "S": 2}, {}),
     ("scatter_dim", {"P": 2, "N": 6, "Q": 3, "S": 5}, {"NEG": 1, "WG": 4}),
