@@ -68,8 +68,8 @@ void main() {
       else if (OP == BINARY_MUL) r = x * y;
       else if (OP == BINARY_DIV) r = x / y;
       else if (OP == BINARY_POW) r = powf(x, y);
-      else if (OP == BINARY_MAXIMUM) r = max(x, y);
-      else if (OP == BINARY_MINIMUM) r = min(x, y);
+      else if (OP == BINARY_MAXIMUM) r = isnan(x) || isnan(y) ? x + y : max(x, y);  // NaN wins
+      else if (OP == BINARY_MINIMUM) r = isnan(x) || isnan(y) ? x + y : min(x, y);
       else if (OP >= BINARY_EQ && OP <= BINARY_LOGICAL_OR) {
         bool t = false;
         if (OP == BINARY_EQ) t = x == y;

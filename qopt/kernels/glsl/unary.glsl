@@ -49,7 +49,7 @@ void main() {
     precise float v = uintBitsToFloat(x[i]);
     precise float r = v;
     if (OP == UNARY_IDENTITY) r = v;
-    else if (OP == UNARY_RELU) r = max(v, 0.0);
+    else if (OP == UNARY_RELU) r = isnan(v) ? v : max(v, 0.0);  // NaN stays NaN, as torch
     else if (OP == UNARY_SILU) r = v / (1.0 + exp(-v));
     else if (OP == UNARY_SIGMOID) r = 1.0 / (1.0 + exp(-v));
     else if (OP == UNARY_TANH) r = tanh_f(v);
@@ -71,10 +71,10 @@ void main() {
     else if (OP == UNARY_FLOOR) r = floor(v);
     else if (OP == UNARY_CEIL) r = ceil(v);
     else if (OP == UNARY_ROUND) r = roundEven(v);
-    else if (OP == UNARY_CLAMP) r = min(max(v, p.a), p.b);
+    else if (OP == UNARY_CLAMP) r = isnan(v) ? v : min(max(v, p.a), p.b);
     else if (OP == UNARY_LEAKY_RELU) r = v > 0.0 ? v : v * p.a;
     else if (OP == UNARY_HARDSWISH) r = v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
-    else if (OP == UNARY_HARDSIGMOID) r = clamp(v + 3.0, 0.0, 6.0) / 6.0;
+    else if (OP == UNARY_HARDSIGMOID) r = isnan(v) ? v : clamp(v + 3.0, 0.0, 6.0) / 6.0;
     else if (OP == UNARY_LOGICAL_NOT) { y[i] = v == 0.0 ? 1u : 0u; continue; }
     else if (OP == UNARY_CAST_F32_I32) { y[i] = uint(int(trunc(v))); continue; }
     else if (OP == UNARY_TO_BOOL) { y[i] = v != 0.0 ? 1u : 0u; continue; }

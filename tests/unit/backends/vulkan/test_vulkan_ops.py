@@ -310,3 +310,26 @@ def test_quantized_constants_on_vulkan() -> None:
         kernels = {op.kernel.data for op in artifact.module.walk() if isinstance(op, vkc.KernelOp)}
     assert "quantize_per_tensor" not in kernels
     np.testing.assert_array_equal(got, ep.module()(x).numpy())
+
+
+def test_nan_propagates_as_in_torch_on_vulkan() -> None:
+    """clamp, hardtanh, relu, hardsigmoid, maximum and minimum of a NaN are NaN, as in
+    torch (GLSL's max/min/clamp may return the other operand)."""
+
+    class Ops(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return (
+                torch.clamp(x, -1.0, 1.0),
+                torch.clamp(x, min=0.5),
+                torch.nn.functional.hardtanh(x),
+                torch.relu(x),
+                torch.nn.functional.hardsigmoid(x),
+                torch.maximum(x, y),
+                torch.minimum(x, y),
+            )
+
+    x = torch.tensor([float("nan"), 2.0, -3.0, 0.2])
+    y = torch.tensor([0.0, float("nan"), 1.0, 0.0])
+    got = qopt.compile(torch.export.export(Ops(), (x, y)), "vulkan")(x.numpy(), y.numpy())
+    for i, (g, w) in enumerate(zip(got, Ops()(x, y), strict=True)):
+        np.testing.assert_array_equal(g, w.numpy(), err_msg=f"output {i}")
