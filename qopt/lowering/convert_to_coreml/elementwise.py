@@ -259,6 +259,10 @@ def _clamp(lw: Lowering, op: ew.ClampOp) -> Sequence[SSAValue]:
     lo = -math.inf if op.min is None else float(op.min.value.data)
     hi = math.inf if op.max is None else float(op.max.value.data)
     x = lw.as_elem(op.input, elem)  # an integer input with a float bound clamps in float
+    if lo >= hi:  # torch: min(max(x, lo), hi), hi wherever lo >= hi; MIL clip needs lo < hi
+        dtype = coreml.storage_dtype(elem)
+        x = lw.build(coreml.MaximumOp, [x, lw.const(np.asarray(lo, dtype), elem)], out)
+        return [lw.build(coreml.MinimumOp, [x, lw.const(np.asarray(hi, dtype), elem)], out)]
     return [lw.build(coreml.ClipOp, [x], out, alpha=float_attr(lo), beta=float_attr(hi))]
 
 

@@ -87,6 +87,24 @@ def test_integer_clamp_is_exact(tmp_path: Path) -> None:
     _assert_equal(got, want)
 
 
+class FloatClamps(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.clamp(x, -1.0, 1.0), torch.clamp(x, 0.5, 0.5), torch.clamp(x, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_float_clamp_any_bounds_and_precision(precision: str) -> None:
+    """clip's bounds have x's type (fp16 compute: was coremltools' ValueError), and
+    bounds with min >= max (MIL clip needs min < max) are maximum then minimum: max
+    wherever min >= max, as torch."""
+    x = torch.randn(3, 8)
+    ep = torch.export.export(FloatClamps(), (x,))
+    got = qopt.compile(ep, "coreml", compute_precision=precision)(x.numpy())
+    tol = 1e-3 if precision == "fp16" else 0.0
+    for g, w in zip(got, FloatClamps()(x), strict=True):
+        np.testing.assert_allclose(g, w.numpy(), atol=tol, rtol=tol)
+
+
 class UnbatchedConv(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
