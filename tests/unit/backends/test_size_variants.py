@@ -140,35 +140,29 @@ def test_expand_dynamic_windows_keeps_the_results() -> None:
         after.run(np.array([[3]]), np.array([40]))
 
 
-def test_qopt_opt_imports_size_variants(tmp_path) -> None:
+def test_qopt_opt_imports_size_variants(tmp_path, capsys) -> None:
     """`-f 'pt2{dynamic_sizes=2,5}'` imports a Dim-exported `.pt2` as `@forward__2` and
     `@forward__5`, which the Vulkan pipeline compiles; without it the pipeline's
-    error says how to get them."""
-    import subprocess
-    import sys
+    error says how to get them (qopt-opt's main, in this process)."""
+    from qopt.tools.qopt_opt import main as opt_main
 
     model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
     dim = torch.export.Dim("n", min=1, max=16)
     ep = _export(model, torch.randn(1, 3, 8), dynamic_shapes=({1: dim},))
     path = str(tmp_path / "m.pt2")
     torch.export.save(ep, path)
-    opt = os.path.join(os.path.dirname(sys.executable), "qopt-opt")
-    run = subprocess.run(
-        [opt, path, "-f", "pt2{dynamic_sizes=2,5}", "-p", "qopt-vulkan"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    assert re.search(r"func.func @forward__2\(%\w+: tensor<1x2x8xf32>\)", run.stdout)
-    assert re.search(r"func.func @forward__5\(%\w+: tensor<1x5x8xf32>\)", run.stdout)
-    run = subprocess.run(
-        [opt, path, "-p", "qopt-vulkan"], capture_output=True, text=True, check=False
-    )
-    assert run.returncode == 1
-    assert "-f 'pt2{dynamic_sizes=1,8,64}'" in run.stderr
+    opt_main([path, "-f", "pt2{dynamic_sizes=2,5}", "-p", "qopt-vulkan"])
+    out = capsys.readouterr().out
+    assert re.search(r"func.func @forward__2\(%\w+: tensor<1x2x8xf32>\)", out)
+    assert re.search(r"func.func @forward__5\(%\w+: tensor<1x5x8xf32>\)", out)
+    with pytest.raises(SystemExit) as exit_info:
+        opt_main([path, "-p", "qopt-vulkan"])
+    assert exit_info.value.code == 1
+    assert "-f 'pt2{dynamic_sizes=1,8,64}'" in capsys.readouterr().err
 
 
 def test_qopt_run_picks_the_variant(tmp_path) -> None:
-    """qopt-run on a `.qvk` and an `.mlpackage` compiled at sizes 2 and 5: `--inputs`
+    """qopt-run on a `.qvk` (or an `.mlpackage`) compiled at sizes 2 and 5: `--inputs`
     of length 5 run `forward__5` (`--method forward`), equal to torch; length 3 is the
     error listing the sizes."""
     import subprocess
@@ -183,13 +177,14 @@ def test_qopt_run_picks_the_variant(tmp_path) -> None:
     with torch.no_grad():
         want = model(torch.from_numpy(x)).numpy()
     run = os.path.join(os.path.dirname(sys.executable), "qopt-run")
-    paths = [(str(tmp_path / "m.mlpackage"), "coreml", [])]
     from qopt.backends.vulkan.runtime import vulkan_available
 
+    # the .qvk on the device, else the .mlpackage (qopt-run reads both the same way)
     if (reason := vulkan_available()) is None:
-        paths.append((str(tmp_path / "m.qvk"), "vulkan", ["--device", "vulkan"]))
+        paths = [(str(tmp_path / "m.qvk"), "vulkan", ["--device", "vulkan"])]
     else:
         print(f"Vulkan part skipped: {reason}")
+        paths = [(str(tmp_path / "m.mlpackage"), "coreml", [])]
     for path, target, extra in paths:
         qopt.compile(ep, target, dynamic_sizes=[2, 5]).save(path)
         out = str(tmp_path / f"{target}.npz")
