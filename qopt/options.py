@@ -114,24 +114,25 @@ def compute_precision(value: object) -> str:
     )
 
 
+def _choice(option: str, value: object, choices: tuple[str, ...]) -> str:
+    """`value` if it is one of `choices`, the first when None; else a QoptError."""
+    if value is None:
+        return choices[0]
+    if value in choices:
+        return str(value)
+    hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+    shown = ", ".join(repr(c) for c in choices)
+    raise QoptError(f"{option} {value!r}{hint} is not one of {shown}")
+
+
 def states(value: object) -> str:
     """ "state" (Core ML states, the default) or "io" (inputs and outputs)."""
-    if value is None:
-        return "state"
-    if value in ("state", "io"):
-        return str(value)
-    hint = did_you_mean(value, ("state", "io")) if isinstance(value, str) else ""
-    raise QoptError(f"states {value!r}{hint} is not one of 'state', 'io'")
+    return _choice("states", value, ("state", "io"))
 
 
 def dynamic_activations(value: object) -> str:
     """ "quantized" (torch's values, the default) or "float" (activations left float)."""
-    if value is None:
-        return "quantized"
-    if value in ("quantized", "float"):
-        return str(value)
-    hint = did_you_mean(value, ("quantized", "float")) if isinstance(value, str) else ""
-    raise QoptError(f"dynamic_activations {value!r}{hint} is not one of 'quantized', 'float'")
+    return _choice("dynamic_activations", value, ("quantized", "float"))
 
 
 def output_names(value: object) -> list[str] | None:
