@@ -47,21 +47,22 @@ def _sizes(session: Any) -> list[tuple[int, ...]]:
     return variant_sizes("prefill", list(names)) if names is not None else []
 
 
-def _prefill_chunks(session: Any, length: int) -> list[tuple[int, int]]:
-    """The prompt's [start, stop) pieces, one prefill call each: the whole prompt, or,
-    when prefill was compiled at some lengths only (`dynamic_sizes`) and not at the
-    prompt's, consecutive pieces of the longest compiled length that fits (a token
-    left over goes through one-token calls): chunked prefill, the same cache and
-    logits for a causal decoder that takes its positions as an input."""
+def _prefill_chunks(session: Any, length: int, step: str) -> list[tuple[int, int, str]]:
+    """The prompt's [start, stop) pieces and the method each goes through: the whole
+    prompt to `prefill`, or, when prefill was compiled at some lengths only
+    (`dynamic_sizes`) and not at the prompt's, consecutive pieces of the longest
+    compiled length that fits, a token no compiled length fits going to `step`:
+    chunked prefill, the same cache and logits for a causal decoder that takes its
+    positions as an input."""
     sizes = sorted({s[0] for s in _sizes(session) if len(s) == 1}, reverse=True)
     if not sizes or length in sizes:
-        return [(0, length)]
-    chunks: list[tuple[int, int]] = []
+        return [(0, length, "prefill")]
+    chunks: list[tuple[int, int, str]] = []
     start = 0
     while start < length:
         fits = [s for s in sizes if s <= length - start]
-        size = fits[0] if fits else 1
-        chunks.append((start, start + size))
+        size, method = (fits[0], "prefill") if fits else (1, step)
+        chunks.append((start, start + size, method))
         start += size
     return chunks
 
@@ -90,11 +91,8 @@ def generate(session: Any, prompt: Sequence[int], max_new_tokens: int) -> list[i
 
     if "prefill" in methods:
         logits = None
-        for start, stop in _prefill_chunks(session, len(prompt)):
-            if stop - start == 1 and step != "prefill" and (stop - start,) not in _sizes(session):
-                logits = call(step, prompt[start:stop], start)
-            else:
-                logits = call("prefill", prompt[start:stop], start)
+        for start, stop, method in _prefill_chunks(session, len(prompt), step):
+            logits = call(method, prompt[start:stop], start)
         assert logits is not None
     else:
         for position, token in enumerate(prompt[:-1]):

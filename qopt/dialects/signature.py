@@ -223,7 +223,7 @@ def pick_function(
     for name in variants:
         if fits(name):
             return name
-    sizes = ", ".join(n.rsplit("__", 1)[1].replace("_", "x") for n in variants)
+    sizes = ", ".join("x".join(str(d) for d in s) for s in variant_sizes(method, names))
     got = ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes)
     raise QoptError(
         f"method {method!r} was compiled for the sizes {sizes} of its dynamic dims, not "

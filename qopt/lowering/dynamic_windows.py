@@ -21,10 +21,19 @@ dynamic-shape error.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from xdsl.dialects.arith import ConstantOp
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.aten import elementwise as ew
@@ -35,24 +44,37 @@ from qopt.dialects.aten.base import integer, norm_dim
 from qopt.dialects.tensors import shape_of
 
 
-def _window_indices(op: Operation, start: SSAValue, length: int) -> SSAValue:
-    """`start + arange(length)` (int64, [length]) inserted before `op`."""
-    arange = ConstantOp(
-        DenseIntOrFPElementsAttr.from_list(
-            TensorType(i64, [length]), np.arange(length, dtype=np.int64).tolist()
-        )
+def _window_indices(
+    op: Operation, start: SSAValue, length: int, made: dict[tuple[SSAValue, int], SSAValue]
+) -> SSAValue:
+    """`start + arange(length)` (int64, [length]), made once per (start, length) right
+    after `start` is defined (every window at that start reads it)."""
+    if (start, length) in made:
+        return made[(start, length)]
+    owner = start.owner
+    where = (
+        InsertPoint.after(owner)
+        if isinstance(owner, Operation)
+        else InsertPoint.at_start(cast(Block, owner))
     )
+    steps = np.arange(length, dtype=np.int64)
+    arange = ConstantOp(
+        DenseIntOrFPElementsAttr(TensorType(i64, [length]), BytesAttr(steps.tobytes()))
+    )
+    new: list[Operation] = [arange]
     start64 = start
     if start.type != TensorType(i64, []):
-        cast = ew.CastOp.create(operands=[start], result_types=[TensorType(i64, [])])
-        Rewriter.insert_op(cast, InsertPoint.before(op))
-        start64 = cast.results[0]
+        widen = ew.CastOp.create(operands=[start], result_types=[TensorType(i64, [])])
+        new.append(widen)
+        start64 = widen.results[0]
     add = ew.AddOp.create(
         operands=[start64, arange.result], result_types=[TensorType(i64, [length])]
     )
-    for new in (arange, add):
-        new.location = op.location
-        Rewriter.insert_op(new, InsertPoint.before(op))
+    new.append(add)
+    for made_op in new:
+        made_op.location = op.location
+    Rewriter.insert_op(new, where)
+    made[(start, length)] = add.results[0]
     return add.results[0]
 
 
@@ -63,12 +85,13 @@ def _replace(op: Operation, new: Operation) -> None:
 
 def expand_dynamic_windows(module: ModuleOp) -> None:
     """Rewrite the run-time windows and `item`s of `module` (see the module docstring)."""
+    made: dict[tuple[SSAValue, int], SSAValue] = {}
     for op in list(module.walk()):
         if isinstance(op, ix.DynamicSliceOp) and op.length is None:
             dims = shape_of(op.input)
             d = norm_dim(integer(op.dim), len(dims))
             length = shape_of(op.result)[d]
-            index = _window_indices(op, op.start, length)
+            index = _window_indices(op, op.start, length, made)
             _replace(
                 op,
                 ix.IndexSelectOp.create(
@@ -83,7 +106,7 @@ def expand_dynamic_windows(module: ModuleOp) -> None:
             length = shape_of(op.update)[d]
             if length < 0:
                 continue
-            index = _window_indices(op, op.start, length)
+            index = _window_indices(op, op.start, length, made)
             _replace(
                 op,
                 ix.IndexCopyOp.create(
