@@ -61,11 +61,14 @@ from qopt.dialects.vkc.ops import (
     BarrierOp,
     ConstantOp,
     DispatchOp,
+    HostCallOp,
+    HostYieldOp,
     InputOp,
     KernelOp,
     OutputOp,
     StateOp,
     ViewOp,
+    host_op_allowed,
     root_buffer,
     writable,
 )
@@ -83,7 +86,19 @@ from qopt.dialects.vkc.types import (
 
 Vkc = Dialect(
     "vkc",
-    [KernelOp, InputOp, OutputOp, ConstantOp, AllocOp, StateOp, ViewOp, DispatchOp, BarrierOp],
+    [
+        KernelOp,
+        InputOp,
+        OutputOp,
+        ConstantOp,
+        AllocOp,
+        StateOp,
+        ViewOp,
+        DispatchOp,
+        BarrierOp,
+        HostCallOp,
+        HostYieldOp,
+    ],
     [BufferType, BindingAttr, PushAttr],
 )
 
@@ -97,6 +112,8 @@ __all__ = [
     "BufferType",
     "ConstantOp",
     "DispatchOp",
+    "HostCallOp",
+    "HostYieldOp",
     "InputOp",
     "KernelOp",
     "OutputOp",
@@ -107,6 +124,7 @@ __all__ = [
     "abi_element",
     "binding_accepts",
     "dtype_name",
+    "host_op_allowed",
     "root_buffer",
     "writable",
 ]
