@@ -55,7 +55,6 @@ from qopt.backends.vulkan.bundle import (
 )
 from qopt.dialects.signature import logical_methods
 from qopt.dialects.tensors import numel
-from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
@@ -348,34 +347,14 @@ class VulkanSession:
 
     def _host_call(self, call: HostCall) -> None:
         """Run host segment `call`: download what it reads, run it, upload its results."""
-        from qopt.backends.vulkan.host import parse_segment
-        from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
+        from qopt.backends.vulkan.host import run_host_call
 
-        program = self._artifact.program
-        index = program.host_calls.index(call)
-        what = f"host segment {index} ({', '.join(call.ops[:3])})"
-        if call.segment is None:  # compiled here, not loaded (load_bundle parses it)
-            call.segment = parse_segment(call.ir, what, DEFAULT_LIMITS)
-        segment = call.segment
-        arrays = []
-        for b, type in zip(call.reads, segment.input_types, strict=True):
-            record = program.buffers[b]
-            count = max(numel(type.get_shape()), 1)
-            if record["kind"] == "constant":
-                words = program.constants[record["constant"]]
-            else:
-                words = self._buffers[b].read(
-                    abi_numpy(numpy_dtype(type.get_element_type())), count
-                )
-            arrays.append(tensor_from_words(words, type))
-        results = segment.run(arrays, what)
-        for i, (b, type, value) in enumerate(
-            zip(call.writes, segment.result_types, results, strict=True)
-        ):
-            if tuple(np.shape(value)) != tuple(type.get_shape()):
-                raise QoptError(f"{what}: result {i} has shape {list(np.shape(value))}, not {type}")
-            dtype = abi_numpy(numpy_dtype(type.get_element_type()))
-            self._buffers[b].write(words_from_tensor(value, dtype, f"result {i} of {what}"))
+        run_host_call(
+            self._artifact.program,
+            call,
+            lambda b, dtype, count: self._buffers[b].read(dtype, count),
+            lambda b, words: self._buffers[b].write(words),
+        )
 
     def run(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
         """Run `method` (the only one, or `forward`, by default) on numpy or torch inputs;

@@ -13,7 +13,7 @@ as Python. `HostSegmentIR.run` runs it on the words read from the device buffers
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from xdsl.interpreter import Interpreter
 
 from qopt.dialects import vkc
 from qopt.errors import QoptError
-from qopt.limits import Limits, check_mlir_text
+from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 
 SEGMENT_NAME = "host_segment"
 """The name of the function a bundle's host segment IR holds."""
@@ -86,7 +86,7 @@ def _tensors(types: Sequence[Any]) -> list[TensorType[Any]]:
     found: list[TensorType[Any]] = []
     for t in types:
         assert isinstance(t, TensorType)
-        found.append(t)  # pyright: ignore[reportUnknownArgumentType]
+        found.append(t)
     return found
 
 
@@ -127,10 +127,7 @@ def parse_segment(text: Any, what: str, limits: Limits) -> HostSegmentIR:
         raise QoptError(f"{what}: its function must have one block")
     signature: FunctionType = function.function_type
     for t in (*signature.inputs.data, *signature.outputs.data):
-        if not isinstance(t, TensorType) or any(
-            int(d) < 0
-            for d in t.get_shape()  # pyright: ignore[reportUnknownMemberType]
-        ):
+        if not isinstance(t, TensorType) or any(int(d) < 0 for d in t.get_shape()):
             raise QoptError(f"{what}: its arguments and results must be static tensors")
     try:
         module.verify()
@@ -140,4 +137,51 @@ def parse_segment(text: Any, what: str, limits: Limits) -> HostSegmentIR:
     return HostSegmentIR(module, function)
 
 
-__all__ = ["SEGMENT_NAME", "HostSegmentIR", "parse_segment", "segment_text"]
+def run_host_call(
+    program: Any,
+    call: Any,
+    read: Callable[[int, np.dtype, int], np.ndarray],
+    write: Callable[[int, np.ndarray], None],
+) -> None:
+    """Run host segment `call` of `program` (a `bundle.BundleProgram` and one of its
+    `HostCall`s): `read(buffer, dtype, count)` gives the first `count` 32-bit words
+    of a buffer it reads (a constant is read from `program.constants`, never through
+    `read`); `write(buffer, words)` stores the words of a result. Every read happens
+    before the segment runs, every write after it."""
+    from qopt.dtypes import numpy_dtype
+    from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
+
+    index = program.host_calls.index(call)
+    what = f"host segment {index} ({', '.join(call.ops[:3])})"
+    if call.segment is None:  # compiled in this process (a loaded bundle's is parsed)
+        call.segment = parse_segment(call.ir, what, DEFAULT_LIMITS)
+    segment: HostSegmentIR = call.segment
+    arrays = []
+    for b, type in zip(call.reads, segment.input_types, strict=True):
+        record = program.buffers[b]
+        if record["kind"] == "constant":
+            words = program.constants[record["constant"]]
+        else:
+            count = max(_numel(type), 1)
+            words = read(b, _abi(numpy_dtype(type.get_element_type())), count)
+        arrays.append(tensor_from_words(words, type))
+    results = segment.run(arrays, what)
+    staged = []
+    for i, (type, value) in enumerate(zip(segment.result_types, results, strict=True)):
+        if tuple(np.shape(value)) != tuple(int(d) for d in type.get_shape()):
+            raise QoptError(f"{what}: result {i} has shape {list(np.shape(value))}, not {type}")
+        dtype = _abi(numpy_dtype(type.get_element_type()))
+        staged.append(words_from_tensor(value, dtype, f"result {i} of {what}"))
+    for b, words in zip(call.writes, staged, strict=True):
+        write(b, words)
+
+
+def _abi(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32 if dtype.kind == "f" else np.int32)
+
+
+def _numel(type: TensorType[Any]) -> int:
+    return int(np.prod([int(d) for d in type.get_shape()], dtype=np.int64))
+
+
+__all__ = ["SEGMENT_NAME", "HostSegmentIR", "parse_segment", "run_host_call", "segment_text"]

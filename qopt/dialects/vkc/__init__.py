@@ -57,6 +57,7 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from qopt.dialects.vkc.ops import (
+    HOST_DIALECTS,
     AllocOp,
     BarrierOp,
     ConstantOp,
@@ -104,6 +105,7 @@ Vkc = Dialect(
 
 __all__ = [
     "BINDING_DTYPES",
+    "HOST_DIALECTS",
     "PUSH_KINDS",
     "ROW_MAJOR",
     "AllocOp",

@@ -516,6 +516,14 @@ class HostCallOp(IRDLOperation):
         "(`ins` `(` $ins^ `:` type($ins) `)`)? `outs` `(` $outs `:` type($outs) `)` $body attr-dict"
     )
 
+    def transfer_bytes(self) -> tuple[int, int]:
+        """(download, upload) bytes per call: the `ins` buffers that are no constants
+        (a constant is read from the host's copy), the `outs` buffers."""
+        down = sum(
+            _buffer(v).nbytes for v in self.ins if not isinstance(root_buffer(v).owner, ConstantOp)
+        )
+        return down, sum(_buffer(v).nbytes for v in self.outs)
+
     def segment_ops(self) -> list[Operation]:
         """The ops the call runs on the host (its body without the terminator)."""
         return [op for op in self.body.block.ops if not isinstance(op, HostYieldOp)]

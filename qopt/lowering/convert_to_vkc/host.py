@@ -21,6 +21,7 @@ transfer bytes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -32,6 +33,8 @@ from qopt.dialects import ml_program as mlp
 from qopt.dialects import vkc
 from qopt.errors import QoptError, where
 from qopt.lowering.convert_to_vkc.lowering import Buf, Lowering, Rules, abi_dtype
+
+log = logging.getLogger("qopt.vkc")
 
 STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
 """Ops never folded at compile time (they read or write the program's state), and
@@ -133,6 +136,9 @@ class HostSegment:
         )
         lowering.emit(call)
         lowering.current = at
+        down, up = call.transfer_bytes()
+        for op in ops:
+            log.info("host fallback: %s (%d bytes down, %d bytes up per call)", where(op), down, up)
         for value, buf in zip(outs, out_bufs, strict=True):
             lowering.values[value] = buf
 
