@@ -288,6 +288,7 @@ def compile(
         activations = options.dynamic_activations(dynamic_activations)
         return compile_coreml(module, opset, precision, names, state_form, activations)
     vulkan_device = options.device(device)
+    host_fallback = options.fallback(fallback)
     module = _import(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
         dynamic_sizes=dynamic_sizes,
@@ -298,7 +299,7 @@ def compile(
         module,
         vulkan_device,
         None if validation is None else bool(validation),
-        options.fallback(fallback),
+        host_fallback,
     )
 
 

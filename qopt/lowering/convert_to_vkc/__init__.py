@@ -161,8 +161,10 @@ def lower_function(
         lowering.values[arg] = Buf(op.result, shape, dtype)
 
     returned: Sequence[SSAValue] = ()
-    segment = HostSegment()
+    segment = HostSegment(rules)
     for op in list(block.ops):
+        if op in segment.taken:
+            continue  # run earlier, in a host segment (HostSegment.flush's lookahead)
         if isinstance(op, func.ReturnOp):
             lowering.current = op
             segment.flush(lowering)

@@ -11,8 +11,11 @@ op, a state op, the function's return), so a connected group of ops without a ru
 becomes one segment, and so do unconnected ones between two such reads: one
 download of each buffer the segment reads and one upload of each result the device
 reads, per call. Ops with rules that do not depend on the segment are lowered
-meanwhile, before it; a state op (which may write a state buffer in place) flushes
-the segment first, so the segment reads every buffer as the program order has it.
+meanwhile, before it. When it is emitted, the segment also takes the later ops
+without a rule (up to `LOOKAHEAD` ops ahead, before any state op) whose operands
+are ready then: one host segment and one submission boundary fewer each. A state
+op (which may write a state buffer in place) flushes the segment first and ends
+the lookahead, so the segment reads every buffer as the program order has it.
 
 A constant a segment reads is a `vkc.constant` buffer, which the runtime reads from
 the bundle's host copy (no transfer); `HostCallReport` gives each segment's ops and
@@ -25,6 +28,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -39,6 +43,10 @@ log = logging.getLogger("qopt.vkc")
 STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
 """Ops never folded at compile time (they read or write the program's state), and
 never run in a host segment."""
+
+LOOKAHEAD = 256
+"""How many ops past the current one a segment looks for more ops to take (a bound
+that keeps the pass linear in the program's size)."""
 
 MAX_LISTED = 12
 """Ops without a rule named one by one in the error; the rest are counted."""
@@ -69,14 +77,17 @@ def missing_rules_error(ops: list[Operation]) -> QoptError:
     listed = ", ".join(where(op) for op in ops[:MAX_LISTED])
     if len(ops) > MAX_LISTED:
         listed += f" and {len(ops) - MAX_LISTED} more"
-    names = sorted({op.name for op in ops})
-    what = f"{len(ops)} ops have" if len(ops) > 1 else "1 op has"
+    if len(ops) == 1:
+        what, them = f"{listed} has", "it"
+    else:
+        what, them = f"{len(ops)} ops have", "them"
+        listed = f": {listed}"
     return QoptError(
-        f"convert-to-vkc: {what} no Vulkan lowering ({', '.join(names)}): {listed}; "
-        "run them on the host between the device's work with the host fallback "
+        f"convert-to-vkc: {what} no Vulkan lowering{listed if len(ops) > 1 else ''}; "
+        f"run {them} on the host between the device's work with the host fallback "
         "(qopt.compile(..., target='vulkan', fallback=True); qopt-opt --host-fallback, or "
         "-p 'qopt-vulkan{fallback=true}' / 'convert-to-vkc{fallback=true}'), run fuse-quant "
-        "first, rewrite the model without these ops, or add a rule to a family of "
+        f"first, rewrite the model without {them}, or add a rule to a family of "
         "qopt/lowering/convert_to_vkc/"
     )
 
@@ -85,8 +96,11 @@ def missing_rules_error(ops: list[Operation]) -> QoptError:
 class HostSegment:
     """Ops without a rule waiting to run on the host, in program order."""
 
+    rules: Rules
     ops: list[Operation] = field(default_factory=list)
     produced: set[SSAValue] = field(default_factory=set)
+    taken: set[Operation] = field(default_factory=set)
+    """Later ops a flushed segment ran ahead of their place (the lowering skips them)."""
 
     def add(self, op: Operation) -> None:
         self.ops.append(op)
@@ -99,9 +113,10 @@ class HostSegment:
     def flush(self, lowering: Lowering) -> None:
         """Emit the segment as one `vkc.host_call` (none if nothing reads its results)
         and make its results the buffers it writes; the segment is empty after it."""
-        ops, self.ops, self.produced = self.ops, [], set()
-        if not ops:
+        if not self.ops:
             return
+        self._look_ahead(lowering)
+        ops, self.ops, self.produced = self.ops, [], set()
         inside = set(ops)
         ins: list[SSAValue] = []
         for op in ops:
@@ -141,6 +156,26 @@ class HostSegment:
             log.info("host fallback: %s (%d bytes down, %d bytes up per call)", where(op), down, up)
         for value, buf in zip(outs, out_bufs, strict=True):
             lowering.values[value] = buf
+
+    def _look_ahead(self, lowering: Lowering) -> None:
+        """Take the later ops without a rule whose operands are ready now."""
+        current = lowering.current
+        op = current.next_op if current is not None else None
+        for _ in range(LOOKAHEAD):
+            if op is None or isinstance(op, (func.ReturnOp, *STATE_OPS)) or op in lowering.in_place:
+                return
+            ready = all(o in lowering.values or o in self.produced for o in op.operands)
+            constant = all(isinstance(lowering.values.get(o), np.ndarray) for o in op.operands)
+            empty = any(0 in _shape(r) for r in op.results)
+            if type(op) not in self.rules and ready and not constant and not empty:
+                self.add(op)
+                self.taken.add(op)
+            op = op.next_op
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    type = value.type
+    return tuple(type.get_shape()) if isinstance(type, TensorType) else ()
 
 
 def _row_major(lowering: Lowering, buf: Buf, value: SSAValue) -> Buf:
