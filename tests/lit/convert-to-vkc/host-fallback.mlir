@@ -6,7 +6,7 @@
 // that reads the segment's result comes after it. No barrier is needed across the
 // segment (the runtime splits the submission there).
 
-// ERR: qopt-opt: error: convert-to-vkc: 3 ops have no Vulkan lowering: 'aten.cumsum', 'aten.gather', 'aten.prod'; run them on the host between the device's work with the host fallback (qopt.compile(..., target='vulkan', fallback=True); qopt-opt --host-fallback, or -p 'qopt-vulkan{fallback=true}' / 'convert-to-vkc{fallback=true}'), run fuse-quant first, rewrite the model without these ops, or add a rule to a family of qopt/lowering/convert_to_vkc/
+// ERR: qopt-opt: error: convert-to-vkc: 3 ops have no Vulkan lowering: 'aten.cumsum', 'aten.gather', 'aten.prod'; run them on the host between the device's work with the host fallback (qopt.compile(..., target='vulkan', fallback=True); qopt-opt --host-fallback, or -p 'qopt-vulkan{fallback=true}' / 'convert-to-vkc{fallback=true}'), run fuse-quant first, rewrite the model without them, or add a rule to a family of qopt/lowering/convert_to_vkc/
 
 // CHECK-LABEL: func.func @forward(
 // CHECK:         %[[X:.*]] = vkc.input %{{.*}} : tensor<2x4xf32> -> !vkc.buffer<2x4xf32>
