@@ -816,17 +816,23 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
                     f"{what}: kernel {entry.kernel} writes binding {binding.name} into "
                     f"{kind} buffer {b} (only transient and state buffers are written)"
                 )
-    _check_host_calls(program, path, methods, sizes, limits)
+    _check_host_calls(program, path, methods, sizes, limits, device_bytes)
 
 
 def _check_host_calls(
-    program: BundleProgram, path: str, methods: list[Method], sizes: list[int], limits: Limits
+    program: BundleProgram,
+    path: str,
+    methods: list[Method],
+    sizes: list[int],
+    limits: Limits,
+    device_bytes: int,
 ) -> None:
     """Host segments in method and position order, each reading buffers that are not
     status words and writing distinct transient buffers it does not read, its IR
     parsed and checked (`host.parse_segment`) with one tensor per buffer that fits
-    it (a constant read must hold the tensor's ABI type); sets each call's
-    `segment`."""
+    it (a constant read must hold the tensor's ABI type) and whose values need no more
+    host memory than the program's device memory (plus `expansion_slack_bytes`); sets
+    each call's `segment`."""
     from qopt.backends.vulkan.host import parse_segment
     from qopt.dtypes import numpy_dtype
 
@@ -865,7 +871,7 @@ def _check_host_calls(
                     f"{what}: each of its ops is named by one printable line of at most "
                     f"{MAX_WHAT} characters"
                 )
-        segment = parse_segment(call.ir, what, limits)
+        segment = parse_segment(call.ir, what, limits, device_bytes + limits.expansion_slack_bytes)
         types = [(t, "argument") for t in segment.input_types]
         types += [(t, "result") for t in segment.result_types]
         if len(segment.input_types) != len(reads) or len(segment.result_types) != len(writes):

@@ -90,10 +90,16 @@ def _tensors(types: Sequence[Any]) -> list[TensorType[Any]]:
     return found
 
 
-def parse_segment(text: Any, what: str, limits: Limits) -> HostSegmentIR:
+def parse_segment(
+    text: Any, what: str, limits: Limits, max_bytes: int | None = None
+) -> HostSegmentIR:
     """A bundle's host segment IR, parsed and checked (see the module docstring);
     QoptError (one line, naming `what`) if it is not one verified `func.func` of
-    allowed ops over static tensors."""
+    allowed ops over static tensors, or if its values (8 bytes an element, at most)
+    need more than `max_bytes` (the program's device memory; default: the
+    `max_device_bytes` limit)."""
+    if max_bytes is None:
+        max_bytes = limits.max_device_bytes
     from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
     from qopt.context import parse_module
@@ -104,11 +110,13 @@ def parse_segment(text: Any, what: str, limits: Limits) -> HostSegmentIR:
     check_mlir_text(data, limits, what)
     try:
         module = parse_module(text, what)
+    except RecursionError:
+        raise QoptError(f"{what}: its IR is nested too deeply") from None
     except (ParseError, DiagnosticException, VerifyException, ValueError) as e:
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise QoptError(f"{what}: its IR does not parse: {first}") from None
-    except RecursionError:
-        raise QoptError(f"{what}: its IR is nested too deeply") from None
+    except Exception as e:  # untrusted text: whatever the parser trips on is refused
+        raise QoptError(f"{what}: its IR does not parse ({type(e).__name__})") from None
     ops = list(module.walk())
     limits.check(f"{what}: its ops", len(ops), "max_graph_nodes")
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
@@ -129,11 +137,27 @@ def parse_segment(text: Any, what: str, limits: Limits) -> HostSegmentIR:
     for t in (*signature.inputs.data, *signature.outputs.data):
         if not isinstance(t, TensorType) or any(int(d) < 0 for d in t.get_shape()):
             raise QoptError(f"{what}: its arguments and results must be static tensors")
+    value_bytes = 0
+    for op in ops:
+        for value in op.results:
+            if isinstance(value.type, TensorType):
+                count = 1
+                for d in value.type.get_shape():
+                    count *= max(int(d), 0)
+                limits.check(f"{what}: a tensor's elements", count, "max_tensor_elements")
+                value_bytes += 8 * count
+    if value_bytes > max_bytes:
+        raise QoptError(
+            f"{what}: its values need up to {value_bytes} bytes on the host, more than the "
+            f"program asks of the device ({max_bytes} bytes)"
+        )
     try:
         module.verify()
     except (VerifyException, DiagnosticException) as e:
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise QoptError(f"{what}: its IR does not verify: {first}") from None
+    except Exception as e:  # a verifier tripping on crafted attributes
+        raise QoptError(f"{what}: its IR does not verify ({type(e).__name__})") from None
     return HostSegmentIR(module, function)
 
 

@@ -173,19 +173,26 @@ ARITH = """func.func @host_segment(%a: tensor<2x4xf32>, %i: tensor<2x2xi64>, %n:
 }"""
 
 
+HUGE = """func.func @host_segment(%a: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %big = aten.full {value = 0.0 : f64} : tensor<40000x40000xf32>
+  func.return %a : tensor<2x4xf32>
+}"""
+
+
 @pytest.mark.parametrize(
     ("edit", "version", "message"),
     [
         (_ir("__import__('os').system('true')"), None, "host segment 0: its IR does not parse"),
         (_ir(ARITH), None, "'arith.constant' may not run on the host"),
         (_ir("func.func private @host_segment()"), None, "one func.func with a body"),
+        (_ir(HUGE), None, "its values need up to 12800000000 bytes on the host"),
         (lambda m: _segment(m)["writes"].__setitem__(0, 0), None, "writes input buffer 0"),
         (lambda m: _segment(m).update(reads=[0]), None, "takes 3 tensors and gives 4"),
         (lambda m: _segment(m).update(at=99), None, "position must be at most"),
         (lambda m: _segment(m).update(ops=["\x1b[2J"]), None, "one printable line"),
         (lambda m: None, 3, "host segments need a version 4 bundle"),
     ],
-    ids=["text", "op", "declaration", "writes-input", "arity", "position", "ops", "version"],
+    ids=["text", "op", "declaration", "huge", "writes-input", "arity", "position", "ops", "version"],
 )
 def test_crafted_host_segment_is_refused(
     tmp_path: Any, edit: Callable[[dict[str, Any]], None], version: int | None, message: str
