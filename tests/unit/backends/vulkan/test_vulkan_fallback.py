@@ -89,6 +89,16 @@ def test_equivalence_and_segments() -> None:
     # 8 floats of relu and 4 int words of %n down (the constant index is no transfer);
     # cumsum, gather, prod and the integer cumsum up
     assert calls[0].transfer_bytes() == (32 + 16, 32 + 16 + 8 + 16)
+
+    def slot(value: Any) -> int | None:
+        owner = vkc.root_buffer(value).owner
+        has_slot = isinstance(owner, vkc.AllocOp) and owner.slot is not None
+        return owner.slot.value.data if has_slot else None
+
+    # vkc-plan-buffers: what the segment writes never shares memory with what it reads
+    read = {slot(v) for v in calls[0].ins} - {None}
+    assert read
+    assert not read & {slot(v) for v in calls[0].outs}
     want = qopt.interpret(parse_module(PROGRAM), *inputs())
     got = qopt.interpret(module, *inputs())
     for g, w in zip(got, want, strict=True):
@@ -192,7 +202,17 @@ HUGE = """func.func @host_segment(%a: tensor<2x4xf32>) -> tensor<2x4xf32> {
         (lambda m: _segment(m).update(ops=["\x1b[2J"]), None, "one printable line"),
         (lambda m: None, 3, "host segments need a version 4 bundle"),
     ],
-    ids=["text", "op", "declaration", "huge", "writes-input", "arity", "position", "ops", "version"],
+    ids=[
+        "text",
+        "op",
+        "declaration",
+        "huge",
+        "writes-input",
+        "arity",
+        "position",
+        "ops",
+        "version",
+    ],
 )
 def test_crafted_host_segment_is_refused(
     tmp_path: Any, edit: Callable[[dict[str, Any]], None], version: int | None, message: str
