@@ -16,7 +16,9 @@ stages (each stage's invariant is what the next one relies on):
    transposing copy. An op without a rule is a QoptError naming the op, its
    location and what to do (every such op of the program, in one error), unless the
    option `fallback` is set: then such ops run on the host, by the reference
-   interpreter, in `vkc.host_call` segments between the device's work (`host.py`).
+   interpreter, in `vkc.host_call` segments between the device's work (`host.py`);
+   so does an op whose rule refuses its form (index_put with accumulate=True ...),
+   the rule's partial work undone (`Lowering.checkpoint` / `rollback`).
    A kernel that indexes a table with values read from a
    buffer (gather_rows, the embeddings) gets its own status buffer per dispatch
    (`vkc.alloc {status, what = "'aten.embedding' at model.py:12"}`, added by
@@ -51,6 +53,7 @@ merges them with a duplicate check.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +99,8 @@ from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
 from qopt.resources import require_weights
+
+log = logging.getLogger("qopt.vkc")
 
 FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, state)
 """The rule family modules, each with its `RULES` by op class."""
@@ -209,7 +214,17 @@ def lower_function(
                 "run fuse-quant first, rewrite the model without this op, or add a rule "
                 "to a family of qopt/lowering/convert_to_vkc/",
             )
-        results = fn(lowering, op)
+        if fallback and not isinstance(op, STATE_OPS) and op not in lowering.in_place:
+            mark = lowering.checkpoint(op)
+            try:
+                results = fn(lowering, op)
+            except QoptError as refusal:  # a form of the op without a kernel: the host
+                lowering.rollback(mark)
+                log.info("host fallback: %s", refusal)
+                segment.add(op)
+                continue
+        else:
+            results = fn(lowering, op)
         for result, value in zip(op.results, results, strict=True):
             lowering.values[result] = value
 

@@ -106,6 +106,32 @@ def test_equivalence_and_segments() -> None:
         np.testing.assert_array_equal(g, w)
 
 
+def test_refused_form_runs_on_the_host() -> None:
+    """An op whose rule refuses its form (index_put with accumulate=True) runs on the
+    host too, the rule's partial work undone."""
+    text = """func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>,
+        %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {
+      %e = aten.exp %k : (tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32>
+      %r = aten.index_put %cache, %pos, %e {indexed_dims = array<i64: 2>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+      %s = aten.relu %r : (tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+      func.return %s : tensor<1x2x8x4xf32>
+    }"""
+    module = parse_module(text)
+    ConvertToVkcPass(fallback=True).apply(make_context(), module)
+    calls = [op for op in module.walk() if isinstance(op, vkc.HostCallOp)]
+    assert [[o.name for o in c.segment_ops()] for c in calls] == [["aten.index_put"]]
+    assert len([op for op in module.walk() if isinstance(op, vkc.DispatchOp)]) == 2
+    rng = np.random.default_rng(1)
+    args = [
+        rng.standard_normal((1, 2, 8, 4)).astype(np.float32),
+        rng.standard_normal((1, 2, 1, 4)).astype(np.float32),
+        np.array([5], np.int64),
+    ]
+    (want,) = qopt.interpret(parse_module(text), *args)
+    (got,) = qopt.interpret(module, *args)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_error_lists_every_op_and_names_the_option() -> None:
     two = PROGRAM + PROGRAM.replace("@forward", "@other")
     with pytest.raises(QoptError) as error:
