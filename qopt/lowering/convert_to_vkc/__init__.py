@@ -223,8 +223,16 @@ def lower_function(
                 log.info("host fallback: %s", refusal)
                 segment.add(op)
                 continue
-        else:
+        elif isinstance(op, STATE_OPS) or op in lowering.in_place:
             results = fn(lowering, op)
+        else:
+            try:
+                results = fn(lowering, op)
+            except QoptError as refusal:
+                raise QoptError(
+                    f"{refusal}; or run it on the host with fallback=True "
+                    "(qopt-opt --host-fallback)"
+                ) from None
         for result, value in zip(op.results, results, strict=True):
             lowering.values[result] = value
 
