@@ -21,7 +21,10 @@ A vkc module holds
   after it: `what` names the op it guards), `vkc.view` (the same
   memory with another shape), `vkc.dispatch` (a kernel call: bound buffers,
   push constants, workgroup counts), `vkc.barrier` (a compute-to-compute memory
-  barrier) and `vkc.output` (a buffer read back as a result tensor).
+  barrier), `vkc.host_call` (the host fallback: a region of aten/quant ops, run
+  by the reference interpreter between two submissions, reading its `ins` buffers
+  and writing its `outs` buffers once each; ended by `vkc.host_yield`) and
+  `vkc.output` (a buffer read back as a result tensor).
 
 Buffers follow the kernel ABI of qopt/kernels/spec.py: f32 for float tensors, i32
 for integer, boolean and quantized activations, ui32 words for packed weights. The
