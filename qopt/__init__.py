@@ -141,6 +141,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    fallback: bool | None = None,
     **unknown: Any,
 ) -> CoremlArtifact: ...
 
@@ -160,6 +161,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    fallback: bool | None = None,
     **unknown: Any,
 ) -> VulkanArtifact: ...
 
@@ -179,6 +181,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    fallback: bool | None = None,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact: ...
 
@@ -197,6 +200,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    fallback: bool | None = None,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact:
     """Import a program and compile it for `target`: the target's pipeline
@@ -223,6 +227,10 @@ def compile(
             first call.
         validation: Vulkan only. Enable the Vulkan validation layers (default:
             `$QOPT_VULKAN_VALIDATION`).
+        fallback: Vulkan only. Run ops without a Vulkan kernel on the host, by the
+            reference interpreter, between the device's work (their inputs downloaded
+            and results uploaded once per call; `artifact.fallback_ops` lists them with
+            those bytes); default False: such ops are an error listing them all.
         trust_pickle: let a `.pt2` unpickle anything (only for files you trust;
             default: torch's restricted unpickler and torchao's tensor subclasses).
         limits: bounds on what a `.pt2` may declare (`qopt.Limits`, or
@@ -259,6 +267,7 @@ def compile(
         "dynamic_activations": dynamic_activations,
         "device": device,
         "validation": validation,
+        "fallback": fallback,
     }
     options.check_target_options(target, given)
     if target == "coreml":
@@ -279,13 +288,19 @@ def compile(
         activations = options.dynamic_activations(dynamic_activations)
         return compile_coreml(module, opset, precision, names, state_form, activations)
     vulkan_device = options.device(device)
+    host_fallback = options.fallback(fallback)
     module = _import(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
         dynamic_sizes=dynamic_sizes,
     )  # fmt: skip
     from qopt.backends.vulkan import compile_vulkan  # qopt-vulkan, then the artifact
 
-    return compile_vulkan(module, vulkan_device, None if validation is None else bool(validation))
+    return compile_vulkan(
+        module,
+        vulkan_device,
+        None if validation is None else bool(validation),
+        host_fallback,
+    )
 
 
 def read_mlpackage(path: Any) -> ModuleOp:

@@ -29,7 +29,7 @@ TARGET_OPTIONS = {
         "states",
         "dynamic_activations",
     ),
-    "vulkan": ("device", "validation"),
+    "vulkan": ("device", "validation", "fallback"),
 }
 COMMON_OPTIONS = ("trust_pickle", "limits", "dynamic_sizes")
 
@@ -161,6 +161,15 @@ def device(value: object) -> str | int | None:
     )
 
 
+def fallback(value: object) -> bool:
+    """The host fallback of the Vulkan target: True or False (None: False)."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    raise QoptError(f"fallback is True or False, got {type(value).__name__}")
+
+
 __all__ = [
     "COMMON_OPTIONS",
     "COMPUTE_PRECISIONS",
@@ -173,5 +182,6 @@ __all__ = [
     "compute_precision",
     "deployment_target",
     "device",
+    "fallback",
     "output_names",
 ]

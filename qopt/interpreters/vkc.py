@@ -17,6 +17,12 @@ a writable array of the buffer's 32-bit ABI type, which the dispatches then upda
 in place, as the device updates its state buffer; `State.read` gives it back in the
 global's dtype. So `qopt.session(vkc_module)` keeps a KV cache between calls
 exactly as a Vulkan session does.
+
+A host segment (`vkc.host_call`, the fallback for ops without a kernel) reads its
+`ins` buffers as tensors (`tensor_from_words`), runs its body with the reference
+semantics of its ops and writes each result into its `outs` buffer
+(`words_from_tensor`): the same two conversions the Vulkan runtime makes around
+the segment between two submissions.
 """
 
 from __future__ import annotations
@@ -24,9 +30,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Operation
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.ir import Attribute, Operation
 
 from qopt.dialects import vkc
 from qopt.dialects.tensors import dtype_of, shape_of
@@ -39,6 +54,37 @@ from qopt.kernels.abi import NUMPY_DTYPES, narrow
 
 def buffer_dtype(type: vkc.BufferType) -> np.dtype:
     return NUMPY_DTYPES[type.dtype]
+
+
+def tensor_from_words(words: np.ndarray, type: Attribute) -> np.ndarray:
+    """The tensor of `type` held in a buffer's 32-bit ABI `words` (a copy: its first
+    numel words, row-major, cast to the tensor's dtype)."""
+    assert isinstance(type, TensorType)
+    shape = tuple(int(d) for d in type.get_shape())
+    count = int(np.prod(shape, dtype=np.int64))
+    flat = np.asarray(words).reshape(-1)[:count]
+    return flat.astype(dtype_of(type)).reshape(shape)
+
+
+def words_from_tensor(array: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    """A tensor as flat 32-bit ABI words of `dtype` (integers must fit i32)."""
+    return narrow(np.asarray(array), dtype, what).reshape(-1)
+
+
+def run_host_call(interpreter: Interpreter, op: vkc.HostCallOp, buffers: list[np.ndarray]) -> None:
+    """Run host segment `op` on its flat buffers (`ins` then `outs`, as bound): read
+    every `ins` buffer, run the body, then write every `outs` buffer in place."""
+    count = len(op.ins)
+    args = [
+        tensor_from_words(words, arg.type)
+        for words, arg in zip(buffers[:count], op.body.block.args, strict=True)
+    ]
+    results = interpreter.run_ssacfg_region(op.body, tuple(args), "vkc.host_call")
+    for i, (out, value, target) in enumerate(zip(op.outs, results, buffers[count:], strict=True)):
+        type: Any = out.type
+        what = f"result {i} of the host segment at {where(op)}"
+        words = words_from_tensor(value, buffer_dtype(type), what)
+        target.reshape(-1)[: words.size] = words
 
 
 def slot_sizes(func: Operation) -> dict[int, int]:
@@ -177,6 +223,19 @@ class VkcFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: vkc.BarrierOp, args: PythonValues
     ) -> PythonValues:
         return ()
+
+    @impl(vkc.HostCallOp)
+    def run_host_call(
+        self, interpreter: Interpreter, op: vkc.HostCallOp, args: PythonValues
+    ) -> PythonValues:
+        run_host_call(interpreter, op, list(args))
+        return ()
+
+    @impl_terminator(vkc.HostYieldOp)
+    def run_host_yield(
+        self, interpreter: Interpreter, op: vkc.HostYieldOp, args: PythonValues
+    ) -> tuple[ReturnedValues, PythonValues]:
+        return ReturnedValues(args), ()
 
     @impl(vkc.OutputOp)
     def run_output(

@@ -9,8 +9,9 @@ and `qopt.backends.coreml.compile_coreml` all run them.
     qopt-coreml{target=iOS18 compute-precision=fp32}
         fuse-quant, fold-constants, convert-to-coreml{target=...}
         [, coreml-fp16 when compute-precision=fp16]
-    qopt-vulkan
-        fuse-quant, fold-constants, convert-to-vkc
+    qopt-vulkan{fallback=true}
+        fuse-quant, fold-constants, convert-to-vkc{fallback=...},
+        vkc-plan-buffers, vkc-insert-barriers
 """
 
 from __future__ import annotations
@@ -90,6 +91,10 @@ class QoptVulkanPipeline(ModulePass):
 
     name = "qopt-vulkan"
 
+    fallback: bool = False
+    """Run ops without a Vulkan kernel on the host (convert-to-vkc's option of the same
+    name; `qopt.compile(..., fallback=True)`, `qopt-opt --host-fallback`)."""
+
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
         from qopt.lowering.fold_constants import FoldConstantsPass
@@ -100,7 +105,7 @@ class QoptVulkanPipeline(ModulePass):
         return [
             FuseQuantPass(),
             FoldConstantsPass(),
-            ConvertToVkcPass(schedule=False),
+            ConvertToVkcPass(schedule=False, fallback=self.fallback),
             VkcPlanBuffersPass(),
             VkcInsertBarriersPass(),
         ]

@@ -6,7 +6,10 @@ What a dispatch reads and writes comes from its kernel symbol's typed signature
 (`#vkc.binding<..., write>` on `vkc.kernel`); memory is a buffer seen through its
 views, or a whole memory slot for planned buffers (run vkc-plan-buffers first).
 Barriers already in the function are kept and count as synchronisation points, so
-the pass can run again without adding any.
+the pass can run again without adding any. A host segment (`vkc.host_call`) is one
+too: the device work before it finishes before the host reads its buffers, and the
+work after it starts in a new submission, after the host wrote its results; no
+barrier is needed on either side of it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def insert_barriers(function: func.FuncOp) -> int:
     read: set[object] = set()
     added = 0
     for op in list(block.ops):
-        if isinstance(op, vkc.BarrierOp):
+        if isinstance(op, vkc.BarrierOp | vkc.HostCallOp):
             written, read = set(), set()
             continue
         if not isinstance(op, vkc.DispatchOp):

@@ -9,7 +9,9 @@ output uses gets a slot
 (`vkc.alloc {slot = n}`), greedily in order of first use, best fit: a slot is free
 for a buffer when the last use of everything placed in it comes before the
 buffer's first use (a use through `vkc.view` counts as a use of the viewed
-buffer; an output keeps its buffer alive to the end). The function records its
+buffer; an output keeps its buffer alive to the end; a host segment,
+`vkc.host_call`, uses its `ins` and `outs` buffers at its place, so an `outs` buffer
+never shares memory with an `ins` buffer of the same call). The function records its
 planned and unplanned bytes (`vkc.planned_bytes`, `vkc.unplanned_bytes`).
 
 Run it before vkc-insert-barriers: buffers sharing a slot are one memory to the
@@ -39,6 +41,7 @@ VKC_BODY = (
     vkc.ConstantOp,
     vkc.StateOp,
     vkc.DispatchOp,
+    vkc.HostCallOp,
     vkc.OutputOp,
 )
 
@@ -66,7 +69,7 @@ def plan_buffers(ops: list[Operation]) -> dict[str, int]:
             if not op.is_status:  # a status buffer keeps its own memory (never a slot)
                 allocs.append(op)
             continue
-        if isinstance(op, vkc.DispatchOp | vkc.OutputOp):
+        if isinstance(op, vkc.DispatchOp | vkc.OutputOp | vkc.HostCallOp):
             for operand in op.operands:
                 root = vkc.root_buffer(operand)
                 if isinstance(root.owner, vkc.AllocOp):

@@ -24,6 +24,7 @@ from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -170,6 +171,14 @@ class QoptOptMain(xDSLOptMain):
             action="store_true",
             help="allow unrestricted unpickling of .pt2 weights (only for trusted files)",
         )
+        arg_parser.add_argument(
+            "--host-fallback",
+            default=False,
+            action="store_true",
+            help="run ops without a Vulkan kernel on the host, by the reference "
+            "interpreter, between the device's work: sets fallback=true on the "
+            "qopt-vulkan and convert-to-vkc passes of -p",
+        )
         weights = arg_parser.add_mutually_exclusive_group()
         weights.add_argument(
             "--print-weights",
@@ -230,6 +239,8 @@ class QoptOptMain(xDSLOptMain):
                 f"(and xDSL's {len(xdsl)} passes, listed by --help)"
             )
         super().setup_pipeline()
+        if self.args.host_fallback:
+            self.pipeline = with_host_fallback(self.pipeline)
 
     @property
     def limits(self) -> Limits:
@@ -324,6 +335,26 @@ class QoptOptMain(xDSLOptMain):
             raise
         if self._output is not None:
             self._output.commit()
+
+
+def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:
+    """`pipeline` with `fallback=true` on its qopt-vulkan and convert-to-vkc passes
+    (`--host-fallback`); QoptError if it has neither."""
+    from qopt.errors import QoptError
+    from qopt.lowering.convert_to_vkc import ConvertToVkcPass
+    from qopt.lowering.pipelines import QoptVulkanPipeline
+
+    vulkan = ConvertToVkcPass | QoptVulkanPipeline
+    passes = tuple(
+        dataclasses.replace(p, fallback=True) if isinstance(p, vulkan) else p
+        for p in pipeline.passes
+    )
+    if not any(isinstance(p, vulkan) for p in passes):
+        raise QoptError(
+            "--host-fallback applies to the Vulkan lowering: -p names neither qopt-vulkan "
+            "nor convert-to-vkc"
+        )
+    return dataclasses.replace(pipeline, passes=passes)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

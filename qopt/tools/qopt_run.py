@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         "reference (exit 1 if a kernel declared bit-exact differs)",
     )
     parser.add_argument(
+        "--host-fallback",
+        default=False,
+        action="store_true",
+        help="with --device vulkan on an .mlir/.pt2 input: run ops without a Vulkan kernel "
+        "on the host (qopt-vulkan{fallback=true})",
+    )
+    parser.add_argument(
         "--trust-pickle",
         default=False,
         action="store_true",
@@ -169,10 +176,11 @@ def run_vulkan(
     check: bool = False,
     limits: Limits = DEFAULT_LIMITS,
     method: str | None = None,
+    fallback: bool = False,
 ) -> tuple[np.ndarray, ...]:
-    """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan, on the
-    Vulkan device (with `check`, first compared dispatch by dispatch with the
-    kernels' references)."""
+    """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan (with
+    `fallback`: ops without a kernel on the host), on the Vulkan device (with `check`,
+    first compared dispatch by dispatch with the kernels' references)."""
     from qopt.backends.vulkan.artifact import VulkanArtifact, compile_artifact
     from qopt.backends.vulkan.runtime import vulkan_available
 
@@ -186,7 +194,7 @@ def run_vulkan(
             from qopt.context import make_context
             from qopt.lowering.pipelines import QoptVulkanPipeline
 
-            QoptVulkanPipeline().apply(make_context(), module)
+            QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
         artifact = compile_artifact(module)
     with artifact:
         if check:
@@ -247,7 +255,7 @@ def run_generate(args: argparse.Namespace) -> None:
             from qopt.lowering.pipelines import QoptVulkanPipeline
 
             if not any(op.name == "vkc.dispatch" for op in module.walk()):
-                QoptVulkanPipeline().apply(make_context(), module)
+                QoptVulkanPipeline(fallback=args.host_fallback).apply(make_context(), module)
             runner = compile_artifact(module).session()
         else:
             runner = session(module)
@@ -276,6 +284,7 @@ def run(args: argparse.Namespace) -> None:
             args.check_dispatches,
             args.limits,
             args.function,
+            args.host_fallback,
         )
     elif os.path.splitext(args.input_file)[1] == ".qvk":
         raise QoptError(

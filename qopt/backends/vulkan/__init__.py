@@ -13,18 +13,23 @@ if TYPE_CHECKING:
 
 
 def compile_vulkan(
-    module: ModuleOp, device: str | int | None = None, validation: bool | None = None
+    module: ModuleOp,
+    device: str | int | None = None,
+    validation: bool | None = None,
+    fallback: bool = False,
 ) -> VulkanArtifact:
     """Run `qopt-vulkan` on `module` in place (import level, or already fused:
     fuse-quant leaves qfused ops as they are) and return the callable artifact
     (`.module`, `.save(path)`, `artifact(*inputs)`, `.close()`), its kernels
     compiled to SPIR-V. The device opens on the first call (`device`: index or
-    name substring; default `$QOPT_VULKAN_DEVICE` or the first compute-capable one)."""
+    name substring; default `$QOPT_VULKAN_DEVICE` or the first compute-capable one).
+    `fallback`: ops without a Vulkan kernel run on the host (`artifact.fallback_ops`)
+    instead of being an error."""
     from qopt.backends.vulkan.artifact import compile_artifact
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptVulkanPipeline
 
-    QoptVulkanPipeline().apply(make_context(), module)
+    QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
     return compile_artifact(module, device, validation)
 
 

@@ -20,6 +20,14 @@ waits, raises QoptError naming the op if a kernel found an index out of range
 itself, `artifact(*inputs, method=None)`, runs one call on a fresh state (its own
 session, reset before each call). `close()` frees every Vulkan object (also on
 `with` exit); the sessions of a closed artifact cannot run any more.
+
+Host segments (`vkc.host_call`, the host fallback for ops without a kernel) split a
+method's dispatches into several command buffers: a call submits the dispatches
+before a segment and waits, checks their index status words, downloads the buffers
+the segment reads (once each; a constant is read from the program's host copy),
+runs the segment with the reference interpreter (qopt/backends/vulkan/host.py),
+uploads its results (once each) and goes on with the next command buffer.
+`artifact.fallback_ops` lists the ops run so, with their transfer bytes.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from xdsl.dialects.builtin import ModuleOp
 from qopt.backends import format_bytes, format_method, format_tensor
 from qopt.backends.vulkan.bundle import (
     BundleProgram,
+    FallbackOp,
+    HostCall,
     Method,
     StatusCheck,
     abi_numpy,
@@ -102,6 +112,13 @@ class VulkanArtifact:
     def kernel_names(self) -> list[str]:
         return self.program.kernel_names()
 
+    @property
+    def fallback_ops(self) -> list[FallbackOp]:
+        """Every op the program runs on the host (compiled with fallback=True), with
+        the bytes its host segment downloads and uploads per call (one line each with
+        `str()`); empty when every op has a Vulkan kernel."""
+        return self.program.fallback_ops()
+
     def __repr__(self) -> str:
         program = self.program
         constants = sum(c.nbytes for c in program.constants)
@@ -118,6 +135,7 @@ class VulkanArtifact:
             lines.append("  " + format_method(method.name, inputs, outputs))
         if program.states:
             lines.append(f"  states: {', '.join(self.state_names)}")
+        lines.extend(f"  {op}" for op in self.fallback_ops)
         return "\n".join(lines)
 
     @property
@@ -283,28 +301,60 @@ class VulkanSession:
         count = numel(entry.shape)
         return words[:count].astype(np.dtype(entry.dtype)).reshape(tuple(entry.shape))
 
-    def _recording(self, method: Method) -> Any:
-        """The command buffer of `method` on this session's buffers (recorded once)."""
+    def _recording(self, method: Method) -> list[Any]:
+        """The parts of `method` on this session's buffers (recorded once): command
+        buffers of its dispatches, and the host segments between them (HostCall)."""
         recorded = self._recorded.get(method.name)
         if recorded is None:
             from qopt.backends.vulkan.runtime import Dispatch
 
             program = self._artifact.program
-            dispatches = []
-            for step in program.method_steps(method):
-                entry = program.kernels[step.kernel]
-                dispatches.append(
-                    Dispatch(
-                        kernel_spec(entry.kernel),
-                        [self._buffers[i] for i in step.buffers],
-                        push=step.push,
-                        spec=entry.spec,
-                        groups=(step.groups[0], step.groups[1], step.groups[2]),
+            steps = program.method_steps(method)
+            calls = program.method_host_calls(method)
+
+            def record(lo: int, hi: int) -> Any:
+                dispatches = []
+                for step in steps[lo:hi]:
+                    entry = program.kernels[step.kernel]
+                    dispatches.append(
+                        Dispatch(
+                            kernel_spec(entry.kernel),
+                            [self._buffers[i] for i in step.buffers],
+                            push=step.push,
+                            spec=entry.spec,
+                            groups=(step.groups[0], step.groups[1], step.groups[2]),
+                        )
                     )
-                )
-            recorded = self._device.program(dispatches, timestamps=True)
+                return self._device.program(dispatches, timestamps=True)
+
+            if not calls:
+                recorded = [record(0, len(steps))]
+            else:  # command buffers between the host segments
+                recorded = []
+                cuts = sorted({0, *(c.at for c in calls), len(steps)})
+                try:
+                    for lo, hi in zip(cuts, [*cuts[1:], len(steps)], strict=True):
+                        recorded.extend(c for c in calls if c.at == lo)
+                        if hi > lo:
+                            recorded.append(record(lo, hi))
+                except BaseException:
+                    for part in recorded:
+                        if not isinstance(part, HostCall):
+                            part.close()
+                    raise
             self._recorded[method.name] = recorded
         return recorded
+
+    def _host_call(self, call: HostCall) -> None:
+        """Run host segment `call`: download what it reads, run it, upload its results."""
+        from qopt.backends.vulkan.host import run_host_call
+
+        run_host_call(
+            self._artifact.program,
+            call,
+            lambda b, dtype, count: self._buffers[b].read(dtype, count),
+            lambda b, words: self._buffers[b].write(words),
+        )
 
     def run(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
         """Run `method` (the only one, or `forward`, by default) on numpy or torch inputs;
@@ -328,10 +378,17 @@ class VulkanSession:
             checks = artifact._checks[m.name]
             for check in checks:
                 self._buffers[check.buffer].write(zero)
-            artifact.last_times = recorded.submit()
-            for check in checks:
-                if int(self._buffers[check.buffer].read(np.uint32, 1)[0]) != 0:
-                    raise check.error()
+            times: list[float] | None = []
+            for part in recorded:
+                if isinstance(part, HostCall):
+                    self._host_call(part)
+                    continue
+                part_times = part.submit()
+                times = None if times is None or part_times is None else times + part_times
+                for check in checks:  # before a host segment reads what they guard
+                    if int(self._buffers[check.buffer].read(np.uint32, 1)[0]) != 0:
+                        raise check.error()
+            artifact.last_times = times
             outputs = []
             for tensor in program.method_outputs(m):
                 want = np.dtype(tensor.dtype)
@@ -349,7 +406,9 @@ class VulkanSession:
         if self._device is None or self._device._closed:
             return
         for recorded in self._recorded.values():
-            recorded.close()
+            for part in recorded:
+                if not isinstance(part, HostCall):
+                    part.close()
         self._recorded.clear()
         for buf in self._states:
             buf.free()

@@ -8,6 +8,9 @@ difference names the kernel that computes differently on this device (rather
 than the first place an upstream difference became visible). Used by
 `qopt-run --check-dispatches` and the Vulkan tests.
 
+Host segments (the host fallback) run on the host memory at their place, as the
+artifact runs them between its submissions; only dispatches are compared.
+
 Index status words (the "status" buffers of gather_rows and the embeddings) start
 at 0 and are compared like any written binding; when the reference and the device
 agree that a dispatch found an index out of range, the check stops with the
@@ -109,6 +112,13 @@ def _host_buffers(
     return memory
 
 
+_NAMES = {np.dtype(v): k for k, v in _WORD.items()}
+
+
+def _write_words(memory: np.ndarray, words: np.ndarray) -> None:
+    _words(memory, _NAMES[words.dtype])[: words.size] = words
+
+
 def _words(memory: np.ndarray, dtype: str) -> np.ndarray:
     raw = memory.view(np.uint8)
     usable = raw[: raw.size // 4 * 4]
@@ -140,8 +150,24 @@ def check_dispatches(
     own = device is None
     dev = VulkanDevice() if own else device
     reports: list[StepReport] = []
+    calls = program.method_host_calls(entry_point)
+
+    def host_calls_at(index: int) -> None:
+        from qopt.backends.vulkan.host import run_host_call
+
+        for call in calls:
+            if call.at == index:
+                run_host_call(
+                    program,
+                    call,
+                    lambda b, dtype, count: _words(memory[b], _NAMES[dtype])[:count].copy(),
+                    lambda b, words: _write_words(memory[b], words),
+                )
+
+    steps = program.method_steps(entry_point)
     try:
-        for index, step in enumerate(program.method_steps(entry_point)):
+        for index, step in enumerate(steps):
+            host_calls_at(index)
             entry = program.kernels[step.kernel]
             spec = kernel(entry.kernel)
             # The device runs this one dispatch from the reference's state.
@@ -196,6 +222,8 @@ def check_dispatches(
                 raise flagged.error()
             if reports and stop_at_first:
                 break
+        else:
+            host_calls_at(len(steps))
     finally:
         if own:
             dev.close()

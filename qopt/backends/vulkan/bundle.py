@@ -30,6 +30,18 @@ its position among that method's arguments. `states` lists each state: its name
 dtype, and the constant holding its initial value in 32-bit words (null: zeros).
 Dispatches write only transient and state buffers.
 
+Version 4 bundles hold host segments (`host_calls`, the host fallback of
+convert-to-vkc for ops without a kernel): each names its method, the dispatch
+`at` it runs before (its position among the method's dispatches; the method's
+count: after the last), the buffers it `reads` and `writes`, the ops it runs
+(`ops`: one printable line each, for reports and errors) and its IR: the MLIR
+text of one `func.func` whose arguments are the tensors read (in `reads` order)
+and whose results are the tensors written (in `writes` order). The IR is data:
+it is parsed with qopt's own dialects (never evaluated as code), bounded by the
+limits, verified, and every op in it must be one of `vkc.host_op_allowed` (aten
+and quant ops, whose reference semantics the runtime runs). A bundle without
+host segments is written as version 3, which older readers read.
+
 The manifest also names the qopt that wrote the bundle (`qopt_version`, since qopt
 0.1.0; informative: a reader checks the format `version`, and ignores it).
 
@@ -55,6 +67,7 @@ from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp, TensorType
 from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
+from qopt.backends.vulkan.host import segment_text
 from qopt.dialects import vkc
 from qopt.dialects.signature import logical_methods, pick_function
 from qopt.dialects.tensors import numel
@@ -68,9 +81,13 @@ from qopt.resources import elements_array
 from qopt.version import qopt_version
 
 MAGIC = b"QVKB"
-VERSION = 3
+VERSION = 4
 """2: the "status" buffer kind (index status words of gather_rows and the embeddings);
-3: methods (several entry points) and states (the "state" buffer kind)."""
+3: methods (several entry points) and states (the "state" buffer kind); 4: host
+segments (`host_calls`)."""
+MIN_VERSION = 3
+"""The oldest version this qopt reads (a bundle is written as the oldest version
+that holds what it uses: 3 without host segments)."""
 MAX_WHAT = 400
 """Longest `what` of a status buffer a bundle may carry (it goes into an error message)."""
 MAX_NAME = 400
@@ -116,6 +133,54 @@ class StateEntry:
 
 
 @dataclass
+class HostCall:
+    """A host segment of method `method`, run before its dispatch `at`: it reads
+    buffers `reads` into the arguments of the function in `ir` (MLIR text), runs it
+    with the reference interpreter and writes its results into buffers `writes`;
+    `ops` describes the ops it runs (`'aten.cumsum' at model.py:12`)."""
+
+    method: int
+    at: int
+    reads: list[int]
+    writes: list[int]
+    ir: str
+    ops: list[str]
+    segment: Any = field(default=None, compare=False, repr=False)
+    """The parsed `ir` (a `HostSegmentIR`), set by `check_program`."""
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "at": self.at,
+            "reads": self.reads,
+            "writes": self.writes,
+            "ir": self.ir,
+            "ops": self.ops,
+        }
+
+
+@dataclass(frozen=True)
+class FallbackOp:
+    """One op a Vulkan program runs on the host (`artifact.fallback_ops`): `op`
+    (`'aten.cumsum' at model.py:12`), its method, its host segment (index among the
+    program's segments) and the bytes that segment moves per call: `download_bytes`
+    read back from the device, `upload_bytes` written to it (shared by the ops of one
+    segment; constants are read from the host's copy, not downloaded)."""
+
+    op: str
+    method: str
+    segment: int
+    download_bytes: int
+    upload_bytes: int
+
+    def __str__(self) -> str:
+        return (
+            f"host fallback: {self.op} (method {self.method}, host segment {self.segment}: "
+            f"{self.download_bytes} bytes down, {self.upload_bytes} bytes up per call)"
+        )
+
+
+@dataclass
 class Method:
     """An entry point: its steps, inputs and outputs as [start, stop) ranges of the
     program's lists."""
@@ -142,6 +207,31 @@ class BundleProgram:
     steps: list[Step] = field(default_factory=list)
     states: list[StateEntry] = field(default_factory=list)
     methods: list[Method] = field(default_factory=list)
+    host_calls: list[HostCall] = field(default_factory=list)
+    """Host segments, by method and then position (version 4)."""
+
+    def method_host_calls(self, method: Method) -> list[HostCall]:
+        index = self.methods.index(method)
+        return [h for h in self.host_calls if h.method == index]
+
+    def transfer_bytes(self, call: HostCall) -> tuple[int, int]:
+        """(download, upload) bytes of one host segment per call: its non-constant
+        reads, its writes."""
+        down = sum(
+            int(self.buffers[b]["nbytes"])
+            for b in call.reads
+            if self.buffers[b]["kind"] != "constant"
+        )
+        return down, sum(int(self.buffers[b]["nbytes"]) for b in call.writes)
+
+    def fallback_ops(self) -> list[FallbackOp]:
+        """Every op the program runs on the host, with its segment's transfer bytes."""
+        found = []
+        for i, call in enumerate(self.host_calls):
+            down, up = self.transfer_bytes(call)
+            name = self.methods[call.method].name
+            found.extend(FallbackOp(op, name, i, down, up) for op in call.ops)
+        return found
 
     def kernel_names(self) -> list[str]:
         return sorted({k.kernel for k in self.kernels})
@@ -353,6 +443,17 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
                         len(program.outputs) - starts[2],
                     )
                 )
+            elif isinstance(op, vkc.HostCallOp):
+                program.host_calls.append(
+                    HostCall(
+                        method_index,
+                        len(program.steps) - starts[0],
+                        [ids[b] for b in op.ins],
+                        [ids[b] for b in op.outs],
+                        segment_text(op),
+                        [where(o) for o in op.segment_ops()],
+                    )
+                )
             elif isinstance(op, vkc.BarrierOp | func.ReturnOp):
                 continue
             else:
@@ -422,7 +523,6 @@ def bundle_bytes(program: BundleProgram) -> bytes:
         constants.append({"dtype": words.dtype.name, **add(words.tobytes())})
     manifest = {
         "magic": "qopt-vkbundle",
-        "version": VERSION,
         "qopt_version": qopt_version(),
         "kernels": kernels,
         "constants": constants,
@@ -434,8 +534,12 @@ def bundle_bytes(program: BundleProgram) -> bytes:
         "states": [vars(e) for e in program.states],
         "methods": [vars(m) for m in program.methods],
     }
+    version = VERSION if program.host_calls else MIN_VERSION
+    if program.host_calls:
+        manifest["host_calls"] = [h.manifest() for h in program.host_calls]
+    manifest["version"] = version
     text = json.dumps(manifest, sort_keys=True).encode()
-    return _HEADER.pack(MAGIC, VERSION, len(text)) + text + b"".join(blobs)
+    return _HEADER.pack(MAGIC, version, len(text)) + text + b"".join(blobs)
 
 
 def _int(value: Any, what: str, low: int = 0, high: int | None = None) -> int:
@@ -712,6 +816,97 @@ def check_program(program: BundleProgram, path: str, limits: Limits = DEFAULT_LI
                     f"{what}: kernel {entry.kernel} writes binding {binding.name} into "
                     f"{kind} buffer {b} (only transient and state buffers are written)"
                 )
+    _check_host_calls(program, path, methods, sizes, limits, device_bytes)
+
+
+def _check_host_calls(
+    program: BundleProgram,
+    path: str,
+    methods: list[Method],
+    sizes: list[int],
+    limits: Limits,
+    device_bytes: int,
+) -> None:
+    """Host segments in method and position order, each reading buffers that are not
+    status words and writing distinct transient buffers it does not read, its IR
+    parsed and checked (`host.parse_segment`) with one tensor per buffer that fits
+    it (a constant read must hold the tensor's ABI type) and whose values need no more
+    host memory than the program's device memory (plus `expansion_slack_bytes`); sets
+    each call's `segment`."""
+    from qopt.backends.vulkan.host import parse_segment
+    from qopt.dtypes import numpy_dtype
+
+    calls = _list(program.host_calls, f"'{path}': host segments")
+    limits.check(f"'{path}': the number of host segments", len(calls), "max_dispatches")
+    last = (0, 0)
+    for i, call in enumerate(calls):
+        what = f"'{path}': host segment {i}"
+        if not isinstance(call, HostCall):
+            raise QoptError(f"{what} must be an object")
+        m = _int(call.method, f"{what}'s method", 0, len(methods) - 1)
+        count = methods[m].steps[1] - methods[m].steps[0]
+        at = _int(call.at, f"{what}'s position", 0, count)
+        if (m, at) < last:
+            raise QoptError(f"{what}: host segments must be in method and position order")
+        last = (m, at)
+        reads = _list(call.reads, f"{what}'s reads")
+        writes = _list(call.writes, f"{what}'s writes")
+        for b in (*reads, *writes):
+            _int(b, f"{what}'s buffer id", 0, len(program.buffers) - 1)
+        if any(program.buffers[b]["kind"] == "status" for b in reads):
+            raise QoptError(f"{what}: it reads a status buffer (read only by its kernel)")
+        if not writes or len(set(writes)) != len(writes) or set(writes) & set(reads):
+            raise QoptError(f"{what}: it writes distinct buffers, at least one, none it reads")
+        for b in writes:
+            if program.buffers[b]["kind"] not in ("alloc", "slot"):
+                raise QoptError(
+                    f"{what}: it writes {program.buffers[b]['kind']} buffer {b} (a host segment "
+                    "writes only transient buffers)"
+                )
+        ops = _list(call.ops, f"{what}'s ops")
+        limits.check(f"{what}: its ops", len(ops), "max_graph_nodes")
+        for text in ops:
+            if not isinstance(text, str) or len(text) > MAX_WHAT or not text.isprintable():
+                raise QoptError(
+                    f"{what}: each of its ops is named by one printable line of at most "
+                    f"{MAX_WHAT} characters"
+                )
+        segment = parse_segment(call.ir, what, limits, device_bytes + limits.expansion_slack_bytes)
+        types = [(t, "argument") for t in segment.input_types]
+        types += [(t, "result") for t in segment.result_types]
+        if len(segment.input_types) != len(reads) or len(segment.result_types) != len(writes):
+            raise QoptError(
+                f"{what}: its function takes {len(segment.input_types)} tensors and gives "
+                f"{len(segment.result_types)} for {len(reads)} buffers read and {len(writes)} "
+                "written"
+            )
+        for (t, kind), b in zip(types, [*reads, *writes], strict=True):
+            dims = [int(d) for d in t.get_shape()]
+            limits.check(f"{what}'s rank", len(dims), "max_tensor_rank")
+            numel = 1
+            for d in dims:
+                numel *= d
+            limits.check(f"{what}'s elements", numel, "max_tensor_elements")
+            try:
+                dtype = numpy_dtype(t.get_element_type()).name
+            except (ValueError, KeyError, TypeError):
+                dtype = str(t.get_element_type())
+            if dtype not in TENSOR_DTYPES:
+                raise QoptError(f"{what}: a {kind} of dtype {dtype[:20]!r} is no tensor dtype")
+            if max(numel, 1) > sizes[b]:
+                raise QoptError(
+                    f"{what}: a {kind} of {numel} elements does not fit buffer {b} "
+                    f"({sizes[b]} words)"
+                )
+            record = program.buffers[b]
+            if record["kind"] == "constant":
+                words = program.constants[record["constant"]]
+                if words.dtype != abi_numpy(dtype):
+                    raise QoptError(
+                        f"{what}: it reads constant buffer {b} ({words.dtype}) as {dtype}, "
+                        f"which travels as {abi_numpy(dtype)}"
+                    )
+        call.segment = segment
 
 
 def load_bundle(
@@ -725,10 +920,10 @@ def load_bundle(
     magic, version, size = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise QoptError(f"'{path}' is not a qopt Vulkan bundle (bad magic {magic!r})")
-    if version != VERSION:
+    if not MIN_VERSION <= version <= VERSION:
         raise QoptError(
-            f"'{path}' is a version {version} Vulkan bundle; this qopt reads version "
-            f"{VERSION}: recompile it with `qopt-opt ... -t vkbundle`"
+            f"'{path}' is a version {version} Vulkan bundle; this qopt reads versions "
+            f"{MIN_VERSION} to {VERSION}: recompile it with `qopt-opt ... -t vkbundle`"
         )
     limits.check(f"'{path}': its manifest's size", size, "max_manifest_bytes")
     start = _HEADER.size + size
@@ -798,6 +993,16 @@ def load_bundle(
         program.methods = [
             Method(**_record(m, f"'{path}': method", {"name", "steps", "inputs", "outputs"}))
             for m in _list(manifest["methods"], f"'{path}': methods")
+        ]
+        if "host_calls" in manifest and version < 4:
+            raise QoptError(f"'{path}': host segments need a version 4 bundle")
+        program.host_calls = [
+            HostCall(
+                **_record(
+                    h, f"'{path}': host segment", {"method", "at", "reads", "writes", "ir", "ops"}
+                )
+            )
+            for h in _list(manifest.get("host_calls", []), f"'{path}': host segments")
         ]
     except TypeError as e:  # unknown keys
         raise QoptError(f"'{path}' has a corrupted manifest: {e}") from None

@@ -21,7 +21,10 @@ A vkc module holds
   after it: `what` names the op it guards), `vkc.view` (the same
   memory with another shape), `vkc.dispatch` (a kernel call: bound buffers,
   push constants, workgroup counts), `vkc.barrier` (a compute-to-compute memory
-  barrier) and `vkc.output` (a buffer read back as a result tensor).
+  barrier), `vkc.host_call` (the host fallback: a region of aten/quant ops, run
+  by the reference interpreter between two submissions, reading its `ins` buffers
+  and writing its `outs` buffers once each; ended by `vkc.host_yield`) and
+  `vkc.output` (a buffer read back as a result tensor).
 
 Buffers follow the kernel ABI of qopt/kernels/spec.py: f32 for float tensors, i32
 for integer, boolean and quantized activations, ui32 words for packed weights. The
@@ -57,15 +60,19 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from qopt.dialects.vkc.ops import (
+    HOST_DIALECTS,
     AllocOp,
     BarrierOp,
     ConstantOp,
     DispatchOp,
+    HostCallOp,
+    HostYieldOp,
     InputOp,
     KernelOp,
     OutputOp,
     StateOp,
     ViewOp,
+    host_op_allowed,
     root_buffer,
     writable,
 )
@@ -83,12 +90,25 @@ from qopt.dialects.vkc.types import (
 
 Vkc = Dialect(
     "vkc",
-    [KernelOp, InputOp, OutputOp, ConstantOp, AllocOp, StateOp, ViewOp, DispatchOp, BarrierOp],
+    [
+        KernelOp,
+        InputOp,
+        OutputOp,
+        ConstantOp,
+        AllocOp,
+        StateOp,
+        ViewOp,
+        DispatchOp,
+        BarrierOp,
+        HostCallOp,
+        HostYieldOp,
+    ],
     [BufferType, BindingAttr, PushAttr],
 )
 
 __all__ = [
     "BINDING_DTYPES",
+    "HOST_DIALECTS",
     "PUSH_KINDS",
     "ROW_MAJOR",
     "AllocOp",
@@ -97,6 +117,8 @@ __all__ = [
     "BufferType",
     "ConstantOp",
     "DispatchOp",
+    "HostCallOp",
+    "HostYieldOp",
     "InputOp",
     "KernelOp",
     "OutputOp",
@@ -107,6 +129,7 @@ __all__ = [
     "abi_element",
     "binding_accepts",
     "dtype_name",
+    "host_op_allowed",
     "root_buffer",
     "writable",
 ]

@@ -23,17 +23,19 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
-from xdsl.traits import SymbolOpInterface, SymbolTable
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
@@ -470,3 +472,109 @@ class BarrierOp(IRDLOperation):
 
     name = "vkc.barrier"
     assembly_format = "attr-dict"
+
+
+# ----- host fallback ----------------------------------------------------------------------
+
+HOST_DIALECTS = ("aten", "quant")
+"""The dialects whose ops a host segment (`vkc.host_call`) may hold: the ops with
+reference semantics in qopt's interpreter that need no weights or program state."""
+
+
+def host_op_allowed(name: str) -> bool:
+    """Whether an op named `name` may run in a host segment (module docstring of
+    `HostCallOp`): an op of `HOST_DIALECTS`, or the segment's terminator."""
+    return name == HostYieldOp.name or name.split(".", 1)[0] in HOST_DIALECTS
+
+
+@irdl_op_definition
+class HostCallOp(IRDLOperation):
+    """Ops without a Vulkan kernel, run on the host by qopt's reference interpreter
+    between two device submissions (convert-to-vkc{fallback=true}):
+
+        vkc.host_call ins(%x : !vkc.buffer<4xf32>) outs(%y : !vkc.buffer<4xf32>) {
+        ^bb0(%a: tensor<4xf32>):
+          %c = aten.cumsum %a {dim = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+          vkc.host_yield %c : tensor<4xf32>
+        }
+
+    The device work before it finishes; each `ins` buffer is read once (its 32-bit
+    ABI words as the block argument's tensor type: a row-major tensor of as many
+    elements); the body (isolated from above, only ops of `HOST_DIALECTS`) runs with
+    the reference semantics; each value `vkc.host_yield` gives is written once into
+    its `outs` buffer (narrowed to the buffer's ABI type: integers must fit i32); the
+    device work after it starts then. An `outs` buffer is a transient buffer
+    (`vkc.alloc`, no status) that no other operand of the call names."""
+
+    name = "vkc.host_call"
+    ins = var_operand_def(BufferType)
+    outs = var_operand_def(BufferType)
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = (
+        "(`ins` `(` $ins^ `:` type($ins) `)`)? `outs` `(` $outs `:` type($outs) `)` $body attr-dict"
+    )
+
+    def transfer_bytes(self) -> tuple[int, int]:
+        """(download, upload) bytes per call: the `ins` buffers that are no constants
+        (a constant is read from the host's copy), the `outs` buffers."""
+        down = sum(
+            _buffer(v).nbytes for v in self.ins if not isinstance(root_buffer(v).owner, ConstantOp)
+        )
+        return down, sum(_buffer(v).nbytes for v in self.outs)
+
+    def segment_ops(self) -> list[Operation]:
+        """The ops the call runs on the host (its body without the terminator)."""
+        return [op for op in self.body.block.ops if not isinstance(op, HostYieldOp)]
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.ins):
+            raise _error(
+                self, f"the body takes {len(block.args)} tensors for {len(self.ins)} ins buffers"
+            )
+        for i, (arg, buffer) in enumerate(zip(block.args, self.ins, strict=True)):
+            _check_tensor_buffer(self, arg.type, _buffer(buffer), f"argument {i} of the body")
+            owner = buffer.owner
+            if isinstance(owner, AllocOp) and owner.is_status:
+                raise _error(self, f"ins buffer {i} is a status buffer (read only by its kernel)")
+        yields = block.last_op
+        if not isinstance(yields, HostYieldOp):
+            raise _error(self, "the body ends with vkc.host_yield")
+        if len(yields.values) != len(self.outs):
+            raise _error(
+                self, f"the body yields {len(yields.values)} tensors for {len(self.outs)} outs"
+            )
+        if not self.outs:
+            raise _error(self, "a host call writes at least one buffer")
+        named = [root_buffer(v) for v in self.ins]
+        for i, (value, buffer) in enumerate(zip(yields.values, self.outs, strict=True)):
+            _check_tensor_buffer(self, value.type, _buffer(buffer), f"result {i} of the body")
+            owner = buffer.owner
+            if not isinstance(owner, AllocOp) or owner.is_status:
+                raise _error(
+                    self,
+                    f"outs buffer {i} must be a transient buffer (vkc.alloc), got "
+                    f"{owner.name if isinstance(owner, Operation) else 'a block argument'}",
+                )
+            if buffer in named:
+                raise _error(self, f"outs buffer {i} is named twice by the call")
+            named.append(buffer)
+        for op in block.ops:
+            if not host_op_allowed(op.name):
+                raise _error(
+                    self,
+                    f"'{op.name}' cannot run in a host segment (only ops of the "
+                    f"{', '.join(HOST_DIALECTS)} dialects)",
+                )
+
+
+@irdl_op_definition
+class HostYieldOp(IRDLOperation):
+    """The results of a `vkc.host_call` body, one per `outs` buffer."""
+
+    name = "vkc.host_yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), HasParent(HostCallOp))
+    assembly_format = "($values^ `:` type($values))? attr-dict"

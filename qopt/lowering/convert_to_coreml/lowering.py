@@ -573,7 +573,8 @@ class Lowering:
             if rule is None:
                 raise QoptError(
                     f"convert-to-coreml: no CoreML lowering for {where(op)}; supported ops: "
-                    "see the RULES tables in qopt/lowering/convert_to_coreml/"
+                    "see the RULES tables in qopt/lowering/convert_to_coreml/; "
+                    f"{vulkan_alternative(op)}"
                 )
             self.new_ops = []
             self.source = op
@@ -641,3 +642,20 @@ class RuleTable(Rules):
 
 
 __all__ = ["Lowering", "Results", "Rule", "RuleTable", "Rules", "mil_elem", "mil_tensor"]
+
+
+def vulkan_alternative(op: Operation) -> str:
+    """Which target would run `op`, for the error of an op without a CoreML lowering
+    (CoreML has no host fallback)."""
+    from qopt.dialects import vkc
+    from qopt.lowering.convert_to_vkc import get_rules as vulkan_rules
+
+    if type(op) in vulkan_rules():
+        return "the Vulkan target has a kernel for it (qopt.compile(..., target='vulkan'))"
+    if vkc.host_op_allowed(op.name):
+        return (
+            "CoreML has no host fallback; the Vulkan target runs it on the host with "
+            "fallback=True (qopt.compile(..., target='vulkan', fallback=True), "
+            "qopt-opt --host-fallback)"
+        )
+    return "no other target runs it either: rewrite the model without it"

@@ -14,7 +14,12 @@ stages (each stage's invariant is what the next one relies on):
    every other layout change (permute, transpose, slice, cat, expand) onto
    `copy_strided`; reductions over a dim other than the last through a
    transposing copy. An op without a rule is a QoptError naming the op, its
-   location and what to do. A kernel that indexes a table with values read from a
+   location and what to do (every such op of the program, in one error), unless the
+   option `fallback` is set: then such ops run on the host, by the reference
+   interpreter, in `vkc.host_call` segments between the device's work (`host.py`);
+   so does an op whose rule refuses its form (index_put with accumulate=True ...),
+   the rule's partial work undone (`Lowering.checkpoint` / `rollback`).
+   A kernel that indexes a table with values read from a
    buffer (gather_rows, the embeddings) gets its own status buffer per dispatch
    (`vkc.alloc {status, what = "'aten.embedding' at model.py:12"}`, added by
    `Lowering.dispatch`): an out-of-range index is an error naming that op at run
@@ -48,6 +53,7 @@ merges them with a duplicate check.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +66,6 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from qopt.dialects import ml_program as mlp
 from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
 from qopt.errors import QoptError
@@ -76,6 +81,12 @@ from qopt.lowering.convert_to_vkc import (
     state,
     views,
 )
+from qopt.lowering.convert_to_vkc.host import (
+    STATE_OPS,
+    HostSegment,
+    missing_rules_error,
+    unsupported_ops,
+)
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -88,6 +99,8 @@ from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
 from qopt.resources import require_weights
+
+log = logging.getLogger("qopt.vkc")
 
 FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, state)
 """The rule family modules, each with its `RULES` by op class."""
@@ -110,10 +123,6 @@ def _fold(interpreter: Interpreter, op: Operation, args: Sequence[Any]) -> list[
     return [np.asarray(r) for r in results]
 
 
-STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
-"""Ops never folded at compile time: they read or write the program's state."""
-
-
 def _is_empty(value: SSAValue) -> bool:
     return isinstance(value.type, TensorType) and 0 in value.type.get_shape()
 
@@ -122,10 +131,13 @@ def lower_function(
     module: ModuleOp,
     function: func.FuncOp,
     shared_constants: dict[tuple[str, ...], Any] | None = None,
+    fallback: bool = False,
 ) -> None:
     """Rewrite `function`'s body into vkc ops (in place) and put the kernel symbols it
     calls at the top of `module` (reusing those already there). `shared_constants`:
-    constant blobs by content, shared with the module's other functions."""
+    constant blobs by content, shared with the module's other functions. `fallback`:
+    ops without a rule run on the host (`vkc.host_call`, host.py) instead of being an
+    error."""
     rules = get_rules()
     lowering = Lowering(module, shared_constants=shared_constants)
     for existing in module.ops:
@@ -154,12 +166,24 @@ def lower_function(
         lowering.values[arg] = Buf(op.result, shape, dtype)
 
     returned: Sequence[SSAValue] = ()
+    segment = HostSegment(rules)
     for op in list(block.ops):
+        if op in segment.taken:
+            continue  # run earlier, in a host segment (HostSegment.flush's lookahead)
         if isinstance(op, func.ReturnOp):
-            returned = list(op.operands)
             lowering.current = op
+            segment.flush(lowering)
+            returned = list(op.operands)
             break
         lowering.current = op
+        if segment.ops and (
+            isinstance(op, STATE_OPS) or op in lowering.in_place or segment.reads(op)
+        ):
+            if fallback and type(op) not in rules and not isinstance(op, STATE_OPS):
+                segment.add(op)
+                continue
+            segment.flush(lowering)
+            lowering.current = op
         if isinstance(op, arith.ConstantOp):
             lowering.values[op.result] = np.asarray(constant_array(op))
             continue
@@ -180,6 +204,9 @@ def lower_function(
                 "rewrite the model without the empty tensor",
             )
         fn = rules.get(type(op))
+        if fn is None and fallback:
+            segment.add(op)
+            continue
         if fn is None:
             raise unsupported(
                 op,
@@ -187,7 +214,25 @@ def lower_function(
                 "run fuse-quant first, rewrite the model without this op, or add a rule "
                 "to a family of qopt/lowering/convert_to_vkc/",
             )
-        results = fn(lowering, op)
+        if fallback and not isinstance(op, STATE_OPS) and op not in lowering.in_place:
+            mark = lowering.checkpoint(op)
+            try:
+                results = fn(lowering, op)
+            except QoptError as refusal:  # a form of the op without a kernel: the host
+                lowering.rollback(mark)
+                log.info("host fallback: %s", refusal)
+                segment.add(op)
+                continue
+        elif isinstance(op, STATE_OPS) or op in lowering.in_place:
+            results = fn(lowering, op)
+        else:
+            try:
+                results = fn(lowering, op)
+            except QoptError as refusal:
+                raise QoptError(
+                    f"{refusal}; or run it on the host with fallback=True "
+                    "(qopt-opt --host-fallback)"
+                ) from None
         for result, value in zip(op.results, results, strict=True):
             lowering.values[result] = value
 
@@ -240,6 +285,11 @@ class ConvertToVkcPass(ModulePass):
     """Also run vkc-plan-buffers and vkc-insert-barriers on the functions this pass
     lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
 
+    fallback: bool = False
+    """Run ops without a Vulkan lowering on the host, by the reference interpreter
+    (`vkc.host_call` segments between the device's work: host.py); without it such an
+    op is an error (listing every one of the program, and naming this option)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-vkc")
@@ -247,9 +297,13 @@ class ConvertToVkcPass(ModulePass):
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already
+        if not self.fallback:
+            missing = unsupported_ops(functions, get_rules())
+            if missing:
+                raise missing_rules_error(missing)
         shared: dict[tuple[str, ...], Any] | None = {} if len(functions) > 1 else None
         for function in functions:
-            lower_function(op, function, shared)
+            lower_function(op, function, shared, self.fallback)
             if self.schedule:
                 plan_function(function)
                 insert_barriers(function)

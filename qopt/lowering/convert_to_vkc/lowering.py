@@ -79,6 +79,18 @@ def unsupported(op: Operation, what: str, remedy: str) -> QoptError:
     return QoptError(f"convert-to-vkc: {where(op)}: {what}; {remedy}")
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """A point of a `Lowering` to return to (`Lowering.checkpoint`, `rollback`)."""
+
+    ops: int
+    values: int
+    operands: dict[SSAValue, Value]
+    tables: dict[str, int]
+    stores: int
+    shared: int | None
+
+
 @dataclass
 class Lowering:
     """Builds the vkc body of one function."""
@@ -109,6 +121,41 @@ class Lowering:
     stores: list[tuple[str, SSAValue, Operation]] = field(default_factory=list)
     """State writes that are copies (global, stored value, the global_store), emitted
     after every other dispatch of the function (`state.finish`)."""
+
+    # ----- undo (the host fallback) ----------------------------------------------------
+
+    def checkpoint(self, op: Operation) -> Checkpoint:
+        """What `rollback` needs to undo a rule's work on `op` (everything a rule
+        adds is appended, so lengths and the operands' values are enough)."""
+        return Checkpoint(
+            len(self.ops),
+            len(self.values),
+            {o: self.values[o] for o in op.operands if o in self.values},
+            {
+                name: len(getattr(self, name))
+                for name in ("constant_cache", "kernel_ops", "state_buffers", "kv_groups")
+            },
+            len(self.stores),
+            None if self.shared_constants is None else len(self.shared_constants),
+        )
+
+    def rollback(self, mark: Checkpoint) -> None:
+        """Undo what a rule did since `mark` (a rule that refused its op part way)."""
+        dropped = self.ops[mark.ops :]
+        del self.ops[mark.ops :]
+        for op in reversed(dropped):
+            op.drop_all_references()
+        for key in list(self.values)[mark.values :]:
+            del self.values[key]
+        self.values.update(mark.operands)
+        for name, count in mark.tables.items():
+            table: dict[Any, Any] = getattr(self, name)
+            for key in list(table)[count:]:
+                del table[key]
+        del self.stores[mark.stores :]
+        if self.shared_constants is not None and mark.shared is not None:
+            for key in list(self.shared_constants)[mark.shared :]:
+                del self.shared_constants[key]
 
     # ----- building blocks -------------------------------------------------------------
 

@@ -283,3 +283,58 @@ func.func @scatter_past_the_state(%v: tensor<2xf32>, %pos: tensor<1xi64>) {
   func.return
 }
 // CHECK: kernel scatter_dim: binding out can touch 10 words with these push constants, but its buffer holds 8
+
+// -----
+
+func.func @host_writes_an_input(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %o = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  vkc.host_call ins(%b : !vkc.buffer<4xf32>) outs(%o : !vkc.buffer<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %c = aten.cumsum %a {dim = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    vkc.host_yield %c : tensor<4xf32>
+  }
+  func.return
+}
+// CHECK: outs buffer 0 must be a transient buffer (vkc.alloc), got vkc.input
+
+// -----
+
+func.func @host_op_not_allowed(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %o = vkc.alloc : !vkc.buffer<4xf32>
+  vkc.host_call ins(%b : !vkc.buffer<4xf32>) outs(%o : !vkc.buffer<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %c = arith.constant dense<1.0> : tensor<4xf32>
+    vkc.host_yield %c : tensor<4xf32>
+  }
+  func.return
+}
+// CHECK: 'arith.constant' cannot run in a host segment (only ops of the aten, quant dialects)
+
+// -----
+
+func.func @host_result_size(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %o = vkc.alloc : !vkc.buffer<2xf32>
+  vkc.host_call ins(%b : !vkc.buffer<4xf32>) outs(%o : !vkc.buffer<2xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %c = aten.cumsum %a {dim = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    vkc.host_yield %c : tensor<4xf32>
+  }
+  func.return
+}
+// CHECK: result 0 of the body tensor<4xf32> has 4 elements but the buffer holds 2
+
+// -----
+
+func.func @host_arguments(%x: tensor<4xf32>) {
+  %b = vkc.input %x : tensor<4xf32> -> !vkc.buffer<4xf32>
+  %o = vkc.alloc : !vkc.buffer<4xf32>
+  vkc.host_call ins(%b : !vkc.buffer<4xf32>) outs(%o : !vkc.buffer<4xf32>) {
+  ^bb0(%a: tensor<4xf32>, %extra: tensor<4xf32>):
+    vkc.host_yield %a : tensor<4xf32>
+  }
+  func.return
+}
+// CHECK: the body takes 2 tensors for 1 ins buffers

@@ -71,3 +71,30 @@ func.func @decode(%v: tensor<2x1x2xf32>, %pos: tensor<1xi64>) -> tensor<1x2x4x2x
   %out = vkc.output %k : !vkc.buffer<1x2x4x2xf32> -> tensor<1x2x4x2xf32>
   func.return %out : tensor<1x2x4x2xf32>
 }
+
+// A host segment (the host fallback): ops without a kernel run by the reference
+// interpreter between two submissions, reading and writing device buffers once.
+// CHECK-LABEL: func.func @host(
+// CHECK:         vkc.host_call ins(%{{.*}}, %{{.*}} : !vkc.buffer<2x4xf32>, !vkc.buffer<4xi32>) outs(%[[O:.*]], %{{.*}} : !vkc.buffer<2x4xf32>, !vkc.buffer<2x1xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[A:.*]]: tensor<2x4xf32>, %{{.*}}: tensor<4xi64>):
+// CHECK-NEXT:      %[[C:.*]] = aten.cumsum %[[A]] {dim = 1 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:      %[[P:.*]] = aten.prod %[[C]] {dims = array<i64: 1>, keepdim = true} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+// CHECK-NEXT:      vkc.host_yield %[[C]], %[[P]] : tensor<2x4xf32>, tensor<2x1xf32>
+// CHECK-NEXT:    }
+// CHECK:         vkc.output %[[O]]
+// GENERIC:       "vkc.host_call"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 2, 2>}> ({
+// GENERIC:         "vkc.host_yield"(%{{.*}}, %{{.*}}) : (tensor<2x4xf32>, tensor<2x1xf32>) -> ()
+func.func @host(%x: tensor<2x4xf32>, %i: tensor<4xi64>) -> tensor<2x4xf32> {
+  %xb = vkc.input %x : tensor<2x4xf32> -> !vkc.buffer<2x4xf32>
+  %ib = vkc.input %i : tensor<4xi64> -> !vkc.buffer<4xi32>
+  %c = vkc.alloc {slot = 0 : i64} : !vkc.buffer<2x4xf32>
+  %p = vkc.alloc {slot = 1 : i64} : !vkc.buffer<2x1xf32>
+  vkc.host_call ins(%xb, %ib : !vkc.buffer<2x4xf32>, !vkc.buffer<4xi32>) outs(%c, %p : !vkc.buffer<2x4xf32>, !vkc.buffer<2x1xf32>) {
+  ^bb0(%a: tensor<2x4xf32>, %unused: tensor<4xi64>):
+    %s = aten.cumsum %a {dim = 1 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+    %r = aten.prod %s {dims = array<i64: 1>, keepdim = true} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+    vkc.host_yield %s, %r : tensor<2x4xf32>, tensor<2x1xf32>
+  }
+  %out = vkc.output %c : !vkc.buffer<2x4xf32> -> tensor<2x4xf32>
+  func.return %out : tensor<2x4xf32>
+}
