@@ -509,7 +509,7 @@ def _between(block: Block, first: Operation, last: Operation) -> list[vkc.Dispat
 
 def _erase_unused(value: SSAValue) -> None:
     owner = value.owner
-    if isinstance(owner, vkc.AllocOp | vkc.ViewOp) and not value.uses:
+    if isinstance(owner, vkc.AllocOp | vkc.ViewOp | vkc.ConstantOp) and not value.uses:
         source = owner.source if isinstance(owner, vkc.ViewOp) else None
         owner.detach()
         owner.erase()
