@@ -274,7 +274,7 @@ def fused_program(spec: SpecValues) -> list[tuple[int, int, int, int, int]]:
     instruction is unknown or reads a register nothing has written before it, or when RES
     names such a register."""
     defined = {leaf for leaf in range(FUSED_LEAVES) if spec_int(spec, f"L{leaf}_BUF", -1) >= 0}
-    program = []
+    program: list[tuple[int, int, int, int, int]] = []
     unary, binary = set(UNARY_OPS.values()), set(BINARY_OPS.values())
     for k in range(FUSED_INSTRS):
         op = spec_int(spec, f"I{k}_OP", FUSED_OPS["none"])

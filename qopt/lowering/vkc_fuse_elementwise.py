@@ -54,6 +54,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
+from qopt.errors import QoptError
 from qopt.kernels import catalogue
 from qopt.kernels.elementwise import (
     FUSED_INPUTS,
@@ -392,10 +393,13 @@ class _Symbols:
                 "push": ArrayAttr([vkc.PushAttr.get(n, k) for n, k in spec.push]),
             }
         )
+        block = self.module.body.block
         if self.last is not None:
-            self.module.body.block.insert_op_after(op, self.last)
+            block.insert_op_after(op, self.last)
+        elif block.first_op is not None:
+            block.insert_op_before(op, block.first_op)
         else:
-            self.module.body.block.insert_op_before(op, self.module.body.block.first_op)  # type: ignore[arg-type]
+            block.add_op(op)
         self.last = op
         self.by_key[key] = op
         self.names.add(symbol)
@@ -534,12 +538,14 @@ def _square_of(kernel: Kernel) -> Leaf | None:
         x, e = value.args
         if not (isinstance(x, Leaf) and isinstance(e, Leaf)):
             return None
-        owner = e.buffer.owner
-        if not isinstance(owner, vkc.ConstantOp) or e.buffer.type.element_type != f32:  # type: ignore[attr-defined]
+        owner, buffer = e.buffer.owner, e.buffer.type
+        if not isinstance(owner, vkc.ConstantOp) or not isinstance(buffer, vkc.BufferType):
+            return None
+        if buffer.dtype != "f32":
             return None
         try:
             words = owner.words().view(np.float32)
-        except Exception:
+        except QoptError:  # a blob elided from a printout: not fused
             return None
         if words.size == 0 or not bool(np.all(words == np.float32(2))):
             return None
