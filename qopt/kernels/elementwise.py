@@ -224,10 +224,11 @@ def _fused_spec() -> tuple[tuple[str, int], ...]:
     for leaf in range(FUSED_LEAVES):
         spec += [(f"L{leaf}_BUF", -1), (f"L{leaf}_OFF", 0)]
         spec += [(f"L{leaf}_S{k}", 0) for k in range(RANK)]
+        spec += [(f"L{leaf}_AX", -1), (f"L{leaf}_LO", 0), (f"L{leaf}_N", 1)]
     spec += [("OUT_OFF", 0)] + [(f"OS{k}", 0) for k in range(RANK)]
     for k in range(FUSED_INSTRS):
         spec += [(f"I{k}_OP", FUSED_OPS["none"]), (f"I{k}_DT", DTYPES["f32"])]
-        spec += [(f"I{k}_A", 0), (f"I{k}_B", 0)]
+        spec += [(f"I{k}_A", 0), (f"I{k}_B", 0), (f"I{k}_X", 0), (f"I{k}_Y", 0)]
     spec.append(("RES", 0))
     return tuple(spec)
 
@@ -245,8 +246,14 @@ def _fused_bounds() -> dict[str, tuple[int, int]]:
             bounds[name] = (1, _S32[1])
         elif name.endswith("_BUF"):
             bounds[name] = (-1, FUSED_INPUTS - 1)
+        elif name.endswith("_AX"):
+            bounds[name] = (-1, RANK - 1)
+        elif name.endswith("_X"):
+            bounds[name] = (0, RANK - 1)
+        elif name.endswith("_N"):
+            bounds[name] = (1, _S32[1])
         elif name.endswith("_OP"):
-            bounds[name] = (FUSED_OPS["none"], FUSED_OPS["binary"] + max(BINARY_OPS.values()))
+            bounds[name] = (FUSED_OPS["none"], FUSED_OPS["select"])
         elif name.endswith("_DT"):
             bounds[name] = (min(DTYPES.values()), max(DTYPES.values()))
         elif name.endswith(("_A", "_B")) or name == "RES":
@@ -283,7 +290,11 @@ def fused_program(spec: SpecValues) -> list[tuple[int, int, int, int, int]]:
         dtype = spec_int(spec, f"I{k}_DT", DTYPES["f32"])
         a, b = spec_int(spec, f"I{k}_A", 0), spec_int(spec, f"I{k}_B", 0)
         is_binary = op >= FUSED_OPS["binary"]
-        if (op - FUSED_OPS["binary"] if is_binary else op) not in (binary if is_binary else unary):
+        if op == FUSED_OPS["select"]:
+            pass
+        elif (op - FUSED_OPS["binary"] if is_binary else op) not in (
+            binary if is_binary else unary
+        ):
             raise ValueError(f"instruction {k}: unknown op code {op}")
         if (
             dtype == DTYPES["i32"]
@@ -312,9 +323,16 @@ def _fused_extents(push: PushValues, spec: SpecValues) -> Extents:
         buf = spec_int(spec, f"L{leaf}_BUF", -1)
         if buf < 0:
             continue
-        words = strided_extent(
-            n, dims, fused_strides(spec, f"L{leaf}_S"), spec_int(spec, f"L{leaf}_OFF", 0)
-        )
+        strides = fused_strides(spec, f"L{leaf}_S")
+        offset, axis = spec_int(spec, f"L{leaf}_OFF", 0), spec_int(spec, f"L{leaf}_AX", -1)
+        if axis < 0:
+            words = strided_extent(n, dims, strides, offset)
+        elif n == 0:
+            words = 0
+        else:  # digit `axis` clamped to [0, N): every digit at its largest (an upper bound)
+            window = list(dims)
+            window[axis] = spec_int(spec, f"L{leaf}_N", 1)
+            words = offset + sum((d - 1) * s for d, s in zip(window, strides, strict=True)) + 1
         ext[f"in{buf}"] = max(ext[f"in{buf}"], words)
     ext["y"] = strided_extent(n, dims, fused_strides(spec, "OS"), spec_int(spec, "OUT_OFF", 0))
     return ext
@@ -323,6 +341,8 @@ def _fused_extents(push: PushValues, spec: SpecValues) -> Extents:
 def _fused_exact(spec: SpecValues) -> bool:
     """Exact unless an instruction is a transcendental unary op or a float pow."""
     for _, op, dtype, _, _ in fused_program(spec):
+        if op == FUSED_OPS["select"]:
+            continue
         if op >= FUSED_OPS["binary"]:
             if op - FUSED_OPS["binary"] == BINARY_OPS["pow"] and dtype == DTYPES["f32"]:
                 return False
@@ -346,9 +366,11 @@ FUSED_ELEMENTWISE = KernelSpec(
     spec_bounds=_fused_bounds(),
     doc="""A chain of unary/binary ops in one dispatch (vkc-fuse-elementwise): for
 each i < n (6-D digits idx of D0..D5) leaf l loads in<L*_BUF>[L*_OFF + idx.L*_S]
-(registers 0..5), instruction k computes r[6 + k] = op(r[I*_A], r[I*_B]) as
-unary/binary do (I*_OP a UNARY_OPS code or FUSED_BINARY + a BINARY_OPS code, I*_DT
-its DTYPE; push a<k>, b<k> the unary parameters or a<k> the binary alpha), and
+(registers 0..5; with L*_AX >= 0 the digit on that axis is clamp(idx - L*_LO, 0,
+L*_N - 1): a cat piece's window), instruction k computes r[6 + k] = op(r[I*_A],
+r[I*_B]) as unary/binary do (I*_OP a UNARY_OPS code or FUSED_BINARY + a BINARY_OPS
+code, I*_DT its DTYPE; push a<k>, b<k> the unary parameters or a<k> the binary
+alpha) or, for FUSED_SELECT, idx[I*_X] < I*_Y ? r[I*_A] : r[I*_B], and
 y[OUT_OFF + idx.OS] = r[RES] (other words of y kept). Bindings in0..in3 read raw
 words; unused ones may be bound to any buffer.""",
 )

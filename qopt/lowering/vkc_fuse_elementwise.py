@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,22 +81,28 @@ class Leaf:
     """The root buffer read (views looked through: a load reads 32-bit words)."""
     offset: int
     strides: tuple[int, ...]
+    window: tuple[int, int, int] | None = None
+    """(axis, lo, n): the digit on `axis` is clamp(idx - lo, 0, n - 1) (a cat piece)."""
 
     def key(self) -> tuple[object, ...]:
-        return ("leaf", id(self.buffer), self.offset, self.strides)
+        return ("leaf", id(self.buffer), self.offset, self.strides, self.window)
 
 
 @dataclass(frozen=True, eq=False)
 class Node:
     op: int
-    """A UNARY_OPS code, or FUSED_BINARY + a BINARY_OPS code."""
+    """A UNARY_OPS code, FUSED_BINARY + a BINARY_OPS code, or FUSED_SELECT."""
     dtype: int
     args: tuple[Expr, ...]
     a: float
     b: float
+    axis: int = 0
+    split: int = 0
+    """FUSED_SELECT: args[0] where idx[axis] < split, else args[1]."""
 
     def key(self) -> tuple[object, ...]:
-        return ("node", self.op, self.dtype, self.a, self.b, *(x.key() for x in self.args))
+        head = ("node", self.op, self.dtype, self.a, self.b, self.axis, self.split)
+        return (*head, *(x.key() for x in self.args))
 
 
 Expr = Leaf | Node
@@ -176,7 +182,9 @@ def _decode_fused(
         buf = spec[f"L{leaf}_BUF"]
         if buf >= 0:
             strides = _norm(dims, fused_strides(spec, f"L{leaf}_S"))
-            registers[leaf] = Leaf(buffers[buf], spec[f"L{leaf}_OFF"], strides)
+            axis = spec[f"L{leaf}_AX"]
+            window = (axis, spec[f"L{leaf}_LO"], spec[f"L{leaf}_N"]) if axis >= 0 else None
+            registers[leaf] = Leaf(buffers[buf], spec[f"L{leaf}_OFF"], strides, window)
     for k in range(FUSED_INSTRS):
         code = spec[f"I{k}_OP"]
         if code == FUSED_OPS["none"]:
@@ -185,7 +193,13 @@ def _decode_fused(
         if code >= FUSED_OPS["binary"]:
             args.append(registers[spec[f"I{k}_B"]])
         registers[FUSED_LEAVES + k] = Node(
-            code, spec[f"I{k}_DT"], tuple(args), float(push[f"a{k}"]), float(push[f"b{k}"])
+            code,
+            spec[f"I{k}_DT"],
+            tuple(args),
+            float(push[f"a{k}"]),
+            float(push[f"b{k}"]),
+            spec[f"I{k}_X"],
+            spec[f"I{k}_Y"],
         )
     out_map = (spec["OUT_OFF"], _norm(dims, fused_strides(spec, "OS")))
     return Kernel(
@@ -259,25 +273,35 @@ def substitute(consumer: Kernel, producer: Kernel, root: SSAValue) -> Expr | Non
         if isinstance(expr, Leaf):
             if expr.buffer is not root:
                 return expr
-            outer = (expr.offset, expr.strides)
-            return inline(producer.value, outer)
-        args = [walk(a) for a in expr.args]
-        if any(a is None for a in args):
-            return None
-        return Node(expr.op, expr.dtype, tuple(a for a in args if a is not None), expr.a, expr.b)
+            if expr.window is not None:
+                return None
+            return inline(producer.value, (expr.offset, expr.strides))
+        return rebuild(expr, [walk(a) for a in expr.args])
 
     def inline(expr: Expr, outer: Map) -> Expr | None:
+        identity = outer == (0, row_major(consumer.dims)) and consumer.dims == producer.dims
         if isinstance(expr, Leaf):
+            if identity:
+                return expr
+            if expr.window is not None:
+                return None
             found = compose(consumer.dims, outer, producer.dims, (expr.offset, expr.strides))
             if found is None:
                 return None
             return Leaf(expr.buffer, found[0], _norm(consumer.dims, found[1]))
-        args = [inline(a, outer) for a in expr.args]
-        if any(a is None for a in args):
-            return None
-        return Node(expr.op, expr.dtype, tuple(a for a in args if a is not None), expr.a, expr.b)
+        if expr.op == FUSED_OPS["select"] and not identity:
+            return None  # its digit test is in the producer's index space
+        return rebuild(expr, [inline(a, outer) for a in expr.args])
 
     return walk(consumer.value)
+
+
+def rebuild(node: Node, args: Sequence[Expr | None]) -> Node | None:
+    """`node` over new arguments (None if one is None)."""
+    kept = [a for a in args if a is not None]
+    if len(kept) != len(args):
+        return None
+    return Node(node.op, node.dtype, tuple(kept), node.a, node.b, node.axis, node.split)
 
 
 # ----- encoding ---------------------------------------------------------------------------
@@ -304,8 +328,10 @@ def encode(kernel: Kernel) -> Encoded | None:
         spec[f"L{leaf}_BUF"], spec[f"L{leaf}_OFF"] = -1, 0
         for k in range(RANK):
             spec[f"L{leaf}_S{k}"] = 0
+        spec[f"L{leaf}_AX"], spec[f"L{leaf}_LO"], spec[f"L{leaf}_N"] = -1, 0, 1
     for k in range(FUSED_INSTRS):
         spec[f"I{k}_OP"], spec[f"I{k}_DT"], spec[f"I{k}_A"], spec[f"I{k}_B"] = -1, 0, 0, 0
+        spec[f"I{k}_X"], spec[f"I{k}_Y"] = 0, 0
         push[f"a{k}"], push[f"b{k}"] = 0.0, 0.0
 
     class _Full(Exception):
@@ -327,6 +353,9 @@ def encode(kernel: Kernel) -> Encoded | None:
             spec[f"L{r}_OFF"] = expr.offset
             for k in range(RANK):
                 spec[f"L{r}_S{k}"] = expr.strides[k]
+            if expr.window is not None:
+                axis, lo, size = expr.window
+                spec[f"L{r}_AX"], spec[f"L{r}_LO"], spec[f"L{r}_N"] = axis, lo, size
             return r
         if key in nodes:
             return nodes[key]
@@ -337,6 +366,7 @@ def encode(kernel: Kernel) -> Encoded | None:
         spec[f"I{k}_OP"], spec[f"I{k}_DT"] = expr.op, expr.dtype
         spec[f"I{k}_A"] = args[0]
         spec[f"I{k}_B"] = args[1] if len(args) > 1 else 0
+        spec[f"I{k}_X"], spec[f"I{k}_Y"] = expr.axis, expr.split
         push[f"a{k}"], push[f"b{k}"] = expr.a, expr.b
         nodes[key] = FUSED_LEAVES + k
         return nodes[key]
@@ -553,6 +583,53 @@ def _square_of(kernel: Kernel) -> Leaf | None:
     return None
 
 
+def _kernel(op: vkc.DispatchOp) -> Kernel:
+    kernel = as_kernel(op)
+    assert kernel is not None
+    return kernel
+
+
+def _piece(
+    op: vkc.DispatchOp, root: SSAValue, dims: tuple[int, ...]
+) -> tuple[int, int, int, Kernel] | None:
+    """(axis, start, size, kernel) when `op` is a fusable dispatch writing exactly the box
+    [start, start + size) along one axis of `root` (6-D row-major `dims`), the rest of
+    the box's dims whole; else None."""
+    kernel = as_kernel(op)
+    if kernel is None or vkc.root_buffer(kernel.out) is not root:
+        return None
+    if _writes(op) != {root} or kernel.n != math.prod(kernel.dims):
+        return None
+    if kernel.out_map[1] != _norm(kernel.dims, row_major_full(dims)):
+        return None
+    differ = [k for k in range(RANK) if kernel.dims[k] != dims[k]]
+    steps = row_major_full(dims)
+    if len(differ) > 1:
+        return None
+    axis = differ[0] if differ else 0
+    if kernel.out_map[0] % steps[axis]:
+        return None
+    start = kernel.out_map[0] // steps[axis]
+    if any(kernel.out_map[0] // steps[k] % dims[k] for k in range(RANK) if k != axis):
+        return None
+    return axis, start, kernel.dims[axis], kernel
+
+
+def _windowed(expr: Expr, axis: int, start: int, size: int) -> Expr | None:
+    """A piece's value in the whole buffer's index space: each load's digit on `axis`
+    shifted by -start and clamped to the piece's [0, size) (None for a load already
+    windowed, or a select: their index tests are the piece's own)."""
+    if isinstance(expr, Leaf):
+        if expr.window is not None:
+            return None
+        if expr.strides[axis] == 0:
+            return expr
+        return Leaf(expr.buffer, expr.offset, expr.strides, (axis, start, size))
+    if expr.op == FUSED_OPS["select"]:
+        return None
+    return rebuild(expr, [_windowed(a, axis, start, size) for a in expr.args])
+
+
 class _Fuser:
     def __init__(self, module: ModuleOp, block: Block):
         self.block = block
@@ -560,15 +637,20 @@ class _Fuser:
         self.fused = 0
 
     def run(self) -> int:
-        changed = True
-        while changed:
-            changed = False
-            for op in list(self.block.ops):
-                if op.parent is not self.block or not isinstance(op, vkc.DispatchOp):
-                    continue
-                if self.try_fuse(op):
-                    changed = True
-        return self.fused
+        """Producers into consumers until nothing changes, then cat pieces into their
+        consumers (their own producers already in them), and again."""
+        while True:
+            while self._sweep(self.try_fuse):
+                pass
+            if not self._sweep(self.try_pieces):
+                return self.fused
+
+    def _sweep(self, attempt: Callable[[vkc.DispatchOp], bool]) -> bool:
+        changed = False
+        for op in list(self.block.ops):
+            if op.parent is self.block and isinstance(op, vkc.DispatchOp) and attempt(op):
+                changed = True
+        return changed
 
     def try_fuse(self, op: vkc.DispatchOp) -> bool:
         producer = as_kernel(op)
@@ -621,6 +703,103 @@ class _Fuser:
         for consumer, new in replacements:
             self._replace(consumer, new)
         self._drop(op)
+        self.fused += 1
+        return True
+
+    def try_pieces(self, op: vkc.DispatchOp) -> bool:
+        """A buffer written in pieces along one axis (a cat: each piece a fusable
+        dispatch writing its box of the buffer, row-major) and read only by one fusable
+        consumer with the buffer's own index map: the pieces' values, their loads
+        windowed to their box, selected by the index along the axis, into the consumer."""
+        first = as_kernel(op)
+        if first is None:
+            return False
+        root = vkc.root_buffer(first.out)
+        owner, buffer = root.owner, root.type
+        if not isinstance(owner, vkc.AllocOp) or owner.is_status:
+            return False
+        assert isinstance(buffer, vkc.BufferType)
+        dims = (1,) * (RANK - len(buffer.dims)) + tuple(buffer.dims)
+        if len(dims) != RANK:
+            return False
+        writers: list[vkc.DispatchOp] = []
+        consumer: vkc.DispatchOp | None = None
+        for user, index in _uses(root):
+            if not isinstance(user, vkc.DispatchOp) or user.parent is not self.block:
+                return False
+            if user.kernel_op().bindings.data[index].writes:
+                if user not in writers:
+                    writers.append(user)
+            elif consumer not in (None, user):
+                return False
+            else:
+                consumer = user
+        if consumer is None or len(writers) < 2 or consumer in writers:
+            return False
+        pieces = [_piece(w, root, dims) for w in writers]
+        if any(p is None for p in pieces):
+            return False
+        boxes = sorted((p for p in pieces if p is not None), key=lambda p: p[1])
+        axes = {p[0] for p in boxes}
+        if len(axes) != 1:
+            return False
+        (axis,) = axes
+        at = 0
+        for _, start, size, _ in boxes:
+            if start != at:
+                return False
+            at += size
+        if at != dims[axis]:
+            return False
+        target = as_kernel(consumer)
+        if target is None or target.dims != dims:
+            return False
+        for leaf in leaves_of(target.value):
+            if leaf.buffer is root and (
+                (leaf.offset, leaf.strides) != (0, row_major(dims)) or leaf.window is not None
+            ):
+                return False
+        for writer in writers:
+            reads = {leaf.buffer for leaf in leaves_of(_kernel(writer).value)}
+            if root in reads or _writes(consumer) & reads:
+                return False
+            index = self.block.get_operation_index
+            if index(writer) > index(consumer):
+                return False
+            if any(_writes(d) & reads for d in _between(self.block, writer, consumer)):
+                return False
+        parts = [_windowed(kernel.value, axis, start, size) for _, start, size, kernel in boxes]
+        if any(p is None for p in parts):
+            return False
+        value: Expr | None = parts[-1]
+        for (_, start, _, _), part in zip(reversed(boxes[1:]), reversed(parts[:-1]), strict=True):
+            assert part is not None
+            assert value is not None
+            value = Node(FUSED_OPS["select"], DTYPES["i32"], (part, value), 0.0, 0.0, axis, start)
+        assert value is not None
+
+        def swap(expr: Expr) -> Expr:
+            if isinstance(expr, Leaf):
+                return value if expr.buffer is root else expr  # type: ignore[return-value]
+            return Node(
+                expr.op,
+                expr.dtype,
+                tuple(swap(a) for a in expr.args),
+                expr.a,
+                expr.b,
+                expr.axis,
+                expr.split,
+            )
+
+        fused = Kernel(
+            target.dims, target.n, swap(target.value), target.out, target.out_map, consumer
+        )
+        new = materialize(self.symbols, fused)
+        if new is None:
+            return False
+        self._replace(consumer, new)
+        for writer in writers:
+            self._drop(writer)
         self.fused += 1
         return True
 

@@ -225,20 +225,31 @@ def _fill_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
 
 def _fused_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     """fused_elementwise: the leaves' words, each instruction by unary_words/binary_words
-    (the code of the unary and binary references: the same f32 op sequence), r[RES]
-    written at the output map."""
+    (the code of the unary and binary references: the same f32 op sequence) or a select
+    on an index digit, r[RES] written at the output map."""
     program = fused_program(spec)
     n, dims = int(push["n"]), fused_dims(spec)
+    digits = np.indices(dims, dtype=np.int64).reshape(len(dims), -1)[:, :n]
     registers: dict[int, np.ndarray] = {}
     for leaf in range(FUSED_LEAVES):
         buf = spec_int(spec, f"L{leaf}_BUF", -1)
-        if buf >= 0:
-            at = spec_int(spec, f"L{leaf}_OFF", 0) + digit_index(
-                dims, fused_strides(spec, f"L{leaf}_S")
-            )
-            registers[leaf] = as_words(buffers[f"in{buf}"])[at[:n]]
+        if buf < 0:
+            continue
+        leaf_digits = digits
+        axis = spec_int(spec, f"L{leaf}_AX", -1)
+        if axis >= 0:
+            lo, size = spec_int(spec, f"L{leaf}_LO", 0), spec_int(spec, f"L{leaf}_N", 1)
+            leaf_digits = digits.copy()
+            leaf_digits[axis] = np.clip(digits[axis] - lo, 0, size - 1)
+        strides = np.array(fused_strides(spec, f"L{leaf}_S"), dtype=np.int64)
+        at = spec_int(spec, f"L{leaf}_OFF", 0) + strides @ leaf_digits
+        registers[leaf] = as_words(buffers[f"in{buf}"])[at]
     for register, op, dtype, a, b in program:
         k = register - FUSED_LEAVES
+        if op == FUSED_OPS["select"]:
+            low = digits[spec_int(spec, f"I{k}_X", 0)] < spec_int(spec, f"I{k}_Y", 0)
+            registers[register] = np.where(low, registers[a], registers[b])
+            continue
         pa, pb = float(push[f"a{k}"]), float(push[f"b{k}"])
         is_i32 = dtype == DTYPES["i32"]
         if op >= FUSED_OPS["binary"]:
@@ -247,19 +258,10 @@ def _fused_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
         else:
             r = unary_words(opcode_name(UNARY_OPS, op), is_i32, registers[a], pa, pb)
         registers[register] = as_words(np.ascontiguousarray(r))
-    dst = spec_int(spec, "OUT_OFF", 0) + digit_index(dims, fused_strides(spec, "OS"))
+    out_strides = np.array(fused_strides(spec, "OS"), dtype=np.int64)
+    dst = spec_int(spec, "OUT_OFF", 0) + out_strides @ digits
     out = buffers["y"].reshape(-1).view(np.uint32)
-    out[dst[:n]] = registers[spec_int(spec, "RES", 0)]
-
-
-def digit_index(dims: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
-    """`idx . strides` for every flat index of the 6-D space `dims` (row-major digits)."""
-    idx = np.zeros(dims, dtype=np.int64)
-    for axis, (d, s) in enumerate(zip(dims, strides, strict=True)):
-        shape = [1] * len(dims)
-        shape[axis] = d
-        idx = idx + (np.arange(d, dtype=np.int64) * s).reshape(shape)
-    return idx.reshape(-1)
+    out[dst] = registers[spec_int(spec, "RES", 0)]
 
 
 REFERENCES: dict[str, Reference] = {

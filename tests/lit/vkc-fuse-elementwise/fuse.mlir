@@ -57,10 +57,14 @@ func.func @silu_gate(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>, %r: tensor<3x2xf3
 // -----
 
 // Rotary embedding's rotate_half: x * cos + cat(-x2, x1) * sin. The slices fuse into
-// the cat pieces (each piece one dispatch writing its half of the cat buffer), the
-// multiplies and the add into one kernel reading x, cos, the cat buffer and sin.
+// the cat pieces, the pieces (loads windowed to their half, chosen by a select on the
+// last index) into the multiply, and everything into the add: one dispatch.
+// CHECK:       vkc.kernel @[[ROT:fused_elementwise_[0-9]+]] {kernel = "fused_elementwise"
+// CHECK-SAME:    L{{[0-9]}}_AX = 5 : i64, L{{[0-9]}}_LO = 0 : i64, L{{[0-9]}}_N = 2 : i64
+// CHECK-SAME:    L{{[0-9]}}_AX = 5 : i64, L{{[0-9]}}_LO = 2 : i64, L{{[0-9]}}_N = 2 : i64
+// CHECK-SAME:    I{{[0-9]}}_OP = 128 : i64, {{.*}}I{{[0-9]}}_X = 5 : i64, I{{[0-9]}}_Y = 2 : i64
 // CHECK-LABEL: func.func @rotary
-// CHECK-COUNT-3: vkc.dispatch
+// CHECK-COUNT-1: vkc.dispatch @[[ROT]](
 // CHECK-NOT:     vkc.dispatch
 // CHECK:         func.return
 func.func @rotary(%x: tensor<2x4xf32>, %cos: tensor<2x4xf32>, %sin: tensor<2x4xf32>) -> tensor<2x4xf32> {

@@ -57,13 +57,14 @@ def run_kernel(
 
 def program(
     dims: tuple[int, ...],
-    leaves: list[tuple[int, int, tuple[int, ...]]],
+    leaves: list[tuple],
     instrs: list[tuple[int, int, int, int, float, float]],
     res: int,
     out: tuple[int, tuple[int, ...]],
 ) -> tuple[dict[str, int], dict[str, int | float]]:
-    """(spec, push) of a fused program: leaves (binding, offset, strides), instructions
-    (op, dtype, a, b, push a, push b), the result register and the output map."""
+    """(spec, push) of a fused program: leaves (binding, offset, strides[, (axis, lo,
+    n) window]), instructions (op, dtype, a, b, push a, push b[, select axis, split]),
+    the result register and the output map."""
     spec = dict(FUSED_SPEC)
     n = int(np.prod(dims))
     push: dict[str, int | float] = {"n": n}
@@ -71,13 +72,17 @@ def program(
         push[f"a{k}"] = push[f"b{k}"] = 0.0
     for k, d in enumerate(dims):
         spec[f"D{k}"] = d
-    for i, (buf, off, strides) in enumerate(leaves):
+    for i, (buf, off, strides, *window) in enumerate(leaves):
         spec[f"L{i}_BUF"], spec[f"L{i}_OFF"] = buf, off
         for k, s in enumerate(strides):
             spec[f"L{i}_S{k}"] = s
-    for k, (op, dt, a, b, pa, pb) in enumerate(instrs):
+        if window:
+            spec[f"L{i}_AX"], spec[f"L{i}_LO"], spec[f"L{i}_N"] = window[0]
+    for k, (op, dt, a, b, pa, pb, *select) in enumerate(instrs):
         spec.update({f"I{k}_OP": op, f"I{k}_DT": dt, f"I{k}_A": a, f"I{k}_B": b})
         push[f"a{k}"], push[f"b{k}"] = pa, pb
+        if select:
+            spec[f"I{k}_X"], spec[f"I{k}_Y"] = select
     spec["RES"] = res
     spec["OUT_OFF"] = out[0]
     for k, s in enumerate(out[1]):
@@ -216,3 +221,27 @@ def test_reduce_rows_squares(dev: VulkanDevice) -> None:
             t = torch.from_numpy(x).pow(2)
             expect = t.sum(1) if op == "sum" else t.mean(1)
             np.testing.assert_array_equal(ref["y"], expect.numpy())
+
+
+def test_fused_cat_pieces_on_device(dev: VulkanDevice) -> None:
+    """rotate_half(x) * s = cat(-x[:, 4:], x[:, :4]) * s: two loads of x windowed to the
+    halves of the last axis, a select on that index digit."""
+    x = RNG.standard_normal((3, 8)).astype(F32)
+    sin = RNG.standard_normal(8).astype(F32)
+    rm, row = (0, 0, 0, 0, 8, 1), (0, 0, 0, 0, 0, 1)
+    leaves = [(0, 4, rm, (5, 0, 4)), (0, 0, rm, (5, 4, 4)), (1, 0, row)]
+    L = FUSED_LEAVES
+    instrs = [
+        (UNARY_OPS["neg"], 0, 0, 0, 0.0, 0.0),
+        (FUSED_OPS["select"], 0, L, 1, 0.0, 0.0, 5, 4),
+        (BIN + BINARY_OPS["mul"], 0, L + 1, 2, 1.0, 0.0),
+    ]
+    spec, push = program((1, 1, 1, 1, 3, 8), leaves, instrs, L + 2, (0, rm))
+    assert FUSED_ELEMENTWISE.extents is not None
+    assert FUSED_ELEMENTWISE.extents(push, spec)["in0"] == 24  # 4 + 2 * 8 + 3 + 1
+    got, ref = run_kernel(
+        dev, "fused_elementwise", {"in0": x, "in1": sin}, {"y": (F32, 24)}, push, spec
+    )
+    np.testing.assert_array_equal(got["y"], ref["y"])
+    expect = np.concatenate([-x[:, 4:], x[:, :4]], axis=1) * sin
+    np.testing.assert_array_equal(ref["y"].reshape(3, 8), expect)
