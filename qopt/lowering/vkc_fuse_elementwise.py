@@ -2,8 +2,7 @@
 
 Runs on vkc IR before buffers are planned (`convert-to-vkc{schedule=false}`, then this
 pass, then `vkc-plan-buffers` and `vkc-insert-barriers`). It merges a dispatch P into
-the dispatch C that consumes its result when that is exactly safe, repeating until
-nothing changes:
+the dispatch C that consumes its result when that is exactly safe:
 
 - elementwise chains: `unary`, `binary`, `copy_strided` and `fused_elementwise`
   dispatches are expression trees over strided loads (leaves) written through a
@@ -14,18 +13,26 @@ nothing changes:
   multiplies, rotary embedding's slices, `neg`, `cat` pieces, `* cos`, `* sin` and
   `+`, residual adds after their producer chains, and transposes read by strided
   loads instead of being copied;
+- cat pieces: a buffer written in pieces along one axis (each piece a fusable
+  dispatch writing its box) and read only by one fusable consumer goes into that
+  consumer: each piece's loads windowed to its box (`L*_AX/LO/N`), the pieces chosen
+  by a select on the index along the axis (rotary embedding's `cat(-x2, x1)`);
 - squares into reductions: a `pow(x, 2)` / `x * x` / `square(x)` read only by a
   `reduce_rows` sum or mean becomes that reduction's `PRE = 1` (RMSNorm's mean of
   squares in one dispatch).
+
+Producers are merged into consumers until nothing changes, then cat pieces, then
+again (so a piece holds its own producers before it is merged).
 
 Safe means: P's result is a transient buffer (`vkc.alloc`, seen through any views)
 that P writes whole and alone, read only by C (a pure copy may be read by several
 consumers: it is a load remap, inlined into each); no dispatch between P and C
 writes what P reads; C does not write what P reads; the fused kernel stays within
-fused_elementwise's 4 input buffers, 6 loads and 10 instructions. Every operation
-keeps its f32 (or i32) code and order (fused_elementwise runs unary.glsl's and
-binary.glsl's code per instruction, the interpreter the same numpy references), so
-the fused program computes bit for bit what the unfused one did.
+fused_elementwise's 4 input buffers, 6 loads and 10 instructions; cat pieces cover
+their buffer exactly, disjoint, and the consumer reads it with its own shape. Every
+operation keeps its f32 (or i32) code and order (fused_elementwise runs unary.glsl's
+and binary.glsl's code per instruction, the interpreter the same numpy references),
+so the fused program computes bit for bit what the unfused one did.
 """
 
 from __future__ import annotations
@@ -529,16 +536,25 @@ def _whole(kernel: Kernel, root: SSAValue) -> bool:
     )
 
 
-def _between(block: Block, first: Operation, last: Operation) -> list[vkc.DispatchOp]:
-    found, on = [], False
-    for op in block.ops:
-        if op is last:
-            return found
-        if on and isinstance(op, vkc.DispatchOp):
+def _between(first: Operation, last: Operation) -> list[vkc.DispatchOp] | None:
+    """The dispatches strictly between `first` and `last` (one block), or None when
+    `last` does not come after `first`."""
+    found: list[vkc.DispatchOp] = []
+    op = first.next_op
+    while op is not None and op is not last:
+        if isinstance(op, vkc.DispatchOp):
             found.append(op)
-        if op is first:
-            on = True
-    return found
+        op = op.next_op
+    return found if op is last else None
+
+
+def _moves_safely(first: Operation, last: Operation, reads: set[SSAValue]) -> bool:
+    """Whether reads of `reads` at `first` may move to `last`: `last` comes after it and
+    no dispatch between them (nor `last` itself) writes any of them."""
+    between = _between(first, last)
+    if between is None or not isinstance(last, vkc.DispatchOp):
+        return False
+    return not any(_writes(d) & reads for d in [*between, last])
 
 
 def _erase_unused(value: SSAValue) -> None:
@@ -678,13 +694,8 @@ class _Fuser:
         if len(consumers) > 1 and not isinstance(producer.value, Leaf):
             return False
         reads = {leaf.buffer for leaf in leaves_of(producer.value)}
-        for consumer in consumers:
-            if not self.block.get_operation_index(op) < self.block.get_operation_index(consumer):
-                return False
-            if _writes(consumer) & reads:
-                return False
-            if any(_writes(d) & reads for d in _between(self.block, op, consumer)):
-                return False
+        if not all(_moves_safely(op, consumer, reads) for consumer in consumers):
+            return False
         if len(consumers) == 1 and self._into_reduce(producer, consumers[0], root):
             return True
         replacements: list[tuple[vkc.DispatchOp, vkc.DispatchOp]] = []
@@ -761,12 +772,7 @@ class _Fuser:
                 return False
         for writer in writers:
             reads = {leaf.buffer for leaf in leaves_of(_kernel(writer).value)}
-            if root in reads or _writes(consumer) & reads:
-                return False
-            index = self.block.get_operation_index
-            if index(writer) > index(consumer):
-                return False
-            if any(_writes(d) & reads for d in _between(self.block, writer, consumer)):
+            if root in reads or not _moves_safely(writer, consumer, reads):
                 return False
         parts = [_windowed(kernel.value, axis, start, size) for _, start, size, kernel in boxes]
         if any(p is None for p in parts):
