@@ -8,10 +8,11 @@ sessions decode the same tokens alternately (interleaved, so load on the machine
 both alike); every step's logits must be bit-identical. Printed per variant:
 dispatches per call and per decoder layer (the difference between 2- and 1-layer
 models of the same shape), the median wall time per token, the median GPU time (the
-dispatches' timestamps), host time = wall - GPU per call and per dispatch, split into
-Python (wall - submission: uploads, status words, read-backs) and the driver's
-submission and fence wait beyond the GPU time; and the time to record the command
-buffer and create its pipelines (once per session) per dispatch.
+dispatches' timestamps) and that of the kernels the pass merges, host time = wall -
+GPU per call and per dispatch, split into Python (wall - submission: uploads, status
+words, read-backs) and the driver's submission and fence wait beyond the GPU time; and
+the time to record the command buffer and create its pipelines (once per session) per
+dispatch.
 
     python benchmarks/fusion.py [--quick] [--scheme w4g32] [--steps 16]
 """
@@ -43,6 +44,8 @@ FULL = {"vocab_size": 32000, "dim": 2048, "n_layers": 4, "n_heads": 16, "hidden_
         "max_seq_len": 512}  # fmt: skip
 QUICK = {"vocab_size": 4096, "dim": 256, "n_layers": 2, "n_heads": 8, "hidden_dim": 704,
          "max_seq_len": 128}  # fmt: skip
+TOUCHED = {"unary", "binary", "copy_strided", "fused_elementwise", "reduce_rows"}
+"""The kernels vkc-fuse-elementwise merges (their GPU time is the `ew ms` column)."""
 SMALL = {"vocab_size": 256, "dim": 64, "n_heads": 4, "hidden_dim": 128, "max_seq_len": 16}
 """The per-layer count's models: same graph as the benchmark's, tiny."""
 
@@ -60,6 +63,13 @@ def lowered(ep, fuse: bool):
     module = qopt.import_program(ep)
     QoptVulkanPipeline(fuse_elementwise=fuse).apply(make_context(), module)
     return module
+
+
+def kernel_kinds(artifact: VulkanArtifact) -> list[str]:
+    """The kernel of each dispatch of the (one) method, in order."""
+    program = artifact.program
+    start, stop = program.methods[0].steps
+    return [program.kernels[step.kernel].kernel for step in program.steps[start:stop]]
 
 
 def dispatches(module) -> int:
@@ -98,6 +108,8 @@ def main() -> None:
     walls: dict[bool, list[float]] = {False: [], True: []}
     gpus: dict[bool, list[float]] = {False: [], True: []}
     submits: dict[bool, list[float]] = {False: [], True: []}
+    touched: dict[bool, list[float]] = {False: [], True: []}
+    kinds = {fuse: kernel_kinds(artifact) for fuse, (artifact, _) in variants.items()}
     for position in range(-1, args.steps):
         logits = {}
         for fuse in (False, True) if position % 2 else (True, False):
@@ -112,6 +124,10 @@ def main() -> None:
             walls[fuse].append(wall)
             gpus[fuse].append(artifact.gpu_seconds() or float("nan"))
             submits[fuse].append(artifact.last_submit_seconds or float("nan"))
+            times = artifact.last_times or []
+            touched[fuse].append(
+                sum(t for t, k in zip(times, kinds[fuse], strict=True) if k in TOUCHED)
+            )
         if position < 0:
             for s in sessions.values():
                 s.reset()
@@ -123,7 +139,8 @@ def main() -> None:
     layers = {fuse: per_layer(args.scheme, fuse) for fuse in variants}
     print()
     print(
-        f"{'fuse':<6} {'disp':>5} {'/layer':>7} {'ms/tok':>8} {'gpu ms':>8} {'host ms':>8} "
+        f"{'fuse':<6} {'disp':>5} {'/layer':>7} {'ms/tok':>8} {'gpu ms':>8} {'ew ms':>7} "
+        f"{'host ms':>8} "
         f"{'us/disp':>8} {'python':>7} {'submit':>7} {'record us/disp':>15}"
     )
     for fuse, (_, count) in variants.items():
@@ -133,12 +150,14 @@ def main() -> None:
         host = max(wall - gpu, 0.0)
         print(
             f"{fuse!s:<6} {count:>5} {layers[fuse]:>7} {1e3 * wall:>8.2f} {1e3 * gpu:>8.2f} "
-            f"{1e3 * host:>8.2f} {1e6 * host / count:>8.1f} {1e6 * python / count:>7.1f} "
+            f"{1e3 * statistics.median(touched[fuse]):>7.2f} {1e3 * host:>8.2f} "
+            f"{1e6 * host / count:>8.1f} {1e6 * python / count:>7.1f} "
             f"{1e6 * driver / count:>7.1f} {1e6 * record[fuse] / count:>15.1f}"
         )
     print(
-        "us/disp = host time per dispatch (python: outside the submission; submit: the "
-        "submission and fence wait beyond the GPU time)"
+        "ew ms = GPU time of the kernels the pass merges (unary, binary, copy_strided, "
+        "fused_elementwise, reduce_rows); us/disp = host time per dispatch (python: outside "
+        "the submission; submit: the submission and fence wait beyond the GPU time)"
     )
     speedup = statistics.median(walls[False]) / statistics.median(walls[True])
     print(f"\nfused / unfused time per token: {1 / speedup:.3f} (x{speedup:.2f} faster); "
