@@ -61,6 +61,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
+from qopt.dialects.vkc.types import binding_accepts
 from qopt.errors import QoptError
 from qopt.kernels import catalogue
 from qopt.kernels.elementwise import (
@@ -822,7 +823,7 @@ class _Fuser:
         if vkc.root_buffer(consumer.buffers[0]) is not root:
             return False
         source = x.buffer.type
-        if not isinstance(source, vkc.BufferType) or source.dtype != "f32":
+        if not isinstance(source, vkc.BufferType) or not binding_accepts("f32", source):
             return False
         new = _dispatch(
             self.symbols,

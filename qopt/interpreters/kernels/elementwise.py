@@ -229,25 +229,23 @@ def _fused_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
     on an index digit, r[RES] written at the output map."""
     program = fused_program(spec)
     n, dims = int(push["n"]), fused_dims(spec)
-    digits = np.indices(dims, dtype=np.int64).reshape(len(dims), -1)[:, :n]
     registers: dict[int, np.ndarray] = {}
     for leaf in range(FUSED_LEAVES):
         buf = spec_int(spec, f"L{leaf}_BUF", -1)
         if buf < 0:
             continue
-        leaf_digits = digits
+        strides = fused_strides(spec, f"L{leaf}_S")
+        at = spec_int(spec, f"L{leaf}_OFF", 0) + _offsets(dims, strides, n)
         axis = spec_int(spec, f"L{leaf}_AX", -1)
-        if axis >= 0:
+        if axis >= 0:  # the digit on `axis` windowed: clamp(idx - lo, 0, size - 1)
             lo, size = spec_int(spec, f"L{leaf}_LO", 0), spec_int(spec, f"L{leaf}_N", 1)
-            leaf_digits = digits.copy()
-            leaf_digits[axis] = np.clip(digits[axis] - lo, 0, size - 1)
-        strides = np.array(fused_strides(spec, f"L{leaf}_S"), dtype=np.int64)
-        at = spec_int(spec, f"L{leaf}_OFF", 0) + strides @ leaf_digits
+            d = _digit(dims, axis, n)
+            at += (np.clip(d - lo, 0, size - 1) - d) * strides[axis]
         registers[leaf] = as_words(buffers[f"in{buf}"])[at]
     for register, op, dtype, a, b in program:
         k = register - FUSED_LEAVES
         if op == FUSED_OPS["select"]:
-            low = digits[spec_int(spec, f"I{k}_X", 0)] < spec_int(spec, f"I{k}_Y", 0)
+            low = _digit(dims, spec_int(spec, f"I{k}_X", 0), n) < spec_int(spec, f"I{k}_Y", 0)
             registers[register] = np.where(low, registers[a], registers[b])
             continue
         pa, pb = float(push[f"a{k}"]), float(push[f"b{k}"])
@@ -258,10 +256,26 @@ def _fused_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
         else:
             r = unary_words(opcode_name(UNARY_OPS, op), is_i32, registers[a], pa, pb)
         registers[register] = as_words(np.ascontiguousarray(r))
-    out_strides = np.array(fused_strides(spec, "OS"), dtype=np.int64)
-    dst = spec_int(spec, "OUT_OFF", 0) + out_strides @ digits
+    dst = spec_int(spec, "OUT_OFF", 0) + _offsets(dims, fused_strides(spec, "OS"), n)
     out = buffers["y"].reshape(-1).view(np.uint32)
     out[dst] = registers[spec_int(spec, "RES", 0)]
+
+
+def _offsets(dims: tuple[int, ...], strides: tuple[int, ...], n: int) -> np.ndarray:
+    """`idx . strides` for the first n flat indices of the 6-D space `dims`."""
+    total = np.zeros(dims, dtype=np.int64)
+    for axis, (d, s) in enumerate(zip(dims, strides, strict=True)):
+        if d > 1 and s:
+            shape = [1] * len(dims)
+            shape[axis] = d
+            total = total + (np.arange(d, dtype=np.int64) * s).reshape(shape)
+    return total.reshape(-1)[:n]
+
+
+def _digit(dims: tuple[int, ...], axis: int, n: int) -> np.ndarray:
+    """Digit `axis` of the first n flat indices of the 6-D space `dims`."""
+    strides = tuple(1 if k == axis else 0 for k in range(len(dims)))
+    return _offsets(dims, strides, n)
 
 
 REFERENCES: dict[str, Reference] = {
