@@ -147,7 +147,9 @@ def main() -> None:
         wall, gpu = statistics.median(walls[fuse]), statistics.median(gpus[fuse])
         python = statistics.median(w - s for w, s in zip(walls[fuse], submits[fuse], strict=True))
         driver = statistics.median(s - g for s, g in zip(submits[fuse], gpus[fuse], strict=True))
-        host = max(wall - gpu, 0.0)
+        host = max(
+            statistics.median(w - g for w, g in zip(walls[fuse], gpus[fuse], strict=True)), 0.0
+        )
         print(
             f"{fuse!s:<6} {count:>5} {layers[fuse]:>7} {1e3 * wall:>8.2f} {1e3 * gpu:>8.2f} "
             f"{1e3 * statistics.median(touched[fuse]):>7.2f} {1e3 * host:>8.2f} "
