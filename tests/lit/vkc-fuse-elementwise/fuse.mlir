@@ -1,10 +1,10 @@
 // RUN: qopt-opt %s -p 'convert-to-vkc{schedule=false},vkc-fuse-elementwise' --split-input-file | filecheck %s
-// RUN: qopt-opt %s -p 'convert-to-vkc{schedule=false},vkc-fuse-elementwise,vkc-fuse-elementwise' --split-input-file | filecheck %s
 // RUN: qopt-opt %s -p 'qopt-vulkan{fuse-elementwise=false}' --split-input-file | filecheck %s --check-prefix=OFF
 // vkc-fuse-elementwise merges chains of elementwise dispatches (unary, binary,
 // copy_strided) into one fused_elementwise dispatch, and a square read only by a
-// sum/mean reduction into that reduction (reduce_rows PRE = 1). Running it twice
-// changes nothing more.
+// sum/mean reduction into that reduction (reduce_rows PRE = 1); with
+// fuse-elementwise=false qopt-vulkan keeps one dispatch per op. (Idempotence and
+// translation validation: tests/unit/lowering/test_vkc_schedule_passes.py.)
 
 // RMSNorm: pow(x, 2) -> mean -> + eps -> rsqrt -> * x -> * w is 6 dispatches; fused,
 // the square goes into the mean and the tail is one kernel of 4 instructions.
