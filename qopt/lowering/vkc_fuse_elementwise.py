@@ -537,25 +537,30 @@ def _whole(kernel: Kernel, root: SSAValue) -> bool:
     )
 
 
-def _between(first: Operation, last: Operation) -> list[vkc.DispatchOp] | None:
-    """The dispatches strictly between `first` and `last` (one block), or None when
-    `last` does not come after `first`."""
-    found: list[vkc.DispatchOp] = []
-    op = first.next_op
-    while op is not None and op is not last:
-        if isinstance(op, vkc.DispatchOp):
-            found.append(op)
-        op = op.next_op
-    return found if op is last else None
+_PURE = (vkc.ViewOp, vkc.OutputOp, vkc.AllocOp, vkc.ConstantOp, vkc.InputOp, vkc.StateOp,
+         vkc.BarrierOp)  # fmt: skip
+"""vkc ops that write no buffer (any other op with buffer operands may write them)."""
+
+
+def _op_writes(op: Operation) -> set[SSAValue]:
+    """The buffers (roots) `op` may write: a dispatch's written bindings; nothing for the
+    ops of `_PURE`; every buffer operand of any other op (a host call, say)."""
+    if isinstance(op, vkc.DispatchOp):
+        return _writes(op)
+    if isinstance(op, _PURE):
+        return set()
+    return {vkc.root_buffer(v) for v in op.operands if isinstance(v.type, vkc.BufferType)}
 
 
 def _moves_safely(first: Operation, last: Operation, reads: set[SSAValue]) -> bool:
-    """Whether reads of `reads` at `first` may move to `last`: `last` comes after it and
-    no dispatch between them (nor `last` itself) writes any of them."""
-    between = _between(first, last)
-    if between is None or not isinstance(last, vkc.DispatchOp):
-        return False
-    return not any(_writes(d) & reads for d in [*between, last])
+    """Whether reads of `reads` at `first` may move to `last` (one block): `last` comes
+    after it and no op between them (nor `last` itself) may write any of them."""
+    op = first.next_op
+    while op is not None and op is not last:
+        if _op_writes(op) & reads:
+            return False
+        op = op.next_op
+    return op is last and not _op_writes(last) & reads
 
 
 def _erase_unused(value: SSAValue) -> None:
