@@ -78,9 +78,6 @@ class VulkanArtifact:
         self._sessions: weakref.WeakSet[VulkanSession] = weakref.WeakSet()
         self._lock = threading.RLock()
         self.last_times: list[float] | None = None
-        self.last_submit_seconds: float | None = None
-        """Host wall time of the last call's submission, vkQueueSubmit to its fence
-        (the rest of a call's wall time is Python: uploads, status words, reads)."""
 
     # ----- files ------------------------------------------------------------------------
 
@@ -332,7 +329,6 @@ class VulkanSession:
             for check in checks:
                 self._buffers[check.buffer].write(zero)
             artifact.last_times = recorded.submit()
-            artifact.last_submit_seconds = recorded.last_seconds
             for check in checks:
                 if int(self._buffers[check.buffer].read(np.uint32, 1)[0]) != 0:
                     raise check.error()
