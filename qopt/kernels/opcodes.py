@@ -92,6 +92,10 @@ MAPPINGS = {"asymmetric": 0, "symmetric": 1, "symmetric_no_clipping_err": 2}
 CONV_ACT = {"none": 0, "static": 1, "quantized": 2}
 """conv2d_q8's ACT: weight-only, static activations quantized in-kernel, or i32 input."""
 DTYPES = {"f32": 0, "i32": 1}
+FUSED_OPS = {"none": -1, "binary": 64, "select": 128}
+"""fused_elementwise's instruction codes: `I<k>_OP` is a UNARY_OPS code, FUSED_BINARY +
+a BINARY_OPS code, FUSED_SELECT (by an index digit: a cat's pieces) or FUSED_NONE (an
+unused instruction slot)."""
 """DTYPE of unary/binary and MODE of fill: the element type the kernel computes in."""
 
 OPCODE_TABLES: Mapping[str, Mapping[str, int]] = {
@@ -102,6 +106,7 @@ OPCODE_TABLES: Mapping[str, Mapping[str, int]] = {
     "MAPPING": MAPPINGS,
     "CONV_ACT": CONV_ACT,
     "DTYPE": DTYPES,
+    "FUSED": FUSED_OPS,
 }
 """Prefix -> table: the GLSL sees `<PREFIX>_<NAME>` (upper case) for each entry."""
 

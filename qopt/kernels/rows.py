@@ -21,14 +21,16 @@ REDUCE_ROWS = KernelSpec(
     glsl="reduce_rows.glsl",
     bindings=(binding("x", "f32"), binding("y", "f32", True)),
     push=push_of("rows", "cols"),
-    spec=(("OP", REDUCE_OPS["sum"]),),
+    spec=(("OP", REDUCE_OPS["sum"]), ("PRE", 0)),
     local_size=(32, 1, 1),
     workgroups=rows_workgroups,
     exact=always,
     extents=guarded("reduce_rows", _reduce_extents),
-    spec_bounds={"OP": (min(REDUCE_OPS.values()), max(REDUCE_OPS.values()))},
+    spec_bounds={"OP": (min(REDUCE_OPS.values()), max(REDUCE_OPS.values())), "PRE": FLAG},
     doc="""y[r] = reduce(x[r, :]) over the last dim of [rows, cols]; OP
-(REDUCE_OPS: sum, mean, max, min). Other reduction dims: permute with copy_strided first.""",
+(REDUCE_OPS: sum, mean, max, min); PRE = 1 reduces x * x (f32) instead (a squaring
+producer folded in by vkc-fuse-elementwise). Other reduction dims: permute with
+copy_strided first.""",
 )
 
 

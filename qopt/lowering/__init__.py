@@ -35,6 +35,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertToVkcPass
 
+    def get_vkc_fuse_elementwise() -> type[ModulePass]:
+        from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
+
+        return VkcFuseElementwisePass
+
     def get_vkc_plan_buffers() -> type[ModulePass]:
         from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
 
@@ -61,6 +66,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-to-coreml": get_convert_to_coreml,
         "coreml-fp16": get_coreml_fp16,
         "convert-to-vkc": get_convert_to_vkc,
+        "vkc-fuse-elementwise": get_vkc_fuse_elementwise,
         "vkc-plan-buffers": get_vkc_plan_buffers,
         "vkc-insert-barriers": get_vkc_insert_barriers,
         "qopt-coreml": get_qopt_coreml,

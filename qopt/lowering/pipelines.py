@@ -9,9 +9,9 @@ and `qopt.backends.coreml.compile_coreml` all run them.
     qopt-coreml{target=iOS18 compute-precision=fp32}
         fuse-quant, fold-constants, convert-to-coreml{target=...}
         [, coreml-fp16 when compute-precision=fp16]
-    qopt-vulkan{fallback=true}
-        fuse-quant, fold-constants, convert-to-vkc{fallback=...},
-        vkc-plan-buffers, vkc-insert-barriers
+    qopt-vulkan{fallback=false fuse-elementwise=true}
+        fuse-quant, fold-constants, convert-to-vkc{schedule=false fallback=...},
+        [vkc-fuse-elementwise,] vkc-plan-buffers, vkc-insert-barriers
 """
 
 from __future__ import annotations
@@ -86,26 +86,33 @@ class QoptCoremlPipeline(ModulePass):
 
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
-    """`fuse-quant`, `fold-constants`, `convert-to-vkc{schedule=false}`, then
-    `vkc-plan-buffers` and `vkc-insert-barriers`."""
+    """`fuse-quant`, `fold-constants`, `convert-to-vkc{schedule=false}`,
+    `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), then `vkc-plan-buffers`
+    and `vkc-insert-barriers`."""
 
     name = "qopt-vulkan"
 
     fallback: bool = False
     """Run ops without a Vulkan kernel on the host (convert-to-vkc's option of the same
     name; `qopt.compile(..., fallback=True)`, `qopt-opt --host-fallback`)."""
+    fuse_elementwise: bool = True
+    """Run vkc-fuse-elementwise (`fuse-elementwise=false` on the command line: one
+    dispatch per elementwise op, as convert-to-vkc lowers them)."""
 
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
         from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
+        from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
         from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
         from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
 
+        fuse: list[ModulePass] = [VkcFuseElementwisePass()] if self.fuse_elementwise else []
         return [
             FuseQuantPass(),
             FoldConstantsPass(),
             ConvertToVkcPass(schedule=False, fallback=self.fallback),
+            *fuse,
             VkcPlanBuffersPass(),
             VkcInsertBarriersPass(),
         ]

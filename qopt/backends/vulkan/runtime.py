@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -184,6 +185,8 @@ class Program:
         self.count = len(dispatches)
         self.pool = self.cmd = self.fence = self.query = None
         self.timestamps = timestamps and device.timestamp_period > 0
+        self.last_seconds: float | None = None
+        """Host wall time of the last `submit()`, from vkQueueSubmit to the fence."""
         self._closed = False
         try:
             self._record(vk, dispatches)
@@ -336,8 +339,10 @@ class Program:
             raise VulkanError("submit() of a closed program")
         vk.vkResetFences(dev, 1, [self.fence])
         info = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[self.cmd])
+        start = time.perf_counter()
         vk.vkQueueSubmit(self.device.queue, 1, [info], self.fence)
         vk.vkWaitForFences(dev, 1, [self.fence], vk.VK_TRUE, 0xFFFFFFFFFFFFFFFF)
+        self.last_seconds = time.perf_counter() - start
         self.device._check_validation("running a command buffer")
         if self.query is None:
             return None
@@ -353,7 +358,7 @@ class Program:
             8,
             vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
         )
-        ticks = np.array([data[i] for i in range(n)], dtype=np.float64)
+        ticks = np.frombuffer(vk.ffi.buffer(data, n * 8), dtype=np.uint64).astype(np.float64)
         mask = float(2**self.device.timestamp_bits) if self.device.timestamp_bits < 64 else None
         diffs = np.diff(ticks)
         if mask is not None:

@@ -10,13 +10,19 @@ from qopt.interpreters.kernels.common import (
     F32,
     as_words,
     erf_f32,
-    f32s,
-    i32s,
     store,
     strided_index,
 )
+from qopt.kernels.elementwise import FUSED_LEAVES, fused_dims, fused_program, fused_strides
 from qopt.kernels.extents import shape6, spec_int
-from qopt.kernels.opcodes import BINARY_BOOL_NAMES, BINARY_OPS, DTYPES, UNARY_OPS, opcode_name
+from qopt.kernels.opcodes import (
+    BINARY_BOOL_NAMES,
+    BINARY_OPS,
+    DTYPES,
+    FUSED_OPS,
+    UNARY_OPS,
+    opcode_name,
+)
 from qopt.kernels.spec import PushValues, Reference, SpecValues
 from qopt.numerics import activations as act
 
@@ -40,33 +46,37 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
 def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     name = opcode_name(UNARY_OPS, spec_int(spec, "OP", UNARY_OPS["identity"]))
     n = int(push["n"])
-    if spec_int(spec, "DTYPE", DTYPES["f32"]) == DTYPES["i32"]:
-        v = i32s(buffers["x"])[:n].astype(np.int64)
+    is_i32 = spec_int(spec, "DTYPE", DTYPES["f32"]) == DTYPES["i32"]
+    words = as_words(buffers["x"])[:n]
+    store(buffers, "y", unary_words(name, is_i32, words, push.get("a", 0.0), push.get("b", 0.0)))
+
+
+def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float) -> np.ndarray:
+    """unary.glsl's op `name` on 32-bit words (i32 or f32 by `is_i32`; push a, b), as an
+    f32 or i32 array of the words it writes (fused_elementwise runs the same code)."""
+    if is_i32:
+        v = words.view(np.int32).astype(np.int64)
         if name == "cast_i32_f32":
-            store(buffers, "y", v.astype(F32))
-            return
+            return v.astype(F32)
         r = {
             "identity": lambda: v,
             "relu": lambda: np.maximum(v, 0),
             "neg": lambda: -v,
             "abs": lambda: np.abs(v),
-            "clamp": lambda: np.clip(v, int(push["a"]), int(push["b"])),
+            "clamp": lambda: np.clip(v, int(pa), int(pb)),
             "logical_not": lambda: (v == 0).astype(np.int64),
             "to_bool": lambda: (v != 0).astype(np.int64),
         }[name]()
-        store(buffers, "y", r.astype(np.int32))
-        return
-    x = f32s(buffers["x"])[:n]
-    a, b = F32(push.get("a", 0.0)), F32(push.get("b", 0.0))
+        return r.astype(np.int32)
+    x = words.view(F32)
+    a, b = F32(pa), F32(pb)
     with np.errstate(all="ignore"):
         if name in ("logical_not", "to_bool", "cast_f32_i32"):
-            r = {
+            return {
                 "logical_not": lambda: (x == 0).astype(np.int32),
                 "to_bool": lambda: (x != 0).astype(np.int32),
                 "cast_f32_i32": lambda: np.trunc(x).astype(np.int32),
             }[name]()
-            store(buffers, "y", r)
-            return
         one = F32(1)
         fns: dict[str, Callable[[], np.ndarray]] = {
             "identity": lambda: x,
@@ -101,7 +111,7 @@ def _unary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValue
             "hardshrink": lambda: act.hardshrink(x, float(a)),
             "softshrink": lambda: act.softshrink(x, float(a)),
         }
-        store(buffers, "y", np.asarray(fns[name](), dtype=F32))
+        return np.asarray(fns[name](), dtype=F32)
 
 
 def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
@@ -109,9 +119,16 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     dims = shape6(push, "d")
     ia = int(push["a_off"]) + strided_index(push, dims, "sa")
     ib = int(push["b_off"]) + strided_index(push, dims, "sb")
-    alpha = push.get("alpha", 1.0)
-    if spec_int(spec, "DTYPE", DTYPES["f32"]) == DTYPES["i32"]:
-        x, y = i32s(buffers["a"])[ia].astype(np.int64), i32s(buffers["b"])[ib].astype(np.int64)
+    is_i32 = spec_int(spec, "DTYPE", DTYPES["f32"]) == DTYPES["i32"]
+    a, b = as_words(buffers["a"])[ia], as_words(buffers["b"])[ib]
+    store(buffers, "out", binary_words(name, is_i32, a, b, push.get("alpha", 1.0)))
+
+
+def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
+    """binary.glsl's op `name` on 32-bit words `a`, `b` (i32 or f32 by `is_i32`; push
+    alpha), as an f32 or i32 array of the words it writes."""
+    if is_i32:
+        x, y = a.view(np.int32).astype(np.int64), b.view(np.int32).astype(np.int64)
         al = int(np.trunc(alpha))
         with np.errstate(all="ignore"):
             r = {
@@ -136,9 +153,8 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
                 "bitwise_or": lambda: x | y,
                 "bitwise_xor": lambda: x ^ y,
             }[name]()
-        store(buffers, "out", np.asarray(r).astype(np.int64).astype(np.int32))
-        return
-    x, y = f32s(buffers["a"])[ia], f32s(buffers["b"])[ib]
+        return np.asarray(r).astype(np.int64).astype(np.int32)
+    x, y = a.view(F32), b.view(F32)
     with np.errstate(all="ignore"):
         if name in BINARY_BOOL_NAMES:
             r = {
@@ -151,8 +167,7 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
                 "logical_and": (x != 0) & (y != 0),
                 "logical_or": (x != 0) | (y != 0),
             }[name]
-            store(buffers, "out", r.astype(np.int32))
-            return
+            return r.astype(np.int32)
 
         def powf() -> np.ndarray:
             neg_int = (x < 0) & (y == np.floor(y))
@@ -175,7 +190,7 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
             "remainder": lambda: x - np.floor(x / y) * y,
             "floor_divide": lambda: np.floor(x / y),
         }
-        store(buffers, "out", np.asarray(fns[name](), dtype=F32))
+        return np.asarray(fns[name](), dtype=F32)
 
 
 def _where_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
@@ -208,10 +223,66 @@ def _fill_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
         store(buffers, "y", (start + i * step).astype(np.int32))
 
 
+def _fused_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
+    """fused_elementwise: the leaves' words, each instruction by unary_words/binary_words
+    (the code of the unary and binary references: the same f32 op sequence) or a select
+    on an index digit, r[RES] written at the output map."""
+    program = fused_program(spec)
+    n, dims = int(push["n"]), fused_dims(spec)
+    registers: dict[int, np.ndarray] = {}
+    for leaf in range(FUSED_LEAVES):
+        buf = spec_int(spec, f"L{leaf}_BUF", -1)
+        if buf < 0:
+            continue
+        strides = fused_strides(spec, f"L{leaf}_S")
+        at = spec_int(spec, f"L{leaf}_OFF", 0) + _offsets(dims, strides, n)
+        axis = spec_int(spec, f"L{leaf}_AX", -1)
+        if axis >= 0:  # the digit on `axis` windowed: clamp(idx - lo, 0, size - 1)
+            lo, size = spec_int(spec, f"L{leaf}_LO", 0), spec_int(spec, f"L{leaf}_N", 1)
+            d = _digit(dims, axis, n)
+            at += (np.clip(d - lo, 0, size - 1) - d) * strides[axis]
+        registers[leaf] = as_words(buffers[f"in{buf}"])[at]
+    for register, op, dtype, a, b in program:
+        k = register - FUSED_LEAVES
+        if op == FUSED_OPS["select"]:
+            low = _digit(dims, spec_int(spec, f"I{k}_X", 0), n) < spec_int(spec, f"I{k}_Y", 0)
+            registers[register] = np.where(low, registers[a], registers[b])
+            continue
+        pa, pb = float(push[f"a{k}"]), float(push[f"b{k}"])
+        is_i32 = dtype == DTYPES["i32"]
+        if op >= FUSED_OPS["binary"]:
+            name = opcode_name(BINARY_OPS, op - FUSED_OPS["binary"])
+            r = binary_words(name, is_i32, registers[a], registers[b], pa)
+        else:
+            r = unary_words(opcode_name(UNARY_OPS, op), is_i32, registers[a], pa, pb)
+        registers[register] = as_words(np.ascontiguousarray(r))
+    dst = spec_int(spec, "OUT_OFF", 0) + _offsets(dims, fused_strides(spec, "OS"), n)
+    out = buffers["y"].reshape(-1).view(np.uint32)
+    out[dst] = registers[spec_int(spec, "RES", 0)]
+
+
+def _offsets(dims: tuple[int, ...], strides: tuple[int, ...], n: int) -> np.ndarray:
+    """`idx . strides` for the first n flat indices of the 6-D space `dims`."""
+    total = np.zeros(dims, dtype=np.int64)
+    for axis, (d, s) in enumerate(zip(dims, strides, strict=True)):
+        if d > 1 and s:
+            shape = [1] * len(dims)
+            shape[axis] = d
+            total = total + (np.arange(d, dtype=np.int64) * s).reshape(shape)
+    return total.reshape(-1)[:n]
+
+
+def _digit(dims: tuple[int, ...], axis: int, n: int) -> np.ndarray:
+    """Digit `axis` of the first n flat indices of the 6-D space `dims`."""
+    strides = tuple(1 if k == axis else 0 for k in range(len(dims)))
+    return _offsets(dims, strides, n)
+
+
 REFERENCES: dict[str, Reference] = {
     "unary": _unary_ref,
     "binary": _binary_ref,
     "where": _where_ref,
     "copy_strided": _copy_ref,
     "fill": _fill_ref,
+    "fused_elementwise": _fused_ref,
 }

@@ -13,6 +13,9 @@ from qopt.numerics import torch_sum_last
 
 def _reduce_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
     x = rows_of(buffers, "x", push)
+    if spec_int(spec, "PRE", 0) == 1:
+        with np.errstate(all="ignore"):
+            x = x * x  # f32, as the shader squares each element it reads
     op = opcode_name(REDUCE_OPS, spec_int(spec, "OP", REDUCE_OPS["sum"]))
     if op in ("sum", "mean"):
         r = torch_sum_last(x)  # torch's CPU order, as the kernel adds

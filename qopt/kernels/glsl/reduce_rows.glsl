@@ -13,8 +13,11 @@
 // combine chains ((c0 + c1) + c2) + c3, and thread 0 adds the scalar tail and
 // the 8 lanes in order. Rows shorter than 8 use torch's scalar 4-chain order.
 // max/min use a tree (order does not matter).
+// PRE = 1 reduces x * x instead of x (each element squared in f32 as it is read:
+// vkc-fuse-elementwise folds a pow(x, 2) / x * x producer in).
 layout(local_size_x = 32) in;
 layout(constant_id = 0) const int OP = REDUCE_SUM;
+layout(constant_id = 1) const int PRE = 0;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) writeonly buffer Out { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
@@ -29,6 +32,12 @@ bool beats(float v, uint i, float b, int j, bool argmax) {
   return argmax ? v > b : v < b;
 }
 
+float ld(uint at) {
+  precise float v = x[at];
+  precise float s = v * v;
+  return PRE == 1 ? s : v;
+}
+
 uint ceil_log2(uint v) { return v <= 2u ? 1u : uint(findMSB(v - 1u)) + 1u; }
 
 float chain_sum(uint base, uint t, uint full) {
@@ -38,14 +47,14 @@ float chain_sum(uint base, uint t, uint full) {
   precise float a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
   uint i = 0u;
   while (i + step <= full) {
-    for (uint j = 0u; j < step; ++j, ++i) a0 += x[base + i * 32u + t];
+    for (uint j = 0u; j < step; ++j, ++i) a0 += ld(base + i * 32u + t);
     a1 += a0; a0 = 0.0;
     if ((i & (mask << power)) != 0u) continue;
     a2 += a1; a1 = 0.0;
     if ((i & (mask << (2u * power))) != 0u) continue;
     a3 += a2; a2 = 0.0;
   }
-  for (; i < full; ++i) a0 += x[base + i * 32u + t];
+  for (; i < full; ++i) a0 += ld(base + i * 32u + t);
   a0 += a1;
   a0 += a2;
   a0 += a3;
@@ -61,7 +70,7 @@ void main() {
       float best = 0.0;
       int at = -1;
       for (uint c = t; c < p.cols; c += 32u) {
-        float v = x[base + c];
+        float v = ld(base + c);
         if (at < 0 || beats(v, c, best, at, argmax)) {
           best = v;
           at = int(c);
@@ -85,7 +94,7 @@ void main() {
     if (OP >= REDUCE_MAX) {
       float acc = OP == REDUCE_MAX ? -1.0 / 0.0 : 1.0 / 0.0;
       for (uint c = t; c < p.cols; c += 32u)
-        acc = OP == REDUCE_MAX ? max(acc, x[base + c]) : min(acc, x[base + c]);
+        acc = OP == REDUCE_MAX ? max(acc, ld(base + c)) : min(acc, ld(base + c));
       red[t] = acc;
       barrier();
       for (uint s = 16u; s > 0u; s >>= 1) {
@@ -102,7 +111,7 @@ void main() {
       barrier();
       if (t < 8u) {
         precise float c0 = red[t];
-        for (uint v = full * 4u; v < vectors; ++v) c0 += x[base + v * 8u + t];
+        for (uint v = full * 4u; v < vectors; ++v) c0 += ld(base + v * 8u + t);
         c0 += red[8u + t];
         c0 += red[16u + t];
         c0 += red[24u + t];
@@ -113,14 +122,14 @@ void main() {
     if (t == 0u) {
       precise float total = 0.0;
       if (p.cols >= 8u) {
-        for (uint k = vectors * 8u; k < p.cols; ++k) total += x[base + k];
+        for (uint k = vectors * 8u; k < p.cols; ++k) total += ld(base + k);
         for (uint l = 0u; l < 8u; ++l) total += red[l];
       } else {
         // scalar row_sum: element k in chain k % 4, leftovers to chain 0
         precise float c[4] = float[4](0.0, 0.0, 0.0, 0.0);
         uint whole = (p.cols / 4u) * 4u;
-        for (uint k = 0u; k < whole; ++k) c[k % 4u] += x[base + k];
-        for (uint k = whole; k < p.cols; ++k) c[0] += x[base + k];
+        for (uint k = 0u; k < whole; ++k) c[k % 4u] += ld(base + k);
+        for (uint k = whole; k < p.cols; ++k) c[0] += ld(base + k);
         total = ((c[0] + c[1]) + c[2]) + c[3];
       }
       y[r] = OP == REDUCE_MEAN ? total / float(p.cols) : total;

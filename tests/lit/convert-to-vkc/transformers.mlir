@@ -47,7 +47,7 @@ func.func @forward(%x: tensor<2x3x4xf32>, %m: tensor<1x4xi1>, %n: tensor<1x4xi1>
 // mean over H*W, so it runs as reduce_rows OP 1 (torch's summation order).
 // CHECK:       vkc.kernel @where_0
 // CHECK:       vkc.kernel @sdpa_0
-// CHECK:       vkc.kernel @reduce_rows_0 {kernel = "reduce_rows", {{.*}}spec = {OP = 1 : i64}
+// CHECK:       vkc.kernel @reduce_rows_0 {kernel = "reduce_rows", {{.*}}spec = {OP = 1 : i64, PRE = 0 : i64}
 // CHECK-LABEL: func.func @forward
 // CHECK:         %[[M:.*]] = vkc.input %m : tensor<3x5xi1> -> !vkc.buffer<3x5xi32>
 // CHECK:         %[[ZERO:.*]] = vkc.constant dense_resource<[[Z:.*]]> : tensor<1xf32>

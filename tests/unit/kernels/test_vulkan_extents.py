@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 32
+    assert len(table) == 33
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -218,8 +218,8 @@ def test_check_dispatch_refuses_unsupported_variants_and_wrapping_indices() -> N
 
 def test_example_programs_fit_their_extents() -> None:
     """Every step of every example passes check_dispatch; a written binding's extent is
-    its buffer's size (copy_strided writes slices: then the steps writing one buffer
-    together reach its end)."""
+    its buffer's size (copy_strided and fused_elementwise write slices: then the steps
+    writing one buffer together reach its end)."""
     for pair in _pairs():
         prog = program(*pair)
         reached: dict[int, int] = {}
@@ -232,7 +232,7 @@ def test_example_programs_fit_their_extents() -> None:
                 if not binding.writes:
                     continue
                 where = (pair, index, spec.name, binding.name)
-                if spec.name == "copy_strided":
+                if spec.name in ("copy_strided", "fused_elementwise"):
                     assert 0 < extents[binding.name] <= size, where
                 else:
                     assert extents[binding.name] == size, where

@@ -49,10 +49,13 @@ def test_pipelines_list_registered_passes() -> None:
         "fuse-quant",
         "fold-constants",
         "convert-to-vkc",
+        "vkc-fuse-elementwise",
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
     assert vulkan[2].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
+    assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     for sub_pass in (*fp16, *vulkan):
         assert registered[sub_pass.name]() is type(sub_pass)
     with pytest.raises(QoptError, match="compute_precision must be 'fp32' or 'fp16'"):
@@ -65,6 +68,8 @@ def test_pipeline_options_parse_from_the_command_line_spec() -> None:
     (spec,) = parse_pipeline("qopt-coreml{target=iOS17 compute-precision=fp16}")
     pipeline = QoptCoremlPipeline.from_pass_spec(spec)
     assert (pipeline.target, pipeline.compute_precision) == ("iOS17", "fp16")
+    (spec,) = parse_pipeline("qopt-vulkan{fuse-elementwise=false}")
+    assert QoptVulkanPipeline.from_pass_spec(spec).fuse_elementwise is False
 
 
 API_SCRIPT = textwrap.dedent(
