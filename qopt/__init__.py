@@ -141,6 +141,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact: ...
 
@@ -160,6 +161,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> VulkanArtifact: ...
 
@@ -179,6 +181,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact: ...
 
@@ -197,6 +200,7 @@ def compile(
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None = None,
     states: str | None = None,
     dynamic_activations: str | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact:
     """Import a program and compile it for `target`: the target's pipeline
@@ -240,14 +244,21 @@ def compile(
         states: CoreML only. "state" (the default: program state such as a KV cache
             is Core ML states, iOS18) or "io" (extra last inputs and outputs of
             every call, named after the buffers; any target; the caller keeps them).
+        verbose: print a progress line per phase on stderr as it ends (load, import,
+            each pass, kernel compile ...: its time, the time since the start and
+            the peak RSS), then the compile report (`artifact.report`).
 
     Every artifact has `.module` (the final IR), `.save(path)`, `.methods`,
-    `.session()`, and is callable (one call on a fresh state). An unknown target
+    `.session()`, `.report` (a `qopt.report.CompileReport`: fused patterns by kernel,
+    what stayed unfused and why, compressed against float weight bytes, ops per
+    target op, warnings, phase times; `str()` is text, `.to_json()` JSON), and is
+    callable (one call on a fresh state). A compile that works but probably not as
+    meant (quant patterns left unfused, weights left in float next to quantized
+    ones) warns with a `qopt.report.QoptWarning` too. An unknown target
     or option, or an option of the other target, is a QoptError listing the valid
     ones (the closest for a typo).
     """
     from qopt import options
-    from qopt.frontend import import_program as _import
 
     target = options.check_target(target)
     options.check_unknown(target, unknown)
@@ -261,6 +272,47 @@ def compile(
         "validation": validation,
     }
     options.check_target_options(target, given)
+    from qopt.report import CompileReport
+
+    report = CompileReport(target=target, verbose=bool(verbose), on_warning=_compile_warning)
+    with report.active():
+        artifact = _compile(
+            ep_or_path, target, minimum_deployment_target, compute_precision, output_names,
+            states, dynamic_activations, device, validation, trust_pickle, limits, dynamic_sizes,
+        )  # fmt: skip
+    artifact.report = report
+    if verbose:
+        import sys
+
+        print(report, file=sys.stderr)
+    return artifact
+
+
+def _compile_warning(text: str) -> None:
+    import warnings
+
+    from qopt.report import QoptWarning
+
+    warnings.warn(text, QoptWarning, stacklevel=4)
+
+
+def _compile(
+    ep_or_path: Any,
+    target: str,
+    minimum_deployment_target: str | enum.Enum | None,
+    compute_precision: str | enum.Enum | None,
+    output_names: Sequence[str] | None,
+    states: str | None,
+    dynamic_activations: str | None,
+    device: str | int | None,
+    validation: bool | None,
+    trust_pickle: bool,
+    limits: Limits | str | None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None,
+) -> CoremlArtifact | VulkanArtifact:
+    from qopt import options
+    from qopt.frontend import import_program as _import
+
     if target == "coreml":
         opset = options.deployment_target(
             "iOS18" if minimum_deployment_target is None else minimum_deployment_target

@@ -376,10 +376,14 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
 def compile_spirv(program: BundleProgram) -> None:
     """Fill in the SPIR-V of every kernel (glslangValidator, validated, cached)."""
     from qopt.backends.vulkan.spirv import compile_kernel
+    from qopt.report import phase
 
-    for entry in program.kernels:
-        if entry.spirv is None:
-            entry.spirv = compile_kernel(entry.glsl)
+    if all(entry.spirv is not None for entry in program.kernels):
+        return
+    with phase("kernel compile"):
+        for entry in program.kernels:
+            if entry.spirv is None:
+                entry.spirv = compile_kernel(entry.glsl)
 
 
 def _sha(data: bytes) -> str:
@@ -853,7 +857,12 @@ class VkBundleTarget(Target):
         binary = getattr(output, "buffer", None)
         if binary is None:
             raise QoptError("-t vkbundle writes a binary file: give it an output file with -o")
-        data = bundle_bytes(program_from_module(module))
+        from qopt.report import phase
+
+        with phase("serialization"):
+            with phase("program build"):
+                program = program_from_module(module)
+            data = bundle_bytes(program)
         output.flush()
         binary.write(data)
         binary.flush()
