@@ -168,6 +168,16 @@ class CompileReport:
             )
         return phase
 
+    @property
+    def depth(self) -> int:
+        """Phases begun and not ended."""
+        return len(self._open)
+
+    def unwind(self, depth: int) -> None:
+        """End the phases begun above `depth` (a pass that raised between callbacks)."""
+        while len(self._open) > depth:
+            self.end()
+
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
         self.begin(name)

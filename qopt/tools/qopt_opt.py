@@ -352,7 +352,11 @@ class QoptOptMain(xDSLOptMain):
         return self._report
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        super().apply_passes(prog)
+        depth = self.report.depth
+        try:
+            super().apply_passes(prog)
+        finally:  # a failed pass under --verify-diagnostics: the next chunk starts clean
+            self.report.unwind(depth)
         if self.pipeline.passes:
             self.report.record_target_ops(prog)
 
