@@ -208,6 +208,9 @@ class CompileReport:
             lines.append(
                 f"  {phase.seconds:8.4f} ({share:5.1f}%)  {'  ' * phase.depth}{phase.name}"
             )
+        rest = total - sum(p.seconds for p in self.phases if p.depth == 0)
+        if self.phases and rest > 0:  # between phases: imports, option checks, setup
+            lines.append(f"  {rest:8.4f} ({100.0 * rest / total:5.1f}%)  (rest)")
         lines.append(f"  {total:8.4f} (100.0%)  Total")
         return "\n".join(lines)
 

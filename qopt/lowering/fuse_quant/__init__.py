@@ -70,13 +70,19 @@ def warn_unfused(module: ModuleOp, pass_name: str) -> None:
     bundle or package several times larger and slower (the cliff of a pipeline that
     forgot fuse-quant). Tried on a clone with a copy of the weight store, so the
     module and its blob names stay as they are."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from qopt.errors import QoptError
     from qopt.report import warn
     from qopt.resources import attach, weights_of
 
     if quant_op_count(module) == 0:
         return
     trial = attach(module.clone(), weights_of(module).copy())
-    FuseQuantPass.run(trial)
+    try:
+        FuseQuantPass.run(trial)
+    except (QoptError, VerifyException):  # fuse-quant would refuse it: nothing to suggest
+        return
     fusable = kernel_counts(trial) - kernel_counts(module)
     if not fusable:
         return
