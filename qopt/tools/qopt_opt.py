@@ -169,6 +169,8 @@ class QoptOptMain(xDSLOptMain):
                     f"{', '.join(self._qopt_passes())}; and xDSL's {len(xdsl)} passes "
                     "(--list-passes shows them all, qopt's with their options)"
                 )
+            elif action.dest == "print_between_passes":
+                action.help = "print the IR on stdout between passes (a pipeline's sub-passes too)"
             elif action.dest == "time_passes":
                 action.help = (
                     "print a table of the time of each phase on stderr (load, import, each "
@@ -179,6 +181,7 @@ class QoptOptMain(xDSLOptMain):
         version = arg_parser._option_string_actions.pop("-v", None)
         if version is not None:
             version.option_strings = [s for s in version.option_strings if s != "-v"]
+            version.help = "print qopt's version (and xDSL's) and exit"
         arg_parser.add_argument(
             "-v",
             "--verbose",
