@@ -289,11 +289,17 @@ def compile(
 
 
 def _compile_warning(text: str) -> None:
+    """A QoptWarning attributed to the caller's line (the first frame outside qopt)."""
+    import sys
     import warnings
 
     from qopt.report import QoptWarning
 
-    warnings.warn(text, QoptWarning, stacklevel=4)
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(text, QoptWarning, stacklevel=level)
 
 
 def _compile(

@@ -213,15 +213,19 @@ def node_location(node: Node) -> FileLineColLoc | NameLoc | None:
     the path of the module that ran it (torch's `nn_module_stack`), as MLIR's named
     locations: `loc("layers.0.mlp.down_proj"("model.py":12:0))`."""
     trace = node.meta.get("stack_trace")
-    owner = node
-    if not trace:
-        # PT2E inserts quantize/dequantize nodes without a trace: they belong to
-        # the line of the value they (de)quantize.
-        if str(node.target).startswith("quantized_decomposed.") and node.args:
-            source = node.args[0]
-            if isinstance(source, Node) and source.meta.get("stack_trace"):
-                trace, owner = source.meta["stack_trace"], source
-    path = _module_path(owner)
+    path = _module_path(node)
+    # PT2E inserts quantize/dequantize nodes without a trace or a module stack: they
+    # belong to the line and module of the value they (de)quantize (through a
+    # quantize -> dequantize chain).
+    source = node
+    for _ in range(4):
+        if (trace and path) or not str(source.target).startswith("quantized_decomposed."):
+            break
+        if not source.args or not isinstance(source.args[0], Node):
+            break
+        source = source.args[0]
+        trace = trace or source.meta.get("stack_trace")
+        path = path or _module_path(source)
     file_line = _location_of_trace(trace) if trace else None
     if path is None:
         return file_line
