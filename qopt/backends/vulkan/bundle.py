@@ -322,6 +322,8 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
                 assert isinstance(type, vkc.BufferType)
                 if op.is_status:
                     what = op.what.data if op.what is not None else "a Vulkan index check"
+                    if len(what) > MAX_WHAT:  # a long path and module name: what a reader takes
+                        what = what[: MAX_WHAT - 3] + "..."
                     ids[op.result] = new_buffer({"kind": "status", "nbytes": 4, "what": what})
                 elif op.slot is None:
                     ids[op.result] = new_buffer({"kind": "alloc", "nbytes": type.nbytes})
