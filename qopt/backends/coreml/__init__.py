@@ -287,10 +287,10 @@ def compile_coreml(
         dynamic_activations=dynamic_activations,
     )
     pipeline.apply(make_context(), module)
-    with phase("MIL build"):
-        programs = build_programs(module, output_names)
+    with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
+        programs = build_programs(module)
     methods = list(programs)
-    names = output_names_of(module, output_names, methods[0])
+    names = output_names_of(module, None, methods[0])
     return CoremlArtifact(
         module,
         programs[methods[0]],
