@@ -142,6 +142,7 @@ def compile(
     states: str | None = None,
     dynamic_activations: str | None = None,
     fallback: bool | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact: ...
 
@@ -162,6 +163,7 @@ def compile(
     states: str | None = None,
     dynamic_activations: str | None = None,
     fallback: bool | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> VulkanArtifact: ...
 
@@ -182,6 +184,7 @@ def compile(
     states: str | None = None,
     dynamic_activations: str | None = None,
     fallback: bool | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact: ...
 
@@ -201,6 +204,7 @@ def compile(
     states: str | None = None,
     dynamic_activations: str | None = None,
     fallback: bool | None = None,
+    verbose: bool = False,
     **unknown: Any,
 ) -> CoremlArtifact | VulkanArtifact:
     """Import a program and compile it for `target`: the target's pipeline
@@ -248,14 +252,21 @@ def compile(
         states: CoreML only. "state" (the default: program state such as a KV cache
             is Core ML states, iOS18) or "io" (extra last inputs and outputs of
             every call, named after the buffers; any target; the caller keeps them).
+        verbose: print a progress line per phase on stderr as it ends (load, import,
+            each pass, kernel compile ...: its time, the time since the start and
+            the peak RSS), then the compile report (`artifact.report`).
 
     Every artifact has `.module` (the final IR), `.save(path)`, `.methods`,
-    `.session()`, and is callable (one call on a fresh state). An unknown target
+    `.session()`, `.report` (a `qopt.report.CompileReport`: fused patterns by kernel,
+    what stayed unfused and why, compressed against float weight bytes, ops per
+    target op, warnings, phase times; `str()` is text, `.to_json()` JSON), and is
+    callable (one call on a fresh state). A compile that works but probably not as
+    meant (quant patterns left unfused, weights left in float next to quantized
+    ones) warns with a `qopt.report.QoptWarning` too. An unknown target
     or option, or an option of the other target, is a QoptError listing the valid
     ones (the closest for a typo).
     """
     from qopt import options
-    from qopt.frontend import import_program as _import
 
     target = options.check_target(target)
     options.check_unknown(target, unknown)
@@ -270,6 +281,55 @@ def compile(
         "fallback": fallback,
     }
     options.check_target_options(target, given)
+    from qopt.report import CompileReport
+
+    report = CompileReport(target=target, verbose=bool(verbose), on_warning=_compile_warning)
+    with report.active():
+        artifact = _compile(
+            ep_or_path, target, minimum_deployment_target, compute_precision, output_names,
+            states, dynamic_activations, device, validation, fallback, trust_pickle, limits,
+            dynamic_sizes,
+        )  # fmt: skip
+    artifact.report = report
+    if verbose:
+        import sys
+
+        print(report, file=sys.stderr)
+    return artifact
+
+
+def _compile_warning(text: str) -> None:
+    """A QoptWarning attributed to the caller's line (the first frame outside qopt)."""
+    import sys
+    import warnings
+
+    from qopt.report import QoptWarning
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(text, QoptWarning, stacklevel=level)
+
+
+def _compile(
+    ep_or_path: Any,
+    target: str,
+    minimum_deployment_target: str | enum.Enum | None,
+    compute_precision: str | enum.Enum | None,
+    output_names: Sequence[str] | None,
+    states: str | None,
+    dynamic_activations: str | None,
+    device: str | int | None,
+    validation: bool | None,
+    fallback: bool | None,
+    trust_pickle: bool,
+    limits: Limits | str | None,
+    dynamic_sizes: Sequence[int] | Mapping[str, Any] | None,
+) -> CoremlArtifact | VulkanArtifact:
+    from qopt import options
+    from qopt.frontend import import_program as _import
+
     if target == "coreml":
         opset = options.deployment_target(
             "iOS18" if minimum_deployment_target is None else minimum_deployment_target

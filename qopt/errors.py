@@ -17,13 +17,24 @@ class QoptError(DiagnosticException, ValueError):
 
 
 def where(op: Operation) -> str:
-    """`'aten.linear' at model.py:12` for an op with a file location."""
-    from xdsl.dialects.builtin import FileLineColLoc
+    """`'aten.linear' at model.py:12` for an op with a file location, and
+    ` in layers.0.mlp` after it for one named by the module that ran it."""
+    return f"'{op.name}'{describe_location(getattr(op, 'location', None))}"
 
-    loc = getattr(op, "location", None)
+
+def describe_location(loc: object) -> str:
+    """` at model.py:12 in layers.0.mlp` for a location `loc("layers.0.mlp"(
+    "model.py":12:0))`, ` at model.py:12` for a file location, ` in layers.0.mlp` for
+    a name alone, "" for none."""
+    from xdsl.dialects.builtin import FileLineColLoc, NameLoc
+
+    module = ""
+    if isinstance(loc, NameLoc):
+        module = f" in {loc.desc.data}"
+        loc = loc.location
     if isinstance(loc, FileLineColLoc):
-        return f"'{op.name}' at {loc.filename.data}:{loc.line.data}"
-    return f"'{op.name}'"
+        return f" at {loc.filename.data}:{loc.line.data}{module}"
+    return module
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -31,7 +31,7 @@ TARGET_OPTIONS = {
     ),
     "vulkan": ("device", "validation", "fallback"),
 }
-COMMON_OPTIONS = ("trust_pickle", "limits", "dynamic_sizes")
+COMMON_OPTIONS = ("trust_pickle", "limits", "dynamic_sizes", "verbose")
 
 #: Minimum deployment targets qopt compiles for (the MIL opsets it emits).
 COREML_TARGETS = ("iOS16", "iOS17", "iOS18")

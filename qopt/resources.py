@@ -94,6 +94,15 @@ class WeightStore:
                 return key
         return None
 
+    def copy(self) -> WeightStore:
+        """A store holding the same blobs (shared: blobs are never mutated) whose new
+        keys do not show in this one (a trial run on a clone)."""
+        other = WeightStore()
+        other._blobs = dict(self._blobs)
+        other._declared = set(self._declared)
+        other._next_suffix = dict(self._next_suffix)
+        return other
+
     def declare(self, key: str) -> None:
         """A parsed `dense_resource<key>`: the key names one blob of this module."""
         self._declared.add(key)

@@ -51,6 +51,8 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerType,
     ModuleOp,
+    NameLoc,
+    NoneAttr,
     StringAttr,
     TensorType,
     i64,
@@ -205,19 +207,45 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 _LIBRARY_DIRS = (f"{os.sep}torch{os.sep}", f"{os.sep}torchao{os.sep}")
 
 
-def node_location(node: Node) -> FileLineColLoc | None:
-    """The model's file and line from the node's stack trace: its innermost
-    frame outside torch and torchao (`nn.Linear.forward` is not the user's line)."""
+def node_location(node: Node) -> FileLineColLoc | NameLoc | None:
+    """The model's file and line from the node's stack trace (its innermost frame
+    outside torch and torchao: `nn.Linear.forward` is not the user's line), named by
+    the path of the module that ran it (torch's `nn_module_stack`), as MLIR's named
+    locations: `loc("layers.0.mlp.down_proj"("model.py":12:0))`."""
     trace = node.meta.get("stack_trace")
-    if not trace:
-        # PT2E inserts quantize/dequantize nodes without a trace: they belong to
-        # the line of the value they (de)quantize.
-        if str(node.target).startswith("quantized_decomposed.") and node.args:
-            source = node.args[0]
-            if isinstance(source, Node) and source.meta.get("stack_trace"):
-                return _location_of_trace(source.meta["stack_trace"])
+    path = _module_path(node)
+    # PT2E inserts quantize/dequantize nodes without a trace or a module stack: they
+    # belong to the line and module of the value they (de)quantize (through a
+    # quantize -> dequantize chain).
+    source = node
+    for _ in range(4):
+        if (trace and path) or not str(source.target).startswith("quantized_decomposed."):
+            break
+        if not source.args or not isinstance(source.args[0], Node):
+            break
+        source = source.args[0]
+        trace = trace or source.meta.get("stack_trace")
+        path = path or _module_path(source)
+    file_line = _location_of_trace(trace) if trace else None
+    if path is None:
+        return file_line
+    return _named_location(path, file_line)
+
+
+def _module_path(node: Node) -> str | None:
+    """The qualified name of the innermost module on the node's `nn_module_stack`
+    (None at the top level or without one)."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
         return None
-    return _location_of_trace(trace)
+    last = next(reversed(stack.values()))
+    path = last[0] if isinstance(last, tuple) and last and isinstance(last[0], str) else None
+    return path or None
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_location(path: str, file_line: FileLineColLoc | None) -> NameLoc:
+    return NameLoc(StringAttr(path), NoneAttr() if file_line is None else file_line)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -233,9 +261,9 @@ def _location_of_trace(trace: str) -> FileLineColLoc | None:
 
 
 def describe(node: Node) -> str:
-    loc = node_location(node)
-    at = f" at {loc.filename.data}:{loc.line.data}" if loc is not None else ""
-    return f"'{node.target}' (node {node.name}){at}"
+    from qopt.errors import describe_location
+
+    return f"'{node.target}' (node {node.name}){describe_location(node_location(node))}"
 
 
 def _key(name: str) -> str:

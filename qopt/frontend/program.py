@@ -36,8 +36,7 @@ def import_program(
     several; a dict by method name of those for several methods), by default every
     size of a narrow Dim or the powers of two of a wide one (`enumerate_sizes`)."""
 
-    from qopt.frontend.converters import get_converters
-    from qopt.frontend.importer import Importer, enumerate_sizes, import_methods
+    from qopt.report import phase
 
     if isinstance(ep_or_path, dict):
         methods: dict[str, Any] = ep_or_path
@@ -48,10 +47,21 @@ def import_program(
             )
     else:
         methods = {"forward": ep_or_path}
-    programs = {
-        name: import_source(value, trust_pickle=trust_pickle, limits=limits)
-        for name, value in methods.items()
-    }
+    with phase("load"):
+        programs = {
+            name: import_source(value, trust_pickle=trust_pickle, limits=limits)
+            for name, value in methods.items()
+        }
+    with phase("import"):
+        return _import_loaded(programs, ep_or_path, static, dynamic_sizes)
+
+
+def _import_loaded(
+    programs: dict[str, Any], ep_or_path: Any, static: bool, dynamic_sizes: Any
+) -> ModuleOp:
+    from qopt.frontend.converters import get_converters
+    from qopt.frontend.importer import Importer, enumerate_sizes, import_methods
+
     converters = get_converters()
     if not (static or dynamic_sizes is not None):
         if isinstance(ep_or_path, dict):

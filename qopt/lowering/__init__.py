@@ -50,6 +50,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VkcInsertBarriersPass
 
+    def get_name_outputs() -> type[ModulePass]:
+        from qopt.lowering.name_outputs import NameOutputsPass
+
+        return NameOutputsPass
+
     def get_qopt_coreml() -> type[ModulePass]:
         from qopt.lowering.pipelines import QoptCoremlPipeline
 
@@ -69,6 +74,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "vkc-fuse-elementwise": get_vkc_fuse_elementwise,
         "vkc-plan-buffers": get_vkc_plan_buffers,
         "vkc-insert-barriers": get_vkc_insert_barriers,
+        "name-outputs": get_name_outputs,
         "qopt-coreml": get_qopt_coreml,
         "qopt-vulkan": get_qopt_vulkan,
     }

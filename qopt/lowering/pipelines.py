@@ -6,16 +6,29 @@ them in order, verifying the module after each. These classes are the one
 definition of each target's pass order: `qopt-opt -p qopt-coreml`, `qopt.compile`
 and `qopt.backends.coreml.compile_coreml` all run them.
 
-    qopt-coreml{target=iOS18 compute-precision=fp32}
+    qopt-coreml{target=iOS18 compute-precision=fp32 states=state
+                dynamic-activations=quantized output-names=...}
+        [name-outputs{names=...} when output-names are given,]
         fuse-quant, fold-constants, convert-to-coreml{target=...}
         [, coreml-fp16 when compute-precision=fp16]
+
     qopt-vulkan{fallback=false fuse-elementwise=true}
         fuse-quant, fold-constants, convert-to-vkc{schedule=false fallback=...},
         [vkc-fuse-elementwise,] vkc-plan-buffers, vkc-insert-barriers
+
+`qopt-opt` runs a pipeline as its sub-passes (`sub_passes`), so that
+`--print-between-passes`, `--print-ir-after` and `--time-passes` show each one; under
+a compile report (qopt.report) each sub-pass is a phase nested under the pipeline.
+
+Every option of `qopt.compile` has a pipeline option of the same name
+(`minimum-deployment-target` is `target` too); the `.pt2` frontend takes
+`trust_pickle` and `dynamic_sizes` (`-f 'pt2{dynamic_sizes=1,8}'`), qopt-opt
+`--trust-pickle`, `--limits` and `-v` (`verbose`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,11 +42,34 @@ COMPUTE_PRECISIONS = ("fp32", "fp16")
 """`compute-precision` of qopt-coreml: fp32 (default, exact checks) or fp16."""
 
 
-def run_passes(passes: Sequence[ModulePass], ctx: Context, module: ModuleOp) -> None:
-    """Apply `passes` in order, verifying `module` after each."""
-    for sub_pass in passes:
-        sub_pass.apply(ctx, module)
-        module.verify()
+def run_passes(
+    passes: Sequence[ModulePass], ctx: Context, module: ModuleOp, name: str | None = None
+) -> None:
+    """Apply `passes` in order, verifying `module` after each; each pass is a phase of
+    the active compile report (qopt.report), nested under `name` (the pipeline's)."""
+    from qopt.report import active_report
+
+    report = active_report()
+    if report is None:
+        for sub_pass in passes:
+            sub_pass.apply(ctx, module)
+            module.verify()
+        return
+    with report.phase(name) if name is not None else contextlib.nullcontext():
+        for sub_pass in passes:
+            with report.phase(sub_pass.name):
+                sub_pass.apply(ctx, module)
+                module.verify()
+    report.record_target_ops(module)
+
+
+def sub_passes(module_pass: ModulePass) -> list[ModulePass] | None:
+    """The registered passes a pipeline runs, in order (None for a plain pass):
+    `qopt-opt` runs a pipeline as them, so `--print-between-passes`,
+    `--print-ir-after` and `--time-passes` see each one."""
+    if isinstance(module_pass, QoptCoremlPipeline | QoptVulkanPipeline):
+        return module_pass.passes()
+    return None
 
 
 @dataclass(frozen=True)
@@ -56,22 +92,41 @@ class QoptCoremlPipeline(ModulePass):
     """quantized (torch's dynamic activation quantizers, in MIL float ops) or float
     (`dynamic-activations` on the command line)."""
 
+    minimum_deployment_target: str | None = None
+    """`qopt.compile`'s name for `target` (either may be given; both must agree)."""
+
+    output_names: tuple[str, ...] = ()
+    """Names of the outputs of a single-method program (`name-outputs`; default: the
+    exported program's, recorded at import)."""
+
+    @property
+    def deployment_target(self) -> str:
+        given = self.minimum_deployment_target
+        if given is not None and given != self.target and self.target != "iOS18":
+            raise QoptError(
+                f"qopt-coreml: target={self.target} and minimum-deployment-target={given} "
+                "disagree: give one of them"
+            )
+        return self.target if given is None else given
+
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
         from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
+        from qopt.lowering.name_outputs import NameOutputsPass
 
         if self.compute_precision not in COMPUTE_PRECISIONS:
             raise QoptError(
                 f"qopt-coreml: compute_precision must be 'fp32' or 'fp16', got "
                 f"'{self.compute_precision}'"
             )
-        passes: list[ModulePass] = [
+        passes: list[ModulePass] = [NameOutputsPass(self.output_names)] if self.output_names else []
+        passes += [
             FuseQuantPass(),
             FoldConstantsPass(),
             ConvertToCoremlPass(
-                target=self.target,
+                target=self.deployment_target,
                 states=self.states,
                 dynamic_activations=self.dynamic_activations,
             ),
@@ -81,7 +136,7 @@ class QoptCoremlPipeline(ModulePass):
         return passes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(self.passes(), ctx, op)
+        run_passes(self.passes(), ctx, op, self.name)
 
 
 @dataclass(frozen=True)
@@ -118,7 +173,13 @@ class QoptVulkanPipeline(ModulePass):
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(self.passes(), ctx, op)
+        run_passes(self.passes(), ctx, op, self.name)
 
 
-__all__ = ["COMPUTE_PRECISIONS", "QoptCoremlPipeline", "QoptVulkanPipeline", "run_passes"]
+__all__ = [
+    "COMPUTE_PRECISIONS",
+    "QoptCoremlPipeline",
+    "QoptVulkanPipeline",
+    "run_passes",
+    "sub_passes",
+]

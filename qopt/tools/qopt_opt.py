@@ -14,17 +14,19 @@ goes on, as in xdsl-opt.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -33,6 +35,7 @@ from qopt.context import load_qopt_dialects, resource_slot
 from qopt.files import temp_file_beside
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
+from qopt.report import CompileReport
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
 from qopt.tools.contract import run_tool
 from qopt.version import qopt_version
@@ -98,6 +101,7 @@ class QoptOptMain(xDSLOptMain):
     version_format = f"qopt-opt {qopt_version()} (xdsl {{xdsl_version}})"
 
     _output: AtomicOutput | None = None
+    _report: CompileReport | None = None
 
     def __init__(
         self,
@@ -158,12 +162,57 @@ class QoptOptMain(xDSLOptMain):
                     f"{', '.join(self._xdsl_names(self.available_targets, QOPT_TARGETS))}"
                 )
             elif action.dest == "passes":
+                xdsl = self._xdsl_names(self.available_passes, self._qopt_passes())
                 action.help = (
                     "comma-separated pass pipeline, e.g. 'fuse-quant,convert-to-vkc' or "
                     f"'qopt-coreml{{compute-precision=fp16}}'. qopt's passes: "
-                    f"{', '.join(self._qopt_passes())}; xDSL's: "
-                    f"{', '.join(self._xdsl_names(self.available_passes, self._qopt_passes()))}"
+                    f"{', '.join(self._qopt_passes())}; and xDSL's {len(xdsl)} passes "
+                    "(--list-passes shows them all, qopt's with their options)"
                 )
+            elif action.dest == "print_between_passes":
+                action.help = "print the IR on stdout between passes (a pipeline's sub-passes too)"
+            elif action.dest == "time_passes":
+                action.help = (
+                    "print a table of the time of each phase on stderr (load, import, each "
+                    "pass nested under its pipeline, kernel compile, serialization), as "
+                    "MLIR's --mlir-timing"
+                )
+        # -v is qopt's --verbose (as in most compilers); --version keeps its long form.
+        version = arg_parser._option_string_actions.pop("-v", None)
+        if version is not None:
+            version.option_strings = [s for s in version.option_strings if s != "-v"]
+            version.help = "print qopt's version (and xDSL's) and exit"
+        arg_parser.add_argument(
+            "-v",
+            "--verbose",
+            default=False,
+            action="store_true",
+            help="print a progress line per phase on stderr as it ends (its time, the time "
+            "since the start, the peak RSS), then the compile report (qopt.report): "
+            "patterns fused by kernel name, what stayed unfused and why, compressed "
+            "against float weight bytes, ops per target op, warnings",
+        )
+        arg_parser.add_argument(
+            "--report-json",
+            default=None,
+            metavar="FILE",
+            help="write the compile report as JSON to FILE",
+        )
+        arg_parser.add_argument(
+            "--print-ir-after",
+            default=None,
+            metavar="PASS[,PASS...]",
+            help="print the IR on stderr after each named pass (a pipeline's sub-pass, or "
+            "a pipeline: after its last sub-pass), as MLIR's --print-ir-after",
+        )
+        arg_parser.add_argument(
+            "--list-passes",
+            action=ListPassesAction,
+            nargs=0,
+            passes=self.available_passes,
+            help="list qopt's passes and pipelines with their options, then xDSL's passes, "
+            "and exit",
+        )
         add_common_arguments(arg_parser)
         arg_parser.add_argument(
             "--trust-pickle",
@@ -236,11 +285,91 @@ class QoptOptMain(xDSLOptMain):
             hint = did_you_mean(spec.name, mine) or did_you_mean(spec.name, xdsl)
             raise QoptError(
                 f"-p: unknown pass '{spec.name}'{hint}: qopt's passes are {', '.join(mine)} "
-                f"(and xDSL's {len(xdsl)} passes, listed by --help)"
+                f"(and xDSL's {len(xdsl)} passes, listed by --list-passes)"
             )
         super().setup_pipeline()
         if self.args.host_fallback:
             self.pipeline = with_host_fallback(self.pipeline)
+        self._expand_pipelines()
+
+    def _expand_pipelines(self) -> None:
+        """Run each pipeline as its registered sub-passes (pipelines.sub_passes), with
+        qopt's callback between them: xDSL's verification and --print-between-passes,
+        --print-ir-after, and a phase of the compile report per pass (nested under its
+        pipeline), which -v and --time-passes print."""
+        from qopt.errors import QoptError, did_you_mean
+        from qopt.lowering.pipelines import sub_passes
+
+        passes: list[ModulePass] = []
+        self._group: dict[int, ModulePass] = {}
+        for given in self.pipeline.passes:
+            subs = sub_passes(given)
+            if subs is None:
+                passes.append(given)
+                continue
+            for sub in subs:
+                self._group[id(sub)] = given
+                passes.append(sub)
+        self.pipeline = PassPipeline(tuple(passes), self._between_passes)
+        names = [p.name for p in passes] + [g.name for g in self._group.values()]
+        self._print_after: set[str] = set()
+        if self.args.print_ir_after:
+            for name in self.args.print_ir_after.split(","):
+                name = name.strip()
+                if name not in names:
+                    hint = did_you_mean(name, names)
+                    raise QoptError(
+                        f"--print-ir-after: '{name}'{hint} is not a pass of the pipeline "
+                        f"-p '{self.args.passes}' (its passes: {', '.join(dict.fromkeys(names))})"
+                    )
+                self._print_after.add(name)
+
+    def _between_passes(
+        self, previous: ModulePass | None, module: ModuleOp, next: ModulePass | None
+    ) -> None:
+        report = self.report
+        if not self.args.disable_verify:
+            module.verify()
+        before, after = (None if p is None else self._group.get(id(p)) for p in (previous, next))
+        if previous is not None:
+            report.end()
+            self._dump_after(previous.name, module)
+            if before is not None and before is not after:
+                report.end()
+                self._dump_after(before.name, module)
+        if previous is not None and next is not None and self.args.print_between_passes:
+            print(f"IR after {previous.name}:")  # xDSL's format
+            Printer(stream=sys.stdout).print_op(module)
+            print("\n\n\n")
+        if next is not None:
+            if after is not None and after is not before:
+                report.begin(after.name)
+            report.begin(next.name)
+
+    def _dump_after(self, name: str, module: ModuleOp) -> None:
+        if name in self._print_after:
+            print(f"// -----// IR Dump After {name} //----- //", file=sys.stderr)
+            Printer(stream=sys.stderr).print_op(module)
+            print(file=sys.stderr, flush=True)
+
+    @property
+    def report(self) -> CompileReport:
+        if self._report is None:
+            self._report = CompileReport(
+                target=self.args.passes,
+                verbose=self.args.verbose,
+                on_warning=lambda text: print(f"qopt-opt: warning: {text}", file=sys.stderr),
+            )
+        return self._report
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        depth = self.report.depth
+        try:
+            super().apply_passes(prog)
+        finally:  # a failed pass under --verify-diagnostics: the next chunk starts clean
+            self.report.unwind(depth)
+        if self.pipeline.passes:
+            self.report.record_target_ops(prog)
 
     @property
     def limits(self) -> Limits:
@@ -271,7 +400,7 @@ class QoptOptMain(xDSLOptMain):
                 check_mlir_text(data, self.limits, self.get_input_name())
                 chunk = io.BytesIO(data)
             store = WeightStore()
-            with resource_slot(self.ctx).bound(store):
+            with resource_slot(self.ctx).bound(store), self.report.phase("parse"):
                 module = super().parse_chunk(chunk, file_extension, start_offset)
             return None if module is None else attach(module, store)
         from qopt.frontend.pt2_frontend import PT2Frontend
@@ -323,18 +452,122 @@ class QoptOptMain(xDSLOptMain):
         return self._output.stream
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
-        with resource_slot(self.ctx).bound(weights_of(prog), self.elide_threshold()):
+        printed = parse_spec(self.args.target).name == "mlir"
+        with (
+            resource_slot(self.ctx).bound(weights_of(prog), self.elide_threshold()),
+            self.report.phase("print") if printed else contextlib.nullcontext(),
+        ):
             return super().output_resulting_program(prog)
 
     def run(self) -> None:
+        """xDSL's run under a compile report; then -v's report, --time-passes' table,
+        --report-json's file."""
+        report = self.report
         try:
-            super().run()
+            with report.active():
+                super().run()
         except BaseException:
             if self._output is not None:
                 self._output.discard()
             raise
         if self._output is not None:
             self._output.commit()
+        if self.args.verbose:
+            print(report, file=sys.stderr)
+        if self.args.time_passes:
+            print(report.timing_tree(), file=sys.stderr)
+        if self.args.report_json is not None:
+            out = AtomicOutput(self.args.report_json)
+            out.stream.write(report.to_json() + "\n")
+            out.commit()
+
+
+class ListPassesAction(argparse.Action):
+    """`--list-passes`: qopt's passes and pipelines with their options (name, type,
+    default, what it does), then xDSL's pass names; exits 0."""
+
+    def __init__(self, *args: Any, passes: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes = passes
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(list_passes(self.passes), end="")
+        parser.exit()
+
+
+def list_passes(available: dict[str, Any]) -> str:
+    """The text of `--list-passes`."""
+    from qopt.lowering import get_all_passes
+    from qopt.lowering.pipelines import sub_passes
+
+    mine = get_all_passes()
+    lines = ["qopt's passes (a pipeline runs as the passes it lists):"]
+    for name, factory in mine.items():
+        cls = factory()
+        doc = cls.__doc__ or ""
+        if doc.startswith(f"{cls.__name__}("):  # dataclass's generated doc: the module's
+            doc = sys.modules[cls.__module__].__doc__ or ""
+        summary = " ".join(doc.strip().split("\n\n")[0].split())
+        lines.append(f"  {name}")
+        if summary:
+            lines.append(f"      {summary}")
+        subs = sub_passes(cls())
+        if subs is not None:
+            lines.append(f"      runs: {', '.join(str(p) for p in subs)}")
+        docs = option_docs(cls)
+        for field in dataclasses.fields(cls):
+            default = getattr(cls, field.name, None)
+            text = str(default).lower() if isinstance(default, bool) else str(default)
+            shown = "" if default is None else f" = {text}"
+            option = field.name.replace("_", "-")
+            lines.append(f"    {option}: {_type_name(field.type)}{shown}")
+            if docs.get(field.name):
+                lines.append(f"        {docs[field.name]}")
+    xdsl = [name for name in available if name not in mine]
+    lines.append(f"xDSL's passes ({len(xdsl)}):")
+    lines.extend(f"  {name}" for name in xdsl)
+    return "\n".join(lines) + "\n"
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "?")
+
+
+def option_docs(cls: type) -> dict[str, str]:
+    """The docstring under each dataclass field of `cls` (and its bases), first
+    sentence, one line (Python keeps no attribute docstrings: read from the source)."""
+    import ast
+    import inspect
+    import itertools
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = ast.parse(source).body
+        if not body or not isinstance(body[0], ast.ClassDef):
+            continue
+        statements = body[0].body
+        for here, after in itertools.pairwise(statements):
+            if (
+                isinstance(here, ast.AnnAssign)
+                and isinstance(here.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                text = " ".join(after.value.value.split())
+                docs[here.target.id] = text
+    return docs
 
 
 def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:

@@ -4,7 +4,8 @@ Every module belongs to one layer; it may import (at module level or inside a
 function: no lazy import hides an edge) only from its own layer or below:
 
     core        errors, limits, logs, dtypes, inputs, resources, context, version,
-                files, dialects (the IR), kernels (the Vulkan kernel catalogue as data)
+                files, report (the compile report every stage fills), dialects (the
+                IR), kernels (the Vulkan kernel catalogue as data)
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
@@ -43,6 +44,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.kernels",
             "qopt.version",
             "qopt.files",
+            "qopt.report",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),

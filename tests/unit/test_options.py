@@ -21,14 +21,14 @@ NOT_A_PROGRAM = object()  # the options are checked before the program is read
             {"minimum_deploymnet_target": "iOS18"},
             "qopt.compile(target='coreml') has no option minimum_deploymnet_target (did you "
             "mean 'minimum_deployment_target'?); its options are trust_pickle, limits, "
-            "dynamic_sizes, minimum_deployment_target, compute_precision, output_names, states, "
-            "dynamic_activations",
+            "dynamic_sizes, verbose, minimum_deployment_target, compute_precision, output_names, "
+            "states, dynamic_activations",
         ),
         (
             "vulkan",
             {"devise": 0},
             "qopt.compile(target='vulkan') has no option devise (did you mean 'device'?); its "
-            "options are trust_pickle, limits, dynamic_sizes, device, validation",
+            "options are trust_pickle, limits, dynamic_sizes, verbose, device, validation",
         ),
         (
             "coreml",

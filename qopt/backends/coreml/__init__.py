@@ -38,6 +38,7 @@ from qopt.errors import QoptError
 
 if TYPE_CHECKING:
     from qopt.interpreters.session import Session
+    from qopt.report import CompileReport
 
 
 @dataclass
@@ -58,6 +59,8 @@ class CoremlArtifact:
     """User-defined metadata written into the package (the states' names)."""
     source: str | None = None
     """The package this artifact was loaded from (None for a compiled one)."""
+    report: CompileReport | None = field(default=None, repr=False)
+    """What the compile did (`qopt.compile`; None for a loaded package)."""
     _package_module: ModuleOp | None = field(default=None, repr=False)
 
     @property
@@ -274,17 +277,20 @@ def compile_coreml(
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
+    from qopt.report import phase
 
     pipeline = QoptCoremlPipeline(
+        output_names=tuple(output_names or ()),
         target=minimum_deployment_target,
         compute_precision=compute_precision,
         states=states,
         dynamic_activations=dynamic_activations,
     )
     pipeline.apply(make_context(), module)
-    programs = build_programs(module, output_names)
+    with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
+        programs = build_programs(module)
     methods = list(programs)
-    names = output_names_of(module, output_names, methods[0])
+    names = output_names_of(module, None, methods[0])
     return CoremlArtifact(
         module,
         programs[methods[0]],

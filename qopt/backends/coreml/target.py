@@ -32,11 +32,15 @@ def write_mlpackage(module: ModuleOp, path: str | os.PathLike[str] | None) -> st
                 f"-t mlpackage: {where(op)} is not a coreml op: lower the module first "
                 "(-p qopt-coreml, or -p convert-to-coreml after fuse-quant)"
             )
-    programs = build_programs(module)
+    from qopt.report import phase
+
+    with phase("MIL build"):
+        programs = build_programs(module)
     func = next(op for op in module.ops if isinstance(op, FuncOp))
     opset = func.attributes.get(coreml.OPSET_ATTR)
     target = getattr(opset, "data", "iOS18")
-    return save_mlpackage(programs, path, target, package_metadata(module))
+    with phase("serialization"):
+        return save_mlpackage(programs, path, target, package_metadata(module))
 
 
 __all__ = ["write_mlpackage"]

@@ -60,6 +60,7 @@ from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
+from qopt.report import CompileReport
 
 ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
@@ -88,6 +89,8 @@ class VulkanArtifact:
         self._sessions: weakref.WeakSet[VulkanSession] = weakref.WeakSet()
         self._lock = threading.RLock()
         self.last_times: list[float] | None = None
+        self.report: CompileReport | None = None
+        """What the compile did (`qopt.compile`; None for a loaded bundle)."""
 
     # ----- files ------------------------------------------------------------------------
 
@@ -438,7 +441,9 @@ def compile_artifact(
 ) -> VulkanArtifact:
     """A vkc module as a callable artifact (its kernels compiled to SPIR-V now)."""
     from qopt.backends.vulkan.bundle import compile_spirv
+    from qopt.report import phase
 
-    program = program_from_module(module)
+    with phase("program build"):
+        program = program_from_module(module)
     compile_spirv(program)
     return VulkanArtifact(program, module, device, validation)

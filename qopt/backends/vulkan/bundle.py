@@ -77,6 +77,7 @@ from qopt.files import temp_file_beside
 from qopt.kernels import catalogue, index_error_message
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
+from qopt.report import active_report
 from qopt.resources import elements_array
 from qopt.version import qopt_version
 
@@ -412,6 +413,8 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
                 assert isinstance(type, vkc.BufferType)
                 if op.is_status:
                     what = op.what.data if op.what is not None else "a Vulkan index check"
+                    if len(what) > MAX_WHAT:  # a long path and module name: what a reader takes
+                        what = what[: MAX_WHAT - 3] + "..."
                     ids[op.result] = new_buffer({"kind": "status", "nbytes": 4, "what": what})
                 elif op.slot is None:
                     ids[op.result] = new_buffer({"kind": "alloc", "nbytes": type.nbytes})
@@ -471,16 +474,22 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
             )
         )
     program.slots = [slot_sizes.get(i, 4) for i in range(max(slot_sizes, default=-1) + 1)]
+    if (report := active_report()) is not None:  # the compile report lists them
+        report.fallback_ops = [str(op) for op in program.fallback_ops()]
     return program
 
 
 def compile_spirv(program: BundleProgram) -> None:
     """Fill in the SPIR-V of every kernel (glslangValidator, validated, cached)."""
     from qopt.backends.vulkan.spirv import compile_kernel
+    from qopt.report import phase
 
-    for entry in program.kernels:
-        if entry.spirv is None:
-            entry.spirv = compile_kernel(entry.glsl)
+    if all(entry.spirv is not None for entry in program.kernels):
+        return
+    with phase("kernel compile"):
+        for entry in program.kernels:
+            if entry.spirv is None:
+                entry.spirv = compile_kernel(entry.glsl)
 
 
 def _sha(data: bytes) -> str:
@@ -1058,7 +1067,12 @@ class VkBundleTarget(Target):
         binary = getattr(output, "buffer", None)
         if binary is None:
             raise QoptError("-t vkbundle writes a binary file: give it an output file with -o")
-        data = bundle_bytes(program_from_module(module))
+        from qopt.report import phase
+
+        with phase("serialization"):
+            with phase("program build"):
+                program = program_from_module(module)
+            data = bundle_bytes(program)
         output.flush()
         binary.write(data)
         binary.flush()

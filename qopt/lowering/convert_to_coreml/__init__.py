@@ -193,6 +193,9 @@ class ConvertToCoremlPass(ModulePass):
                 f"got '{self.dynamic_activations}'"
             )
         require_weights(op, self.name)
+        from qopt.lowering.fuse_quant import check_mid_level
+
+        check_mid_level(op, self.name)
         try:
             opset = opset_number(self.target)
         except ValueError as e:

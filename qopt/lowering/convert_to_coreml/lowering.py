@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AnyFloat,
     BytesAttr,
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from qopt.dialects import coreml, qfused
@@ -566,10 +567,19 @@ class Lowering:
         for arg in block.args:
             if elem_of(arg) == i64:
                 Rewriter.replace_value_with_new_type(arg, TensorType(i32, shape_of(arg)))
+        independent = input_independent_ops(block)
         for op in list(block.ops):
             if isinstance(op, ReturnOp):
                 continue
             rule = self.rules.get(type(op))
+            if rule is None and op in independent:
+                raise QoptError(
+                    f"convert-to-coreml: {where(op)} depends on no input (a constant "
+                    "computed at run time, e.g. a mask or position table) and Core ML has "
+                    "no lowering for it: run fold-constants first, which evaluates it at "
+                    "compile time (-p fold-constants,convert-to-coreml, or the qopt-coreml "
+                    "pipeline)"
+                )
             if rule is None:
                 raise QoptError(
                     f"convert-to-coreml: no CoreML lowering for {where(op)}; supported ops: "
@@ -659,3 +669,18 @@ def vulkan_alternative(op: Operation) -> str:
             "qopt-opt --host-fallback)"
         )
     return "no other target runs it either: rewrite the model without it"
+
+
+def input_independent_ops(block: Block) -> set[Operation]:
+    """The aten ops of `block` computed from constants only (what fold-constants
+    evaluates at compile time, size limits aside)."""
+    constant: set[SSAValue] = set()
+    found: set[Operation] = set()
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp):
+            constant.update(op.results)
+        elif op.name.startswith("aten.") and not op.regions:
+            if all(v in constant for v in op.operands):
+                found.add(op)
+                constant.update(op.results)
+    return found

@@ -294,6 +294,9 @@ class ConvertToVkcPass(ModulePass):
         expand_dynamic_windows(op)
         refuse_dynamic(op, "convert-to-vkc")
         require_weights(op, self.name)
+        from qopt.lowering.fuse_quant import check_mid_level
+
+        check_mid_level(op, self.name)
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already

@@ -49,6 +49,7 @@ class FuseQuantPass(ModulePass):
         require_weights(op, self.name)
         quant_before, kernels_before = quant_op_count(op), kernel_counts(op)
         log = self.run(op)
+        log.report_to(op, quant_before, kernels_before)
         if self.report:
             log.print_report(op, quant_before, kernels_before)
 
@@ -61,3 +62,46 @@ class FuseQuantPass(ModulePass):
         )
         walker.rewrite_module(module)
         return log
+
+
+def warn_unfused(module: ModuleOp, pass_name: str) -> None:
+    """Warn (qopt.report.warn) when `module` still has quant patterns that fuse-quant
+    would fuse: converted unfused they run as standalone dequantize + float ops, a
+    bundle or package several times larger and slower (the cliff of a pipeline that
+    forgot fuse-quant). Tried on a clone with a copy of the weight store, so the
+    module and its blob names stay as they are."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from qopt.errors import QoptError
+    from qopt.report import warn
+    from qopt.resources import attach, weights_of
+
+    if quant_op_count(module) == 0:
+        return
+    trial = attach(module.clone(), weights_of(module).copy())
+    try:
+        FuseQuantPass.run(trial)
+    except (QoptError, VerifyException):  # fuse-quant would refuse it: nothing to suggest
+        return
+    fusable = kernel_counts(trial) - kernel_counts(module)
+    if not fusable:
+        return
+    kernels = ", ".join(f"{name} x{n}" for name, n in sorted(fusable.items()))
+    warn(
+        f"{pass_name}: {fusable.total()} quantized pattern(s) are not fused ({kernels}): "
+        "converted as they are, they run as separate dequantize and float ops (larger "
+        "weights, slower); run fuse-quant first (-p fuse-quant,...) or the whole pipeline "
+        f"({'qopt-coreml' if 'coreml' in pass_name else 'qopt-vulkan'})"
+    )
+
+
+def check_mid_level(module: ModuleOp, pass_name: str) -> None:
+    """What a conversion to a target notes first: the cliff warning of
+    `warn_unfused`, and the weights it is given (compressed against float) in the
+    active compile report."""
+    from qopt.report import active_report
+
+    warn_unfused(module, pass_name)
+    report = active_report()
+    if report is not None:
+        report.record_weights(module)

@@ -94,6 +94,33 @@ class FusionLog:
             for op, detail in ops:
                 print(f"fuse-quant:   {where(op)} ({detail})", file=stream)
 
+    def report_to(
+        self, module: ModuleOp, quant_before: int, kernels_before: collections.Counter[str]
+    ) -> None:
+        """Record what this run fused into the active compile report (if any): fused ops
+        by kernel name of the patterns found (the fused ones and each op a pattern
+        refused), the quant ops left grouped by reason."""
+        from qopt.report import active_report
+
+        report = active_report()
+        if report is None:
+            return
+        fused = kernel_counts(module) - kernels_before
+        groups = self.unfused_by_reason(module)
+        refused = {
+            self.anchors[op] for ops in groups.values() for op, _ in ops if op in self.anchors
+        }
+        report.record_fusion(
+            fused,
+            fused.total() + len(refused),
+            quant_before,
+            {
+                reason: [f"{where(op)} ({detail})" for op, detail in ops]
+                for reason, ops in groups.items()
+            },
+        )
+        report.record_weights(module)
+
     def print_unfused(self, module: ModuleOp, stream: TextIO = sys.stderr) -> None:
         for op, reason in self.unfused(module):
             print(f"fuse-quant: {where(op)} not fused: {reason}", file=stream)

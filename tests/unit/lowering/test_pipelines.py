@@ -6,18 +6,16 @@ command line reproduces the Python API with them.
 `-t mlpackage` / `-t vkbundle` write what the API's `.save()` writes: the same
 protobuf spec (compared as a message: coremltools' map fields serialize in no
 fixed order, and the conversion date is the day's) and the same `weight.bin`
-bytes for a `.mlpackage`, the same bytes for a `.qvk`. The API runs in a fresh
-process, as a user's script does, so its resource keys (which name the MIL
-constants) are not renamed by blobs an earlier test left in this process's
-resource store: the two printouts are compared as text, keys included.
+bytes for a `.mlpackage`, the same bytes for a `.qvk`; the two printouts are
+compared as text, resource keys included. Both run in this process (qopt-opt by
+its `main(argv)`); tests/unit/tools/test_report.py does the same for a w4g32 model
+with every CoreML option given by name.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
@@ -25,9 +23,6 @@ import pytest
 from qopt import QoptError
 from qopt.lowering import get_all_passes
 from qopt.lowering.pipelines import QoptCoremlPipeline, QoptVulkanPipeline
-
-BIN = Path(sys.executable).parent
-QOPT_OPT = BIN / "qopt-opt"
 
 COREML_PIPELINE = "qopt-coreml{compute-precision=fp16}"
 
@@ -72,80 +67,60 @@ def test_pipeline_options_parse_from_the_command_line_spec() -> None:
     assert QoptVulkanPipeline.from_pass_spec(spec).fuse_elementwise is False
 
 
-API_SCRIPT = textwrap.dedent(
-    """
-    import io, sys
-    import torch
-    import qopt
-    from xdsl.targets.mlir import MLIRTarget
-    from qopt.context import make_context, resource_slot
-    from qopt.examples import export_model
-    from qopt.resources import weights_of
+def opt(*argv: str | Path) -> str:
+    """`qopt-opt argv` in process; its stdout (a failure is the test's)."""
+    from qopt.tools.qopt_opt import main
 
-    model, scheme, out = sys.argv[1:4]
-    ep = export_model(model, scheme)
-    torch.export.save(ep, f"{out}/model.pt2")
-
-    def text(module):
-        stream = io.StringIO()
-        ctx = make_context()
-        with resource_slot(ctx).bound(weights_of(module), None):
-            MLIRTarget().emit(ctx, module, stream)
-        return stream.getvalue()
-
-    coreml = qopt.compile(ep, target="coreml", compute_precision="fp16")
-    open(f"{out}/api_coreml.mlir", "w").write(text(coreml.module))
-    coreml.save(f"{out}/api.mlpackage")
-    open(f"{out}/user_outputs.txt", "w").write("\\n".join(ep.graph_signature.user_outputs))
-    vulkan = qopt.compile(ep, target="vulkan")
-    open(f"{out}/api_vulkan.mlir", "w").write(text(vulkan.module))
-    vulkan.save(f"{out}/api.qvk")
-    """
-)
-
-
-def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [*map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    return result
+    out, err = io.StringIO(), io.StringIO()
+    code: object = None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+    assert not code, err.getvalue()[-4000:]
+    return out.getvalue()
 
 
 @pytest.fixture(scope="module")
 def parity(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A static-int8 MLP compiled by the API (fresh process) and by qopt-opt on its
-    saved .pt2, for both targets."""
-    if not QOPT_OPT.exists():
-        pytest.skip(f"qopt-opt is not installed in {BIN} (pip install -e .)")
+    """A static-int8 MLP compiled by the API and by qopt-opt on its saved .pt2, for
+    both targets (in one process: each module has its own weight store, so the
+    resource keys that name the MIL constants are the same on both paths)."""
+    import torch
+
+    import qopt
+    from qopt.context import print_module
+    from qopt.examples import export_model
+
     out = tmp_path_factory.mktemp("parity")
-    script = out / "api.py"
-    script.write_text(API_SCRIPT)
-    run(sys.executable, script, "mlp", "pt2e_static", out)
+    ep = export_model("mlp", "pt2e_static")
+    torch.export.save(ep, out / "model.pt2")
+    coreml = qopt.compile(ep, target="coreml", compute_precision="fp16")
+    (out / "api_coreml.mlir").write_text(print_module(coreml.module, elide_larger_than=None))
+    coreml.save(out / "api.mlpackage")
+    (out / "user_outputs.txt").write_text("\n".join(ep.graph_signature.user_outputs))
+    vulkan = qopt.compile(ep, target="vulkan")
+    (out / "api_vulkan.mlir").write_text(print_module(vulkan.module, elide_larger_than=None))
+    vulkan.save(out / "api.qvk")
     pt2 = out / "model.pt2"
-    coreml = run(QOPT_OPT, pt2, "-p", COREML_PIPELINE, "--print-weights")
-    (out / "cli_coreml.mlir").write_text(coreml.stdout)
-    run(QOPT_OPT, pt2, "-p", COREML_PIPELINE, "-t", "mlpackage", "-o", out / "cli.mlpackage")
-    vulkan = run(QOPT_OPT, pt2, "-p", "qopt-vulkan", "--print-weights")
-    (out / "cli_vulkan.mlir").write_text(vulkan.stdout)
-    run(QOPT_OPT, pt2, "-p", "qopt-vulkan", "-t", "vkbundle", "-o", out / "cli.qvk")
+    (out / "cli_coreml.mlir").write_text(opt(pt2, "-p", COREML_PIPELINE, "--print-weights"))
+    opt(pt2, "-p", COREML_PIPELINE, "-t", "mlpackage", "-o", out / "cli.mlpackage")
+    (out / "cli_vulkan.mlir").write_text(opt(pt2, "-p", "qopt-vulkan", "--print-weights"))
+    opt(pt2, "-p", "qopt-vulkan", "-t", "vkbundle", "-o", out / "cli.qvk")
     return out
 
 
 def test_cli_prints_the_api_ir_coreml(parity: Path) -> None:
     api = (parity / "api_coreml.mlir").read_text()
     assert "coreml.cast" in api  # fp16 compute: the pipeline option reached coreml-fp16
-    assert (parity / "cli_coreml.mlir").read_text() == api
+    assert (parity / "cli_coreml.mlir").read_text().strip() == api.strip()
 
 
 def test_cli_prints_the_api_ir_vulkan(parity: Path) -> None:
     api = (parity / "api_vulkan.mlir").read_text()
     assert "vkc.dispatch" in api
-    assert (parity / "cli_vulkan.mlir").read_text() == api
+    assert (parity / "cli_vulkan.mlir").read_text().strip() == api.strip()
 
 
 def _spec(package: Path) -> object:

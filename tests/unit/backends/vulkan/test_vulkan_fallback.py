@@ -325,6 +325,9 @@ def test_model_with_an_op_without_kernel(vulkan_device: None, tmp_path: Any) -> 
     fallback = artifact.fallback_ops[0]
     assert (fallback.download_bytes, fallback.upload_bytes) == (2 * 8 * 4, 2 * 8 * 4)
     assert "host fallback" in repr(artifact)
+    assert artifact.report is not None
+    assert artifact.report.fallback_ops == [str(fallback)]
+    assert "fallback ops (on the host): 1" in str(artifact.report)
     reports = check_dispatches(artifact.program, [x.numpy()], device=artifact.device)
     assert not [r for r in reports if r.exact]
     path = tmp_path / "m.qvk"
