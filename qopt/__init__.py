@@ -1,13 +1,22 @@
 """qopt: a multi-level compiler for quantized PyTorch models, built on xDSL.
 
-Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
-`fuse`, `fold_constants`, `compile` (CoreML or Vulkan artifacts), `load` (a saved
-`.qvk` / `.mlpackage`), `interpret` (one call), `session` (calls keeping state),
-`generate` (greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`,
-`__version__` (also printed by `qopt-opt --version` / `qopt-run --version`, and
-recorded in every `.mlpackage`'s metadata, `qopt.version`, and `.qvk` manifest).
-"""
+A program captured by `torch.export` (PT2E static/dynamic, torchao int4/int8
+weight-only, 8da4w, codebook) imports into the `aten` + `quant` level, `fuse-quant`
+rewrites its Q/DQ and codebook patterns into `qfused` kernels, and a target pipeline
+lowers it to Core ML (`qopt-coreml`: a `.mlpackage`) or Vulkan (`qopt-vulkan`: SPIR-V
+kernels in a `.qvk`, run by qopt's runtime). Every level is textual IR with numpy
+semantics in the reference interpreter.
 
+Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
+`fuse`, `fold_constants`, `compile` (typed options; a `CoremlArtifact` or
+`VulkanArtifact` with `.save`, `.report`, `.session()`), `load` (a saved `.qvk` /
+`.mlpackage`), `interpret` (one call), `session` (calls keeping state), `generate`
+(greedy LLM decoding), `read_mlpackage`, `Limits`, `QoptError`, `__version__` (also
+printed by `qopt-opt --version` / `qopt-run --version`, and recorded in every
+`.mlpackage`'s metadata, `qopt.version`, and `.qvk` manifest). Compile reports and
+warnings: `qopt.report` (`CompileReport`, `QoptWarning`). The README's user guide has
+the options, the command line and troubleshooting.
+"""
 from __future__ import annotations
 
 import enum
