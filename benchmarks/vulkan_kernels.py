@@ -118,7 +118,13 @@ class Case:
             "linear_q4gsw" if self.bits == 4 else "linear_q8csw",
             [x, self.w, self.s, self.dummy, self.dummy, out],
             {"M": m, "N": self.n, "K": self.k, "row_words": p.row_words, "ngroups": p.ngroups},
-            {"WBITS": self.bits, "GROUP_SIZE": self.group, "NPW": npw, "MT": mt, "WG": wg},
+            {
+                "WBITS": self.bits,
+                "GROUP_SIZE": self.group,
+                "NPW": npw,
+                "MT": mt,
+                "WG": wg,
+            },
         )
 
     def unfused(self, x: object, out: object, m: int) -> list[Dispatch]:

@@ -34,11 +34,23 @@ def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int,
     )
 
 
+def linear_tile(m: int) -> dict[str, int]:
+    """The NPW / MT tile of linear_qw (and the other weight-decoding linears) for M rows
+    of x, measured on lavapipe: M = 1 the register-tiled GEMV (NPW 4); M > 1 gemm_tile
+    with 8 weight rows per invocation (each x load feeds 8 rows: x loads dominate there)
+    and MT rows of x sharing each decoded weight, MT up to 8 and balanced over
+    ceil(M / 8) row blocks (M = 9 takes two blocks of 5, not 8 + 1)."""
+    if m <= 1:
+        return {"NPW": 4, "MT": 1}
+    blocks = -(-m // 8)
+    return {"NPW": 8, "MT": -(-m // blocks)}
+
+
 def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     """linear_qw.glsl. cpr = row_words / 4 chunks (uvec4 w4[n*cpr + c]) per weight row,
     VPC = 128 / WBITS values per chunk; rows n0 + r clamped to N - 1, x rows m0 + mm to
     M - 1; nfast = K / VPC when groups align with chunks and K % 4 == 0, else 0.
-    - gemm_sym / gemv_sym (NPW <= 2 and MT in 2..4, or NPW <= 4 and MT 1; nfast == cpr):
+    - gemm_tile / gemv_sym (every chunk fast: nfast == cpr, any NPW and MT):
       x as vec4 xv[m*K/4 + c*VPC/4 + j] (words below (M - 1)*K + cpr*VPC), group
       g = c*VPC / GROUP_SIZE of scales / zeros[n*ngroups + g], or scales[n] when
       ngroups == 1 (also read when cpr == 0);
@@ -49,7 +61,7 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
       ngroups - 1) for k < cpr*VPC;
     bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
-    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    group = int(spec["GROUP_SIZE"])
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
     ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
     if m == 0 or n == 0:
@@ -64,7 +76,7 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     if cpr:
         ext["w"] = 4 * n * cpr
     x = params = 0  # words of x, of scales / zeros (indexed alike)
-    if nfast == cpr and ((npw <= 2 and 2 <= mt <= 4) or (npw <= 4 and mt == 1)):
+    if nfast == cpr:
         if cpr:
             x = (m - 1) * k + cpr * vpc
             params = (n - 1) * ngroups + (0 if whole_row else (cpr - 1) * vpc // group) + 1
@@ -129,7 +141,8 @@ value - lo, 128-bit padded rows), scales f32 [N, ngroups], zeros i32 [N, ngroups
 row_words, ngroups. Spec WBITS (4 or 8), GROUP_SIZE (any; 128-bit chunks inside one
 group take the fast path), HAS_ZERO_POINT, HAS_BIAS, NPW (output columns per
 invocation), MT (rows of x per invocation), WG (invocations per workgroup; see
-linear_qw.glsl); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
+linear_qw.glsl; `linear_tile` gives the tile for M); workgroups (ceil(N / (WG*NPW)),
+ceil(M/MT), 1)."""
 
 
 LINEAR_Q4GSW = _linear_qw_spec(

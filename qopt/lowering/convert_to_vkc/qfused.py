@@ -19,6 +19,7 @@ from qopt.dialects import qfused
 from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
+from qopt.kernels.qlinear import linear_tile
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -167,6 +168,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "GROUP_SIZE": packed.group_size,
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
+                **linear_tile(m),
             },
         )
         return [out]

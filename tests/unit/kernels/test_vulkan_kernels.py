@@ -756,13 +756,18 @@ def _weight(bits: int, n: int, k: int, group: int, asym: bool):
         ("linear_q8csw", 8, 64, 64, False, 1, (4, 1, 64)),
         ("linear_q8csw", 8, 48, 48, True, 2, (2, 1, 4)),
         ("linear_q8csw", 8, 64, 16, False, 1, (4, 1, 2)),  # int8 per-group
-        # multi-row path (gemm_sym: NPW <= 2, MT 2..4): decoded words shared by MT rows
+        # prefill tile (gemm_tile: MT > 1 or NPW > 4): decoded words shared by MT rows,
+        # M and N (11) not multiples of the tile
         ("linear_q4gsw", 4, 128, 32, False, 5, (2, 4, 64)),
         ("linear_q4gsw", 4, 128, 32, True, 3, (1, 2, 8)),
         ("linear_q4gsw", 4, 64, 64, False, 4, (2, 4, 4)),
+        ("linear_q4gsw", 4, 96, 32, False, 9, (8, 5, 2)),
+        ("linear_q4gsw", 4, 64, 32, True, 11, (8, 8, 4)),
+        ("linear_q4gsw", 4, 64, 32, False, 1, (8, 1, 2)),
         ("linear_q8csw", 8, 64, 64, False, 7, (2, 3, 8)),
         ("linear_q8csw", 8, 48, 48, True, 2, (1, 4, 4)),
         ("linear_q8csw", 8, 64, 16, False, 6, (2, 2, 4)),
+        ("linear_q8csw", 8, 80, 80, True, 13, (8, 7, 2)),
     ],
 )
 def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
