@@ -324,14 +324,18 @@ LINEAR_DQ8CA_Q8CSW = _linear_dq8ca_spec("linear_dq8ca_q8csw", 8, 1 << 30, _DQ8CA
 
 
 def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """linear_lut.glsl: output i = m*N + n < M*N reads x[m*K + k], the codes of weight row n
-    and its palettes (`lut_rows_extents`, k < K), bias[n] (HAS_BIAS); writes o[i]."""
+    """linear_lut.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
+    M - 1 and N - 1) read x[m*K + k] for k < K, the codes of weight row n and its palettes
+    (`lut_rows_extents`, k < K: the last word's codes at k >= K are skipped), bias[n]
+    (HAS_BIAS); writes out[m*N + n]."""
     m, n, k = ints(push, "M", "N", "K")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
     if total == 0:
         return ext
     nonzero(push, "BN")  # cbrow = (n / BN) * GK, also when K = 0
+    if k:
+        nonzero(push, "BK")  # k / BK
     ext["out"] = total
     if int(spec["HAS_BIAS"]) == 1:
         ext["bias"] = n
@@ -351,13 +355,21 @@ LINEAR_LUT = KernelSpec(
         binding("out", "f32", True),
     ),
     push=push_of("M", "N", "K", "row_words", "BN", "BK", "GK", "L"),
-    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64)),
-    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64), ("NPW", 4), ("MT", 1)),
+    workgroups=_linear_qw_workgroups,
     extents=guarded("linear_lut", _linear_lut_extents),
-    spec_bounds={"FBITS": (1, 8), "HAS_BIAS": FLAG, "WG": WG_RANGE},
+    spec_bounds={
+        "FBITS": (1, 8),
+        "HAS_BIAS": FLAG,
+        "WG": WG_RANGE,
+        "NPW": TILE_RANGE,
+        "MT": TILE_RANGE,
+    },
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
-f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size).""",
+f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size). NPW x MT
+tile per invocation as linear_qw (`linear_tile`); workgroups (ceil(N / (WG*NPW)),
+ceil(M/MT), 1).""",
 )
 
 

@@ -281,7 +281,7 @@ def _linear_lut(
             packed.col_groups,
             packed.lut_size,
         ],
-        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias},
+        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias, **linear_tile(m)},
     )
     return out
 

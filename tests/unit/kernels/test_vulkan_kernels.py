@@ -877,11 +877,18 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
     tclose(ref["out"], xd @ w.T + bias)
 
 
-@pytest.mark.parametrize("nbits,block", [(4, (3, 16)), (3, (1, 32)), (2, (6, 8))])
-def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    "nbits,block,k,m,tile",
+    [
+        (4, (3, 16), 32, 2, (4, 1)),
+        (3, (1, 36), 36, 3, (8, 2)),  # K tail (36 codes, 8 per word), M and N tile tails
+        (2, (6, 8), 40, 5, (3, 3)),  # palette blocks narrower than a word (16 codes)
+    ],
+)
+def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) -> None:
     from qopt.interpreters import quant as iq
 
-    n, k, m = 6, 32, 2
+    n = 6
     codes = RNG.integers(0, 2**nbits, (n, k))
     cb = RNG.standard_normal((n // block[0], k // block[1], 2**nbits, 1)).astype(F32)
     p = pack_lut(codes, cb, nbits)
@@ -902,7 +909,7 @@ def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> No
         {"x": x, "codes": p.codes, "codebook": p.codebook},
         {"out": (F32, m * n)},
         push,
-        {"FBITS": p.field_bits},
+        {"FBITS": p.field_bits, "NPW": tile[0], "MT": tile[1], "WG": 2},
     )
     close(got["out"], ref["out"])
     w = iq.dequantize_codebook(codes, cb, list(block), F32)
