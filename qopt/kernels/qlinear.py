@@ -156,9 +156,10 @@ LINEAR_Q8CSW = _linear_qw_spec(
 
 
 def _linear_q8ta_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """linear_q8ta.glsl: output i = m*N + n < M*N reads x[m*K + k] and the int8 field
-    w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n], bias[n]
-    (HAS_BIAS); writes o[i]."""
+    """linear_q8ta.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
+    M - 1 and N - 1) read x[m*K + k] for k < K (the last word's k >= K read x at K - 1),
+    the word w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n],
+    bias[n] (HAS_BIAS); writes o[m*N + n]."""
     m, n, k, row_words = ints(push, "M", "N", "K", "row_words")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
@@ -194,8 +195,10 @@ LINEAR_Q8TA_Q8CSW = KernelSpec(
         ("HAS_BIAS", 0),
         ("REQUANT", 0),
         ("WG", 64),
+        ("NPW", 4),
+        ("MT", 1),
     ),
-    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    workgroups=_linear_qw_workgroups,
     exact=always,
     extents=guarded("linear_q8ta_q8csw", _linear_q8ta_extents),
     spec_bounds={
@@ -204,12 +207,15 @@ LINEAR_Q8TA_Q8CSW = KernelSpec(
         "HAS_BIAS": FLAG,
         "REQUANT": FLAG,
         "WG": WG_RANGE,
+        "NPW": TILE_RANGE,
+        "MT": TILE_RANGE,
     },
     doc="""Static per-tensor activation x int8 per-channel weight linear
 (REQUANT = 1 is linear_q8ta_q8csw_q8to / ET q8ta_linear): x f32 quantized in-kernel (or
 i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * s[n])
 (+ bias), clamp, optional requant to i32. w: pack_affine int8 (lo -128). Push from
-`static_io_push`. Bit-exact.""",
+`static_io_push`. NPW x MT tile per invocation as linear_qw (`linear_tile`); workgroups
+(ceil(N / (WG*NPW)), ceil(M/MT), 1). Bit-exact.""",
 )
 
 

@@ -189,6 +189,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
                 "REQUANT": int(op.requant is not None),
+                **linear_tile(m),
             },
         )
         return [out]

@@ -800,9 +800,12 @@ def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
     )
 
 
-@pytest.mark.parametrize("input_quantized,asym,requant", [(0, 0, 1), (1, 1, 0), (0, 1, 1)])
-def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None:
-    m, n, k = 3, 9, 40
+@pytest.mark.parametrize(
+    "input_quantized,asym,requant,k,tile",
+    [(0, 0, 1, 40, (4, 1)), (1, 1, 0, 42, (8, 2)), (0, 1, 1, 37, (3, 4))],  # K % 4 tails
+)
+def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int, tile) -> None:
+    m, n = 3, 9
     data, s, zp, p = _weight(8, n, k, k, bool(asym))
     x = RNG.standard_normal((m, k)).astype(F32)
     bias = RNG.standard_normal(n).astype(F32)
@@ -827,10 +830,13 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None
         "HAS_ZERO_POINT": asym,
         "HAS_BIAS": 1,
         "REQUANT": requant,
+        "NPW": tile[0],
+        "MT": tile[1],
+        "WG": 2,
     }
     dtype = np.int32 if requant else F32
     got, ref = run_kernel(dev, "linear_q8ta_q8csw", inputs, {"out": (dtype, m * n)}, push, spec)
-    close(got["out"], ref["out"])
+    np.testing.assert_array_equal(got["out"], ref["out"])  # bit-exact (exact=always)
     # independent: dequantize, float64 linear, relu, quantize (may differ by one step)
     z = np.zeros_like(s) if zp is None else zp
     xd = (xq.astype(np.float64) - 5) * float(F32(0.02))
