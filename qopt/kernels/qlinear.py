@@ -12,7 +12,6 @@ from qopt.kernels.extents import (
     WG_RANGE,
     always,
     count,
-    grid_workgroups,
     group_count,
     guarded,
     ints,
