@@ -27,11 +27,23 @@ from qopt.kernels.spec import (
 )
 
 
+def matmul_tile(m: int) -> dict[str, int]:
+    """NPW / MT of the TRANS_B = 1 matmul (linear) for M rows of a, measured on lavapipe:
+    M = 1 the one-column GEMV; M > 1 the tile of 8 columns x up to 8 rows (balanced over
+    ceil(M / 8) row blocks), as `qopt.kernels.qlinear.linear_tile`."""
+    if m <= 1:
+        return {"NPW": 1, "MT": 1}
+    blocks = -(-m // 8)
+    return {"NPW": 8, "MT": -(-m // blocks)}
+
+
 def _matmul_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
     m, n, batch = int(push["M"]), int(push["N"]), int(push["batch"])
-    mt = spec_int(spec, "MT", 1) if spec_int(spec, "TRANS_B", 1) else 1
+    trans_b = spec_int(spec, "TRANS_B", 1)
+    mt = spec_int(spec, "MT", 1) if trans_b else 1
+    npw = spec_int(spec, "NPW", 1) if trans_b else 1
     return (
-        group_count(n, spec_int(spec, "WG", 64)),
+        group_count(n, spec_int(spec, "WG", 64) * npw),
         group_count(m, mt),
         max(1, min(batch, MAX_WORKGROUPS)),
     )
@@ -78,9 +90,10 @@ MATMUL = KernelSpec(
     },
     doc="""out[z] = a[z] @ (TRANS_B ? b[z].T : b[z]) (+ bias), a [batch, M, K] (batch
 stride a_bs), b [batch, K, N] or [batch, N, K] (stride b_bs, 0 = shared), out contiguous
-[batch, M, N]. TRANS_B = 1 is the GEMV/linear path (one column x MT rows per
-invocation, 16-byte loads when K and the batch strides are multiples of 4; NPW unused);
-TRANS_B = 0 is one output per invocation. workgroups (ceil(N/WG), ceil(M/MT) or M, batch).""",
+[batch, M, N]. TRANS_B = 1 is the GEMV/linear path (NPW columns x MT rows per
+invocation, 16-byte loads when K and the batch strides are multiples of 4; `matmul_tile`
+gives the tile for M); TRANS_B = 0 is one output per invocation. workgroups
+(ceil(N/(WG*NPW)), ceil(M/MT), batch) for TRANS_B = 1, (ceil(N/WG), M, batch) else.""",
 )
 
 

@@ -442,9 +442,14 @@ def test_rows(dev: VulkanDevice) -> None:
 # -- matmul, conv, pool, gather, sdpa
 
 
-@pytest.mark.parametrize("trans_b,npw,mt", [(1, 4, 1), (1, 3, 2), (0, 4, 1)])
-def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int) -> None:
-    batch, m, n, k = 2, 5, 7, 45
+@pytest.mark.parametrize(
+    "trans_b,npw,mt,k",
+    [(1, 4, 1, 45), (1, 3, 2, 45), (0, 4, 1, 45), (1, 8, 3, 44), (1, 1, 1, 44)],
+)
+def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int, k: int) -> None:
+    """TRANS_B 1: the GEMV (NPW = MT = 1) and the tile (M, N not multiples of it), with
+    scalar (K = 45) and vec4 (K = 44) loads; TRANS_B 0."""
+    batch, m, n = 2, 5, 7
     a = RNG.standard_normal((batch, m, k)).astype(F32)
     b = RNG.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(F32)
     bias = RNG.standard_normal(n).astype(F32)
