@@ -97,6 +97,32 @@ gives the tile for M); TRANS_B = 0 is one output per invocation. workgroups
 )
 
 
+CONV_TILE_BOUNDS = {"OCT": (1, 8), "OWT": (1, 4)}
+"""Ranges of the conv2d kernels' tile constants (named accumulators in the shaders)."""
+
+
+def conv_tile(out_channels: int, groups: int, out_width: int) -> dict[str, int]:
+    """OCT / OWT of the conv2d kernels: the most output channels (8, 4, 2, 1) that divide
+    the channels per group (a tile inside one group shares its x taps; one straddling a
+    group boundary falls back to one output at a time) and up to 4 output columns."""
+    per_group = max(1, out_channels // max(1, groups))
+    oct_ = next(t for t in (8, 4, 2, 1) if per_group % t == 0)
+    return {"OCT": oct_, "OWT": max(1, min(4, out_width))}
+
+
+def conv_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    """ceil(N * ceil(OC/OCT) * OH * ceil(OW/OWT) / WG) workgroups (the conv2d kernels'
+    grid-stride over output tiles)."""
+    oct_, owt = spec_int(spec, "OCT", 1), spec_int(spec, "OWT", 1)
+    tiles = (
+        int(push["N"])
+        * group_count(int(push["OC"]), oct_)
+        * int(push["OH"])
+        * group_count(int(push["OW"]), owt)
+    )
+    return (min(MAX_WORKGROUPS, group_count(tiles, spec_int(spec, "WG", 64))), 1, 1)
+
+
 def _conv2d_extents(push: PushValues, spec: SpecValues) -> Extents:
     """conv2d.glsl (float weights [OC, C / groups, KH, KW]): `conv_extents`."""
     return conv_extents(push, spec, False)
@@ -116,11 +142,13 @@ CONV2D = KernelSpec(
         *push_of("sh", "sw", "ph", "pw", "dh", "dw", kind="i32"),
         ("groups", "u32"),
     ),
-    spec=(("HAS_BIAS", 0), ("WG", 64)),
-    workgroups=grid_workgroups(lambda p: int(p["N"]) * int(p["OC"]) * int(p["OH"]) * int(p["OW"])),
+    spec=(("HAS_BIAS", 0), ("WG", 64), ("OCT", 1), ("OWT", 1)),
+    workgroups=conv_workgroups,
     extents=guarded("conv2d", _conv2d_extents),
-    spec_bounds={"HAS_BIAS": FLAG, "WG": WG_RANGE},
-    doc="""Float NCHW conv2d (stride/pad/dilation/groups, optional bias).""",
+    spec_bounds={"HAS_BIAS": FLAG, "WG": WG_RANGE, **CONV_TILE_BOUNDS},
+    doc="""Float NCHW conv2d (stride/pad/dilation/groups, optional bias). OCT output
+channels x OWT output columns per invocation (`conv_tile`); workgroups
+ceil(N * ceil(OC/OCT) * OH * ceil(OW/OWT) / WG).""",
 )
 
 

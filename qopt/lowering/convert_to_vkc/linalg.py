@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten.base import flag, integer, ints
 from qopt.dialects.tensors import numel, shape_of
-from qopt.kernels.linalg import matmul_tile
+from qopt.kernels.linalg import conv_tile, matmul_tile
 from qopt.kernels.opcodes import POOL_OPS, REDUCE_OPS
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
@@ -108,7 +108,7 @@ def lower_conv2d(lw: Lowering, op: nn.Conv2dOp) -> Sequence[Buf]:
         "conv2d",
         [x, weight, b if b is not None else out, out],
         [n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups],
-        {"HAS_BIAS": int(b is not None)},
+        {"HAS_BIAS": int(b is not None), **conv_tile(oc, groups, ow)},
     )
     return [out]
 

@@ -18,6 +18,7 @@ from xdsl.ir import SSAValue
 from qopt.dialects import qfused
 from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
+from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
 from qopt.kernels.qlinear import linear_tile
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -407,6 +408,7 @@ def lower_conv2d(lw: Lowering, op: qfused.Conv2dOp) -> Sequence[Buf]:
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
             "REQUANT": int(op.requant is not None),
+            **conv_tile(oc, op.groups.value.data, ow),
         },
     )
     return [out]

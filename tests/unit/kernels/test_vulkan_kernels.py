@@ -503,6 +503,16 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
         dev, "conv2d", {"x": x, "w": w, "bias": bias}, {"y": (F32, count)}, push, {"HAS_BIAS": 1}
     )
     close(got["y"], ref["y"])
+    # tiles of 2 channels (3 per group: some straddle a group) x 4 columns (OW = 6)
+    tiled, _ = run_kernel(
+        dev,
+        "conv2d",
+        {"x": x, "w": w, "bias": bias},
+        {"y": (F32, count)},
+        push,
+        {"HAS_BIAS": 1, "OCT": 2, "OWT": 4},
+    )
+    np.testing.assert_array_equal(tiled["y"], got["y"])  # the same sums in the same order
     tclose(
         ref["y"],
         F.conv2d(
@@ -969,8 +979,10 @@ def test_embedding_q(dev, bits: int, group: int, asym: bool) -> None:
     tclose(ref["out"], expect, 0)
 
 
-@pytest.mark.parametrize("act,requant", [(1, 1), (2, 1), (0, 0), (1, 0)])
-def test_conv2d_q8(dev, act: int, requant: int) -> None:
+@pytest.mark.parametrize(
+    "act,requant,tile", [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3))]
+)
+def test_conv2d_q8(dev, act: int, requant: int, tile: tuple[int, int]) -> None:
     x = RNG.standard_normal((1, 4, 6, 5)).astype(F32)
     oc, groups = 6, 2
     data, s, zp, _ = _weight(8, oc, 2 * 3 * 3, 18, True)
@@ -992,8 +1004,12 @@ def test_conv2d_q8(dev, act: int, requant: int) -> None:
     count = oc * push["OH"] * push["OW"]
     dtype = np.int32 if requant else F32
     spec = {"ACT": act, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1, "REQUANT": requant}
+    spec |= {"OCT": tile[0], "OWT": tile[1]}  # OC 6 in 2 groups, OW 3: tile tails, straddles
     got, ref = run_kernel(dev, "conv2d_q8ta_q8csw_q8to", inputs, {"y": (dtype, count)}, push, spec)
-    close(got["y"], ref["y"])
+    if act:
+        np.testing.assert_array_equal(got["y"], ref["y"])  # int32 sums: bit-exact
+    else:
+        close(got["y"], ref["y"])
     w = ((data - zp) * s.astype(np.float64)).reshape(oc, 2, 3, 3)
     xd = x.astype(np.float64) if act == 0 else (xq.astype(np.float64) + 4) * float(F32(0.03))
     y = (
