@@ -45,6 +45,12 @@ def linear_tile(m: int) -> dict[str, int]:
     return {"NPW": 8, "MT": -(-m // blocks)}
 
 
+def dq8ca_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_dq8ca for M rows: M = 1 gemv_fast (NPW 4); M > 1 gemm_tile with
+    8 weight rows and MT rows of x as `linear_tile`."""
+    return linear_tile(m)
+
+
 def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     """linear_qw.glsl. cpr = row_words / 4 chunks (uvec4 w4[n*cpr + c]) per weight row,
     VPC = 128 / WBITS values per chunk; rows n0 + r clamped to N - 1, x rows m0 + mm to
@@ -219,15 +225,13 @@ i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * 
 
 
 def _dq8ca_fast(push: PushValues, spec: SpecValues) -> bool:
-    """Whether linear_dq8ca.glsl takes a chunked path: every 128-bit chunk inside one
-    group, rows of exactly K fields, and a tile it has (MT 1 with NPW <= 4, or MT 2..4
-    with NPW <= 2)."""
+    """Whether linear_dq8ca.glsl takes a chunked path (gemv_fast or gemm_tile, any tile):
+    every 128-bit chunk inside one group and rows of exactly K fields."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
-    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    group = int(spec["GROUP_SIZE"])
     k, row_words = ints(push, "K", "row_words")
     vpc = 128 // wbits
-    chunked = group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
-    return chunked and ((mt == 1 and npw <= 4) or (2 <= mt <= 4 and npw <= 2))
+    return group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
 
 
 def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
@@ -318,8 +322,8 @@ _DQ8CA_DOC = """Dynamic per-row int8 activation linear: xq i32 [M, K], x_scale f
 x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw;
 per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
 in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
-columns x rows of x per invocation (linear_qw's tiles: NPW 4, MT 1 for M = 1; NPW 2,
-MT 4 for M > 1 decodes each weight chunk once for 4 rows)."""
+columns x rows of x per invocation (`dq8ca_tile`: NPW 4, MT 1 for M = 1; NPW 8 and up
+to 8 rows for M > 1, each weight chunk decoded once for the MT rows)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)

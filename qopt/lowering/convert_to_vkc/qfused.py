@@ -20,7 +20,7 @@ from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
-from qopt.kernels.qlinear import linear_tile
+from qopt.kernels.qlinear import dq8ca_tile, linear_tile
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -213,10 +213,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "GROUP_SIZE": packed.group_size,
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
-            # 4 weight rows per invocation, one x row: on lavapipe faster than the
-            # MT > 1 tiles at M = 16 too (their private arrays spill), as for linear_qw
-            "NPW": 4,
-            "MT": 1,
+            **dq8ca_tile(m),
         },
     )
     return [out]
