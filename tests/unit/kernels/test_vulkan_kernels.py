@@ -865,11 +865,12 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int,
 
 @pytest.mark.parametrize(
     "bits,group,tile",
-    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 64, (2, 3))],
+    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 32, (8, 3))],
 )
 def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
     """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
-    GEMM (NPW 2, MT 3-4) paths, bit for bit against the reference."""
+    gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks) paths,
+    bit for bit against the reference."""
     from qopt.interpreters import quant as iq
 
     m, n, k = 5, 7, 64
@@ -958,9 +959,12 @@ def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) 
     tclose(ref["out"], w[idx], 0)
 
 
-@pytest.mark.parametrize("bits,group,asym", [(4, 32, False), (4, 16, True), (8, 64, False)])
-def test_embedding_q(dev, bits: int, group: int, asym: bool) -> None:
-    v, d = 9, 64
+@pytest.mark.parametrize(
+    "bits,group,asym,d",
+    [(4, 32, False, 64), (4, 12, True, 60), (8, 64, False, 64)],  # groups inside a word, D tail
+)
+def test_embedding_q(dev, bits: int, group: int, asym: bool, d: int) -> None:
+    v = 9
     data, s, zp, p = _weight(bits, v, d, group, asym)
     idx = np.array([8, 0, 3, 3, -2], dtype=np.int32)
     name = "embedding_q4gsw" if bits == 4 else "embedding_q8csw"
