@@ -288,13 +288,14 @@ class Other:
                 "N": m, "C": k, "H": hw, "W": hw, "OC": n, "OH": oh, "OW": oh, "KH": 3,
                 "KW": 3, "sh": 1, "sw": 1, "ph": 1, "pw": 1, "dh": 1, "dw": 1, "groups": 1,
             }  # fmt: skip
+            tile = known_spec(kind, conv_tile_of(n, oh))
             if kind == "conv2d":
-                d = Dispatch("conv2d", [x, self.w, self.dummy, out], push, {})
+                d = Dispatch("conv2d", [x, self.w, self.dummy, out], push, tile)
             else:
                 push |= {"row_words": self.aff.row_words}
                 push |= static_io_push((0.05, 0, -128, 127))
                 d = Dispatch(kind, [x, self.w, self.s, self.dummy, self.dummy, out], push,
-                             known_spec(kind, {"ACT": 1, "REQUANT": 0}))  # fmt: skip
+                             {"ACT": 1, "REQUANT": 0, **tile})  # fmt: skip
             xt = torch.from_numpy(x_np)
             return (
                 [d],
@@ -365,6 +366,14 @@ def dq8ca_tile(m: int) -> dict[str, int]:
     except ImportError:
         return {"NPW": 4, "MT": 1}
     return pick(m)
+
+
+def conv_tile_of(out_channels: int, out_width: int) -> dict[str, int]:
+    try:
+        from qopt.kernels.linalg import conv_tile
+    except ImportError:
+        return {}
+    return conv_tile(out_channels, 1, out_width)
 
 
 def matmul_tile(m: int) -> dict[str, int]:
