@@ -42,19 +42,14 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_available
+from qopt.backends.vulkan.runtime import Buffer, Dispatch, VulkanDevice, vulkan_available
 from qopt.kernels import kernel_spec
 from qopt.kernels.packing import pack_affine, pack_lut
 from qopt.kernels.push import conv_out, static_io_push
 
-# (NPW, MT, WG) per (bits, M is 1): chosen with --tune on lavapipe (2 cores); M = 16 is
-# qopt.kernels.qlinear.linear_tile(16), what convert-to-vkc picks
-DEFAULT_TILES = {
-    (4, True): (4, 1, 64),
-    (8, True): (4, 1, 64),
-    (4, False): (8, 8, 64),
-    (8, False): (8, 8, 64),
-}
+# (NPW, MT, WG) at M = 1: chosen with --tune on lavapipe (2 cores); M > 1: what
+# convert-to-vkc picks (qopt.kernels.qlinear.linear_tile; the spec defaults before it)
+M1_TILE = (4, 1, 64)
 TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64), (8, 1, 64)]
 TUNE_CANDIDATES_M16 = [(8, 8, 64), (8, 4, 64), (4, 4, 64), (8, 2, 64), (4, 8, 64), (4, 1, 64)]
 
@@ -166,7 +161,7 @@ class Case:
         p = self.packed
         return p.weight.nbytes + p.scales.nbytes
 
-    def fused(self, x: object, out: object, m: int, tile: tuple[int, int, int]) -> Dispatch:
+    def fused(self, x: Buffer, out: Buffer, m: int, tile: tuple[int, int, int]) -> Dispatch:
         npw, mt, wg = tile
         p = self.packed
         return Dispatch(
@@ -179,7 +174,7 @@ class Case:
             ),
         )
 
-    def unfused(self, x: object, out: object, m: int) -> list[Dispatch]:
+    def unfused(self, x: Buffer, out: Buffer, m: int) -> list[Dispatch]:
         p = self.packed
         n, k = self.n, self.k
         gs = self.group
@@ -224,7 +219,7 @@ class Other:
 
     def __init__(self, dev: VulkanDevice, kind: str, n: int, k: int, rng: np.random.Generator):
         self.dev, self.kind, self.n, self.k, self.rng = dev, kind, n, k, rng
-        self.bufs: list[object] = []
+        self.bufs: list[Buffer] = []
         self.dummy = self.keep(dev.buffer(16))
         if kind == "linear_lut":
             codes = rng.integers(0, 16, size=(n, k))
@@ -270,11 +265,11 @@ class Other:
         else:
             raise ValueError(kind)
 
-    def keep(self, buf):
+    def keep(self, buf: Buffer) -> Buffer:
         self.bufs.append(buf)
         return buf
 
-    def case(self, m: int) -> tuple[list[Dispatch], int, Callable[[], object], list[object]]:
+    def case(self, m: int) -> tuple[list[Dispatch], int, Callable[[], object], list[Buffer]]:
         """(dispatches, floor bytes, torch float op, buffers to free) for M = m."""
         dev, n, k, kind = self.dev, self.n, self.k, self.kind
         tile = tile_of(m)
@@ -322,7 +317,7 @@ class Other:
         out = dev.buffer(4 * m * n)
         xt = torch.from_numpy(x_np)
         floor = self.wbytes + x_np.nbytes + 4 * m * n
-        free: list[object] = [out]
+        free: list[Buffer] = [out]
         if kind == "linear_lut":
             p = self.lut
             x = dev.upload(x_np)
@@ -357,7 +352,7 @@ class Other:
 
     def free(self) -> None:
         for b in self.bufs:
-            b.free()  # type: ignore[attr-defined]
+            b.free()
 
 
 def dq8ca_tile(m: int) -> dict[str, int]:
@@ -414,7 +409,7 @@ def run_others(dev: VulkanDevice, bw: Bandwidth, quick: bool, runs: int) -> None
             t_torch = cpu_median(torch_op, runs)
             times[m] = (wall, cpu, t_torch, floor_bytes)
             for b in free:
-                b.free()  # type: ignore[attr-defined]
+                b.free()
         case.free()
         rows.append((kind, shape, times))
     floor_bw = bw.median
@@ -423,8 +418,8 @@ def run_others(dev: VulkanDevice, bw: Bandwidth, quick: bool, runs: int) -> None
         f"samples, {floor_bw / 1e9:.2f} GB/s; cpu = process CPU ms per run)"
     )
     header = (
-        f"{'kernel':<19}{'shape':>11}{'M':>4}{'wall ms':>9}{'cpu ms':>8}{'floor':>8}"
-        f"{'torch f32':>10}  {'wall/flr':>8}{'cpu/flr':>8}{'fus/tf32':>9}{'M16/M1':>12}"
+        f"{'kernel':<23}{'shape':>11}{'M':>4}{'wall ms':>9}{'cpu ms':>8}{'floor':>8}"
+        f"{'torch f32':>10}  {'wall/flr':>8}{'cpu/flr':>8}{'fus/tf32':>9}{'M16/M1':>13}"
     )
     print(header)
     print("-" * len(header))
@@ -435,15 +430,15 @@ def run_others(dev: VulkanDevice, bw: Bandwidth, quick: bool, runs: int) -> None
             if m == 16:
                 ratio = f"{times[16][1] / times[1][1]:.1f}c/{times[16][0] / times[1][0]:.1f}w"
             print(
-                f"{kind:<19}{f'{shape[0]}x{shape[1]}':>11}{m:>4}{wall * 1e3:>9.2f}"
+                f"{kind:<23}{f'{shape[0]}x{shape[1]}':>11}{m:>4}{wall * 1e3:>9.2f}"
                 f"{cpu * 1e3:>8.2f}{floor * 1e3:>8.2f}{t_torch * 1e3:>10.2f}  "
-                f"{wall / floor:>8.1f}{cpu / floor:>8.1f}{wall / t_torch:>9.2f}{ratio:>12}",
+                f"{wall / floor:>8.1f}{cpu / floor:>8.1f}{wall / t_torch:>9.2f}{ratio:>13}",
                 flush=True,
             )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small shapes, few runs")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--tune", action="store_true", help="try tile configs, use the best")
@@ -487,7 +482,8 @@ def run_weight_only(
                 x_np = rng.standard_normal((m, k), dtype=np.float32)
                 x = dev.upload(x_np)
                 out = dev.buffer(4 * m * n)
-                tile = DEFAULT_TILES[(bits, m == 1)]
+                picked = tile_of(m)
+                tile = M1_TILE if m == 1 else (picked.get("NPW", 4), picked.get("MT", 1), 64)
                 if tune:
                     cands = TUNE_CANDIDATES if m == 1 else TUNE_CANDIDATES_M16
                     timed = [
@@ -530,7 +526,7 @@ def run_weight_only(
     header = (
         f"{'kernel':<13}{'N x K':>12}{'M':>4}{'fused ms':>10}{'cpu ms':>8}{'unfused':>9}"
         f"{'torch f32':>10}{'torch q':>9}{'floor':>8}  {'unf/fus':>7}{'tq/fus':>7}"
-        f"{'fus/tf32':>9}{'fus/flr':>8}{'M16/M1':>11}  tile"
+        f"{'fus/tf32':>9}{'fus/flr':>8}{'M16/M1':>12}  tile"
     )
     print(header)
     print("-" * len(header))
@@ -548,7 +544,7 @@ def run_weight_only(
             f"{name:<13}{f'{n}x{k}':>12}{m:>4}{t_fused * 1e3:>10.2f}{c_fused * 1e3:>8.2f}"
             f"{t_unf * 1e3:>9.2f}{t_f32 * 1e3:>10.2f}{t_q * 1e3:>9.2f}"
             f"{floor * 1e3:>8.2f}  {t_unf / t_fused:>7.2f}{t_q / t_fused:>7.2f}"
-            f"{t_fused / t_f32:>9.2f}{t_fused / floor:>8.1f}{ratio:>11}  {tile}",
+            f"{t_fused / t_f32:>9.2f}{t_fused / floor:>8.1f}{ratio:>12}  {tile}",
             flush=True,
         )
         if m == 1:
