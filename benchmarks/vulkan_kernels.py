@@ -60,13 +60,13 @@ def known_spec(kernel: str, spec: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in spec.items() if k in names}
 
 
-def tile_of(m: int) -> dict[str, int]:
-    """The NPW / MT convert-to-vkc picks for M rows (qlinear.linear_tile where it exists)."""
-    try:
-        from qopt.kernels.qlinear import linear_tile
-    except ImportError:
-        return {}
-    return linear_tile(m)
+def tile_of(m: int, kind: str = "linear_tile") -> dict[str, int]:
+    """The NPW / MT convert-to-vkc picks for M rows (qopt.kernels.qlinear's `kind`
+    function where it exists: linear_tile, lut_tile, q8ta_tile)."""
+    import qopt.kernels.qlinear as qlinear
+
+    pick = getattr(qlinear, kind, None)
+    return pick(m) if pick is not None else {}
 
 
 def gpu_median(dev: VulkanDevice, dispatches: list[Dispatch], runs: int, warmup: int = 2) -> float:
@@ -272,7 +272,6 @@ class Other:
     def case(self, m: int) -> tuple[list[Dispatch], int, Callable[[], object], list[Buffer]]:
         """(dispatches, floor bytes, torch float op, buffers to free) for M = m."""
         dev, n, k, kind = self.dev, self.n, self.k, self.kind
-        tile = tile_of(m)
         if kind in ("conv2d", "conv2d_q8ta_q8csw_q8to"):
             hw = self.hw
             x_np = self.rng.standard_normal((m, k, hw, hw), dtype=np.float32)
@@ -324,13 +323,13 @@ class Other:
             push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "BN": p.block_rows,
                     "BK": p.block_cols, "GK": p.col_groups, "L": p.lut_size}  # fmt: skip
             d = Dispatch(kind, [x, self.w, self.s, self.dummy, out], push,
-                         known_spec(kind, {"FBITS": 4, **tile}))  # fmt: skip
+                         known_spec(kind, {"FBITS": 4, **tile_of(m, "lut_tile")}))  # fmt: skip
         elif kind == "linear_q8ta_q8csw":
             x = dev.upload(x_np)
             push = {"M": m, "N": n, "K": k, "row_words": self.aff.row_words}
             push |= static_io_push((0.05, 0, -128, 127))
             d = Dispatch(kind, [x, self.w, self.s, self.dummy, self.dummy, out], push,
-                         known_spec(kind, dict(tile)))  # fmt: skip
+                         known_spec(kind, tile_of(m, "q8ta_tile")))  # fmt: skip
         elif kind == "linear_dq8ca_q4gsw":
             xq = self.rng.integers(-128, 128, size=(m, k)).astype(np.int32)
             x = dev.upload(xq)

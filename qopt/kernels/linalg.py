@@ -29,10 +29,10 @@ from qopt.kernels.spec import (
 
 def matmul_tile(m: int) -> dict[str, int]:
     """NPW / MT of the TRANS_B = 1 matmul (linear) for M rows of a, measured on lavapipe:
-    M = 1 the one-column GEMV; M > 1 the tile of 8 columns x up to 8 rows (balanced over
-    ceil(M / 8) row blocks), as `qopt.kernels.qlinear.linear_tile`."""
+    M = 1 4 columns per invocation (each a vec4 feeds 4 columns); M > 1 8 columns x up to
+    8 rows (balanced over ceil(M / 8) row blocks, as qlinear's tiles)."""
     if m <= 1:
-        return {"NPW": 1, "MT": 1}
+        return {"NPW": 4, "MT": 1}
     blocks = -(-m // 8)
     return {"NPW": 8, "MT": -(-m // blocks)}
 

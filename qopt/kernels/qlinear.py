@@ -33,21 +33,40 @@ def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int,
     )
 
 
+def balanced_mt(m: int) -> int:
+    """Rows of x per invocation for M > 1: up to 8 (the tiles' named accumulators),
+    balanced over ceil(M / 8) row blocks (M = 9 takes two blocks of 5, not 8 + 1)."""
+    blocks = -(-m // 8)
+    return -(-m // blocks)
+
+
 def linear_tile(m: int) -> dict[str, int]:
-    """The NPW / MT tile of linear_qw (and the other weight-decoding linears) for M rows
-    of x, measured on lavapipe: M = 1 the register-tiled GEMV (NPW 4); M > 1 gemm_tile
-    with 8 weight rows per invocation (each x load feeds 8 rows: x loads dominate there)
-    and MT rows of x sharing each decoded weight, MT up to 8 and balanced over
-    ceil(M / 8) row blocks (M = 9 takes two blocks of 5, not 8 + 1)."""
+    """The NPW / MT tile of linear_qw for M rows of x, measured on lavapipe: M = 1 the
+    register-tiled GEMV (NPW 4); M > 1 gemm_tile with 8 weight rows per invocation (each
+    x load feeds 8 rows: x loads dominate there) and `balanced_mt` rows of x sharing
+    each decoded weight."""
     if m <= 1:
         return {"NPW": 4, "MT": 1}
-    blocks = -(-m // 8)
-    return {"NPW": 8, "MT": -(-m // blocks)}
+    return {"NPW": 8, "MT": balanced_mt(m)}
+
+
+def q8ta_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_q8ta_q8csw: 8 weight rows (each quantized x value feeds 8
+    rows), `balanced_mt` rows of x for M > 1 (lavapipe)."""
+    return {"NPW": 8, "MT": 1 if m <= 1 else balanced_mt(m)}
+
+
+def lut_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_lut: M = 1 8 weight rows; M > 1 4 weight rows x `balanced_mt`
+    rows of x (each palette lookup, a gather, feeds MT rows; lavapipe)."""
+    if m <= 1:
+        return {"NPW": 8, "MT": 1}
+    return {"NPW": 4, "MT": balanced_mt(m)}
 
 
 def dq8ca_tile(m: int) -> dict[str, int]:
     """NPW / MT of linear_dq8ca for M rows: M = 1 gemv_fast (NPW 4); M > 1 gemm_tile with
-    8 weight rows and MT rows of x as `linear_tile`."""
+    8 weight rows and `balanced_mt` rows of x, as `linear_tile`."""
     return linear_tile(m)
 
 
@@ -219,7 +238,7 @@ LINEAR_Q8TA_Q8CSW = KernelSpec(
 (REQUANT = 1 is linear_q8ta_q8csw_q8to / ET q8ta_linear): x f32 quantized in-kernel (or
 i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * s[n])
 (+ bias), clamp, optional requant to i32. w: pack_affine int8 (lo -128). Push from
-`static_io_push`. NPW x MT tile per invocation as linear_qw (`linear_tile`); workgroups
+`static_io_push`. NPW x MT tile per invocation as linear_qw (`q8ta_tile`); workgroups
 (ceil(N / (WG*NPW)), ceil(M/MT), 1). Bit-exact.""",
 )
 
@@ -377,7 +396,7 @@ LINEAR_LUT = KernelSpec(
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
 f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size). NPW x MT
-tile per invocation as linear_qw (`linear_tile`); workgroups (ceil(N / (WG*NPW)),
+tile per invocation as linear_qw (`lut_tile`); workgroups (ceil(N / (WG*NPW)),
 ceil(M/MT), 1).""",
 )
 

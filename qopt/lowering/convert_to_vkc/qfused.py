@@ -20,7 +20,7 @@ from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
-from qopt.kernels.qlinear import dq8ca_tile, linear_tile
+from qopt.kernels.qlinear import dq8ca_tile, linear_tile, lut_tile, q8ta_tile
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -190,7 +190,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
                 "REQUANT": int(op.requant is not None),
-                **linear_tile(m),
+                **q8ta_tile(m),
             },
         )
         return [out]
@@ -280,7 +280,7 @@ def _linear_lut(
             packed.col_groups,
             packed.lut_size,
         ],
-        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias, **linear_tile(m)},
+        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias, **lut_tile(m)},
     )
     return out
 
