@@ -103,7 +103,9 @@ def main() -> None:
         walls, gpus = [], []
         for position in range(args.prefill, args.prefill + args.steps):
             t0 = time.perf_counter()
-            (logits,) = session.run(np.array([[token]]), np.array([position]), method="decode")
+            (logits,) = session.run(
+                np.array([[token]]), np.array([position]), method="decode"
+            )
             walls.append(time.perf_counter() - t0)
             gpus.append(artifact.gpu_seconds() or float("nan"))
             token = int(logits[0, -1].argmax())
