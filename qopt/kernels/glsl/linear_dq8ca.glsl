@@ -207,7 +207,7 @@ void gemm_tile(uint m0, uint n0, uint cpr) {
     uint g = (c * VPC) / uint(GROUP_SIZE);
     uint xc = c * (VPC / 4u);
     ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
-    WORD(0) WORD(1) WORD(2) WORD(3)
+    for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
     if (((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr) {  // the group ends
       FOLDROW(0) FOLDROW(1) FOLDROW(2) FOLDROW(3) FOLDROW(4) FOLDROW(5) FOLDROW(6)
       FOLDROW(7)

@@ -46,7 +46,7 @@ void store_out(uint m, uint n, float a) {
   }
 // code e of the word (k = k0 + e); tail: only k < K (x has no column k >= K)
 #define CODE(e)                                                                    \
-  if (e < VPW && (!tail || k0 + uint(e) < p.K)) {                                  \
+  if (!tail || k0 + uint(e) < p.K) {                                               \
     if (per_code) {                                                                \
       uint kb = (k0 + uint(e)) / p.BK;                                             \
       PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb) \
@@ -86,10 +86,7 @@ void tile(uint m0, uint n0, bool per_code) {
       PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb)
     }
     ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
-    CODE(0) CODE(1) CODE(2) CODE(3) CODE(4) CODE(5) CODE(6) CODE(7)
-    CODE(8) CODE(9) CODE(10) CODE(11) CODE(12) CODE(13) CODE(14) CODE(15)
-    CODE(16) CODE(17) CODE(18) CODE(19) CODE(20) CODE(21) CODE(22) CODE(23)
-    CODE(24) CODE(25) CODE(26) CODE(27) CODE(28) CODE(29) CODE(30) CODE(31)
+    for (int e = 0; e < VPW; ++e) CODE(e)  // a loop, not 32 copies: a small shader
   }
   STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
   STOREROW(7)

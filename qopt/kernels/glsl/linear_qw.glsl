@@ -256,7 +256,7 @@ void gemm_tile(uint m0, uint n0, uint cpr, bool whole_row) {
     uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
     uint xc = c * uint(VPC / 4);
     ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
-    WORD(0) WORD(1) WORD(2) WORD(3)
+    for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
   }
   STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
   STOREROW(7)
