@@ -58,11 +58,20 @@ gathers of precomputed offsets.""",
 )
 
 
+def _embedding_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    """embedding_q / embedding_lut: one invocation per weight word of each output row,
+    n * ceil(D / (32 / bits)) (grid-stride, at most MAX_WORKGROUPS workgroups)."""
+    bits = int(spec["WBITS"]) if "WBITS" in spec else int(spec["FBITS"])
+    words = -(-int(push["D"]) // (32 // bits))
+    return grid_workgroups(lambda p: int(p["n"]) * words)(push, spec)
+
+
 def _embedding_q_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """embedding_q.glsl: output i < n*D reads idx[i / D] and, for a row r in [0, V)
-    (checked in the shader), column d = i % D: the field w[r*row_words + d / (32 /
-    WBITS)], scales / zeros (HAS_ZERO_POINT) [r*ngroups + d / GROUP_SIZE] (not clamped
-    to ngroups - 1); writes o[i], and status[0] for an index outside [0, V)."""
+    """embedding_q.glsl: token t < n reads idx[t] and, for a row r in [0, V) (checked
+    in the shader), the words w[r*row_words + d / (32 / WBITS)] and scales / zeros
+    (HAS_ZERO_POINT) [r*ngroups + d / GROUP_SIZE] (not clamped to ngroups - 1) of the
+    columns d < D (a word's first column for its scale); writes o[t*D + d], and
+    status[0] for an index outside [0, V)."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
     n, d, v, row_words, ngroups = ints(push, "n", "D", "V", "row_words", "ngroups")
     total = count(n * d, "n * D")
@@ -94,7 +103,7 @@ def _embedding_q_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec
         ),
         push=push_of("n", "D", "V", "row_words", "ngroups"),
         spec=(("WBITS", wbits), ("GROUP_SIZE", group), ("HAS_ZERO_POINT", 0), ("WG", 64)),
-        workgroups=grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
+        workgroups=_embedding_workgroups,
         exact=always,
         extents=guarded(name, _embedding_q_extents),
         spec_bounds={
@@ -148,7 +157,7 @@ EMBEDDING_LUT = KernelSpec(
     ),
     push=push_of("n", "D", "V", "row_words", "BV", "BD", "GD", "L"),
     spec=(("FBITS", 4), ("WG", 64)),
-    workgroups=grid_workgroups(lambda p: int(p["n"]) * int(p["D"])),
+    workgroups=_embedding_workgroups,
     exact=always,
     extents=guarded("embedding_lut", _embedding_lut_extents),
     spec_bounds={"FBITS": (1, 8), "WG": WG_RANGE},

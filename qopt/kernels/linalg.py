@@ -27,11 +27,23 @@ from qopt.kernels.spec import (
 )
 
 
+def matmul_tile(m: int) -> dict[str, int]:
+    """NPW / MT of the TRANS_B = 1 matmul (linear) for M rows of a, measured on lavapipe:
+    M = 1 4 columns per invocation (each a vec4 feeds 4 columns); M > 1 8 columns x up to
+    8 rows (balanced over ceil(M / 8) row blocks, as qlinear's tiles)."""
+    if m <= 1:
+        return {"NPW": 4, "MT": 1}
+    blocks = -(-m // 8)
+    return {"NPW": 8, "MT": -(-m // blocks)}
+
+
 def _matmul_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
     m, n, batch = int(push["M"]), int(push["N"]), int(push["batch"])
-    mt = spec_int(spec, "MT", 1) if spec_int(spec, "TRANS_B", 1) else 1
+    trans_b = spec_int(spec, "TRANS_B", 1)
+    mt = spec_int(spec, "MT", 1) if trans_b else 1
+    npw = spec_int(spec, "NPW", 1) if trans_b else 1
     return (
-        group_count(n, spec_int(spec, "WG", 64)),
+        group_count(n, spec_int(spec, "WG", 64) * npw),
         group_count(m, mt),
         max(1, min(batch, MAX_WORKGROUPS)),
     )
@@ -78,10 +90,37 @@ MATMUL = KernelSpec(
     },
     doc="""out[z] = a[z] @ (TRANS_B ? b[z].T : b[z]) (+ bias), a [batch, M, K] (batch
 stride a_bs), b [batch, K, N] or [batch, N, K] (stride b_bs, 0 = shared), out contiguous
-[batch, M, N]. TRANS_B = 1 is the GEMV/linear path (one column x MT rows per
-invocation, 16-byte loads when K and the batch strides are multiples of 4; NPW unused);
-TRANS_B = 0 is one output per invocation. workgroups (ceil(N/WG), ceil(M/MT) or M, batch).""",
+[batch, M, N]. TRANS_B = 1 is the GEMV/linear path (NPW columns x MT rows per
+invocation, 16-byte loads when K and the batch strides are multiples of 4; `matmul_tile`
+gives the tile for M); TRANS_B = 0 is one output per invocation. workgroups
+(ceil(N/(WG*NPW)), ceil(M/MT), batch) for TRANS_B = 1, (ceil(N/WG), M, batch) else.""",
 )
+
+
+CONV_TILE_BOUNDS = {"OCT": (1, 8), "OWT": (1, 4)}
+"""Ranges of the conv2d kernels' tile constants (named accumulators in the shaders)."""
+
+
+def conv_tile(out_channels: int, groups: int, out_width: int) -> dict[str, int]:
+    """OCT / OWT of the conv2d kernels: the most output channels (8, 4, 2, 1) that divide
+    the channels per group (a tile inside one group shares its x taps; one straddling a
+    group boundary falls back to one output at a time) and up to 4 output columns."""
+    per_group = max(1, out_channels // max(1, groups))
+    oct_ = next(t for t in (8, 4, 2, 1) if per_group % t == 0)
+    return {"OCT": oct_, "OWT": max(1, min(4, out_width))}
+
+
+def conv_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    """ceil(N * ceil(OC/OCT) * OH * ceil(OW/OWT) / WG) workgroups (the conv2d kernels'
+    grid-stride over output tiles)."""
+    oct_, owt = spec_int(spec, "OCT", 1), spec_int(spec, "OWT", 1)
+    tiles = (
+        int(push["N"])
+        * group_count(int(push["OC"]), oct_)
+        * int(push["OH"])
+        * group_count(int(push["OW"]), owt)
+    )
+    return (min(MAX_WORKGROUPS, group_count(tiles, spec_int(spec, "WG", 64))), 1, 1)
 
 
 def _conv2d_extents(push: PushValues, spec: SpecValues) -> Extents:
@@ -103,11 +142,13 @@ CONV2D = KernelSpec(
         *push_of("sh", "sw", "ph", "pw", "dh", "dw", kind="i32"),
         ("groups", "u32"),
     ),
-    spec=(("HAS_BIAS", 0), ("WG", 64)),
-    workgroups=grid_workgroups(lambda p: int(p["N"]) * int(p["OC"]) * int(p["OH"]) * int(p["OW"])),
+    spec=(("HAS_BIAS", 0), ("WG", 64), ("OCT", 1), ("OWT", 1)),
+    workgroups=conv_workgroups,
     extents=guarded("conv2d", _conv2d_extents),
-    spec_bounds={"HAS_BIAS": FLAG, "WG": WG_RANGE},
-    doc="""Float NCHW conv2d (stride/pad/dilation/groups, optional bias).""",
+    spec_bounds={"HAS_BIAS": FLAG, "WG": WG_RANGE, **CONV_TILE_BOUNDS},
+    doc="""Float NCHW conv2d (stride/pad/dilation/groups, optional bias). OCT output
+channels x OWT output columns per invocation (`conv_tile`); workgroups
+ceil(N * ceil(OC/OCT) * OH * ceil(OW/OWT) / WG).""",
 )
 
 

@@ -11,6 +11,7 @@ from qopt.kernels.extents import (
     guarded,
     per_element,
 )
+from qopt.kernels.linalg import CONV_TILE_BOUNDS, conv_workgroups
 from qopt.kernels.opcodes import CONV_ACT
 from qopt.kernels.push import STATIC_IO
 from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, binding, push_of
@@ -44,8 +45,10 @@ CONV2D_Q8TA_Q8CSW_Q8TO = KernelSpec(
         ("HAS_BIAS", 0),
         ("REQUANT", 1),
         ("WG", 64),
+        ("OCT", 1),
+        ("OWT", 1),
     ),
-    workgroups=grid_workgroups(lambda p: int(p["N"]) * int(p["OC"]) * int(p["OH"]) * int(p["OW"])),
+    workgroups=conv_workgroups,
     exact=always,
     extents=guarded("conv2d_q8ta_q8csw_q8to", _conv2d_q8_extents),
     spec_bounds={
@@ -54,12 +57,14 @@ CONV2D_Q8TA_Q8CSW_Q8TO = KernelSpec(
         "HAS_BIAS": FLAG,
         "REQUANT": FLAG,
         "WG": WG_RANGE,
+        **CONV_TILE_BOUNDS,
     },
     doc="""Quantized conv2d, per-OC int8 weights (pack_affine of
 [OC, ICg*KH*KW] in OIHW order): ACT 1 static (x f32 quantized in-kernel), 2 x already
 i32, 0 weight-only (conv2d_q8csw, float accumulate); exact int32 accumulation over
 in-bounds taps, y = f32(acc) * (in_scale * s[oc]) (+ bias), clamp, REQUANT (default 1;
-0 = conv2d_q8ta_q8csw, f32 out). ET alias q8ta_conv2d. Integer outputs bit-exact.""",
+0 = conv2d_q8ta_q8csw, f32 out). ET alias q8ta_conv2d. Integer outputs bit-exact.
+OCT output channels x OWT output columns per invocation as conv2d (`conv_tile`).""",
 )
 
 

@@ -12,7 +12,6 @@ from qopt.kernels.extents import (
     WG_RANGE,
     always,
     count,
-    grid_workgroups,
     group_count,
     guarded,
     ints,
@@ -34,11 +33,48 @@ def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int,
     )
 
 
+def balanced_mt(m: int) -> int:
+    """Rows of x per invocation for M > 1: up to 8 (the tiles' named accumulators),
+    balanced over ceil(M / 8) row blocks (M = 9 takes two blocks of 5, not 8 + 1)."""
+    blocks = -(-m // 8)
+    return -(-m // blocks)
+
+
+def linear_tile(m: int) -> dict[str, int]:
+    """The NPW / MT tile of linear_qw for M rows of x, measured on lavapipe: M = 1 the
+    register-tiled GEMV (NPW 4); M > 1 gemm_tile with 8 weight rows per invocation (each
+    x load feeds 8 rows: x loads dominate there) and `balanced_mt` rows of x sharing
+    each decoded weight."""
+    if m <= 1:
+        return {"NPW": 4, "MT": 1}
+    return {"NPW": 8, "MT": balanced_mt(m)}
+
+
+def q8ta_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_q8ta_q8csw: 8 weight rows (each quantized x value feeds 8
+    rows), `balanced_mt` rows of x for M > 1 (lavapipe)."""
+    return {"NPW": 8, "MT": 1 if m <= 1 else balanced_mt(m)}
+
+
+def lut_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_lut: M = 1 8 weight rows; M > 1 4 weight rows x `balanced_mt`
+    rows of x (each palette lookup, a gather, feeds MT rows; lavapipe)."""
+    if m <= 1:
+        return {"NPW": 8, "MT": 1}
+    return {"NPW": 4, "MT": balanced_mt(m)}
+
+
+def dq8ca_tile(m: int) -> dict[str, int]:
+    """NPW / MT of linear_dq8ca for M rows: M = 1 gemv_fast (NPW 4); M > 1 gemm_tile with
+    8 weight rows and `balanced_mt` rows of x, as `linear_tile`."""
+    return linear_tile(m)
+
+
 def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     """linear_qw.glsl. cpr = row_words / 4 chunks (uvec4 w4[n*cpr + c]) per weight row,
     VPC = 128 / WBITS values per chunk; rows n0 + r clamped to N - 1, x rows m0 + mm to
     M - 1; nfast = K / VPC when groups align with chunks and K % 4 == 0, else 0.
-    - gemm_sym / gemv_sym (NPW <= 2 and MT in 2..4, or NPW <= 4 and MT 1; nfast == cpr):
+    - gemm_tile / gemv_sym (every chunk fast: nfast == cpr, any NPW and MT):
       x as vec4 xv[m*K/4 + c*VPC/4 + j] (words below (M - 1)*K + cpr*VPC), group
       g = c*VPC / GROUP_SIZE of scales / zeros[n*ngroups + g], or scales[n] when
       ngroups == 1 (also read when cpr == 0);
@@ -49,7 +85,7 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
       ngroups - 1) for k < cpr*VPC;
     bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
-    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    group = int(spec["GROUP_SIZE"])
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
     ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
     if m == 0 or n == 0:
@@ -64,7 +100,7 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     if cpr:
         ext["w"] = 4 * n * cpr
     x = params = 0  # words of x, of scales / zeros (indexed alike)
-    if nfast == cpr and ((npw <= 2 and 2 <= mt <= 4) or (npw <= 4 and mt == 1)):
+    if nfast == cpr:
         if cpr:
             x = (m - 1) * k + cpr * vpc
             params = (n - 1) * ngroups + (0 if whole_row else (cpr - 1) * vpc // group) + 1
@@ -129,7 +165,8 @@ value - lo, 128-bit padded rows), scales f32 [N, ngroups], zeros i32 [N, ngroups
 row_words, ngroups. Spec WBITS (4 or 8), GROUP_SIZE (any; 128-bit chunks inside one
 group take the fast path), HAS_ZERO_POINT, HAS_BIAS, NPW (output columns per
 invocation), MT (rows of x per invocation), WG (invocations per workgroup; see
-linear_qw.glsl); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
+linear_qw.glsl; `linear_tile` gives the tile for M); workgroups (ceil(N / (WG*NPW)),
+ceil(M/MT), 1)."""
 
 
 LINEAR_Q4GSW = _linear_qw_spec(
@@ -143,9 +180,10 @@ LINEAR_Q8CSW = _linear_qw_spec(
 
 
 def _linear_q8ta_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """linear_q8ta.glsl: output i = m*N + n < M*N reads x[m*K + k] and the int8 field
-    w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n], bias[n]
-    (HAS_BIAS); writes o[i]."""
+    """linear_q8ta.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
+    M - 1 and N - 1) read x[m*K + k] for k < K (the last word's k >= K read x at K - 1),
+    the word w[n*row_words + k/4] for k < K, zeros[n] (HAS_ZERO_POINT), scales[n],
+    bias[n] (HAS_BIAS); writes o[m*N + n]."""
     m, n, k, row_words = ints(push, "M", "N", "K", "row_words")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "w", "scales", "zeros", "bias", "out"), 0)
@@ -181,8 +219,10 @@ LINEAR_Q8TA_Q8CSW = KernelSpec(
         ("HAS_BIAS", 0),
         ("REQUANT", 0),
         ("WG", 64),
+        ("NPW", 4),
+        ("MT", 1),
     ),
-    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    workgroups=_linear_qw_workgroups,
     exact=always,
     extents=guarded("linear_q8ta_q8csw", _linear_q8ta_extents),
     spec_bounds={
@@ -191,25 +231,26 @@ LINEAR_Q8TA_Q8CSW = KernelSpec(
         "HAS_BIAS": FLAG,
         "REQUANT": FLAG,
         "WG": WG_RANGE,
+        "NPW": TILE_RANGE,
+        "MT": TILE_RANGE,
     },
     doc="""Static per-tensor activation x int8 per-channel weight linear
 (REQUANT = 1 is linear_q8ta_q8csw_q8to / ET q8ta_linear): x f32 quantized in-kernel (or
 i32 when INPUT_QUANTIZED), exact int32 dot products, y = f32(acc) * (in_scale * s[n])
 (+ bias), clamp, optional requant to i32. w: pack_affine int8 (lo -128). Push from
-`static_io_push`. Bit-exact.""",
+`static_io_push`. NPW x MT tile per invocation as linear_qw (`q8ta_tile`); workgroups
+(ceil(N / (WG*NPW)), ceil(M/MT), 1). Bit-exact.""",
 )
 
 
 def _dq8ca_fast(push: PushValues, spec: SpecValues) -> bool:
-    """Whether linear_dq8ca.glsl takes a chunked path: every 128-bit chunk inside one
-    group, rows of exactly K fields, and a tile it has (MT 1 with NPW <= 4, or MT 2..4
-    with NPW <= 2)."""
+    """Whether linear_dq8ca.glsl takes a chunked path (gemv_fast or gemm_tile, any tile):
+    every 128-bit chunk inside one group and rows of exactly K fields."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
-    group, npw, mt = (int(spec[x]) for x in ("GROUP_SIZE", "NPW", "MT"))
+    group = int(spec["GROUP_SIZE"])
     k, row_words = ints(push, "K", "row_words")
     vpc = 128 // wbits
-    chunked = group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
-    return chunked and ((mt == 1 and npw <= 4) or (2 <= mt <= 4 and npw <= 2))
+    return group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
 
 
 def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
@@ -300,8 +341,8 @@ _DQ8CA_DOC = """Dynamic per-row int8 activation linear: xq i32 [M, K], x_scale f
 x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw;
 per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
 in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
-columns x rows of x per invocation (linear_qw's tiles: NPW 4, MT 1 for M = 1; NPW 2,
-MT 4 for M > 1 decodes each weight chunk once for 4 rows)."""
+columns x rows of x per invocation (`dq8ca_tile`: NPW 4, MT 1 for M = 1; NPW 8 and up
+to 8 rows for M > 1, each weight chunk decoded once for the MT rows)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)
@@ -311,14 +352,18 @@ LINEAR_DQ8CA_Q8CSW = _linear_dq8ca_spec("linear_dq8ca_q8csw", 8, 1 << 30, _DQ8CA
 
 
 def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
-    """linear_lut.glsl: output i = m*N + n < M*N reads x[m*K + k], the codes of weight row n
-    and its palettes (`lut_rows_extents`, k < K), bias[n] (HAS_BIAS); writes o[i]."""
+    """linear_lut.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
+    M - 1 and N - 1) read x[m*K + k] for k < K, the codes of weight row n and its palettes
+    (`lut_rows_extents`, k < K: the last word's codes at k >= K are skipped), bias[n]
+    (HAS_BIAS); writes out[m*N + n]."""
     m, n, k = ints(push, "M", "N", "K")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
     if total == 0:
         return ext
     nonzero(push, "BN")  # cbrow = (n / BN) * GK, also when K = 0
+    if k:
+        nonzero(push, "BK")  # k / BK
     ext["out"] = total
     if int(spec["HAS_BIAS"]) == 1:
         ext["bias"] = n
@@ -338,13 +383,21 @@ LINEAR_LUT = KernelSpec(
         binding("out", "f32", True),
     ),
     push=push_of("M", "N", "K", "row_words", "BN", "BK", "GK", "L"),
-    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64)),
-    workgroups=grid_workgroups(lambda p: int(p["M"]) * int(p["N"])),
+    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64), ("NPW", 4), ("MT", 1)),
+    workgroups=_linear_qw_workgroups,
     extents=guarded("linear_lut", _linear_lut_extents),
-    spec_bounds={"FBITS": (1, 8), "HAS_BIAS": FLAG, "WG": WG_RANGE},
+    spec_bounds={
+        "FBITS": (1, 8),
+        "HAS_BIAS": FLAG,
+        "WG": WG_RANGE,
+        "NPW": TILE_RANGE,
+        "MT": TILE_RANGE,
+    },
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
-f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size).""",
+f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size). NPW x MT
+tile per invocation as linear_qw (`lut_tile`); workgroups (ceil(N / (WG*NPW)),
+ceil(M/MT), 1).""",
 )
 
 

@@ -3,6 +3,9 @@
 // codes FBITS-bit fields (packing.pack_bits, lo = 0), row_words per row; codes >= L read
 // entry L - 1 (as linear_lut). r in [-V, 0) counts from the end, outside [-V, V) reads
 // 0; any r outside [0, V) sets status[0] = 1 (an error for the program).
+// Each invocation writes the VPW outputs of one code word (grid-stride over n *
+// ceil(D / VPW)): the index and the word are loaded once for them, the palette row once
+// when BD is a multiple of VPW.
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int FBITS = 4;
 layout(constant_id = 1) const int WG = 64;
@@ -18,16 +21,31 @@ layout(push_constant) uniform P {
 } p;
 
 void main() {
-  uint total = p.n * p.D;
+  uint wpr = (p.D + VPW - 1u) / VPW;  // words per output row
+  uint total = p.n * wpr;
+  bool word_blocks = p.BD % VPW == 0u;
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
-    int r = idx[i / p.D];
-    uint d = i % p.D;
+    uint t = i / wpr, wi = i % wpr;
+    uint d0 = wi * VPW, ob = t * p.D;
+    int r = idx[t];
     if (r < 0 || r >= int(p.V)) atomicOr(status[0], 1u);  // outside [0, V): an error
     if (r < 0) r += int(p.V);
-    if (r < 0 || r >= int(p.V)) { o[i] = 0.0; continue; }
+    if (r < 0 || r >= int(p.V)) {
+      for (uint e = 0u; e < VPW; ++e) {
+        if (d0 + e < p.D) o[ob + d0 + e] = 0.0;
+      }
+      continue;
+    }
     uint row = uint(r);
-    uint code = (codes[row * p.row_words + d / VPW] >> (uint(FBITS) * (d % VPW))) & MASK;
-    code = min(code, p.L - 1u);  // a code read from the buffer stays inside its palette
-    o[i] = cb[((row / p.BV) * p.GD + d / p.BD) * p.L + code];
+    uint word = codes[row * p.row_words + wi];
+    uint cbrow = (row / p.BV) * p.GD;
+    uint pw = (cbrow + d0 / p.BD) * p.L;
+    for (uint e = 0u; e < VPW; ++e) {
+      uint d = d0 + e;
+      if (d >= p.D) break;
+      uint pb = word_blocks ? pw : (cbrow + d / p.BD) * p.L;
+      uint code = min((word >> (uint(FBITS) * e)) & MASK, p.L - 1u);  // inside its palette
+      o[ob + d] = cb[pb + code];
+    }
   }
 }

@@ -12,6 +12,7 @@
 // * 32 / WBITS), chunks are decoded once into ivec4 lanes and used for all MT rows
 // (integer products summed in ivec4 lanes: the int32 sum is exact in any order, so the
 // result is bit-identical to the per-element loop); otherwise the per-element loop.
+// M = 1: gemv_fast (NPW <= 4, MT 1); M > 1: gemm_tile (`qopt.kernels.qlinear.dq8ca_tile`).
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -123,66 +124,97 @@ void gemv_fast(uint m, uint n0, uint cpr) {
   }
 }
 
-// NPW (<= 2) weight rows x MT (2..4) rows of x (prefill): each weight chunk is decoded
-// once and used for the MT rows.
-void gemm_fast(uint m0, uint n0, uint cpr) {
-  ivec4 part[8];
-  precise float acc[8];
-  for (int i = 0; i < 8; ++i) {
-    part[i] = ivec4(0);
-    acc[i] = 0.0;
+// gemm_tile: NPW (<= 8) weight rows x MT (<= 8) rows of x (prefill, or NPW > 4): each
+// weight word is decoded once for the MT rows, each x vec4 loaded once for the NPW rows.
+// Accumulators are named scalars (no private arrays, which lavapipe keeps in memory):
+// int32 i<r><mm> per group (exact in any order), then y<r><mm> += f32(i) * s in group
+// order under `precise`, as the per-element loop.
+int idot(ivec4 f, ivec4 x) { return (f.x * x.x + f.y * x.y) + (f.z * x.z + f.w * x.w); }
+
+#define ROWDECL(r)                                                                 \
+  uint nr##r = min(n0 + uint(r), p.N - 1);                                         \
+  int i##r##0 = 0, i##r##1 = 0, i##r##2 = 0, i##r##3 = 0;                          \
+  int i##r##4 = 0, i##r##5 = 0, i##r##6 = 0, i##r##7 = 0;                          \
+  precise float y##r##0 = 0.0, y##r##1 = 0.0, y##r##2 = 0.0, y##r##3 = 0.0;        \
+  precise float y##r##4 = 0.0, y##r##5 = 0.0, y##r##6 = 0.0, y##r##7 = 0.0;
+#define XDECL(mm)                                                                  \
+  uint xm##mm = min(m0 + uint(mm), p.M - 1);                                       \
+  uint xr##mm = xm##mm * (p.K / 4u);                                               \
+  ivec4 zx##mm = ivec4(x_zp[xm##mm]);
+#define ROWLOAD(r)                                                                 \
+  uvec4 q##r = uvec4(0u);                                                          \
+  ivec4 zz##r = ivec4(0);                                                          \
+  if (NPW > r) {                                                                   \
+    q##r = w4[nr##r * cpr + c];                                                    \
+    zz##r = ivec4(zero_of(nr##r * p.ngroups + g));                                 \
   }
-  uint rows[2] = uint[2](min(n0, p.N - 1), min(n0 + 1u, p.N - 1));
-  uint xrow[4];
-  ivec4 zx[4];
-  for (int mm = 0; mm < 4; ++mm) {
-    uint m = min(m0 + uint(mm), p.M - 1);
-    xrow[mm] = m * (p.K / 4u);
-    zx[mm] = ivec4(x_zp[m]);
+#define DEC(r, j)                                                                  \
+  ivec4 f##r##a = ivec4(0), f##r##b = ivec4(0);                                    \
+  if (NPW > r) {                                                                   \
+    if (WBITS == 4) {                                                              \
+      f##r##a = ivec4((uvec4(q##r[j]) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz##r;    \
+      f##r##b = ivec4((uvec4(q##r[j]) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz##r; \
+    } else {                                                                       \
+      f##r##a = ivec4((uvec4(q##r[j]) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - zz##r;  \
+    }                                                                              \
   }
+#define MAC(r, mm)                                                                 \
+  if (NPW > r) i##r##mm += WBITS == 4 ? idot(f##r##a, xa) + idot(f##r##b, xb) : idot(f##r##a, xa);
+#define XROW(mm, j)                                                                \
+  if (MT > mm) {                                                                   \
+    ivec4 xa, xb = ivec4(0);                                                       \
+    if (WBITS == 4) {                                                              \
+      xa = xv[xr##mm + xc + uint(2 * j)] - zx##mm;                                 \
+      xb = xv[xr##mm + xc + uint(2 * j + 1)] - zx##mm;                             \
+    } else {                                                                       \
+      xa = xv[xr##mm + xc + uint(j)] - zx##mm;                                     \
+    }                                                                              \
+    MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm) MAC(4, mm) MAC(5, mm) MAC(6, mm)   \
+    MAC(7, mm)                                                                     \
+  }
+#define WORD(j)                                                                    \
+  {                                                                                \
+    DEC(0, j) DEC(1, j) DEC(2, j) DEC(3, j) DEC(4, j) DEC(5, j) DEC(6, j) DEC(7, j)    \
+    XROW(0, j) XROW(1, j) XROW(2, j) XROW(3, j) XROW(4, j) XROW(5, j) XROW(6, j)   \
+    XROW(7, j)                                                                     \
+  }
+#define FOLD(r, mm)                                                                \
+  if (MT > mm) {                                                                   \
+    precise float t = float(i##r##mm) * s;                                         \
+    y##r##mm = y##r##mm + t;                                                       \
+    i##r##mm = 0;                                                                  \
+  }
+#define FOLDROW(r)                                                                 \
+  if (NPW > r) {                                                                   \
+    float s = scales[nr##r * p.ngroups + g];                                       \
+    FOLD(r, 0) FOLD(r, 1) FOLD(r, 2) FOLD(r, 3) FOLD(r, 4) FOLD(r, 5) FOLD(r, 6)   \
+    FOLD(r, 7)                                                                     \
+  }
+#define STORE(r, mm)                                                               \
+  if (NPW > r && MT > mm && n0 + uint(r) < p.N && m0 + uint(mm) < p.M) {           \
+    precise float v = y##r##mm * x_scale[m0 + uint(mm)];                           \
+    if (HAS_BIAS == 1) v = v + bias[n0 + uint(r)];                                 \
+    o[(m0 + uint(mm)) * p.N + n0 + uint(r)] = v;                                   \
+  }
+#define STOREROW(r)                                                                \
+  STORE(r, 0) STORE(r, 1) STORE(r, 2) STORE(r, 3) STORE(r, 4) STORE(r, 5) STORE(r, 6) \
+  STORE(r, 7)
+
+void gemm_tile(uint m0, uint n0, uint cpr) {
+  ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
   for (uint c = 0; c < cpr; ++c) {
     uint g = (c * VPC) / uint(GROUP_SIZE);
-    bool ends = ((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr;
-    for (int r = 0; r < NPW; ++r) {
-      uvec4 q = w4[rows[r] * cpr + c];
-      ivec4 zz = ivec4(zero_of(rows[r] * p.ngroups + g));
-      for (int j = 0; j < 4; ++j) {
-        if (WBITS == 4) {
-          ivec4 f0 = ivec4((uvec4(q[j]) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - zz;
-          ivec4 f1 = ivec4((uvec4(q[j]) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - zz;
-          for (int mm = 0; mm < MT; ++mm) {
-            uint xi = xrow[mm] + c * (VPC / 4u) + uint(2 * j);
-            part[r * MT + mm] += f0 * (xv[xi] - zx[mm]) + f1 * (xv[xi + 1u] - zx[mm]);
-          }
-        } else {
-          ivec4 f0 = ivec4((uvec4(q[j]) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - zz;
-          for (int mm = 0; mm < MT; ++mm) {
-            uint xi = xrow[mm] + c * (VPC / 4u) + uint(j);
-            part[r * MT + mm] += f0 * (xv[xi] - zx[mm]);
-          }
-        }
-      }
-      if (ends) {
-        float s = scales[rows[r] * p.ngroups + g];
-        for (int mm = 0; mm < MT; ++mm) {
-          precise float t = float(hsum(part[r * MT + mm])) * s;
-          acc[r * MT + mm] = acc[r * MT + mm] + t;
-          part[r * MT + mm] = ivec4(0);
-        }
-      }
+    uint xc = c * (VPC / 4u);
+    ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+    for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
+    if (((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr) {  // the group ends
+      FOLDROW(0) FOLDROW(1) FOLDROW(2) FOLDROW(3) FOLDROW(4) FOLDROW(5) FOLDROW(6)
+      FOLDROW(7)
     }
   }
-  for (int r = 0; r < NPW; ++r) {
-    uint n = n0 + uint(r);
-    if (n >= p.N) break;
-    for (int mm = 0; mm < MT; ++mm) {
-      uint m = m0 + uint(mm);
-      if (m >= p.M) break;
-      precise float y = acc[r * MT + mm] * x_scale[m];
-      if (HAS_BIAS == 1) y = y + bias[n];
-      o[m * p.N + n] = y;
-    }
-  }
+  STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
+  STOREROW(7)
 }
 
 // The per-element loop: any group size, K and row padding.
@@ -217,8 +249,8 @@ void main() {
         gemv_fast(m0, n0, cpr);
         continue;
       }
-      if (fast && MT > 1 && MT <= 4 && NPW <= 2) {
-        gemm_fast(m0, n0, cpr);
+      if (fast) {  // MT > 1 or NPW > 4
+        gemm_tile(m0, n0, cpr);
         continue;
       }
       for (int r = 0; r < NPW; ++r) {

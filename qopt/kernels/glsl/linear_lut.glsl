@@ -4,12 +4,21 @@
 // codes: FBITS-bit fields (FBITS = nbits rounded up to 1/2/4/8) packed by
 // packing.pack_bits (lo = 0), row_words per row; codebook f32 [N/BN, K/BK, L]
 // (qfused's [.., .., 2^nbits, 1] flattened); codes >= L (never packed, but FBITS may hold
-// them) read entry L - 1. One output per invocation.
+// them) read entry L - 1.
+// Tiling as linear_qw's gemm_tile: each invocation owns NPW output columns (weight rows,
+// clamped to N - 1) x MT rows of x (clamped to M - 1) and walks K one code word (VPW
+// codes) at a time: each code is looked up once and used for the MT rows, each x value
+// once for the NPW weight rows. Accumulators are named scalars a<r><mm> (no private
+// arrays: lavapipe keeps dynamically indexed ones in memory); the palette index k / BK is
+// computed once per word when BK is a multiple of VPW. Sums per output in k order.
+// workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int FBITS = 4;
 layout(constant_id = 1) const int HAS_BIAS = 0;
 layout(constant_id = 2) const int WG = 64;
-const uint VPW = uint(32 / FBITS);
+layout(constant_id = 3) const int NPW = 4;
+layout(constant_id = 4) const int MT = 1;
+const int VPW = 32 / FBITS;
 const uint MASK = (1u << FBITS) - 1u;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer C { uint codes[]; };
@@ -20,18 +29,77 @@ layout(push_constant) uniform P {
   uint M; uint N; uint K; uint row_words; uint BN; uint BK; uint GK; uint L;
 } p;
 
-void main() {
-  uint total = p.M * p.N;
-  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
-    uint m = i / p.N, n = i % p.N;
-    uint cbrow = (n / p.BN) * p.GK;
-    float acc = 0.0;
-    for (uint k = 0; k < p.K; ++k) {
-      uint code = (codes[n * p.row_words + k / VPW] >> (uint(FBITS) * (k % VPW))) & MASK;
-      code = min(code, p.L - 1u);  // a code read from the buffer stays inside its palette
-      acc += x[m * p.K + k] * cb[(cbrow + k / p.BK) * p.L + code];
+void store_out(uint m, uint n, float a) {
+  if (m < p.M && n < p.N) o[m * p.N + n] = a + (HAS_BIAS == 1 ? bias[n] : 0.0);
+}
+
+// weight of row r for code e of the current word (palette row pb##r: (cbrow + k / BK) * L)
+#define LOOK(r, e)                                                                 \
+  float v##r = 0.0;                                                                \
+  if (NPW > r) v##r = cb[pb##r + min((q##r >> uint(FBITS * (e))) & MASK, p.L - 1u)];
+#define MAC(r, mm) if (NPW > r) a##r##mm = fma(v##r, xs, a##r##mm);
+#define XROW(mm, k)                                                                \
+  if (MT > mm) {                                                                   \
+    float xs = x[xr##mm + (k)];                                                    \
+    MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm) MAC(4, mm) MAC(5, mm) MAC(6, mm)   \
+    MAC(7, mm)                                                                     \
+  }
+// code e of the word (k = k0 + e); tail: only k < K (x has no column k >= K)
+#define CODE(e)                                                                    \
+  if (!tail || k0 + uint(e) < p.K) {                                               \
+    if (per_code) {                                                                \
+      uint kb = (k0 + uint(e)) / p.BK;                                             \
+      PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb) \
+    }                                                                              \
+    LOOK(0, e) LOOK(1, e) LOOK(2, e) LOOK(3, e)                                    \
+    LOOK(4, e) LOOK(5, e) LOOK(6, e) LOOK(7, e)                                    \
+    uint kk = k0 + uint(e);                                                        \
+    XROW(0, kk) XROW(1, kk) XROW(2, kk) XROW(3, kk)                                \
+    XROW(4, kk) XROW(5, kk) XROW(6, kk) XROW(7, kk)                                \
+  }
+#define PB(r, kb) pb##r = (cbrow##r + (kb)) * p.L;
+#define ROWDECL(r)                                                                 \
+  uint nr##r = min(n0 + uint(r), p.N - 1);                                         \
+  uint cbrow##r = (nr##r / p.BN) * p.GK;                                           \
+  uint pb##r = 0u;                                                                 \
+  float a##r##0 = 0.0, a##r##1 = 0.0, a##r##2 = 0.0, a##r##3 = 0.0;                \
+  float a##r##4 = 0.0, a##r##5 = 0.0, a##r##6 = 0.0, a##r##7 = 0.0;
+#define ROWLOAD(r)                                                                 \
+  uint q##r = 0u;                                                                  \
+  if (NPW > r) q##r = codes[nr##r * p.row_words + wi];
+#define XDECL(mm) uint xr##mm = min(m0 + uint(mm), p.M - 1) * p.K;
+#define STORE(r, mm) if (NPW > r && MT > mm) store_out(m0 + uint(mm), n0 + uint(r), a##r##mm);
+#define STOREROW(r)                                                                \
+  STORE(r, 0) STORE(r, 1) STORE(r, 2) STORE(r, 3) STORE(r, 4) STORE(r, 5) STORE(r, 6) \
+  STORE(r, 7)
+
+// per_code: the palette index is computed per code (BK not a multiple of VPW)
+void tile(uint m0, uint n0, bool per_code) {
+  ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
+  uint words = (p.K + uint(VPW) - 1u) / uint(VPW);
+  for (uint wi = 0; wi < words; ++wi) {
+    uint k0 = wi * uint(VPW);
+    bool tail = k0 + uint(VPW) > p.K;
+    if (!per_code) {
+      uint kb = k0 / p.BK;
+      PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb)
     }
-    if (HAS_BIAS == 1) acc += bias[n];
-    o[i] = acc;
+    ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+    for (int e = 0; e < VPW; ++e) CODE(e)  // a loop, not 32 copies: a small shader
+  }
+  STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
+  STOREROW(7)
+}
+
+void main() {
+  bool per_code = p.BK % uint(VPW) != 0u;
+  for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
+    for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
+         nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
+      uint n0 = nb + gl_LocalInvocationID.x * uint(NPW);
+      if (per_code) tile(m0, n0, true);
+      else tile(m0, n0, false);
+    }
   }
 }

@@ -12,7 +12,9 @@
 // workgroup (uniform loads, broadcast on SIMD CPUs such as lavapipe; cached on GPUs).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 // M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
-// gemm_sym (NPW <= 2, MT 2..4) decodes each weight word once for MT rows.
+// gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows; lavapipe's
+// cost is dominated by the x loads (one per x value per NPW weight rows), so convert-to-vkc
+// picks NPW 8 with MT up to 8 there (`qopt.kernels.qlinear.linear_tile`).
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -153,67 +155,111 @@ void gemv_sym(uint m, uint n0, uint cpr, bool whole_row) {
   }
 }
 
-// NPW (<= 2) columns x MT (2..4) rows of x, every chunk on the fast path: each weight word
-// is decoded once and used for the MT rows (the M > 1 case, e.g. a 16-token prefill).
-void gemm_sym(uint m0, uint n0, uint cpr, bool whole_row) {
-  vec4 part[8];
-  float acc[8];
-  for (int i = 0; i < 8; ++i) {
-    part[i] = vec4(0.0);
-    acc[i] = 0.0;
+// One 32-bit weight word, decoded (field - z) * s into f0 (and f1 for int4): the VPW
+// weights of the word, pre-scaled. Without a zero point the field with its top bit flipped,
+// shifted to the top of the word and shifted back arithmetically, is field - 2^(WBITS-1).
+void decode_word(uint v, float s, float z, out vec4 f0, out vec4 f1) {
+  if (HAS_ZERO_POINT == 1) {
+    if (WBITS == 4) {
+      f0 = (vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z) * s;
+      f1 = (vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z) * s;
+    } else {
+      f0 = (vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z) * s;
+      f1 = vec4(0.0);
+    }
+  } else {
+    ivec4 t = ivec4(uvec4(v ^ FLIP));
+    if (WBITS == 4) {
+      f0 = vec4((t << ivec4(28, 24, 20, 16)) >> 28) * s;
+      f1 = vec4((t << ivec4(12, 8, 4, 0)) >> 28) * s;
+    } else {
+      f0 = vec4((t << ivec4(24, 16, 8, 0)) >> 24) * s;
+      f1 = vec4(0.0);
+    }
   }
-  uint rows[2] = uint[2](min(n0, p.N - 1), min(n0 + 1u, p.N - 1));
-  uint xrow[4];
-  for (int mm = 0; mm < 4; ++mm) xrow[mm] = min(m0 + uint(mm), p.M - 1) * (p.K / 4u);
+}
+
+// a + the word's VPW weights (f0, f1: pre-scaled) times the matching x values (x0, x1):
+// one scalar fma chain (scalar accumulators keep a tile of NPW*MT of them in registers)
+float word_fma(vec4 f0, vec4 f1, vec4 x0, vec4 x1, float a) {
+  a = fma(f0.x, x0.x, a);
+  a = fma(f0.y, x0.y, a);
+  a = fma(f0.z, x0.z, a);
+  a = fma(f0.w, x0.w, a);
+  if (WBITS == 4) {
+    a = fma(f1.x, x1.x, a);
+    a = fma(f1.y, x1.y, a);
+    a = fma(f1.z, x1.z, a);
+    a = fma(f1.w, x1.w, a);
+  }
+  return a;
+}
+
+void store_out(uint m, uint n, float a) {
+  if (m < p.M && n < p.N) o[m * p.N + n] = a + (HAS_BIAS == 1 ? bias[n] : 0.0);
+}
+
+// gemm_tile: NPW (<= 8) weight rows x MT (<= 8) rows of x per invocation, every chunk on
+// the fast path. Each weight word is loaded and decoded (scale folded in) once and used for
+// the MT rows of x; each x vec4 is loaded once for the NPW weight rows. Accumulators are
+// named scalars a<r><mm> under constant guards (macros below), so nothing is indexed
+// dynamically (lavapipe keeps a dynamically indexed private array in memory). Weights
+// are scaled per element, sums run per row in k order (not the interpreter's float64
+// order: linear_qw is a tolerance kernel).
+#define XV4(mm, i) xv[xr##mm + xc + (i)]
+#define DEC(r, j)                                                                  \
+  vec4 f##r##a = vec4(0.0), f##r##b = vec4(0.0);                                   \
+  if (NPW > r) decode_word(q##r[j], s##r, z##r, f##r##a, f##r##b);
+#define MAC(r, mm)                                                                 \
+  if (NPW > r) a##r##mm = word_fma(f##r##a, f##r##b, xa, xb, a##r##mm);
+#define XROW(mm, j)                                                                \
+  if (MT > mm) {                                                                   \
+    vec4 xa, xb = vec4(0.0);                                                       \
+    if (WBITS == 4) {                                                              \
+      xa = XV4(mm, 2 * j);                                                         \
+      xb = XV4(mm, 2 * j + 1);                                                     \
+    } else {                                                                       \
+      xa = XV4(mm, j);                                                             \
+    }                                                                              \
+    MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm)                                    \
+    MAC(4, mm) MAC(5, mm) MAC(6, mm) MAC(7, mm)                                    \
+  }
+#define WORD(j)                                                                    \
+  {                                                                                \
+    DEC(0, j) DEC(1, j) DEC(2, j) DEC(3, j) DEC(4, j) DEC(5, j) DEC(6, j) DEC(7, j)    \
+    XROW(0, j) XROW(1, j) XROW(2, j) XROW(3, j) XROW(4, j) XROW(5, j) XROW(6, j)   \
+    XROW(7, j)                                                                     \
+  }
+#define ROWDECL(r)                                                                 \
+  uint nr##r = min(n0 + uint(r), p.N - 1);                                          \
+  float a##r##0 = 0.0, a##r##1 = 0.0, a##r##2 = 0.0, a##r##3 = 0.0;                \
+  float a##r##4 = 0.0, a##r##5 = 0.0, a##r##6 = 0.0, a##r##7 = 0.0;
+#define ROWLOAD(r)                                                                 \
+  uvec4 q##r = uvec4(0u);                                                          \
+  float s##r = 0.0, z##r = 0.0;                                                    \
+  if (NPW > r) {                                                                   \
+    q##r = w4[nr##r * cpr + c];                                                     \
+    s##r = scales[nr##r * p.ngroups + g];                                           \
+    z##r = zero_of(nr##r * p.ngroups + g);                                          \
+  }
+#define XDECL(mm) uint xr##mm = min(m0 + uint(mm), p.M - 1) * kq;
+#define STORE(r, mm) if (NPW > r && MT > mm) store_out(m0 + uint(mm), n0 + uint(r), a##r##mm);
+#define STOREROW(r)                                                                \
+  STORE(r, 0) STORE(r, 1) STORE(r, 2) STORE(r, 3) STORE(r, 4) STORE(r, 5) STORE(r, 6) \
+  STORE(r, 7)
+
+void gemm_tile(uint m0, uint n0, uint cpr, bool whole_row) {
+  uint kq = p.K / 4u;
+  ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
   for (uint c = 0; c < cpr; ++c) {
     uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
-    for (int r = 0; r < NPW; ++r) {
-      uvec4 q = w4[rows[r] * cpr + c] ^ uvec4(HAS_ZERO_POINT == 1 ? 0u : FLIP);
-      float z = zero_of(rows[r] * p.ngroups + g);
-      for (int j = 0; j < 4; ++j) {
-        uint v = q[j];
-        vec4 f0, f1;
-        if (WBITS == 4) {
-          if (HAS_ZERO_POINT == 1) {
-            f0 = vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z;
-            f1 = vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z;
-          } else {
-            f0 = vec4(ivec4((uvec4(v) << uvec4(28u, 24u, 20u, 16u)) & uvec4(TOP)));
-            f1 = vec4(ivec4((uvec4(v) << uvec4(12u, 8u, 4u, 0u)) & uvec4(TOP)));
-          }
-          for (int mm = 0; mm < MT; ++mm) {
-            uint xi = xrow[mm] + c * uint(VPC / 4) + uint(2 * j);
-            part[r * MT + mm] = fma(f0, xv[xi], part[r * MT + mm]);
-            part[r * MT + mm] = fma(f1, xv[xi + 1u], part[r * MT + mm]);
-          }
-        } else {
-          if (HAS_ZERO_POINT == 1) f0 = vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z;
-          else f0 = vec4(ivec4((uvec4(v) << uvec4(24u, 16u, 8u, 0u)) & uvec4(TOP)));
-          for (int mm = 0; mm < MT; ++mm) {
-            uint xi = xrow[mm] + c * uint(VPC / 4) + uint(j);
-            part[r * MT + mm] = fma(f0, xv[xi], part[r * MT + mm]);
-          }
-        }
-      }
-      if (!whole_row) {
-        float s = scales[rows[r] * p.ngroups + g];
-        for (int mm = 0; mm < MT; ++mm) {
-          acc[r * MT + mm] += s * hsum(part[r * MT + mm]);
-          part[r * MT + mm] = vec4(0.0);
-        }
-      }
-    }
+    uint xc = c * uint(VPC / 4);
+    ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+    for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
   }
-  for (int r = 0; r < NPW; ++r) {
-    uint n = n0 + uint(r);
-    if (n >= p.N) break;
-    for (int mm = 0; mm < MT; ++mm) {
-      uint m = m0 + uint(mm);
-      if (m >= p.M) break;
-      float a = whole_row ? scales[rows[r]] * hsum(part[r * MT + mm]) : acc[r * MT + mm];
-      o[m * p.N + n] = a * UNSCALE + (HAS_BIAS == 1 ? bias[n] : 0.0);
-    }
-  }
+  STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
+  STOREROW(7)
 }
 
 void main() {
@@ -225,10 +271,10 @@ void main() {
       // the rest (a K tail, or groups narrower than a chunk) take the per-element path.
       bool aligned = (GROUP_SIZE % VPC) == 0 || p.ngroups == 1;
       uint nfast = aligned && (p.K % 4u) == 0u ? p.K / uint(VPC) : 0u;
-      if (SYM == 1 && NPW <= 2 && MT > 1 && MT <= 4 && nfast == cpr) {
+      if (SYM == 1 && (MT > 1 || NPW > 4) && nfast == cpr) {
         if (m0 < p.M) {
-          if (p.ngroups == 1) gemm_sym(m0, n0, cpr, true);
-          else gemm_sym(m0, n0, cpr, false);
+          if (p.ngroups == 1) gemm_tile(m0, n0, cpr, true);
+          else gemm_tile(m0, n0, cpr, false);
         }
         continue;
       }

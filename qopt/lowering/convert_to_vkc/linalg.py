@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten.base import flag, integer, ints
 from qopt.dialects.tensors import numel, shape_of
+from qopt.kernels.linalg import conv_tile, matmul_tile
 from qopt.kernels.opcodes import POOL_OPS, REDUCE_OPS
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
@@ -28,7 +29,7 @@ def matmul_nt(lw: Lowering, x: Buf, w: Buf, bias: Buf | None, m: int, n: int, k:
         "matmul",
         [x, w, bias if bias is not None else out, out],
         [m, n, k, 1, m * k, 0],
-        {"TRANS_B": 1, "HAS_BIAS": int(bias is not None)},
+        {"TRANS_B": 1, "HAS_BIAS": int(bias is not None), **matmul_tile(m)},
     )
     return out
 
@@ -107,7 +108,7 @@ def lower_conv2d(lw: Lowering, op: nn.Conv2dOp) -> Sequence[Buf]:
         "conv2d",
         [x, weight, b if b is not None else out, out],
         [n, c, h, w, oc, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups],
-        {"HAS_BIAS": int(b is not None)},
+        {"HAS_BIAS": int(b is not None), **conv_tile(oc, groups, ow)},
     )
     return [out]
 

@@ -18,7 +18,9 @@ from xdsl.ir import SSAValue
 from qopt.dialects import qfused
 from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
+from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
+from qopt.kernels.qlinear import dq8ca_tile, linear_tile, lut_tile, q8ta_tile
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -167,6 +169,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "GROUP_SIZE": packed.group_size,
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
+                **linear_tile(m),
             },
         )
         return [out]
@@ -187,6 +190,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
                 "REQUANT": int(op.requant is not None),
+                **q8ta_tile(m),
             },
         )
         return [out]
@@ -209,10 +213,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "GROUP_SIZE": packed.group_size,
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
-            # 4 weight rows per invocation, one x row: on lavapipe faster than the
-            # MT > 1 tiles at M = 16 too (their private arrays spill), as for linear_qw
-            "NPW": 4,
-            "MT": 1,
+            **dq8ca_tile(m),
         },
     )
     return [out]
@@ -279,7 +280,7 @@ def _linear_lut(
             packed.col_groups,
             packed.lut_size,
         ],
-        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias},
+        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias, **lut_tile(m)},
     )
     return out
 
@@ -404,6 +405,7 @@ def lower_conv2d(lw: Lowering, op: qfused.Conv2dOp) -> Sequence[Buf]:
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
             "REQUANT": int(op.requant is not None),
+            **conv_tile(oc, op.groups.value.data, ow),
         },
     )
     return [out]

@@ -8,7 +8,8 @@
 // UNPLANNED-NOT: vkc.barrier
 // UNPLANNED-NOT: vkc.planned_bytes
 
-// A float linear (matmul kernel, TRANS_B = 1, bias) then relu (unary OP 1): the
+// A float linear (matmul kernel, TRANS_B = 1, bias; M = 2: one 8-column x 2-row tile
+// per invocation, matmul_tile) then relu (unary OP 1): the
 // input is uploaded, the weights become constant buffers, the relu output reuses
 // nothing (both live), the result is read back.
 // CHECK:       vkc.kernel @matmul_0 {kernel = "matmul", glsl = "matmul.glsl", {{.*}}spec = {TRANS_B = 1 : i64, HAS_BIAS = 1 : i64
@@ -20,7 +21,7 @@
 // CHECK:         %[[W:.*]] = vkc.constant dense_resource<{{.*}}> : tensor<12xf32> : !vkc.buffer<3x4xf32>
 // CHECK:         %[[B:.*]] = vkc.constant dense_resource<{{.*}}> : tensor<3xf32> : !vkc.buffer<3xf32>
 // CHECK:         %[[Y:.*]] = vkc.alloc {slot = 0 : i64} : !vkc.buffer<2x3xf32>
-// CHECK:         vkc.dispatch @matmul_0(%[[X]], %[[W]], %[[B]], %[[Y]]) {push = {M = 2 : i64, N = 3 : i64, K = 4 : i64, batch = 1 : i64, a_bs = 8 : i64, b_bs = 0 : i64}, workgroups = array<i64: 1, 2, 1>}
+// CHECK:         vkc.dispatch @matmul_0(%[[X]], %[[W]], %[[B]], %[[Y]]) {push = {M = 2 : i64, N = 3 : i64, K = 4 : i64, batch = 1 : i64, a_bs = 8 : i64, b_bs = 0 : i64}, workgroups = array<i64: 1, 1, 1>}
 // CHECK:         %[[R:.*]] = vkc.alloc {slot = 1 : i64} : !vkc.buffer<2x3xf32>
 // CHECK-NEXT:    vkc.barrier
 // CHECK-NEXT:    vkc.dispatch @unary_0(%[[Y]], %[[R]])

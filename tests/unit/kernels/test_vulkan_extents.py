@@ -524,7 +524,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {"MAPPING": 1},
     ),
     ("quantize_rows", {"rows": 3, "cols": 11, "qmin": -128, "qmax": 127}, {"ZP_BEFORE_ROUND": 1}),
-    # linear_qw paths: gemv_sym, gemm_sym, the scalar GEMV with a K tail, the tiled loop
+    # linear_qw paths: gemv_sym, gemm_tile, the scalar GEMV with a K tail, the tiled loop
     ("linear_q4gsw", _qw_push(1, 11, 128, 4, 32), {"HAS_BIAS": 1}),
     ("linear_q4gsw", _qw_push(5, 11, 128, 4, 32), {"NPW": 2, "MT": 4, "HAS_ZERO_POINT": 1}),
     ("linear_q4gsw", _qw_push(3, 7, 100, 4, 4), {"GROUP_SIZE": 4, "NPW": 1, "HAS_ZERO_POINT": 1}),

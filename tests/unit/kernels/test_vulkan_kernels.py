@@ -442,9 +442,14 @@ def test_rows(dev: VulkanDevice) -> None:
 # -- matmul, conv, pool, gather, sdpa
 
 
-@pytest.mark.parametrize("trans_b,npw,mt", [(1, 4, 1), (1, 3, 2), (0, 4, 1)])
-def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int) -> None:
-    batch, m, n, k = 2, 5, 7, 45
+@pytest.mark.parametrize(
+    "trans_b,npw,mt,k",
+    [(1, 4, 1, 45), (1, 3, 2, 45), (0, 4, 1, 45), (1, 8, 3, 44), (1, 1, 1, 44)],
+)
+def test_matmul(dev: VulkanDevice, trans_b: int, npw: int, mt: int, k: int) -> None:
+    """TRANS_B 1: the GEMV (NPW = MT = 1) and the tile (M, N not multiples of it), with
+    scalar (K = 45) and vec4 (K = 44) loads; TRANS_B 0."""
+    batch, m, n = 2, 5, 7
     a = RNG.standard_normal((batch, m, k)).astype(F32)
     b = RNG.standard_normal((batch, n, k) if trans_b else (batch, k, n)).astype(F32)
     bias = RNG.standard_normal(n).astype(F32)
@@ -498,6 +503,16 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
         dev, "conv2d", {"x": x, "w": w, "bias": bias}, {"y": (F32, count)}, push, {"HAS_BIAS": 1}
     )
     close(got["y"], ref["y"])
+    # tiles of 2 channels (3 per group: some straddle a group) x 4 columns (OW = 6)
+    tiled, _ = run_kernel(
+        dev,
+        "conv2d",
+        {"x": x, "w": w, "bias": bias},
+        {"y": (F32, count)},
+        push,
+        {"HAS_BIAS": 1, "OCT": 2, "OWT": 4},
+    )
+    np.testing.assert_array_equal(tiled["y"], got["y"])  # the same sums in the same order
     tclose(
         ref["y"],
         F.conv2d(
@@ -756,13 +771,16 @@ def _weight(bits: int, n: int, k: int, group: int, asym: bool):
         ("linear_q8csw", 8, 64, 64, False, 1, (4, 1, 64)),
         ("linear_q8csw", 8, 48, 48, True, 2, (2, 1, 4)),
         ("linear_q8csw", 8, 64, 16, False, 1, (4, 1, 2)),  # int8 per-group
-        # multi-row path (gemm_sym: NPW <= 2, MT 2..4): decoded words shared by MT rows
+        # prefill tile (gemm_tile: MT > 1 or NPW > 4): decoded words shared by MT rows,
+        # M and N (11) not multiples of the tile
         ("linear_q4gsw", 4, 128, 32, False, 5, (2, 4, 64)),
         ("linear_q4gsw", 4, 128, 32, True, 3, (1, 2, 8)),
         ("linear_q4gsw", 4, 64, 64, False, 4, (2, 4, 4)),
+        ("linear_q4gsw", 4, 64, 32, True, 11, (8, 8, 4)),
         ("linear_q8csw", 8, 64, 64, False, 7, (2, 3, 8)),
         ("linear_q8csw", 8, 48, 48, True, 2, (1, 4, 4)),
         ("linear_q8csw", 8, 64, 16, False, 6, (2, 2, 4)),
+        ("linear_q8csw", 8, 80, 80, True, 13, (8, 7, 2)),
     ],
 )
 def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
@@ -795,9 +813,12 @@ def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
     )
 
 
-@pytest.mark.parametrize("input_quantized,asym,requant", [(0, 0, 1), (1, 1, 0), (0, 1, 1)])
-def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None:
-    m, n, k = 3, 9, 40
+@pytest.mark.parametrize(
+    "input_quantized,asym,requant,k,tile",
+    [(0, 0, 1, 40, (4, 1)), (1, 1, 0, 42, (8, 2)), (0, 1, 1, 37, (3, 4))],  # K % 4 tails
+)
+def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int, tile) -> None:
+    m, n = 3, 9
     data, s, zp, p = _weight(8, n, k, k, bool(asym))
     x = RNG.standard_normal((m, k)).astype(F32)
     bias = RNG.standard_normal(n).astype(F32)
@@ -822,10 +843,13 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None
         "HAS_ZERO_POINT": asym,
         "HAS_BIAS": 1,
         "REQUANT": requant,
+        "NPW": tile[0],
+        "MT": tile[1],
+        "WG": 2,
     }
     dtype = np.int32 if requant else F32
     got, ref = run_kernel(dev, "linear_q8ta_q8csw", inputs, {"out": (dtype, m * n)}, push, spec)
-    close(got["out"], ref["out"])
+    np.testing.assert_array_equal(got["out"], ref["out"])  # bit-exact (exact=always)
     # independent: dequantize, float64 linear, relu, quantize (may differ by one step)
     z = np.zeros_like(s) if zp is None else zp
     xd = (xq.astype(np.float64) - 5) * float(F32(0.02))
@@ -839,11 +863,12 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int) -> None
 
 @pytest.mark.parametrize(
     "bits,group,tile",
-    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 64, (2, 3))],
+    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 32, (8, 3))],
 )
 def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
     """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
-    GEMM (NPW 2, MT 3-4) paths, bit for bit against the reference."""
+    gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks) paths,
+    bit for bit against the reference."""
     from qopt.interpreters import quant as iq
 
     m, n, k = 5, 7, 64
@@ -872,11 +897,18 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
     tclose(ref["out"], xd @ w.T + bias)
 
 
-@pytest.mark.parametrize("nbits,block", [(4, (3, 16)), (3, (1, 32)), (2, (6, 8))])
-def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    "nbits,block,k,m,tile",
+    [
+        (4, (3, 16), 32, 2, (4, 1)),
+        (3, (1, 36), 36, 3, (8, 2)),  # K tail (36 codes, 8 per word), M and N tile tails
+        (2, (6, 8), 40, 5, (3, 3)),  # palette blocks narrower than a word (16 codes)
+    ],
+)
+def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) -> None:
     from qopt.interpreters import quant as iq
 
-    n, k, m = 6, 32, 2
+    n = 6
     codes = RNG.integers(0, 2**nbits, (n, k))
     cb = RNG.standard_normal((n // block[0], k // block[1], 2**nbits, 1)).astype(F32)
     p = pack_lut(codes, cb, nbits)
@@ -897,7 +929,7 @@ def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> No
         {"x": x, "codes": p.codes, "codebook": p.codebook},
         {"out": (F32, m * n)},
         push,
-        {"FBITS": p.field_bits},
+        {"FBITS": p.field_bits, "NPW": tile[0], "MT": tile[1], "WG": 2},
     )
     close(got["out"], ref["out"])
     w = iq.dequantize_codebook(codes, cb, list(block), F32)
@@ -925,9 +957,12 @@ def test_lut_linear_and_embedding(dev, nbits: int, block: tuple[int, int]) -> No
     tclose(ref["out"], w[idx], 0)
 
 
-@pytest.mark.parametrize("bits,group,asym", [(4, 32, False), (4, 16, True), (8, 64, False)])
-def test_embedding_q(dev, bits: int, group: int, asym: bool) -> None:
-    v, d = 9, 64
+@pytest.mark.parametrize(
+    "bits,group,asym,d",
+    [(4, 32, False, 64), (4, 12, True, 60), (8, 64, False, 64)],  # groups inside a word, D tail
+)
+def test_embedding_q(dev, bits: int, group: int, asym: bool, d: int) -> None:
+    v = 9
     data, s, zp, p = _weight(bits, v, d, group, asym)
     idx = np.array([8, 0, 3, 3, -2], dtype=np.int32)
     name = "embedding_q4gsw" if bits == 4 else "embedding_q8csw"
@@ -946,8 +981,10 @@ def test_embedding_q(dev, bits: int, group: int, asym: bool) -> None:
     tclose(ref["out"], expect, 0)
 
 
-@pytest.mark.parametrize("act,requant", [(1, 1), (2, 1), (0, 0), (1, 0)])
-def test_conv2d_q8(dev, act: int, requant: int) -> None:
+@pytest.mark.parametrize(
+    "act,requant,tile", [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3))]
+)
+def test_conv2d_q8(dev, act: int, requant: int, tile: tuple[int, int]) -> None:
     x = RNG.standard_normal((1, 4, 6, 5)).astype(F32)
     oc, groups = 6, 2
     data, s, zp, _ = _weight(8, oc, 2 * 3 * 3, 18, True)
@@ -969,8 +1006,12 @@ def test_conv2d_q8(dev, act: int, requant: int) -> None:
     count = oc * push["OH"] * push["OW"]
     dtype = np.int32 if requant else F32
     spec = {"ACT": act, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1, "REQUANT": requant}
+    spec |= {"OCT": tile[0], "OWT": tile[1]}  # OC 6 in 2 groups, OW 3: tile tails, straddles
     got, ref = run_kernel(dev, "conv2d_q8ta_q8csw_q8to", inputs, {"y": (dtype, count)}, push, spec)
-    close(got["y"], ref["y"])
+    if act:
+        np.testing.assert_array_equal(got["y"], ref["y"])  # int32 sums: bit-exact
+    else:
+        close(got["y"], ref["y"])
     w = ((data - zp) * s.astype(np.float64)).reshape(oc, 2, 3, 3)
     xd = x.astype(np.float64) if act == 0 else (xq.astype(np.float64) + 4) * float(F32(0.03))
     y = (
