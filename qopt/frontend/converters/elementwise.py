@@ -245,8 +245,8 @@ for _op, _name in [
 
 _simple_binary(ew.BitwiseAndOp, "aten.__and__.Tensor")
 _simple_binary(ew.BitwiseOrOp, "aten.__or__.Tensor")
-_simple_binary(ew.MaximumOp, "aten.maximum.default")
-_simple_binary(ew.MinimumOp, "aten.minimum.default")
+_simple_binary(ew.MaximumOp, "aten.maximum.default", "aten.max.other")
+_simple_binary(ew.MinimumOp, "aten.minimum.default", "aten.min.other")
 _simple_binary(ew.LogicalAndOp, "aten.logical_and.default")
 _simple_binary(ew.LogicalOrOp, "aten.logical_or.default")
 _simple_binary(ew.LogicalXorOp, "aten.logical_xor.default")

@@ -85,6 +85,8 @@ REDUCTIONS: dict[str, tuple[Callable[..., object], tuple[torch.Tensor, ...]]] = 
     "max_dim": (lambda x: x.max(1), (X,)),
     "min_dim_keepdim": (lambda x: x.min(-1, keepdim=True), (X,)),
     "max_dim_ties": (lambda x: x.max(1), (TIES,)),
+    # torch.max/min of two tensors (max.other, min.other: T5's relative buckets)
+    "max_min_other": (lambda x: (torch.max(x, x.flip(0)), torch.min(x, x * 2)), (X,)),
     "argmax_all": (lambda x: x.argmax(), (X,)),
     "argmax_keepdim_all": (lambda x: x.argmax(keepdim=True), (X,)),
     "argmin_dim": (lambda x: x.argmin(-2, keepdim=True), (X,)),
