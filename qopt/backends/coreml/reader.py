@@ -180,6 +180,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "scatter": {"axis": 0, "mode": "add"},
     "concat": {"interleave": False},
     "softmax": {"axis": -1},
+    "cumsum": {"axis": 0, "exclusive": False, "reverse": False},
     "gelu": {"mode": "EXACT"},
     "rsqrt": {"epsilon": 1e-12},
     "layer_norm": {"epsilon": 1e-5},

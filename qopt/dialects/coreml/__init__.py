@@ -114,6 +114,7 @@ from qopt.dialects.coreml.linalg import (
 from qopt.dialects.coreml.quantization import DequantizeOp, QuantizeOp
 from qopt.dialects.coreml.reduction import (
     BatchNormOp,
+    CumsumOp,
     LayerNormOp,
     ReduceMaxOp,
     ReduceMeanOp,
@@ -153,6 +154,7 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     GeluOp,
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
+    CumsumOp,
     ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip
@@ -198,6 +200,7 @@ __all__ = [
     "CeilOp",
     "ClipOp",
     "CompareOp",
+    "CumsumOp",
     "CompileTimeOp",
     "ConcatOp",
     "ConstOp",

@@ -672,3 +672,25 @@ def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]
         dims[axis] = sum(shape_of(p)[axis] for p in pieces)
         x = _concat(lw, pieces, axis, TensorType(elem, dims))
     return [x]
+
+
+@RULES(shape.CumsumOp)
+def _cumsum(lw: Lowering, op: shape.CumsumOp) -> Sequence[SSAValue]:
+    """`cumsum(x, dim)`: MIL `cumsum` in the result's type (torch sums a bool or
+    integer input as int64: int32 here, RoBERTa's position ids from the padding
+    mask), the input cast to it first. Floats sum in order in fp32 (torch's CPU
+    kernel accumulates in double: the two differ by rounding only)."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if coreml.mil_dtype_name(elem) not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL cumsum sums fp16, fp32 or int32, not "
+            f"{coreml.mil_dtype_name(elem)}; cast the input first"
+        )
+    x = lw.as_elem(op.input, elem)
+    rank = len(shape_of(op.input))
+    if rank == 0:  # torch's cumsum of a scalar is the scalar
+        return [x]
+    axis = int_attr(op.dim.value.data % rank)
+    flags = {"exclusive": bool_attr(False), "reverse": bool_attr(False)}
+    return [lw.build(coreml.CumsumOp, [x], out, axis=axis, **flags)]

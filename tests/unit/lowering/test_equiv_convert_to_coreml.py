@@ -491,6 +491,22 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "%r = aten.flip %x {dims = array<i64: 0, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
     ),
     case(
+        "cumsum",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x3x4xf32>",
+        "%r = aten.cumsum %x {dim = -2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
+    ),
+    case(  # RoBERTa's position ids: the padding mask's prefix count, summed as int64
+        "cumsum_int",
+        "%x: tensor<2x5xi32>, %b: tensor<2x5xi1>",
+        "tensor<2x5xi64>, tensor<2x5xi64>",
+        """
+        %r = aten.cumsum %x {dim = 1 : i64} : (tensor<2x5xi32>) -> tensor<2x5xi64>
+        %s = aten.cumsum %b {dim = 0 : i64} : (tensor<2x5xi1>) -> tensor<2x5xi64>
+        %r, %s
+        """,
+    ),
+    case(
         "pixel_shuffle",
         "%x: tensor<2x8x3x2xf32>",
         "tensor<2x2x6x4xf32>",
