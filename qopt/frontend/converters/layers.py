@@ -5,12 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from torch.fx import Node
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, i32, i64
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import layers
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.tensors import shape_of
 from qopt.frontend.converters.table import ConverterTable
-from qopt.frontend.importer import Importer
+from qopt.frontend.importer import Importer, node_location
 
 CONVERTERS = ConverterTable()
 
@@ -128,6 +138,44 @@ def convert_adaptive_avg_pool2d(imp: Importer, node: Node, args: dict[str, Any])
         operands=[imp.value(args["self"])],
         result_types=[imp.result_type()],
         properties={"output_size": array(pair(args["output_size"]))},
+    )
+
+
+@CONVERTERS("aten.adaptive_avg_pool1d.default")
+def convert_adaptive_avg_pool1d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`adaptive_avg_pool1d(x [.., C, L], n)` as torch computes it: `x` unsqueezed
+    to `[.., C, 1, L]`, adaptive_avg_pool2d to `(1, n)`, the 1 squeezed (Swin's
+    final pooling)."""
+    x = imp.value(args["self"])
+    dims = list(shape_of(x))
+    if len(dims) not in (2, 3):
+        raise imp.error(f"adaptive_avg_pool1d takes a 2-D or 3-D input, got {len(dims)}-D")
+    size = args["output_size"]
+    (size,) = [int(v) for v in (size if isinstance(size, list | tuple) else [size])]
+    out = imp.result_type()
+    elem = out.get_element_type()
+    wide = TensorType(elem, [*dims[:-1], 1, dims[-1]])
+    pooled = TensorType(elem, [*dims[:-1], 1, size])
+    ops = [
+        sh.UnsqueezeOp.create(
+            operands=[x], result_types=[wide], properties={"dim": IntegerAttr(len(dims) - 1, i64)}
+        )
+    ]
+    ops.append(
+        layers.AdaptiveAvgPool2dOp.create(
+            operands=[ops[0].results[0]],
+            result_types=[pooled],
+            properties={"output_size": array([1, size])},
+        )
+    )
+    for op in ops:
+        if (loc := node_location(node)) is not None:
+            op.location = loc
+        imp.builder.insert(op)
+    return sh.SqueezeOp.create(
+        operands=[ops[1].results[0]],
+        result_types=[out],
+        properties={"dims": array([len(dims) - 1])},
     )
 
 

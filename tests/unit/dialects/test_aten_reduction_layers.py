@@ -167,6 +167,11 @@ LAYERS: dict[str, tuple[Callable[[], nn.Module], tuple[torch.Tensor, ...]]] = {
     "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d((1, 1)), (IMG,)),
     "adaptive_avg_pool2d_uneven": (lambda: nn.AdaptiveAvgPool2d((3, 4)), (IMG,)),
     "adaptive_avg_pool2d_upsample": (lambda: nn.AdaptiveAvgPool2d((9, 5)), (IMG[:, :, :4, :4],)),
+    # Swin's final pooling: [N, C, L] and [C, L] inputs, uneven windows
+    "adaptive_avg_pool1d": (
+        lambda: Fn(lambda x: (F.adaptive_avg_pool1d(x, 1), F.adaptive_avg_pool1d(x[0], 4))),
+        (IMG[:, :, 0],),
+    ),
     "sdpa": (lambda: Fn(F.scaled_dot_product_attention), (Q, K, V)),
     "sdpa_bool_mask": (
         lambda: Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),
