@@ -694,3 +694,39 @@ def _cumsum(lw: Lowering, op: shape.CumsumOp) -> Sequence[SSAValue]:
     axis = int_attr(op.dim.value.data % rank)
     flags = {"exclusive": bool_attr(False), "reverse": bool_attr(False)}
     return [lw.build(coreml.CumsumOp, [x], out, axis=axis, **flags)]
+
+
+def _slice_axis(lw: Lowering, x: SSAValue, axis: int, start: int, stop: int) -> SSAValue:
+    dims = list(shape_of(x))
+    begin, end = [0] * len(dims), list(dims)
+    begin[axis], end[axis] = start, stop
+    out = TensorType(elem_of(x), [*dims[:axis], stop - start, *dims[axis + 1 :]])
+    stride = ints([1] * len(dims))
+    return lw.build(
+        coreml.SliceByIndexOp, [x], out, begin=ints(begin), end=ints(end), stride=stride
+    )
+
+
+@RULES(shape.RollOp)
+def _roll(lw: Lowering, op: shape.RollOp) -> Sequence[SSAValue]:
+    """`roll(x, shifts, dims)` (Swin's shifted windows): per (shift, dim), the last
+    `shift mod n` entries moved to the front, as two `slice_by_index` and a `concat`;
+    without dims, the flattened tensor rolled and reshaped back."""
+    dims = list(shape_of(op.input))
+    shifts, axes = list(op.shifts.get_values()), list(op.dims.get_values())
+    x = op.input
+    if axes:
+        work = dims
+        pairs = [(s, a % len(dims)) for s, a in zip(shifts, axes, strict=True)]
+    else:
+        work = [math.prod(dims)]
+        x = _reshaped(lw, x, work)
+        pairs = [(shifts[0], 0)]
+    for shift, axis in pairs:
+        n = work[axis]
+        k = shift % n if n else 0
+        if k == 0:
+            continue
+        tail, head = _slice_axis(lw, x, axis, n - k, n), _slice_axis(lw, x, axis, 0, n - k)
+        x = _concat(lw, [tail, head], axis, TensorType(elem_of(x), work))
+    return [_reshaped(lw, x, dims)]

@@ -490,6 +490,16 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "tensor<2x3x4xf32>",
         "%r = aten.flip %x {dims = array<i64: 0, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
     ),
+    case(  # Swin's shifted windows: negative, larger-than-dim and flattened shifts
+        "roll",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x3x4xf32>, tensor<2x3x4xf32>",
+        """
+        %r = aten.roll %x {shifts = array<i64: -1, 5>, dims = array<i64: 1, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %s = aten.roll %x {shifts = array<i64: 7>, dims = array<i64>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %r, %s
+        """,
+    ),
     case(
         "cumsum",
         "%x: tensor<2x3x4xf32>",
