@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torch.fx import Node
@@ -16,7 +17,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.aten import layers
+from qopt.dialects.aten import reduction as red
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.tensors import shape_of
 from qopt.frontend.converters.table import ConverterTable
@@ -139,6 +142,41 @@ def convert_adaptive_avg_pool2d(imp: Importer, node: Node, args: dict[str, Any])
         result_types=[imp.result_type()],
         properties={"output_size": array(pair(args["output_size"]))},
     )
+
+
+@CONVERTERS("aten._weight_norm.default")
+def convert_weight_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`_weight_norm(v, g, dim)` (`nn.utils.weight_norm`: wav2vec2's positional
+    convolution): `v * (g / ||v||)`, the 2-norm over every dim but `dim` (over all
+    of v for dim = -1, torch's norm_except_dim), as mul, sum, sqrt, div and mul;
+    fold-constants evaluates them once when v and g are weights."""
+    v, g = imp.value(args["v"]), imp.value(args["g"])
+    dims = list(shape_of(v))
+    dim = int(args.get("dim", 0))
+    keep = [] if dim == -1 else [dim % len(dims)]
+    reduced = [d for d in range(len(dims)) if d not in keep]
+    elem = imp.result_type().get_element_type()
+    norm_type = TensorType(elem, [n if d in keep else 1 for d, n in enumerate(dims)])
+    square = ew.MulOp.create(operands=[v, v], result_types=[TensorType(elem, dims)])
+    total = red.SumOp.create(
+        operands=[square.results[0]],
+        result_types=[norm_type],
+        properties={"dims": array(reduced), "keepdim": BoolAttr.from_bool(True)},
+    )
+    norm = ew.SqrtOp.create(operands=[total.results[0]], result_types=[norm_type])
+    scale_type = TensorType(elem, _broadcast(shape_of(g), norm_type.get_shape()))
+    scale = ew.DivOp.create(operands=[g, norm.results[0]], result_types=[scale_type])
+    for op in (square, total, norm, scale):
+        if (loc := node_location(node)) is not None:
+            op.location = loc
+        imp.builder.insert(op)
+    return ew.MulOp.create(operands=[v, scale.results[0]], result_types=[imp.result_type()])
+
+
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    rank = max(len(a), len(b))
+    a, b = [1] * (rank - len(a)) + list(a), [1] * (rank - len(b)) + list(b)
+    return [x if y == 1 else y for x, y in zip(a, b, strict=True)]
 
 
 @CONVERTERS("aten.adaptive_avg_pool1d.default")
