@@ -532,6 +532,13 @@ class CoremlFunctions(InterpreterFunctions):
         idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
         return (np.take(x, idx, axis=axis),)
 
+    @impl(coreml.GatherAlongAxisOp)
+    def run_gather_along_axis(self, interp: Interpreter, op: Any, args: PythonValues):
+        x, indices = args
+        axis = _int(op.axis) % x.ndim
+        idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
+        return (np.take_along_axis(x, idx, axis=axis),)
+
     @impl(coreml.ScatterOp)
     def run_scatter(self, interp: Interpreter, op: Any, args: PythonValues):
         data, indices, updates = args

@@ -177,6 +177,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "matmul": {"transpose_x": False, "transpose_y": False},
     "conv": {"pad_type": "valid", "groups": 1},
     "gather": {"axis": 0},
+    "gather_along_axis": {"axis": 0},
     "scatter": {"axis": 0, "mode": "add"},
     "concat": {"interleave": False},
     "softmax": {"axis": -1},

@@ -125,6 +125,7 @@ from qopt.dialects.coreml.reduction import (
 from qopt.dialects.coreml.shape import (
     ConcatOp,
     ExpandDimsOp,
+    GatherAlongAxisOp,
     GatherOp,
     ReshapeOp,
     ScatterOp,
@@ -146,7 +147,7 @@ from qopt.dialects.coreml.state import (
 from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape_of(v)
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
-    LinearOp, MatmulOp, ConvOp, GatherOp,
+    LinearOp, MatmulOp, ConvOp, GatherOp, GatherAlongAxisOp,
     AddOp, SubOp, MulOp, RealDivOp, FloorDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
@@ -200,7 +201,6 @@ __all__ = [
     "CeilOp",
     "ClipOp",
     "CompareOp",
-    "CumsumOp",
     "CompileTimeOp",
     "ConcatOp",
     "ConstOp",
@@ -213,6 +213,7 @@ __all__ = [
     "CoremlOp",
     "CoremlUpdateStateOp",
     "CosOp",
+    "CumsumOp",
     "DequantizeOp",
     "EqualOp",
     "ErfOp",
@@ -221,6 +222,7 @@ __all__ = [
     "F",
     "FloorDivOp",
     "FloorOp",
+    "GatherAlongAxisOp",
     "GatherOp",
     "GeluOp",
     "GreaterEqualOp",

@@ -730,3 +730,26 @@ def _roll(lw: Lowering, op: shape.RollOp) -> Sequence[SSAValue]:
         tail, head = _slice_axis(lw, x, axis, n - k, n), _slice_axis(lw, x, axis, 0, n - k)
         x = _concat(lw, [tail, head], axis, TensorType(elem_of(x), work))
     return [_reshaped(lw, x, dims)]
+
+
+@RULES(indexing.GatherOp)
+def _gather_along(lw: Lowering, op: indexing.GatherOp) -> Sequence[SSAValue]:
+    """`torch.gather(x, dim, index)`: MIL `gather_along_axis`, x first sliced to the
+    index's sizes in the other dims (torch allows a smaller index there, MIL does
+    not); the index as int32 (RoBERTa's token types at its position ids)."""
+    out = mil_tensor(op.result.type)
+    if coreml.mil_dtype_name(out.get_element_type()) not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL gather_along_axis gathers fp16, fp32 or "
+            f"int32, not {coreml.mil_dtype_name(out.get_element_type())}"
+        )
+    dims, idx_dims = list(shape_of(op.input)), list(shape_of(op.index))
+    if not dims:  # a 0-d gather: the value itself (the index must be 0)
+        return [lw.as_elem(op.input, out.get_element_type())]
+    axis = op.dim.value.data % len(dims)
+    x = lw.as_elem(op.input, out.get_element_type())
+    for d, (a, b) in enumerate(zip(dims, idx_dims, strict=True)):
+        if d != axis and b < a:
+            x = _slice_axis(lw, x, d, 0, b)
+    index = lw.to_int32(op.index)
+    return [lw.build(coreml.GatherAlongAxisOp, [x, index], out, axis=int_attr(axis))]

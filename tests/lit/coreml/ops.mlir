@@ -465,6 +465,17 @@ func.func @cumsum(%x: tensor<2x5xi32>, %f: tensor<3x4xf16>) -> (tensor<2x5xi32>,
   func.return %c, %d : tensor<2x5xi32>, tensor<3x4xf16>
 }
 
+// Gather along an axis (torch.gather): the result has the indices' shape.
+// CHECK-LABEL: func.func @gather_along_axis(
+// CHECK-NEXT:    %g = coreml.gather_along_axis %x, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %g : tensor<2x3xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "gather_along_axis"
+// GENERIC:       %g = "coreml.gather_along_axis"(%x, %i) <{axis = 1 : i64}> : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+func.func @gather_along_axis(%x: tensor<2x5xf32>, %i: tensor<2x3xi32>) -> tensor<2x3xf32> {
+  %g = coreml.gather_along_axis %x, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+  func.return %g : tensor<2x3xf32>
+}
+
 // CHECK:       w_fp32: "0x080000000000803F000000400000404000008040"
 {-#
   dialect_resources: {

@@ -500,6 +500,18 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         %r, %s
         """,
     ),
+    case(  # torch.gather with an index smaller than x in another dim; int64 values
+        "gather_dim",
+        "%x: tensor<3x5xf32>, %t: tensor<1x6xi64>",
+        "tensor<2x4xf32>, tensor<1x3xi64>",
+        """
+        %i = arith.constant dense<[[4, 0, 2, 2], [1, 3, 0, 4]]> : tensor<2x4xi64>
+        %j = arith.constant dense<[[5, 0, 1]]> : tensor<1x3xi64>
+        %r = aten.gather %x, %i {dim = 1 : i64} : (tensor<3x5xf32>, tensor<2x4xi64>) -> tensor<2x4xf32>
+        %s = aten.gather %t, %j {dim = -1 : i64} : (tensor<1x6xi64>, tensor<1x3xi64>) -> tensor<1x3xi64>
+        %r, %s
+        """,
+    ),
     case(
         "cumsum",
         "%x: tensor<2x3x4xf32>",
