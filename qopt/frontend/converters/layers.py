@@ -194,7 +194,7 @@ def convert_adaptive_avg_pool1d(imp: Importer, node: Node, args: dict[str, Any])
     elem = out.get_element_type()
     wide = TensorType(elem, [*dims[:-1], 1, dims[-1]])
     pooled = TensorType(elem, [*dims[:-1], 1, size])
-    ops = [
+    ops: list[Operation] = [
         sh.UnsqueezeOp.create(
             operands=[x], result_types=[wide], properties={"dim": IntegerAttr(len(dims) - 1, i64)}
         )
