@@ -13,7 +13,7 @@ pytest.importorskip("transformers", reason="the transformers package is not inst
 from qopt import zoo
 
 SAMPLE = [
-    ("falcon", "float", "vulkan"),
+    ("falcon", "float", "interp"),
     ("wav2vec2", "float", "vulkan"),
     ("swin", "float", "interp"),
     ("whisper_encoder", "8da4w", "coreml"),
