@@ -599,7 +599,7 @@ def lower_gather(lw: Lowering, op: ix.GatherOp) -> Sequence[Buf]:
     n, strides = dims[d], row_major(dims)
     positions = lw.constant(np.arange(n, dtype=np.int64), "i32")
     checked = lw.alloc((count,), "i32")
-    size = {"P": 1, "N": n, "Q": 1, "S": count}
+    size: dict[str, int | float] = {"P": 1, "N": n, "Q": 1, "S": count}
     lw.dispatch("gather_dim", [positions, _index_buffer(lw, op.index), checked], size, {"NEG": 0})
     coords = np.indices(idx_dims).reshape(len(idx_dims), -1)
     base = np.zeros(count, np.int64)
@@ -609,6 +609,6 @@ def lower_gather(lw: Lowering, op: ix.GatherOp) -> Sequence[Buf]:
     stride = lw.constant(np.asarray([strides[d]], np.int64), "i32")
     flat = binary(lw, checked, stride, "mul", (count,), "i32")
     flat = binary(lw, flat, lw.constant(base, "i32"), "add", (count,), "i32")
-    size = {"P": 1, "N": numel(dims), "Q": 1, "S": count}
-    lw.dispatch("gather_dim", [lw.view(x, (numel(dims),)), flat, out], size, {"NEG": 0})
+    whole: dict[str, int | float] = {"P": 1, "N": numel(dims), "Q": 1, "S": count}
+    lw.dispatch("gather_dim", [lw.view(x, (numel(dims),)), flat, out], whole, {"NEG": 0})
     return [out]
