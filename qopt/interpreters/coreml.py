@@ -138,6 +138,18 @@ def _inverse(op: Any, x: np.ndarray) -> np.ndarray:
         return np.asarray(1, x.dtype) / (x + np.asarray(_float(op.epsilon), x.dtype))
 
 
+def _cumsum(op: Any, x: np.ndarray) -> np.ndarray:
+    """MIL cumsum: sums in x's type, in order along the axis (int32 wraps)."""
+    axis = _int(op.axis) % x.ndim
+    if _int(op.reverse):
+        x = np.flip(x, axis)
+    with np.errstate(over="ignore"):
+        y = np.cumsum(x, axis=axis, dtype=x.dtype)
+    if _int(op.exclusive):
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis)), np.delete(y, -1, axis)], axis)
+    return np.flip(y, axis) if _int(op.reverse) else y
+
+
 def _mod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Python's `%` (coremltools' definition of MIL mod): the sign of y."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -158,6 +170,7 @@ _UNARY: dict[type, Callable[..., np.ndarray]] = {
     coreml.RsqrtOp: lambda op, x: 1 / np.sqrt(x + np.asarray(_float(op.epsilon), x.dtype)),
     coreml.GeluOp: _gelu,
     coreml.SoftmaxOp: lambda op, x: softmax(x, _int(op.axis)),
+    coreml.CumsumOp: _cumsum,
     coreml.ClipOp: lambda op, x: np.clip(x, _float(op.alpha), _float(op.beta)).astype(x.dtype),
     coreml.SigmoidHardOp: lambda op, x: np.clip(
         np.asarray(_float(op.alpha), x.dtype) * x + np.asarray(_float(op.beta), x.dtype), 0, 1
@@ -518,6 +531,13 @@ class CoremlFunctions(InterpreterFunctions):
         # MIL's gather counts negative indices from the end before iOS17.
         idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
         return (np.take(x, idx, axis=axis),)
+
+    @impl(coreml.GatherAlongAxisOp)
+    def run_gather_along_axis(self, interp: Interpreter, op: Any, args: PythonValues):
+        x, indices = args
+        axis = _int(op.axis) % x.ndim
+        idx = checked_indices(indices, x.shape[axis], op, negative=op.opset() < 17)
+        return (np.take_along_axis(x, idx, axis=axis),)
 
     @impl(coreml.ScatterOp)
     def run_scatter(self, interp: Interpreter, op: Any, args: PythonValues):

@@ -114,6 +114,7 @@ from qopt.dialects.coreml.linalg import (
 from qopt.dialects.coreml.quantization import DequantizeOp, QuantizeOp
 from qopt.dialects.coreml.reduction import (
     BatchNormOp,
+    CumsumOp,
     LayerNormOp,
     ReduceMaxOp,
     ReduceMeanOp,
@@ -124,6 +125,7 @@ from qopt.dialects.coreml.reduction import (
 from qopt.dialects.coreml.shape import (
     ConcatOp,
     ExpandDimsOp,
+    GatherAlongAxisOp,
     GatherOp,
     ReshapeOp,
     ScatterOp,
@@ -145,7 +147,7 @@ from qopt.dialects.coreml.state import (
 from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape_of(v)
 
 FLOAT_OPS: tuple[type[CoremlOp], ...] = (
-    LinearOp, MatmulOp, ConvOp, GatherOp,
+    LinearOp, MatmulOp, ConvOp, GatherOp, GatherAlongAxisOp,
     AddOp, SubOp, MulOp, RealDivOp, FloorDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
     EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
     LogicalAndOp, LogicalOrOp, LogicalXorOp,
@@ -153,6 +155,7 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     GeluOp,
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
+    CumsumOp,
     ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
     CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip
@@ -210,6 +213,7 @@ __all__ = [
     "CoremlOp",
     "CoremlUpdateStateOp",
     "CosOp",
+    "CumsumOp",
     "DequantizeOp",
     "EqualOp",
     "ErfOp",
@@ -218,6 +222,7 @@ __all__ = [
     "F",
     "FloorDivOp",
     "FloorOp",
+    "GatherAlongAxisOp",
     "GatherOp",
     "GeluOp",
     "GreaterEqualOp",

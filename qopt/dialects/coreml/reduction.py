@@ -156,3 +156,27 @@ class BatchNormOp(CoremlOp):
         same_shape_result(self, self.x, self.result)
         if elem_of(self.result) != elem_of(self.x):
             raise self.fail("result must have the element type of x")
+
+
+@irdl_op_definition
+class CumsumOp(CoremlOp):
+    """Prefix sum of x along `axis` (MIL `cumsum`, iOS15+): element i is the sum of
+    elements 0..i (`exclusive`: 0..i-1, the first 0; `reverse`: summed from the end);
+    x fp16, fp32 or int32 of rank >= 1, `axis` in [-1, rank) (coremltools'
+    type inference refuses other negative axes), the result x's shape and type."""
+
+    name = "coreml.cumsum"
+    x = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    exclusive = prop_def(IntegerAttr)
+    reverse = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"axis": "int", "exclusive": "bool", "reverse": "bool"}
+    INPUT_TYPES: ClassVar[frozenset[str]] = FI
+
+    def check(self) -> None:
+        same_shape_result(self, self.x, self.result)
+        axis, rank = self.axis.value.data, len(shape_of(self.x))
+        if not -1 <= axis < rank:
+            raise self.fail(f"axis {axis} must be in [-1, {rank}) (MIL cumsum)")
+        self.check_result(shape_of(self.x), elem_of(self.x))

@@ -324,6 +324,35 @@ class GatherOp(CoremlOp):
             raise self.fail(f"result must have shape {list(out)} and the element type of x")
 
 
+@irdl_op_definition
+class GatherAlongAxisOp(CoremlOp):
+    """`out = take_along_axis(x, indices, axis)`: `out[.., i, ..] = x[.., indices[.., i,
+    ..], ..]` along `axis` (torch.gather); indices int32 of x's rank and x's sizes in
+    every other dim, the result indices' shape and x's type; x fp16, fp32 or int32.
+    From iOS17 negative indices are out of bounds."""
+
+    name = "coreml.gather_along_axis"
+    x = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("x", "indices")
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"axis": "int"}
+    INPUT_TYPES: ClassVar[frozenset[str]] = ANY
+
+    def check(self) -> None:
+        self.require(self.x, "x", FI)
+        self.require(self.indices, "indices", frozenset({"int32"}))
+        x, indices = shape_of(self.x), shape_of(self.indices)
+        if len(x) != len(indices):
+            raise self.fail(f"indices must have x's rank {len(x)}, got {len(indices)}")
+        axis = self.check_axis(self.axis.value.data, len(x))
+        for d, (a, b) in enumerate(zip(x, indices, strict=True)):
+            if d != axis and a != b:
+                raise self.fail(f"indices must have x's size {a} in dim {d}, got {b}")
+        self.check_result(indices, elem_of(self.x))
+
+
 SCATTER_MODES = ("update", "add", "sub", "mul", "div", "max", "min")
 
 

@@ -76,9 +76,12 @@ _unary(
 
 @CONVERTERS("aten.dropout.default")
 def convert_dropout(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """Eval-mode dropout is the identity. Also the functional form of the in-place
+    `dropout_` (`nn.Dropout(inplace=True)`), whose schema names the input `self`."""
     if args.get("train"):
         raise imp.error("dropout in training mode is random: export the model in eval mode")
-    return ew.CloneOp.create(operands=[imp.value(args["input"])], result_types=[imp.result_type()])
+    x = args["input"] if "input" in args else args["self"]
+    return ew.CloneOp.create(operands=[imp.value(x)], result_types=[imp.result_type()])
 
 
 @CONVERTERS("aten.gelu.default")
@@ -245,8 +248,8 @@ for _op, _name in [
 
 _simple_binary(ew.BitwiseAndOp, "aten.__and__.Tensor")
 _simple_binary(ew.BitwiseOrOp, "aten.__or__.Tensor")
-_simple_binary(ew.MaximumOp, "aten.maximum.default")
-_simple_binary(ew.MinimumOp, "aten.minimum.default")
+_simple_binary(ew.MaximumOp, "aten.maximum.default", "aten.max.other")
+_simple_binary(ew.MinimumOp, "aten.minimum.default", "aten.min.other")
 _simple_binary(ew.LogicalAndOp, "aten.logical_and.default")
 _simple_binary(ew.LogicalOrOp, "aten.logical_or.default")
 _simple_binary(ew.LogicalXorOp, "aten.logical_xor.default")

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torch.fx import Node
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, i32, i64
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qopt.dialects.aten import elementwise as ew
 from qopt.dialects.aten import layers
+from qopt.dialects.aten import reduction as red
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.tensors import shape_of
 from qopt.frontend.converters.table import ConverterTable
-from qopt.frontend.importer import Importer
+from qopt.frontend.importer import Importer, node_location
 
 CONVERTERS = ConverterTable()
 
@@ -128,6 +141,79 @@ def convert_adaptive_avg_pool2d(imp: Importer, node: Node, args: dict[str, Any])
         operands=[imp.value(args["self"])],
         result_types=[imp.result_type()],
         properties={"output_size": array(pair(args["output_size"]))},
+    )
+
+
+@CONVERTERS("aten._weight_norm.default")
+def convert_weight_norm(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`_weight_norm(v, g, dim)` (`nn.utils.weight_norm`: wav2vec2's positional
+    convolution): `v * (g / ||v||)`, the 2-norm over every dim but `dim` (over all
+    of v for dim = -1, torch's norm_except_dim), as mul, sum, sqrt, div and mul;
+    fold-constants evaluates them once when v and g are weights."""
+    v, g = imp.value(args["v"]), imp.value(args["g"])
+    dims = list(shape_of(v))
+    dim = int(args.get("dim", 0))
+    keep = [] if dim == -1 else [dim % len(dims)]
+    reduced = [d for d in range(len(dims)) if d not in keep]
+    elem = imp.result_type().get_element_type()
+    norm_type = TensorType(elem, [n if d in keep else 1 for d, n in enumerate(dims)])
+    square = ew.MulOp.create(operands=[v, v], result_types=[TensorType(elem, dims)])
+    total = red.SumOp.create(
+        operands=[square.results[0]],
+        result_types=[norm_type],
+        properties={"dims": array(reduced), "keepdim": BoolAttr.from_bool(True)},
+    )
+    norm = ew.SqrtOp.create(operands=[total.results[0]], result_types=[norm_type])
+    scale_type = TensorType(elem, _broadcast(shape_of(g), norm_type.get_shape()))
+    scale = ew.DivOp.create(operands=[g, norm.results[0]], result_types=[scale_type])
+    for op in (square, total, norm, scale):
+        if (loc := node_location(node)) is not None:
+            op.location = loc
+        imp.builder.insert(op)
+    return ew.MulOp.create(operands=[v, scale.results[0]], result_types=[imp.result_type()])
+
+
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    rank = max(len(a), len(b))
+    a, b = [1] * (rank - len(a)) + list(a), [1] * (rank - len(b)) + list(b)
+    return [x if y == 1 else y for x, y in zip(a, b, strict=True)]
+
+
+@CONVERTERS("aten.adaptive_avg_pool1d.default")
+def convert_adaptive_avg_pool1d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`adaptive_avg_pool1d(x [.., C, L], n)` as torch computes it: `x` unsqueezed
+    to `[.., C, 1, L]`, adaptive_avg_pool2d to `(1, n)`, the 1 squeezed (Swin's
+    final pooling)."""
+    x = imp.value(args["self"])
+    dims = list(shape_of(x))
+    if len(dims) not in (2, 3):
+        raise imp.error(f"adaptive_avg_pool1d takes a 2-D or 3-D input, got {len(dims)}-D")
+    size = args["output_size"]
+    (size,) = [int(v) for v in (size if isinstance(size, list | tuple) else [size])]
+    out = imp.result_type()
+    elem = out.get_element_type()
+    wide = TensorType(elem, [*dims[:-1], 1, dims[-1]])
+    pooled = TensorType(elem, [*dims[:-1], 1, size])
+    ops: list[Operation] = [
+        sh.UnsqueezeOp.create(
+            operands=[x], result_types=[wide], properties={"dim": IntegerAttr(len(dims) - 1, i64)}
+        )
+    ]
+    ops.append(
+        layers.AdaptiveAvgPool2dOp.create(
+            operands=[ops[0].results[0]],
+            result_types=[pooled],
+            properties={"output_size": array([1, size])},
+        )
+    )
+    for op in ops:
+        if (loc := node_location(node)) is not None:
+            op.location = loc
+        imp.builder.insert(op)
+    return sh.SqueezeOp.create(
+        operands=[ops[1].results[0]],
+        result_types=[out],
+        properties={"dims": array([len(dims) - 1])},
     )
 
 

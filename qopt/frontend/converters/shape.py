@@ -135,6 +135,13 @@ def convert_permute(imp: Importer, node: Node, args: dict[str, Any]) -> Operatio
     return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(dims)})
 
 
+@CONVERTERS("aten.numpy_T.default")
+def convert_numpy_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.T`: every dim reversed (Falcon's `input @ self.weight.T`)."""
+    rank = len(shape_of(imp.value(args["self"])))
+    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(list(range(rank))[::-1])})
+
+
 @CONVERTERS("aten.movedim.int", "aten.movedim.intlist")
 def convert_movedim(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     rank = len(shape_of(imp.value(args["self"])))

@@ -672,3 +672,84 @@ def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]
         dims[axis] = sum(shape_of(p)[axis] for p in pieces)
         x = _concat(lw, pieces, axis, TensorType(elem, dims))
     return [x]
+
+
+@RULES(shape.CumsumOp)
+def _cumsum(lw: Lowering, op: shape.CumsumOp) -> Sequence[SSAValue]:
+    """`cumsum(x, dim)`: MIL `cumsum` in the result's type (torch sums a bool or
+    integer input as int64: int32 here, RoBERTa's position ids from the padding
+    mask), the input cast to it first. Floats sum in order in fp32 (torch's CPU
+    kernel accumulates in double: the two differ by rounding only)."""
+    out = mil_tensor(op.result.type)
+    elem = out.get_element_type()
+    if coreml.mil_dtype_name(elem) not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL cumsum sums fp16, fp32 or int32, not "
+            f"{coreml.mil_dtype_name(elem)}; cast the input first"
+        )
+    x = lw.as_elem(op.input, elem)
+    rank = len(shape_of(op.input))
+    if rank == 0:  # torch's cumsum of a scalar is the scalar
+        return [x]
+    axis = int_attr(op.dim.value.data % rank)
+    flags = {"exclusive": bool_attr(False), "reverse": bool_attr(False)}
+    return [lw.build(coreml.CumsumOp, [x], out, axis=axis, **flags)]
+
+
+def _slice_axis(lw: Lowering, x: SSAValue, axis: int, start: int, stop: int) -> SSAValue:
+    dims = list(shape_of(x))
+    begin, end = [0] * len(dims), list(dims)
+    begin[axis], end[axis] = start, stop
+    out = TensorType(elem_of(x), [*dims[:axis], stop - start, *dims[axis + 1 :]])
+    stride = ints([1] * len(dims))
+    return lw.build(
+        coreml.SliceByIndexOp, [x], out, begin=ints(begin), end=ints(end), stride=stride
+    )
+
+
+@RULES(shape.RollOp)
+def _roll(lw: Lowering, op: shape.RollOp) -> Sequence[SSAValue]:
+    """`roll(x, shifts, dims)` (Swin's shifted windows): per (shift, dim), the last
+    `shift mod n` entries moved to the front, as two `slice_by_index` and a `concat`;
+    without dims, the flattened tensor rolled and reshaped back."""
+    dims = list(shape_of(op.input))
+    shifts, axes = list(op.shifts.get_values()), list(op.dims.get_values())
+    x = op.input
+    if axes:
+        work = dims
+        pairs = [(s, a % len(dims)) for s, a in zip(shifts, axes, strict=True)]
+    else:
+        work = [math.prod(dims)]
+        x = _reshaped(lw, x, work)
+        pairs = [(shifts[0], 0)]
+    for shift, axis in pairs:
+        n = work[axis]
+        k = shift % n if n else 0
+        if k == 0:
+            continue
+        tail, head = _slice_axis(lw, x, axis, n - k, n), _slice_axis(lw, x, axis, 0, n - k)
+        x = _concat(lw, [tail, head], axis, TensorType(elem_of(x), work))
+    return [_reshaped(lw, x, dims)]
+
+
+@RULES(indexing.GatherOp)
+def _gather_along(lw: Lowering, op: indexing.GatherOp) -> Sequence[SSAValue]:
+    """`torch.gather(x, dim, index)`: MIL `gather_along_axis`, x first sliced to the
+    index's sizes in the other dims (torch allows a smaller index there, MIL does
+    not); the index as int32 (RoBERTa's token types at its position ids)."""
+    out = mil_tensor(op.result.type)
+    if coreml.mil_dtype_name(out.get_element_type()) not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: MIL gather_along_axis gathers fp16, fp32 or "
+            f"int32, not {coreml.mil_dtype_name(out.get_element_type())}"
+        )
+    dims, idx_dims = list(shape_of(op.input)), list(shape_of(op.index))
+    if not dims:  # a 0-d gather: the value itself (the index must be 0)
+        return [lw.as_elem(op.input, out.get_element_type())]
+    axis = op.dim.value.data % len(dims)
+    x = lw.as_elem(op.input, out.get_element_type())
+    for d, (a, b) in enumerate(zip(dims, idx_dims, strict=True)):
+        if d != axis and b < a:
+            x = _slice_axis(lw, x, d, 0, b)
+    index = lw.to_int32(op.index)
+    return [lw.build(coreml.GatherAlongAxisOp, [x, index], out, axis=int_attr(axis))]

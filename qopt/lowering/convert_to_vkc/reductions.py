@@ -12,9 +12,10 @@ from xdsl.ir import SSAValue
 
 from qopt.dialects.aten import layers
 from qopt.dialects.aten import reduction as rd
+from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import integer, ints, norm_dim, real
 from qopt.dialects.tensors import numel, shape_of
-from qopt.kernels.opcodes import REDUCE_OPS
+from qopt.kernels.opcodes import BINARY_OPS, REDUCE_OPS
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -23,6 +24,8 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     binary,
     copy_strided,
+    dtype_code,
+    pad6,
     row_major,
     same_dtype,
     unary,
@@ -264,3 +267,31 @@ def lower_reduce_all(lw: Lowering, op: rd.MaxOp | rd.MinOp) -> Sequence[Buf]:
     out = lw.alloc((1,), "f32")
     reduce_rows(lw, x, out, 1, x.numel, "max" if isinstance(op, rd.MaxOp) else "min")
     return [lw.view(out, shape_of(op.result) or (1,))]
+
+
+@RULES(sh.CumsumOp)
+def lower_cumsum(lw: Lowering, op: sh.CumsumOp) -> Sequence[Buf]:
+    """`cumsum(x, dim)` as a Hillis-Steele scan of the generic kernels: for s = 1, 2,
+    4, ... < n, `y[.., s:, ..] += y[.., :n-s, ..]` (a copy of y, a binary add of two
+    offset windows of y, the sum copied into the copy's window). Integers add
+    exactly (as i32, the ABI's integer; RoBERTa's position ids from the padding
+    mask); floats add in the scan's order, not torch's sequential double sum."""
+    dims = list(shape_of(op.input)) or [1]
+    dtype = abi_dtype(op.result)
+    y = same_dtype(lw, lw.buffer(op.input), dtype)
+    if not shape_of(op.input) or numel(dims) == 0:
+        return [copy_strided(lw, y, dims, row_major(dims))]
+    d = norm_dim(integer(op.dim), len(dims))
+    n, strides = dims[d], row_major(dims)
+    s = 1
+    while s < n:
+        part = [n - s if i == d else k for i, k in enumerate(dims)]
+        total = lw.alloc(part, dtype)
+        pd, sa, sb = pad6(part, strides, strides)
+        push = [numel(part), *pd, *sa, *sb, s * strides[d], 0, 1.0]
+        spec = {"OP": BINARY_OPS["add"], "DTYPE": dtype_code(dtype)}
+        lw.dispatch("binary", [y, y, total], push, spec)
+        nxt = copy_strided(lw, y, dims, strides)
+        copy_strided(lw, total, part, row_major(part), 0, nxt, strides, s * strides[d])
+        y, s = nxt, 2 * s
+    return [y]

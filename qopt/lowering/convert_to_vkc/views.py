@@ -579,3 +579,36 @@ def lower_embedding(lw: Lowering, op: nn.EmbeddingOp) -> Sequence[Buf]:
     out = lw.alloc(shape_of(op.result), table.dtype)
     lw.dispatch("gather_rows", [table, idx, out], [count, d, v])
     return [out]
+
+
+@RULES(ix.GatherOp)
+def lower_gather(lw: Lowering, op: ix.GatherOp) -> Sequence[Buf]:
+    """`torch.gather(x, dim, index)` (`out[p] = x[p with p[dim] = index[p]]`; the index
+    may be smaller than x in the other dims) as one flat gather_dim over x at
+    `index * stride[dim] + offset of p's other coordinates`. The index is first
+    gathered from `arange(n)`, which checks each in [0, n) (torch's IndexError, a
+    status word here): an index past its row cannot read a neighbouring one."""
+    dims = list(shape_of(op.input)) or [1]
+    idx_dims = list(shape_of(op.index)) or [1]
+    x = lw.buffer(op.input)
+    out = lw.alloc(idx_dims, x.dtype)
+    count = numel(idx_dims)
+    if count == 0:
+        return [out]
+    d = norm_dim(integer(op.dim), len(dims)) if shape_of(op.input) else 0
+    n, strides = dims[d], row_major(dims)
+    positions = lw.constant(np.arange(n, dtype=np.int64), "i32")
+    checked = lw.alloc((count,), "i32")
+    size: dict[str, int | float] = {"P": 1, "N": n, "Q": 1, "S": count}
+    lw.dispatch("gather_dim", [positions, _index_buffer(lw, op.index), checked], size, {"NEG": 0})
+    coords = np.indices(idx_dims).reshape(len(idx_dims), -1)
+    base = np.zeros(count, np.int64)
+    for i in range(len(idx_dims)):
+        if i != d:
+            base += coords[i] * strides[i]
+    stride = lw.constant(np.asarray([strides[d]], np.int64), "i32")
+    flat = binary(lw, checked, stride, "mul", (count,), "i32")
+    flat = binary(lw, flat, lw.constant(base, "i32"), "add", (count,), "i32")
+    whole: dict[str, int | float] = {"P": 1, "N": numel(dims), "Q": 1, "S": count}
+    lw.dispatch("gather_dim", [lw.view(x, (numel(dims),)), flat, out], whole, {"NEG": 0})
+    return [out]

@@ -451,6 +451,31 @@ func.func @states(%pos: tensor<1xi32>, %v: tensor<1x2x1x4xf16>) -> tensor<1x2x8x
   func.return %u : tensor<1x2x8x4xf16>
 }
 
+// Prefix sums (int32 and fp16; exclusive and reverse).
+// CHECK-LABEL: func.func @cumsum(
+// CHECK-NEXT:    %c = coreml.cumsum %x {axis = 1 : i64, exclusive = false, reverse = false} : (tensor<2x5xi32>) -> tensor<2x5xi32>
+// CHECK-NEXT:    %d = coreml.cumsum %f {axis = 0 : i64, exclusive = true, reverse = true} : (tensor<3x4xf16>) -> tensor<3x4xf16>
+// CHECK-NEXT:    func.return %c, %d : tensor<2x5xi32>, tensor<3x4xf16>
+// GENERIC-LABEL: "func.func"() <{sym_name = "cumsum"
+// GENERIC:       %c = "coreml.cumsum"(%x) <{axis = 1 : i64, exclusive = false, reverse = false}> : (tensor<2x5xi32>) -> tensor<2x5xi32>
+// GENERIC:       %d = "coreml.cumsum"(%f) <{axis = 0 : i64, exclusive = true, reverse = true}> : (tensor<3x4xf16>) -> tensor<3x4xf16>
+func.func @cumsum(%x: tensor<2x5xi32>, %f: tensor<3x4xf16>) -> (tensor<2x5xi32>, tensor<3x4xf16>) {
+  %c = coreml.cumsum %x {axis = 1 : i64, exclusive = false, reverse = false} : (tensor<2x5xi32>) -> tensor<2x5xi32>
+  %d = coreml.cumsum %f {axis = 0 : i64, exclusive = true, reverse = true} : (tensor<3x4xf16>) -> tensor<3x4xf16>
+  func.return %c, %d : tensor<2x5xi32>, tensor<3x4xf16>
+}
+
+// Gather along an axis (torch.gather): the result has the indices' shape.
+// CHECK-LABEL: func.func @gather_along_axis(
+// CHECK-NEXT:    %g = coreml.gather_along_axis %x, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    func.return %g : tensor<2x3xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "gather_along_axis"
+// GENERIC:       %g = "coreml.gather_along_axis"(%x, %i) <{axis = 1 : i64}> : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+func.func @gather_along_axis(%x: tensor<2x5xf32>, %i: tensor<2x3xi32>) -> tensor<2x3xf32> {
+  %g = coreml.gather_along_axis %x, %i {axis = 1 : i64} : (tensor<2x5xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+  func.return %g : tensor<2x3xf32>
+}
+
 // CHECK:       w_fp32: "0x080000000000803F000000400000404000008040"
 {-#
   dialect_resources: {

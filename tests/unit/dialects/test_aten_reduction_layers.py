@@ -85,6 +85,8 @@ REDUCTIONS: dict[str, tuple[Callable[..., object], tuple[torch.Tensor, ...]]] = 
     "max_dim": (lambda x: x.max(1), (X,)),
     "min_dim_keepdim": (lambda x: x.min(-1, keepdim=True), (X,)),
     "max_dim_ties": (lambda x: x.max(1), (TIES,)),
+    # torch.max/min of two tensors (max.other, min.other: T5's relative buckets)
+    "max_min_other": (lambda x: (torch.max(x, x.flip(0)), torch.min(x, x * 2)), (X,)),
     "argmax_all": (lambda x: x.argmax(), (X,)),
     "argmax_keepdim_all": (lambda x: x.argmax(keepdim=True), (X,)),
     "argmin_dim": (lambda x: x.argmin(-2, keepdim=True), (X,)),
@@ -165,6 +167,23 @@ LAYERS: dict[str, tuple[Callable[[], nn.Module], tuple[torch.Tensor, ...]]] = {
     "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d((1, 1)), (IMG,)),
     "adaptive_avg_pool2d_uneven": (lambda: nn.AdaptiveAvgPool2d((3, 4)), (IMG,)),
     "adaptive_avg_pool2d_upsample": (lambda: nn.AdaptiveAvgPool2d((9, 5)), (IMG[:, :, :4, :4],)),
+    # weight norm (wav2vec2's positional conv: dim 2 of a 3-D weight), dim 0 and the
+    # whole-tensor norm (dim=-1): _weight_norm imported as mul, sum, sqrt, div, mul
+    "weight_norm": (
+        lambda: Fn(
+            lambda v, g: (
+                torch._weight_norm(v, g[None, None, :], 2),
+                torch._weight_norm(v, g[:2, None, None], 0),
+                torch._weight_norm(v, g[:1].reshape(()), -1),
+            )
+        ),
+        (torch.randn(2, 3, 5, generator=gen(30)), torch.rand(5, generator=gen(31)) + 0.5),
+    ),
+    # Swin's final pooling: [N, C, L] and [C, L] inputs, uneven windows
+    "adaptive_avg_pool1d": (
+        lambda: Fn(lambda x: (F.adaptive_avg_pool1d(x, 1), F.adaptive_avg_pool1d(x[0], 4))),
+        (IMG[:, :, 0],),
+    ),
     "sdpa": (lambda: Fn(F.scaled_dot_product_attention), (Q, K, V)),
     "sdpa_bool_mask": (
         lambda: Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)),

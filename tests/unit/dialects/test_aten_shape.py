@@ -73,6 +73,7 @@ CASES = {
     "movedim": (lambda x: x.movedim(0, -1), [X], ["permute"]),
     "transpose": (lambda x: (x.transpose(0, -1), x.swapaxes(1, 2)), [X], ["transpose"]),
     "t": (lambda x: (x.t(), x[0, 0].t()), [torch.randn(3, 5)], ["transpose"]),
+    "numpy_T": (lambda x: (x.T, x[:, :1].T), [torch.randn(3, 5)], ["permute"]),
     "expand": (lambda x: x[:, :1].expand(5, -1, 3, 4), [X], ["expand"]),
     "expand_as": (
         lambda x, y: x.expand_as(y),

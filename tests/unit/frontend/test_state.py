@@ -144,6 +144,15 @@ def test_functional_form_buffer_mutation_outputs() -> None:
     assert int(session.read_state("count")) == 3
 
 
+def test_in_place_eval_dropout_is_the_identity() -> None:
+    """`nn.Dropout(inplace=True)` in eval mode (MobileNetV2's classifier) exports as
+    `dropout_`, whose input is `self` where `dropout`'s is `input`."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5, inplace=True)).eval()
+    x = torch.randn(2, 4)
+    (got,) = qopt.interpret(qopt.import_program(_export(model, x)), x)
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
 class _MutatesInput(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x.add_(1)

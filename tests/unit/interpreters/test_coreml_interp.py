@@ -352,6 +352,25 @@ def test_concat_interleave_mil_example() -> None:
         np.testing.assert_array_equal(run(lines, [a, b], "tensor<6x2xf32>"), want)
 
 
+def test_cumsum_exclusive_reverse() -> None:
+    """MIL cumsum (TensorFlow's): `exclusive` shifts by one with 0 first, `reverse`
+    sums from the end."""
+    x = np.asarray([[1, 2, 3], [4, 5, 6]], np.float32)
+    want = {
+        (0, 0): [[1, 3, 6], [4, 9, 15]],
+        (1, 0): [[0, 1, 3], [0, 4, 9]],
+        (0, 1): [[6, 5, 3], [15, 11, 6]],
+        (1, 1): [[5, 3, 0], [11, 6, 0]],
+    }
+    for (exclusive, reverse), expected in want.items():
+        flags = f"exclusive = {bool(exclusive)}, reverse = {bool(reverse)}".lower()
+        lines = (
+            f"  %r = coreml.cumsum %a0 {{axis = -1 : i64, {flags}}} "
+            ": (tensor<2x3xf32>) -> tensor<2x3xf32>"
+        )
+        np.testing.assert_array_equal(run(lines, [x], "tensor<2x3xf32>"), expected)
+
+
 @pytest.mark.parametrize("axis", [-3, -2, -1, 0, 1, 2])
 @pytest.mark.parametrize("interleave", [True, False])
 def test_concat_axes(axis: int, interleave: bool) -> None:

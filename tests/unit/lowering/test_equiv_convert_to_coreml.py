@@ -490,6 +490,44 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "tensor<2x3x4xf32>",
         "%r = aten.flip %x {dims = array<i64: 0, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
     ),
+    case(  # Swin's shifted windows: negative, larger-than-dim and flattened shifts
+        "roll",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x3x4xf32>, tensor<2x3x4xf32>",
+        """
+        %r = aten.roll %x {shifts = array<i64: -1, 5>, dims = array<i64: 1, -1>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %s = aten.roll %x {shifts = array<i64: 7>, dims = array<i64>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %r, %s
+        """,
+    ),
+    case(  # torch.gather with an index smaller than x in another dim; int64 values
+        "gather_dim",
+        "%x: tensor<3x5xf32>, %t: tensor<1x6xi64>",
+        "tensor<2x4xf32>, tensor<1x3xi64>",
+        """
+        %i = arith.constant dense<[[4, 0, 2, 2], [1, 3, 0, 4]]> : tensor<2x4xi64>
+        %j = arith.constant dense<[[5, 0, 1]]> : tensor<1x3xi64>
+        %r = aten.gather %x, %i {dim = 1 : i64} : (tensor<3x5xf32>, tensor<2x4xi64>) -> tensor<2x4xf32>
+        %s = aten.gather %t, %j {dim = -1 : i64} : (tensor<1x6xi64>, tensor<1x3xi64>) -> tensor<1x3xi64>
+        %r, %s
+        """,
+    ),
+    case(
+        "cumsum",
+        "%x: tensor<2x3x4xf32>",
+        "tensor<2x3x4xf32>",
+        "%r = aten.cumsum %x {dim = -2 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>\n%r",
+    ),
+    case(  # RoBERTa's position ids: the padding mask's prefix count, summed as int64
+        "cumsum_int",
+        "%x: tensor<2x5xi32>, %b: tensor<2x5xi1>",
+        "tensor<2x5xi64>, tensor<2x5xi64>",
+        """
+        %r = aten.cumsum %x {dim = 1 : i64} : (tensor<2x5xi32>) -> tensor<2x5xi64>
+        %s = aten.cumsum %b {dim = 0 : i64} : (tensor<2x5xi1>) -> tensor<2x5xi64>
+        %r, %s
+        """,
+    ),
     case(
         "pixel_shuffle",
         "%x: tensor<2x8x3x2xf32>",

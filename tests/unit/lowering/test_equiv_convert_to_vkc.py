@@ -313,6 +313,28 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "%r = aten.pixel_shuffle %x {upscale_factor = 2 : i64} : (tensor<1x8x1x2xf32>) -> tensor<1x2x2x4xf32>\n%r",
     ),
     one("flip", f"%x: {F}", F, f"%r = aten.flip %x {{dims = array<i64: 0, 2>}} : ({F}) -> {F}\n%r"),
+    one(  # torch.gather: an index smaller than x in another dim; int values (RoBERTa)
+        "gather",
+        "%x: tensor<3x5xf32>, %t: tensor<1x6xi64>",
+        "tensor<2x4xf32>, tensor<1x3xi64>",
+        """
+        %i = arith.constant dense<[[4, 0, 2, 2], [1, 3, 0, 4]]> : tensor<2x4xi64>
+        %j = arith.constant dense<[[5, 0, 1]]> : tensor<1x3xi64>
+        %r = aten.gather %x, %i {dim = 1 : i64} : (tensor<3x5xf32>, tensor<2x4xi64>) -> tensor<2x4xf32>
+        %s = aten.gather %t, %j {dim = -1 : i64} : (tensor<1x6xi64>, tensor<1x3xi64>) -> tensor<1x3xi64>
+        %r, %s
+        """,
+    ),
+    one(  # a scan of 3 rounds over 7; RoBERTa's int32 padding mask summed as int64
+        "cumsum",
+        "%x: tensor<2x7x3xf32>, %m: tensor<2x5xi32>",
+        "tensor<2x7x3xf32>, tensor<2x5xi64>",
+        """
+        %r = aten.cumsum %x {dim = -2 : i64} : (tensor<2x7x3xf32>) -> tensor<2x7x3xf32>
+        %s = aten.cumsum %m {dim = 1 : i64} : (tensor<2x5xi32>) -> tensor<2x5xi64>
+        %r, %s
+        """,
+    ),
     one(
         "roll",
         f"%x: {F}",

@@ -384,3 +384,26 @@ def test_kernel_status_word_matches_reference(vulkan_device: None) -> None:
             spec.run_reference(host, push, {})
             np.testing.assert_array_equal(got_y, host[2])
             assert int(got_status[0]) == int(host[3][0]) == flagged, idx
+
+
+# ----- torch.gather with a run-time index tensor --------------------------------------------------
+
+
+class Gather(torch.nn.Module):
+    def forward(self, x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        return torch.gather(x, 1, idx)
+
+
+def test_gather_on_device_checks_each_index_against_its_row(vulkan_device: None) -> None:
+    """torch.gather is one flat gather over x, its index first checked against the
+    row length: 5 in a row of 5 would read the next row's first element, torch raises
+    IndexError, Vulkan an error naming aten.gather."""
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(3))
+    good = torch.tensor([[4, 0, 2, 2], [1, 3, 0, 4]])
+    ep = torch.export.export(Gather(), (x, good))
+    with qopt.compile(ep, target="vulkan") as art:
+        (got,) = art(x, good)
+        np.testing.assert_array_equal(got, torch.gather(x, 1, good).numpy())
+        with pytest.raises(QoptError) as error:
+            art(x, torch.tensor([[4, 0, 2, 2], [1, 5, 0, 4]]))
+    assert_index_error(error, "aten.gather", "gather_dim")

@@ -90,8 +90,16 @@ class UnbatchedConv(torch.nn.Module):
         return self.conv(x)
 
 
+class Cumsum(torch.nn.Module):
+    """A float scan and an integer one (a mask's prefix count, RoBERTa's positions)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, 1) + (x > 0).int().cumsum(-1).float()
+
+
 CASES = {
     "batch_norm": (ConvBN, [(2, 3, 6, 6)]),
+    "cumsum": (Cumsum, [(2, 6, 5)]),
     "conv2d_unbatched": (UnbatchedConv, [(3, 5, 4)]),
     "constant_pad_nd": (Pad, [(2, 3, 5, 4)]),
     "stack": (Stack, [(2, 5)]),

@@ -1,0 +1,46 @@
+"""A fixed sample of the model zoo (qopt/zoo.py): one cell per family, each run
+end to end against torch. `benchmarks/zoo.py` runs every (architecture x scheme x
+target) cell and writes docs/zoo.md; these are its cheapest cells that cover the
+ops the zoo added (Falcon's `x.T`, wav2vec2's weight norm, Swin's 1-D adaptive
+pooling, the Whisper encoder under 8da4w on CoreML)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers", reason="the transformers package is not installed")
+
+from qopt import zoo
+
+SAMPLE = [
+    ("falcon", "float", "interp"),
+    ("wav2vec2", "float", "vulkan"),
+    ("swin", "float", "interp"),
+    ("whisper_encoder", "8da4w", "coreml"),
+]
+
+
+@pytest.mark.parametrize(("arch", "scheme", "target"), SAMPLE, ids=["-".join(c) for c in SAMPLE])
+def test_zoo_cell_passes(tmp_path, arch: str, scheme: str, target: str) -> None:
+    if target == "vulkan":
+        from qopt.backends.vulkan.runtime import vulkan_available
+
+        if (reason := vulkan_available()) is not None:
+            print(f"Vulkan cell skipped: {reason}")
+            pytest.skip(reason)
+    ep, inputs = zoo.export(arch, scheme)
+    cell = zoo.check(ep, inputs, scheme, target, tmp_path)
+    assert cell["status"] == "pass", cell
+    assert cell["rel"] <= zoo.tolerance(scheme, target)
+
+
+def test_zoo_lists_the_families_and_refuses_unknown_names() -> None:
+    """The issue's 21 architectures, each in a family; an unknown name is a QoptError
+    listing the known ones."""
+    import qopt
+
+    assert len(zoo.ARCHITECTURES) >= 20
+    assert set(zoo.FAMILIES) == set(zoo.ARCHITECTURES)
+    assert set(zoo.FAMILIES.values()) == {"decoder", "encoder", "vision", "audio"}
+    with pytest.raises(qopt.QoptError, match="known: llama, mistral"):
+        zoo.build("nope")
