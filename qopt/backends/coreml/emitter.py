@@ -298,10 +298,13 @@ def build_program(
         used: set[str] = set(input_names) | set(out_names) | set(state_names.values())
 
         def fresh(base: str) -> str:
+            # `base__1`, not coremltools' own `base_1`: its passes at save time
+            # (bool inputs / outputs cast to fp32) name ops `cast_0`, `cast_1`, ... and
+            # would define a name twice
             name, i = base, 0
             while name in used:
                 i += 1
-                name = f"{base}_{i}"
+                name = f"{base}__{i}"
             used.add(name)
             return name
 

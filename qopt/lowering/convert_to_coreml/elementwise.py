@@ -29,12 +29,44 @@ from qopt.lowering.convert_to_coreml.lowering import (
 RULES = RuleTable()
 
 
+_BOOL_ARITHMETIC: dict[type[coreml.CoremlOp], type[coreml.CoremlOp]] = {
+    coreml.AddOp: coreml.LogicalOrOp,
+    coreml.MulOp: coreml.LogicalAndOp,
+    coreml.MaximumOp: coreml.LogicalOrOp,
+    coreml.MinimumOp: coreml.LogicalAndOp,
+}
+"""torch's arithmetic on bools (a bool result) as MIL logic: MIL arithmetic takes
+fp16, fp32 or int32 only."""
+
+
+def _arithmetic(
+    lw: Lowering, op: Operation, cls: type[coreml.CoremlOp], operands: Sequence[SSAValue],
+    **attrs: Attribute,
+) -> SSAValue:
+    """MIL `cls` on `operands` in the type of the op's result, as torch computes it
+    (`exp` of an int tensor and int / int are float; the operands are cast); a bool
+    result is `logical_or` / `logical_and` (add, maximum / mul, minimum) or an error."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    if elem == i1:
+        logic = _BOOL_ARITHMETIC.get(cls)
+        if logic is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: {cls.name.removeprefix('coreml.')} of bool "
+                "tensors has no CoreML (MIL) op (it takes fp16, fp32 or int32): cast the "
+                "operands to a number type first"
+            )
+        return lw.build(logic, [lw.as_elem(v, i1) for v in operands], out)
+    return lw.build(cls, [lw.as_elem(v, elem) for v in operands], out, **attrs)
+
+
 def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute]) -> Rule[Any]:
-    """The MIL op `cls` on the op's operands, with constant parameters `props`."""
+    """The MIL op `cls` on the op's operands (in the result's type), with constant
+    parameters `props`."""
 
     def lower(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
         attrs = {k: fn(op) for k, fn in props.items()}
-        return [lw.build(cls, list(op.operands), mil_tensor(op.results[0].type), **attrs)]
+        return [_arithmetic(lw, op, cls, list(op.operands), **attrs)]
 
     return lower
 
@@ -83,12 +115,17 @@ def _gelu(lw: Lowering, op: ew.GeluOp) -> Sequence[SSAValue]:
 @RULES(ew.AddOp, ew.SubOp)
 def _add_sub(lw: Lowering, op: ew.AddOp | ew.SubOp) -> Sequence[SSAValue]:
     x, y = op.operands
-    out = mil_tensor(op.results[0].type)
     alpha = op.alpha
     if alpha is not None and float(alpha.value.data) != 1.0:
+        if elem_of(op.results[0]) == i1:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: add of bool tensors with alpha has no "
+                "CoreML lowering: cast the operands to a number type first"
+            )
+        y = lw.as_elem(y, mil_elem(elem_of(op.results[0])))
         y = lw.build(coreml.MulOp, [y, lw.scalar(float(alpha.value.data), y)], y.type)
     cls = coreml.AddOp if isinstance(op, ew.AddOp) else coreml.SubOp
-    return [lw.build(cls, [x, y], out)]
+    return [_arithmetic(lw, op, cls, [x, y])]
 
 
 _COMPARISONS: dict[type[ew.CompareOp], type[coreml.CoremlOp]] = {
@@ -180,7 +217,7 @@ def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
     and the signs of x and y differ (all exact integer steps)."""
     out = mil_tensor(op.result.type)
     if op.rounding_mode is None:
-        return [lw.build(coreml.RealDivOp, list(op.operands), out)]
+        return [_arithmetic(lw, op, coreml.RealDivOp, list(op.operands))]
     elem = out.get_element_type()
     name = coreml.mil_dtype_name(elem)
     if name not in coreml.FI:

@@ -563,7 +563,13 @@ class Lowering:
 
     def run(self) -> None:
         block = self.func.body.block
-        for arg in block.args:
+        for i, arg in enumerate(block.args):
+            if isinstance(arg.type, TensorType) and not shape_of(arg):
+                raise QoptError(
+                    f"convert-to-coreml: input {i} of @{self.func.sym_name.data} is a rank-0 "
+                    "tensor, and Core ML program inputs have rank 1 to 5: pass it as a "
+                    "1-element tensor (x.reshape(1)) in the exported model"
+                )
             if elem_of(arg) == i64:
                 Rewriter.replace_value_with_new_type(arg, TensorType(i32, shape_of(arg)))
         for op in list(block.ops):

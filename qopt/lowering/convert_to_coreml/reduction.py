@@ -33,12 +33,12 @@ def _reduce(cls: type[coreml.CoremlOp]) -> Rule[reduction.ReduceOp]:
 
     def lower(lw: Lowering, op: reduction.ReduceOp) -> Sequence[SSAValue]:
         x = op.input
-        rank = len(shape_of(x))
-        dims = op.dims
-        axes = list(range(rank)) if dims is None else [d % rank for d in dims.get_values()]
+        axes = op.axes()  # normalised; none for a rank-0 input (torch's dim 0 / -1 of it)
+        out = mil_tensor(op.results[0].type)
+        if not axes:
+            return [lw.as_elem(x, out.get_element_type())]
         keep = op.keepdim
         keep_dims = keep is not None and bool(keep.value.data)
-        out = mil_tensor(op.results[0].type)
         return [lw.build(cls, [x], out, axes=ints(axes), keep_dims=bool_attr(keep_dims))]
 
     return lower

@@ -623,3 +623,42 @@ def test_unary_and_index_ops_fp16(name: str, tmp_path: Path) -> None:
             continue
         finite = np.isfinite(w) & np.isfinite(g)
         assert rel_err(g[finite], w[finite]) < 1e-2
+
+
+# ----- operand types torch promotes (found by benchmarks/conformance.py) --------------
+
+
+class PromotedOperands(torch.nn.Module):
+    def forward(self, i: torch.Tensor, j: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
+        corner = i[0, 0]  # a rank-0 value: torch reduces its dim 0 / -1 to itself
+        return (
+            torch.exp(i), torch.cos(j), i / j,  # float results of int operands
+            b + c, b * c, torch.maximum(b, c), b / c,  # bool: or, and, or; float division
+            corner.sum(0), corner.sum(-1, keepdim=True), (corner > 0).sum(0),
+        )  # fmt: skip
+
+
+def test_operands_take_the_result_type(tmp_path: Path) -> None:
+    """Core ML's arithmetic takes fp16 / fp32 / int32 of one type: int operands of a
+    float result are cast (as torch promotes), bool add / mul / maximum are logical
+    or / and / or, and a reduction of a rank-0 value over its dim 0 is the value."""
+    g = torch.Generator().manual_seed(3)
+    i = torch.randint(-5, 6, (2, 3), generator=g)
+    j = torch.randint(1, 6, (2, 3), generator=g, dtype=torch.int32)
+    b, c = torch.rand(2, 3, generator=g) > 0.5, torch.rand(2, 3, generator=g) > 0.5
+    ep = torch.export.export(PromotedOperands(), (i, j, b, c))
+    path = tmp_path / "promoted.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    got = qopt.interpret(qopt.read_mlpackage(path), i, j, b, c)
+    for g_, w in zip(got, PromotedOperands()(i, j, b, c), strict=True):
+        w = w.numpy()  # Core ML returns int64 as int32 and bool as fp32
+        want = w.astype({"b": np.float32, "i": np.int32}.get(w.dtype.kind, w.dtype))
+        assert g_.dtype == want.dtype
+        assert g_.shape == want.shape
+        np.testing.assert_allclose(g_, want, rtol=1e-6)
+
+
+def test_rank0_input_is_a_clear_error() -> None:
+    ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
+    with pytest.raises(qopt.QoptError, match=r"input 0 of @forward is a rank-0 tensor"):
+        qopt.compile(ep, target="coreml")
