@@ -118,7 +118,11 @@ def run(args: argparse.Namespace, targets: list[str], outcomes: list[Outcome]) -
         if isinstance(item, Outcome):
             new = [item]
         else:
-            new = run_case(item, targets, args.time_limit)
+            try:
+                new = run_case(item, targets, args.time_limit)
+            except Exception as e:  # the harness itself (torch's sample, not qopt)
+                detail = f"harness fails: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+                new = [Outcome(op, item.dtype, item.index, "export", "skip", detail)]
         for o in new:
             outcomes.append(o)
             if sink is not None:
