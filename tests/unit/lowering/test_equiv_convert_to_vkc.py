@@ -580,6 +580,15 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "tensor<1x3x1xf32>",
         f"%r = aten.std %x {{dims = array<i64: 0, 2>, keepdim = true, correction = 0.000000e+00 : f64}} : ({F}) -> tensor<1x3x1xf32>\n%r",
     ),
+    one(  # torch's dim 0 / -1 of a rank-0 tensor (found by benchmarks/conformance.py)
+        "sum_rank0",
+        "%x: tensor<f32>, %b: tensor<i1>",
+        "tensor<f32>, tensor<i1>",
+        """
+        %r = aten.sum %x {dims = array<i64: 0>} : (tensor<f32>) -> tensor<f32>
+        %a = aten.any %b {dims = array<i64: -1>, keepdim = true} : (tensor<i1>) -> tensor<i1>
+        %r, %a""",
+    ),
     one(
         "any",
         "%x: tensor<2x3x4xi1>",
