@@ -49,6 +49,8 @@ def lower_linear(lw: Lowering, op: nn.LinearOp) -> Sequence[Buf]:
 def lower_addmm(lw: Lowering, op: nn.AddmmOp) -> Sequence[Buf]:
     """beta * input + alpha * (mat1 @ mat2) with beta = alpha = 1 and a row-vector
     input (GPT-2's Conv1D, nn.Linear traced as addmm): the matmul kernel's bias."""
+    if len(shape_of(op.mat1)) != 2:  # baddbmm imports as a batched addmm
+        raise unsupported(op, "batched addmm (baddbmm)", "write it as matmul + add")
     (m, k), (_, n) = shape_of(op.mat1), shape_of(op.mat2)
     beta = op.beta.value.data if op.beta is not None else 1.0
     alpha = op.alpha.value.data if op.alpha is not None else 1.0

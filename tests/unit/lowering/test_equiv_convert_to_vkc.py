@@ -963,3 +963,28 @@ def test_unsupported_scatters_name_the_op(name: str) -> None:
         qopt.QoptError, match=rf"convert-to-vkc: 'aten.index_put': {name} has no Vulkan lowering"
     ):
         ConvertToVkcPass().apply(make_context(), module)
+
+
+UNSUPPORTED_FORMS = {  # found by benchmarks/conformance.py: a crash before, now a QoptError
+    "integer matmul": (
+        "%a: tensor<2x2x3xi32>, %b: tensor<2x3x2xi32>",
+        "tensor<2x2x2xi32>",
+        "%r = aten.matmul %a, %b : (tensor<2x2x3xi32>, tensor<2x3x2xi32>) -> tensor<2x2x2xi32>",
+        r"the Vulkan kernels compute it in f32, not on int32 tensors",
+    ),
+    "baddbmm": (
+        "%c: tensor<2x2x2xf32>, %a: tensor<2x2x3xf32>, %b: tensor<2x3x2xf32>",
+        "tensor<2x2x2xf32>",
+        "%r = aten.addmm %c, %a, %b : (tensor<2x2x2xf32>, tensor<2x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>",
+        r"batched addmm \(baddbmm\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSUPPORTED_FORMS))
+def test_unsupported_forms_name_the_op(name: str) -> None:
+    args, result, line, message = UNSUPPORTED_FORMS[name]
+    module = parse(f"func.func @forward({args}) -> {result} {{\n  {line}\n  func.return %r : {result}\n}}")
+    module.verify()
+    with pytest.raises(qopt.QoptError, match=rf"convert-to-vkc: 'aten\.\w+'.*{message}"):
+        ConvertToVkcPass().apply(make_context(), module)
