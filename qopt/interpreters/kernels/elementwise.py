@@ -19,6 +19,7 @@ from qopt.kernels.extents import shape6, spec_int
 from qopt.kernels.opcodes import BINARY_BOOL_NAMES, BINARY_OPS, DTYPES, UNARY_OPS, opcode_name
 from qopt.kernels.spec import PushValues, Reference, SpecValues
 from qopt.numerics import activations as act
+from qopt.numerics.integers import int_pow
 
 
 def tanh_f32(v: np.ndarray) -> np.ndarray:
@@ -120,7 +121,7 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
                 "mul": lambda: x * y,
                 "div": lambda: np.floor_divide(x, y),
                 "floor_divide": lambda: np.floor_divide(x, y),
-                "pow": lambda: np.round(np.power(x.astype(F32), y.astype(F32))).astype(np.int64),
+                "pow": lambda: int_pow(x.astype(np.int32), y.astype(np.int32)),
                 "maximum": lambda: np.maximum(x, y),
                 "minimum": lambda: np.minimum(x, y),
                 "eq": lambda: x == y,
