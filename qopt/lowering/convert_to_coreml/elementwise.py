@@ -76,11 +76,27 @@ for _aten, _coreml in (
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
     (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.TanOp, coreml.TanOp),
     (ew.ErfOp, coreml.ErfOp),
-    (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
+    (ew.MulOp, coreml.MulOp), (ew.MaximumOp, coreml.MaximumOp),
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
     RULES.add(_aten, _simple(_coreml))
 RULES.add(ew.RsqrtOp, _simple(coreml.RsqrtOp, epsilon=lambda op: float_attr(0.0)))
+
+
+@RULES(ew.PowOp)
+def _pow(lw: Lowering, op: ew.PowOp) -> Sequence[SSAValue]:
+    """MIL `pow`. Integer powers only with a constant, non-negative exponent: MIL
+    leaves int32 `pow` of a negative exponent unspecified (torch gives 0, or +-1 for
+    a base of +-1)."""
+    if coreml.mil_dtype_name(mil_elem(elem_of(op.result))) == "int32":
+        exponent = lw.array(op.operands[1])
+        if exponent is None or bool((exponent < 0).any()):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: integer pow with a run-time or negative "
+                "exponent has no exact CoreML lowering (MIL leaves negative int32 powers "
+                "unspecified): cast to float, or use a constant non-negative exponent"
+            )
+    return [_arithmetic(lw, op, coreml.PowOp, list(op.operands))]
 
 
 @RULES(ew.ReluOp)

@@ -662,3 +662,15 @@ def test_rank0_input_is_a_clear_error() -> None:
     ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
     with pytest.raises(qopt.QoptError, match=r"input 0 of @forward is a rank-0 tensor"):
         qopt.compile(ep, target="coreml")
+
+
+def test_integer_pow_with_a_run_time_exponent_is_a_clear_error() -> None:
+    x = torch.arange(1, 7, dtype=torch.int32).reshape(2, 3)
+    ep = torch.export.export(PowModule(), (x, x - 3))
+    with pytest.raises(qopt.QoptError, match=r"integer pow with a run-time or negative exponent"):
+        qopt.compile(ep, target="coreml")
+
+
+class PowModule(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.pow(x, y)
