@@ -631,17 +631,20 @@ def test_unary_and_index_ops_fp16(name: str, tmp_path: Path) -> None:
 class PromotedOperands(torch.nn.Module):
     def forward(self, i: torch.Tensor, j: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
         corner = i[0, 0]  # a rank-0 value: torch reduces its dim 0 / -1 to itself
+        v, m = j[0].float(), j.float()
         return (
             torch.exp(i), torch.cos(j), i / j,  # float results of int operands
             b + c, b * c, torch.maximum(b, c), b / c,  # bool: or, and, or; float division
             corner.sum(0), corner.sum(-1, keepdim=True), (corner > 0).sum(0),
+            v @ v, m @ v, v @ m.t(), i @ i[0],  # 1-D matmul operands
         )  # fmt: skip
 
 
 def test_operands_take_the_result_type(tmp_path: Path) -> None:
     """Core ML's arithmetic takes fp16 / fp32 / int32 of one type: int operands of a
     float result are cast (as torch promotes), bool add / mul / maximum are logical
-    or / and / or, and a reduction of a rank-0 value over its dim 0 is the value."""
+    or / and / or, a reduction of a rank-0 value over its dim 0 is the value, and a 1-D
+    matmul operand is a matrix with the dim dropped after."""
     g = torch.Generator().manual_seed(3)
     i = torch.randint(-5, 6, (2, 3), generator=g)
     j = torch.randint(1, 6, (2, 3), generator=g, dtype=torch.int32)
