@@ -167,6 +167,24 @@ def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(other)})
 
 
+@CONVERTERS("aten.numpy_T.default")
+def convert_numpy_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.T`: every dim reversed."""
+    rank = len(shape_of(imp.value(args["self"])))
+    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(range(rank - 1, -1, -1))})
+
+
+@CONVERTERS("aten.mT.default", "aten.mH.default", "aten.adjoint.default", "aten.matrix_H.default")
+def convert_matrix_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.mT` (and `mH`, `adjoint`, `H`: the same for qopt's real dtypes): the last two
+    dims swapped."""
+    rank = len(shape_of(imp.value(args["self"])))
+    if rank < 2:
+        raise imp.error(f"transposes the last two dims of a rank-{rank} tensor (torch needs 2+)")
+    props = {"dim0": _int(rank - 2), "dim1": _int(rank - 1)}
+    return _unary(imp, sh.TransposeOp, args["self"], props)
+
+
 @CONVERTERS("aten.expand.default", "aten.expand_as.default")
 def convert_expand(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x, y = shape_of(imp.value(args["self"])), imp.result_type().get_shape()
