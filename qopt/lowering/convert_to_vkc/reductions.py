@@ -93,7 +93,14 @@ def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[
 
 
 @RULES(layers.LayerNormOp)
-def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
+def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Value]:
+    """layer_norm_rows; native_layer_norm's mean / rstd outputs only when unused."""
+    if any(r.uses for r in op.stats):
+        raise unsupported(
+            op,
+            "the mean / rstd outputs of native_layer_norm have no Vulkan lowering",
+            "use only the normalized output",
+        )
     dims = shape_of(op.input)
     cols = numel(ints(op.normalized_shape))
     rows = numel(dims) // cols
@@ -108,7 +115,7 @@ def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
     out = lw.alloc(dims, "f32")
     eps = real(op.eps, layers.DEFAULT_EPS)
     lw.dispatch("layer_norm_rows", [x, w, b, out], [rows, cols, eps])
-    return [out]
+    return [out, *(np.empty(tuple(shape_of(r)), np.float32) for r in op.stats)]
 
 
 @RULES(layers.GroupNormOp)
