@@ -23,6 +23,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     float_attr,
     int_attr,
     ints,
+    mil_elem,
     mil_tensor,
 )
 from qopt.numerics import resize
@@ -187,6 +188,12 @@ def _pool(
     """MIL pool `cls` of op's input; an unbatched `[C, H, W]` input (MIL reads rank 3
     as one spatial dim) is pooled as `[1, C, H, W]`."""
     x, out = op.input, mil_tensor(op.results[0].type)
+    if coreml.mil_dtype_name(mil_elem(elem_of(x))) not in ("fp16", "fp32"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: pooling of "
+            f"{coreml.mil_dtype_name(mil_elem(elem_of(x)))} tensors has no CoreML lowering "
+            "(MIL pools fp16 / fp32): cast the input to float"
+        )
     if len(shape_of(x)) == 4:
         return lw.build(cls, [x], out, **_pool_props(op), **props)
     elem = elem_of(x)

@@ -546,8 +546,18 @@ class Lowering:
         bias: SSAValue | None,
         out: Attribute,
     ) -> SSAValue:
-        """MIL `conv` with the window of `op` (aten or qfused conv2d)."""
+        """MIL `conv` with the window of `op` (aten or qfused conv2d). A run-time weight
+        takes no dilation in coremltools (an error naming the op)."""
         ph, pw = op.padding.get_values()
+        dilation = op.dilation.get_values()
+        if any(d != 1 for d in dilation) and not (
+            self.array(w) is not None or isinstance(w.owner, coreml.CompileTimeOp)
+        ):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: a dilated convolution (dilation "
+                f"{list(dilation)}) with a run-time weight has no CoreML lowering "
+                "(coremltools supports dilations for constant weights only)"
+            )
         return self.build(
             coreml.ConvOp,
             [x, w, bias],
@@ -555,7 +565,7 @@ class Lowering:
             strides=ints(op.stride.get_values()),
             pad_type=StringAttr("custom"),
             pad=ints((ph, ph, pw, pw)),
-            dilations=ints(op.dilation.get_values()),
+            dilations=ints(dilation),
             groups=int_attr(op.groups.value.data),
         )
 

@@ -677,3 +677,29 @@ def test_integer_pow_with_a_run_time_exponent_is_a_clear_error() -> None:
 class PowModule(torch.nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.pow(x, y)
+
+
+class RuntimeDilatedConv(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, dilation=2)
+
+
+class IntMaxPool(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.max_pool2d(x, 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "inputs", "message"),
+    [
+        (RuntimeDilatedConv(), (torch.randn(1, 2, 6, 6), torch.randn(3, 2, 2, 2)),
+         r"dilated convolution \(dilation \[2, 2\]\) with a run-time weight"),
+        (IntMaxPool(), (torch.arange(32, dtype=torch.int32).reshape(1, 2, 4, 4),),
+         r"pooling of int32 tensors has no CoreML lowering"),
+    ],
+    ids=["dilated_conv_runtime_weight", "int_max_pool"],
+)  # fmt: skip
+def test_forms_coremltools_refuses_are_clear_errors(model, inputs, message) -> None:
+    """coremltools raised ValueError / MIL verification failed (benchmarks/conformance.py)."""
+    with pytest.raises(qopt.QoptError, match=message):
+        qopt.compile(torch.export.export(model, inputs), target="coreml")
