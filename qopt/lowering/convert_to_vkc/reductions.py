@@ -75,6 +75,13 @@ def lower_reduce(lw: Lowering, op: rd.ReduceOp) -> Sequence[Buf]:
 
 @RULES(rd.SoftmaxOp, rd.LogSoftmaxOp)
 def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[Buf]:
+    safe = getattr(op, "safe", None)
+    if safe is not None and safe.value.data:
+        raise unsupported(
+            op,
+            "_safe_softmax (0, not NaN, for an all -inf slice) has no Vulkan kernel",
+            "use softmax, or a mask that leaves a finite value in every slice",
+        )
     dims = shape_of(op.input)
     x = lw.buffer(op.input)
     d = norm_dim(integer(op.dim), len(dims))
