@@ -163,8 +163,9 @@ def convert_transpose(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 @CONVERTERS("aten.t.default")
 def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     rank = len(shape_of(imp.value(args["self"])))
-    other = 1 if rank == 2 else 0  # t() is the identity below rank 2
-    return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(other)})
+    if rank < 2:  # t() is the identity below rank 2
+        return _unary(imp, sh.ViewOp, args["self"])
+    return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(1)})
 
 
 @CONVERTERS("aten.numpy_T.default")
