@@ -580,6 +580,12 @@ class Lowering:
                     "tensor, and Core ML program inputs have rank 1 to 5: pass it as a "
                     "1-element tensor (x.reshape(1)) in the exported model"
                 )
+            if isinstance(arg.type, TensorType) and 0 in shape_of(arg):
+                raise QoptError(
+                    f"convert-to-coreml: input {i} of @{self.func.sym_name.data} has the "
+                    f"zero-size shape {list(shape_of(arg))}; Core ML tensors are never "
+                    "empty: export the program without the empty input"
+                )
             if elem_of(arg) == i64:
                 Rewriter.replace_value_with_new_type(arg, TensorType(i32, shape_of(arg)))
         for op in list(block.ops):

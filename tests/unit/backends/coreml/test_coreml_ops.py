@@ -637,14 +637,17 @@ class PromotedOperands(torch.nn.Module):
             b + c, b * c, torch.maximum(b, c), b / c,  # bool: or, and, or; float division
             corner.sum(0), corner.sum(-1, keepdim=True), (corner > 0).sum(0),
             v @ v, m @ v, v @ m.t(), i @ i[0],  # 1-D matmul operands
+            b.amax(1), b.sum(1), corner.t(), v.t(),  # bool reductions; t() below rank 2
+            torch.ops.aten._safe_softmax(m.masked_fill(c[:, :1], -torch.inf), 1),  # row 0
         )  # fmt: skip
 
 
 def test_operands_take_the_result_type(tmp_path: Path) -> None:
     """Core ML's arithmetic takes fp16 / fp32 / int32 of one type: int operands of a
     float result are cast (as torch promotes), bool add / mul / maximum are logical
-    or / and / or, a reduction of a rank-0 value over its dim 0 is the value, and a 1-D
-    matmul operand is a matrix with the dim dropped after."""
+    or / and / or, a reduction of a rank-0 value over its dim 0 is the value, a 1-D
+    matmul operand is a matrix with the dim dropped after, amax of bools reduces int32,
+    and _safe_softmax gives 0 (not NaN) for an all -inf row."""
     g = torch.Generator().manual_seed(3)
     i = torch.randint(-5, 6, (2, 3), generator=g)
     j = torch.randint(1, 6, (2, 3), generator=g, dtype=torch.int32)
@@ -661,9 +664,12 @@ def test_operands_take_the_result_type(tmp_path: Path) -> None:
         np.testing.assert_allclose(g_, want, rtol=1e-6)
 
 
-def test_rank0_input_is_a_clear_error() -> None:
+def test_rank0_and_empty_inputs_are_clear_errors() -> None:
     ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
     with pytest.raises(qopt.QoptError, match=r"input 0 of @forward is a rank-0 tensor"):
+        qopt.compile(ep, target="coreml")
+    ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2, 0),))
+    with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size shape"):
         qopt.compile(ep, target="coreml")
 
 
