@@ -35,6 +35,7 @@ from qopt.conformance import (
     TARGETS,
     Outcome,
     iter_cases,
+    latest,
     render_markdown,
     run_case,
     summarize,
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
     if not args.report_only:
         run(args, targets, outcomes)
+    outcomes = latest(outcomes)
     table = summarize(outcomes, targets)
     print(
         f"{'target':8} {'ops':>5} "
@@ -86,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     print("(ops/cases; an op counts under the worst status of its cases)")
+    for t in targets:
+        print(f"{t}: {table[t]['ops_any_pass']} ops with a passing case")
     if args.out:
         header = (
             "# Op conformance (torch OpInfo database)\n\n"

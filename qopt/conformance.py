@@ -54,6 +54,12 @@ FLOAT_L2 = 1e-5
 """Or: the relative L2 error of the whole result (sums added in another order)."""
 
 
+UNINITIALIZED = frozenset(
+    {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
+)
+"""OpInfos whose result is uninitialized memory: nothing to compare."""
+
+
 class CaseTimeout(BaseException):
     """A case ran past its time limit (a BaseException: qopt's handlers never catch it)."""
 
@@ -169,9 +175,9 @@ def iter_cases(
 
 
 def coreml_io(want: np.ndarray) -> np.ndarray:
-    """torch's result in the type a Core ML program returns it (no int64 / bool
-    outputs there: int32, and fp32 0 / 1)."""
-    if want.dtype == np.int64:
+    """torch's result in the type a Core ML program returns it (outputs are fp16,
+    fp32 or int32 there: other integers are int32, bools fp32 0 / 1)."""
+    if want.dtype.kind in "iu" and want.dtype != np.int32:
         return want.astype(np.int32)
     if want.dtype == np.bool_:
         return want.astype(np.float32)
@@ -193,7 +199,7 @@ def mismatch(got: Any, want: np.ndarray) -> str | None:
         bad = int(np.count_nonzero(got != want))
         if bad == 0:
             return None
-        at = tuple(int(i[0]) for i in np.nonzero(got != want))
+        at = tuple(int(i) for i in np.argwhere(got != want)[0])
         return f"{bad} of {got.size} elements differ (at {at}: {got[at]} != torch {want[at]})"
     g, w = got.astype(np.float64), want.astype(np.float64)
     nan_g, nan_w = np.isnan(g), np.isnan(w)
@@ -376,6 +382,8 @@ def run_case(
 
     if any(t.layout != torch.strided for t in case.inputs):
         return skip("a sparse input")
+    if case.op.split(".")[0] in UNINITIALIZED:
+        return skip("uninitialized output (torch.empty)")
     try:
         with time_limit(seconds):
             try:
@@ -440,6 +448,23 @@ def run_case(
 # ----- the table -----------------------------------------------------------------------------
 
 
+def latest(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The outcomes of each case's last run (a rerun of a case, in the order the
+    outcomes were recorded, replaces all it had before: a skip or every target's)."""
+    runs: dict[tuple[str, str, int], list[Outcome]] = {}
+    for o in outcomes:
+        key = (o.op, o.dtype, o.index)
+        run = runs.get(key)
+        if (
+            run is None
+            or o.target == "export"
+            or any(r.target in (o.target, "export") for r in run)
+        ):
+            runs[key] = run = []
+        run.append(o)
+    return [o for run in runs.values() for o in run]
+
+
 def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per target: case counts by status, and ops counted by their worst status
     (an op passes when every case of it passes)."""
@@ -457,7 +482,8 @@ def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, 
         ops = dict.fromkeys(STATUSES, 0)
         for status in worst.values():
             ops[status] += 1
-        table[target] = {"cases": cases, "ops": ops}
+        passing = {o.op for o in outcomes if o.target == target and o.status == "pass"}
+        table[target] = {"cases": cases, "ops": ops, "ops_any_pass": len(passing)}
     return table
 
 
@@ -465,14 +491,14 @@ def render_markdown(outcomes: list[Outcome], targets: Sequence[str], header: str
     table = summarize(outcomes, targets)
     lines = [header, ""]
     lines.append(
-        "| target | ops pass | ops unsupported | ops wrong | ops crash | ops timeout "
-        "| cases pass | unsupported | wrong | crash | timeout |"
+        "| target | ops with a passing case | ops pass | ops unsupported | ops wrong | ops crash "
+        "| ops timeout | cases pass | unsupported | wrong | crash | timeout |"
     )
-    lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    lines.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for t in targets:
         o, c = table[t]["ops"], table[t]["cases"]
         lines.append(
-            f"| {t} | "
+            f"| {t} | {table[t]['ops_any_pass']} | "
             + " | ".join(str(o[s]) for s in STATUSES)
             + " | "
             + " | ".join(str(c[s]) for s in STATUSES)
@@ -542,6 +568,7 @@ __all__ = [
     "classify",
     "compare",
     "iter_cases",
+    "latest",
     "mismatch",
     "op_db",
     "render_markdown",
