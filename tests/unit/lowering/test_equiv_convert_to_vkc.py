@@ -580,6 +580,16 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "tensor<1x3x1xf32>",
         f"%r = aten.std %x {{dims = array<i64: 0, 2>, keepdim = true, correction = 0.000000e+00 : f64}} : ({F}) -> tensor<1x3x1xf32>\n%r",
     ),
+    one(  # float results of integer operands, computed in f32 (benchmarks/conformance.py)
+        "int_to_float",
+        "%i: tensor<2x3xi32>, %j: tensor<3xi64>",
+        "tensor<2x3xf32>, tensor<2x3xf32>",
+        """
+        %e = aten.exp %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
+        %d = aten.div %i, %j : (tensor<2x3xi32>, tensor<3xi64>) -> tensor<2x3xf32>
+        %e, %d""",
+        low=1,
+    ),
     one(  # torch's dim 0 / -1 of a rank-0 tensor (found by benchmarks/conformance.py)
         "sum_rank0",
         "%x: tensor<f32>, %b: tensor<i1>",
