@@ -224,6 +224,26 @@ def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
     return [lw.build(_LOGICAL[type(op)], [lw.as_elem(x, i1), lw.as_elem(y, i1)], out)]
 
 
+@RULES(ew.LogicalNotOp, ew.BitwiseNotOp, ew.IsNanOp)
+def _not_isnan(lw: Lowering, op: ew.UnaryOp) -> Sequence[SSAValue]:
+    """`logical_not(x)` (and `~` of bools) is `equal(x, 0)` in x's MIL type (bools as
+    int32); `isnan(x)` is `not_equal(x, x)` (false for integers). MIL has no
+    bitwise_not for integers (an error)."""
+    x = op.operands[0]
+    out = mil_tensor(op.results[0].type)
+    elem = mil_elem(elem_of(x))
+    if isinstance(op, ew.BitwiseNotOp) and elem != i1:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: bitwise_not of {coreml.mil_dtype_name(elem)} "
+            "tensors has no CoreML (MIL) op; only bools lower (to logical not)"
+        )
+    if elem == i1:
+        x = lw.as_elem(x, i32)
+    if isinstance(op, ew.IsNanOp):
+        return [lw.build(coreml.NotEqualOp, [x, x], out)]
+    return [lw.build(coreml.EqualOp, [x, lw.scalar(0, x)], out)]
+
+
 @RULES(ew.DivOp)
 def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
     """True division is MIL `real_div`. Rounding division (`//`, `div(...,

@@ -639,6 +639,7 @@ class PromotedOperands(torch.nn.Module):
             v @ v, m @ v, v @ m.t(), i @ i[0],  # 1-D matmul operands
             b.amax(1), b.sum(1), corner.t(), v.t(),  # bool reductions; t() below rank 2
             torch.ops.aten._safe_softmax(m.masked_fill(c[:, :1], -torch.inf), 1),  # row 0
+            torch.logical_not(i), ~b, torch.isnan(torch.log(m - 3)),  # equal / not_equal
         )  # fmt: skip
 
 
