@@ -580,6 +580,16 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "tensor<1x3x1xf32>",
         f"%r = aten.std %x {{dims = array<i64: 0, 2>, keepdim = true, correction = 0.000000e+00 : f64}} : ({F}) -> tensor<1x3x1xf32>\n%r",
     ),
+    one(  # 1-D matmul operands (benchmarks/conformance.py)
+        "matmul_vectors",
+        "%v: tensor<3xf32>, %m: tensor<2x3x4xf32>, %w: tensor<4xf32>",
+        "tensor<f32>, tensor<2x4xf32>, tensor<2x3xf32>",
+        """
+        %d = aten.matmul %v, %v : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+        %l = aten.matmul %v, %m : (tensor<3xf32>, tensor<2x3x4xf32>) -> tensor<2x4xf32>
+        %r = aten.matmul %m, %w : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+        %d, %l, %r""",
+    ),
     one(  # float results of integer operands, computed in f32 (benchmarks/conformance.py)
         "int_to_float",
         "%i: tensor<2x3xi32>, %j: tensor<3xi64>",
