@@ -471,7 +471,7 @@ def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, 
     rank = {s: i for i, s in enumerate(("pass", "unsupported", "timeout", "wrong", "crash"))}
     table: dict[str, dict[str, Any]] = {}
     for target in targets:
-        cases = dict.fromkeys(STATUSES, 0)
+        cases: dict[str, int] = dict.fromkeys(STATUSES, 0)
         worst: dict[str, str] = {}
         for o in outcomes:
             if o.target != target:
@@ -479,7 +479,7 @@ def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, 
             cases[o.status] += 1
             if o.op not in worst or rank[o.status] > rank[worst[o.op]]:
                 worst[o.op] = o.status
-        ops = dict.fromkeys(STATUSES, 0)
+        ops: dict[str, int] = dict.fromkeys(STATUSES, 0)
         for status in worst.values():
             ops[status] += 1
         passing = {o.op for o in outcomes if o.target == target and o.status == "pass"}
