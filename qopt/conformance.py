@@ -241,8 +241,12 @@ def compare(got: Sequence[Any], want: Sequence[np.ndarray], target: str) -> str 
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:
-    text = str(e).strip().splitlines()
+    """The message's first line (and the next one where the first ends in a colon:
+    the importer's "1 unsupported op(s) ...:" then the op)."""
+    text = [line.strip() for line in str(e).strip().splitlines()]
     first = text[0] if text else ""
+    if first.endswith(":") and len(text) > 1:
+        first = f"{first} {text[1]}"
     return first[:limit]
 
 
@@ -531,14 +535,21 @@ def render_markdown(outcomes: list[Outcome], targets: Sequence[str], header: str
                 lines.append(
                     f"| `{o.op}` | {o.dtype} | {o.index} | {o.target} | {_cell(o.detail)} |"
                 )
+    imported: dict[tuple[str, str, int], str] = {}  # the import's refusal, every target's
+    for o in outcomes:
+        if o.target == targets[0] and o.status == "unsupported":
+            imported[(o.op, o.dtype, o.index)] = o.detail
     for t in targets:
         rows = [o for o in outcomes if o.target == t and o.status == "unsupported"]
         by_op: dict[str, dict[str, set[str]]] = {}
         for o in rows:
+            if t != targets[0] and imported.get((o.op, o.dtype, o.index)) == o.detail:
+                continue  # refused by the import (or alike on every target): listed once
             by_op.setdefault(o.op, {}).setdefault(_generic(o.detail), set()).add(o.dtype)
+        also = "" if t == targets[0] else f" (beyond the refusals {targets[0]} lists)"
         lines += [
             "",
-            f"## Unsupported on {t}: {len(by_op)} ops",
+            f"## Unsupported on {t}: {len(by_op)} ops{also}",
             "",
             "| op | dtypes | qopt's error |",
             "|---|---|---|",
@@ -550,8 +561,12 @@ def render_markdown(outcomes: list[Outcome], targets: Sequence[str], header: str
 
 
 def _generic(message: str) -> str:
-    """A refusal's message without the user's file and line (one row per kind)."""
-    return re.sub(r" at [^ :]+\.py:\d+", "", message)
+    """A refusal's message without the user's file and line, node names, shapes and
+    index lists (one row per kind of refusal)."""
+    message = re.sub(r" at [^ :]+\.py:\d+", "", message)
+    message = re.sub(r" \(node [^)]*\)", "", message)
+    message = re.sub(r"tensor<[^>]*>", "tensor<...>", message)
+    return re.sub(r"\[[-\d, ]*\]", "[...]", message)
 
 
 def _cell(text: str) -> str:
