@@ -271,6 +271,13 @@ def build_program(
     names: dict[SSAValue, str] = {}
     out_names = output_names_of(module, output_names, function)
     input_names = input_names_of(func)
+    for i, arg in enumerate(block.args):
+        if not shape_of(arg):
+            raise QoptError(
+                f"emit: input {i} of @{func.sym_name.data} is a rank-0 tensor, and Core ML "
+                "program inputs have rank 1 to 5: pass it as a 1-element tensor "
+                "(x.reshape(1)) in the exported model"
+            )
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     state_names = state_names_of(module)
     out_names = _distinct_outputs(out_names, [*input_names, *state_names.values()])

@@ -574,12 +574,6 @@ class Lowering:
     def run(self) -> None:
         block = self.func.body.block
         for i, arg in enumerate(block.args):
-            if isinstance(arg.type, TensorType) and not shape_of(arg):
-                raise QoptError(
-                    f"convert-to-coreml: input {i} of @{self.func.sym_name.data} is a rank-0 "
-                    "tensor, and Core ML program inputs have rank 1 to 5: pass it as a "
-                    "1-element tensor (x.reshape(1)) in the exported model"
-                )
             if isinstance(arg.type, TensorType) and 0 in shape_of(arg):
                 raise QoptError(
                     f"convert-to-coreml: input {i} of @{self.func.sym_name.data} has the "

@@ -667,7 +667,7 @@ def test_operands_take_the_result_type(tmp_path: Path) -> None:
 
 def test_rank0_and_empty_inputs_are_clear_errors() -> None:
     ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
-    with pytest.raises(qopt.QoptError, match=r"input 0 of @forward is a rank-0 tensor"):
+    with pytest.raises(qopt.QoptError, match=r"emit: input 0 of @forward is a rank-0 tensor"):
         qopt.compile(ep, target="coreml")
     ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2, 0),))
     with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size shape"):
