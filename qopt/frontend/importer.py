@@ -70,6 +70,7 @@ from qopt.errors import QoptError
 from qopt.frontend.mutation import (
     IDENTITY_VIEWS,
     RESHAPE_VIEWS,
+    TRANSPOSE_VIEWS,
     functional_target,
     is_view,
     mutated_argument,
@@ -921,7 +922,7 @@ class Importer:
             return value
         if target in RESHAPE_VIEWS:
             op = sh.ViewOp.create(operands=[value], result_types=[parent_type])
-        elif target in ("aten.transpose.int", "aten.t.default", "aten.permute.default"):
+        elif target in TRANSPOSE_VIEWS:
             forward = self.value(view).owner
             assert isinstance(forward, Operation)
             properties = dict(forward.properties)

@@ -47,6 +47,11 @@ VIEW_TARGETS = frozenset(
         "aten.permute.default",
         "aten.transpose.int",
         "aten.t.default",
+        "aten.numpy_T.default",
+        "aten.mT.default",
+        "aten.mH.default",
+        "aten.adjoint.default",
+        "aten.matrix_H.default",
         "aten.slice.Tensor",
         "aten.select.int",
         "aten.narrow.default",
@@ -65,6 +70,20 @@ IDENTITY_VIEWS = frozenset(
     {"aten.alias.default", "aten.detach.default", "aten.to.dtype", "aten.to.dtype_layout",
      "aten.to.device"}
 )  # fmt: skip
+
+#: Views that permute dims: the base's new value is the written value permuted back.
+TRANSPOSE_VIEWS = frozenset(
+    {
+        "aten.transpose.int",
+        "aten.t.default",
+        "aten.permute.default",
+        "aten.numpy_T.default",
+        "aten.mT.default",
+        "aten.mH.default",
+        "aten.adjoint.default",
+        "aten.matrix_H.default",
+    }
+)
 
 #: Views that only reshape: the base's new value is the written value reshaped back.
 RESHAPE_VIEWS = frozenset(

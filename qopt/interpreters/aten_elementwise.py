@@ -19,6 +19,7 @@ from qopt.dialects.aten.base import real, text
 from qopt.dialects.tensors import dtype_of
 from qopt.interpreters.common import as_result, functions_class
 from qopt.numerics import activations as act
+from qopt.numerics.integers import int_pow
 
 UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.NegOp: lambda x, op: -x,
@@ -93,6 +94,8 @@ def _div(x: np.ndarray, y: np.ndarray, op: ew.DivOp) -> np.ndarray:
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return int_pow(x, y)
     if y.ndim == 0 and x.dtype.kind == "f":
         e = float(y)
         if e == 2.0:

@@ -9,7 +9,8 @@ function: no lazy import hides an edge) only from its own layer or below:
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
-    driver      the public API (qopt/__init__.py), tools, demos, examples, testing, zoo
+    driver      the public API (qopt/__init__.py), tools, demos, examples, testing, zoo,
+                conformance
 
 and no import cycle exists between modules. Within a layer, two finer rules: the
 kernel catalogue imports only itself and qopt.errors (it is data the dialect, the
@@ -63,6 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.generation",
             "qopt.testing",
             "qopt.zoo",
+            "qopt.conformance",
         ),
     ),
 ]

@@ -271,6 +271,13 @@ def build_program(
     names: dict[SSAValue, str] = {}
     out_names = output_names_of(module, output_names, function)
     input_names = input_names_of(func)
+    for i, arg in enumerate(block.args):
+        if not shape_of(arg):
+            raise QoptError(
+                f"emit: input {i} of @{func.sym_name.data} is a rank-0 tensor, and Core ML "
+                "program inputs have rank 1 to 5: pass it as a 1-element tensor "
+                "(x.reshape(1)) in the exported model"
+            )
     specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
     state_names = state_names_of(module)
     out_names = _distinct_outputs(out_names, [*input_names, *state_names.values()])
@@ -298,10 +305,13 @@ def build_program(
         used: set[str] = set(input_names) | set(out_names) | set(state_names.values())
 
         def fresh(base: str) -> str:
+            # `base__1`, not coremltools' own `base_1`: its passes at save time
+            # (bool inputs / outputs cast to fp32) name ops `cast_0`, `cast_1`, ... and
+            # would define a name twice
             name, i = base, 0
             while name in used:
                 i += 1
-                name = f"{base}_{i}"
+                name = f"{base}__{i}"
             used.add(name)
             return name
 

@@ -170,8 +170,27 @@ def convert_transpose(imp: Importer, node: Node, args: dict[str, Any]) -> Operat
 @CONVERTERS("aten.t.default")
 def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     rank = len(shape_of(imp.value(args["self"])))
-    other = 1 if rank == 2 else 0  # t() is the identity below rank 2
-    return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(other)})
+    if rank < 2:  # t() is the identity below rank 2
+        return _unary(imp, sh.ViewOp, args["self"])
+    return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(1)})
+
+
+@CONVERTERS("aten.numpy_T.default")
+def convert_numpy_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.T`: every dim reversed."""
+    rank = len(shape_of(imp.value(args["self"])))
+    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(range(rank - 1, -1, -1))})
+
+
+@CONVERTERS("aten.mT.default", "aten.mH.default", "aten.adjoint.default", "aten.matrix_H.default")
+def convert_matrix_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x.mT` (and `mH`, `adjoint`, `H`: the same for qopt's real dtypes): the last two
+    dims swapped."""
+    rank = len(shape_of(imp.value(args["self"])))
+    if rank < 2:
+        raise imp.error(f"transposes the last two dims of a rank-{rank} tensor (torch needs 2+)")
+    props = {"dim0": _int(rank - 2), "dim1": _int(rank - 1)}
+    return _unary(imp, sh.TransposeOp, args["self"], props)
 
 
 @CONVERTERS("aten.expand.default", "aten.expand_as.default")

@@ -25,6 +25,7 @@ from qopt.kernels.opcodes import (
 )
 from qopt.kernels.spec import PushValues, Reference, SpecValues
 from qopt.numerics import activations as act
+from qopt.numerics.integers import int_pow
 
 
 def tanh_f32(v: np.ndarray) -> np.ndarray:
@@ -137,7 +138,7 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
                 "mul": lambda: x * y,
                 "div": lambda: np.floor_divide(x, y),
                 "floor_divide": lambda: np.floor_divide(x, y),
-                "pow": lambda: np.round(np.power(x.astype(F32), y.astype(F32))).astype(np.int64),
+                "pow": lambda: int_pow(x.astype(np.int32), y.astype(np.int32)),
                 "maximum": lambda: np.maximum(x, y),
                 "minimum": lambda: np.minimum(x, y),
                 "eq": lambda: x == y,

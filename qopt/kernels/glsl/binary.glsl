@@ -25,6 +25,19 @@ float powf(float x, float e) {
   return pow(x, e);
 }
 
+// torch's integer pow (ATen powi): squaring in int (wrapping); b < 0 gives 1 for
+// a == 1, +-1 for a == -1, else 0
+int powi(int a, int b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) != 0 ? -1 : 1) : 0);
+  int r = 1;
+  while (b != 0) {
+    if ((b & 1) != 0) r *= a;
+    b >>= 1;
+    a *= a;
+  }
+  return r;
+}
+
 void main() {
   uint stride = gl_NumWorkGroups.x * uint(WG);
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
@@ -44,7 +57,7 @@ void main() {
       else if (OP == BINARY_SUB) r = x - al * y;
       else if (OP == BINARY_MUL) r = x * y;
       else if (OP == BINARY_DIV || OP == BINARY_FLOOR_DIVIDE) { int q = x / y; if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1; r = q; }
-      else if (OP == BINARY_POW) r = int(roundEven(powf(float(x), float(y))));
+      else if (OP == BINARY_POW) r = powi(x, y);
       else if (OP == BINARY_MAXIMUM) r = max(x, y);
       else if (OP == BINARY_MINIMUM) r = min(x, y);
       else if (OP == BINARY_EQ) r = int(x == y);

@@ -29,12 +29,44 @@ from qopt.lowering.convert_to_coreml.lowering import (
 RULES = RuleTable()
 
 
+_BOOL_ARITHMETIC: dict[type[coreml.CoremlOp], type[coreml.CoremlOp]] = {
+    coreml.AddOp: coreml.LogicalOrOp,
+    coreml.MulOp: coreml.LogicalAndOp,
+    coreml.MaximumOp: coreml.LogicalOrOp,
+    coreml.MinimumOp: coreml.LogicalAndOp,
+}
+"""torch's arithmetic on bools (a bool result) as MIL logic: MIL arithmetic takes
+fp16, fp32 or int32 only."""
+
+
+def _arithmetic(
+    lw: Lowering, op: Operation, cls: type[coreml.CoremlOp], operands: Sequence[SSAValue],
+    **attrs: Attribute,
+) -> SSAValue:
+    """MIL `cls` on `operands` in the type of the op's result, as torch computes it
+    (`exp` of an int tensor and int / int are float; the operands are cast); a bool
+    result is `logical_or` / `logical_and` (add, maximum / mul, minimum) or an error."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    if elem == i1:
+        logic = _BOOL_ARITHMETIC.get(cls)
+        if logic is None:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: {cls.name.removeprefix('coreml.')} of bool "
+                "tensors has no CoreML (MIL) op (it takes fp16, fp32 or int32): cast the "
+                "operands to a number type first"
+            )
+        return lw.build(logic, [lw.as_elem(v, i1) for v in operands], out)
+    return lw.build(cls, [lw.as_elem(v, elem) for v in operands], out, **attrs)
+
+
 def _simple(cls: type[coreml.CoremlOp], **props: Callable[[Operation], Attribute]) -> Rule[Any]:
-    """The MIL op `cls` on the op's operands, with constant parameters `props`."""
+    """The MIL op `cls` on the op's operands (in the result's type), with constant
+    parameters `props`."""
 
     def lower(lw: Lowering, op: Operation) -> Sequence[SSAValue]:
         attrs = {k: fn(op) for k, fn in props.items()}
-        return [lw.build(cls, list(op.operands), mil_tensor(op.results[0].type), **attrs)]
+        return [_arithmetic(lw, op, cls, list(op.operands), **attrs)]
 
     return lower
 
@@ -44,11 +76,27 @@ for _aten, _coreml in (
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
     (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.TanOp, coreml.TanOp),
     (ew.ErfOp, coreml.ErfOp),
-    (ew.MulOp, coreml.MulOp), (ew.PowOp, coreml.PowOp), (ew.MaximumOp, coreml.MaximumOp),
+    (ew.MulOp, coreml.MulOp), (ew.MaximumOp, coreml.MaximumOp),
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
     RULES.add(_aten, _simple(_coreml))
 RULES.add(ew.RsqrtOp, _simple(coreml.RsqrtOp, epsilon=lambda op: float_attr(0.0)))
+
+
+@RULES(ew.PowOp)
+def _pow(lw: Lowering, op: ew.PowOp) -> Sequence[SSAValue]:
+    """MIL `pow`. Integer powers only with a constant, non-negative exponent: MIL
+    leaves int32 `pow` of a negative exponent unspecified (torch gives 0, or +-1 for
+    a base of +-1)."""
+    if coreml.mil_dtype_name(mil_elem(elem_of(op.result))) == "int32":
+        exponent = lw.array(op.operands[1])
+        if exponent is None or bool((exponent < 0).any()):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: integer pow with a run-time or negative "
+                "exponent has no exact CoreML lowering (MIL leaves negative int32 powers "
+                "unspecified): cast to float, or use a constant non-negative exponent"
+            )
+    return [_arithmetic(lw, op, coreml.PowOp, list(op.operands))]
 
 
 @RULES(ew.ReluOp)
@@ -83,12 +131,17 @@ def _gelu(lw: Lowering, op: ew.GeluOp) -> Sequence[SSAValue]:
 @RULES(ew.AddOp, ew.SubOp)
 def _add_sub(lw: Lowering, op: ew.AddOp | ew.SubOp) -> Sequence[SSAValue]:
     x, y = op.operands
-    out = mil_tensor(op.results[0].type)
     alpha = op.alpha
     if alpha is not None and float(alpha.value.data) != 1.0:
+        if elem_of(op.results[0]) == i1:
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: add of bool tensors with alpha has no "
+                "CoreML lowering: cast the operands to a number type first"
+            )
+        y = lw.as_elem(y, mil_elem(elem_of(op.results[0])))
         y = lw.build(coreml.MulOp, [y, lw.scalar(float(alpha.value.data), y)], y.type)
     cls = coreml.AddOp if isinstance(op, ew.AddOp) else coreml.SubOp
-    return [lw.build(cls, [x, y], out)]
+    return [_arithmetic(lw, op, cls, [x, y])]
 
 
 _COMPARISONS: dict[type[ew.CompareOp], type[coreml.CoremlOp]] = {
@@ -171,6 +224,26 @@ def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
     return [lw.build(_LOGICAL[type(op)], [lw.as_elem(x, i1), lw.as_elem(y, i1)], out)]
 
 
+@RULES(ew.LogicalNotOp, ew.BitwiseNotOp, ew.IsNanOp)
+def _not_isnan(lw: Lowering, op: ew.UnaryOp) -> Sequence[SSAValue]:
+    """`logical_not(x)` (and `~` of bools) is `equal(x, 0)` in x's MIL type (bools as
+    int32); `isnan(x)` is `not_equal(x, x)` (false for integers). MIL has no
+    bitwise_not for integers (an error)."""
+    x = op.operands[0]
+    out = mil_tensor(op.results[0].type)
+    elem = mil_elem(elem_of(x))
+    if isinstance(op, ew.BitwiseNotOp) and elem != i1:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: bitwise_not of {coreml.mil_dtype_name(elem)} "
+            "tensors has no CoreML (MIL) op; only bools lower (to logical not)"
+        )
+    if elem == i1:
+        x = lw.as_elem(x, i32)
+    if isinstance(op, ew.IsNanOp):
+        return [lw.build(coreml.NotEqualOp, [x, x], out)]
+    return [lw.build(coreml.EqualOp, [x, lw.scalar(0, x)], out)]
+
+
 @RULES(ew.DivOp)
 def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
     """True division is MIL `real_div`. Rounding division (`//`, `div(...,
@@ -180,7 +253,7 @@ def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
     and the signs of x and y differ (all exact integer steps)."""
     out = mil_tensor(op.result.type)
     if op.rounding_mode is None:
-        return [lw.build(coreml.RealDivOp, list(op.operands), out)]
+        return [_arithmetic(lw, op, coreml.RealDivOp, list(op.operands))]
     elem = out.get_element_type()
     name = coreml.mil_dtype_name(elem)
     if name not in coreml.FI:

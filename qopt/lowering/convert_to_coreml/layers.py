@@ -23,6 +23,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     float_attr,
     int_attr,
     ints,
+    mil_elem,
     mil_tensor,
 )
 from qopt.numerics import resize
@@ -32,18 +33,32 @@ RULES = RuleTable()
 
 @RULES(layers.LayerNormOp)
 def _layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[SSAValue]:
+    """MIL `layer_norm` over the trailing dims. Its gamma and beta must be constants:
+    a run-time weight or bias is a `mul` / `add` after it (broadcast over the trailing
+    dims). native_layer_norm's mean and rstd outputs only when unused."""
+    if any(r.uses for r in op.stats):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: the mean / rstd outputs of native_layer_norm "
+            "have no CoreML lowering: use only the normalized output"
+        )
     rank = len(shape_of(op.input))
     n = len(op.normalized_shape.get_values())
     axes = list(range(rank - n, rank))
-    return [
-        lw.build(
-            coreml.LayerNormOp,
-            [op.input, op.weight, op.bias],
-            mil_tensor(op.result.type),
-            axes=ints(axes),
-            epsilon=float_attr(real(op.eps, layers.DEFAULT_EPS)),
-        )
-    ]
+    out = mil_tensor(op.result.type)
+    weight, bias = op.weight, op.bias
+    constant = all(p is None or lw.array(p) is not None for p in (weight, bias))
+    y = lw.build(
+        coreml.LayerNormOp,
+        [op.input, weight, bias] if constant else [op.input, None, None],
+        out,
+        axes=ints(axes),
+        epsilon=float_attr(real(op.eps, layers.DEFAULT_EPS)),
+    )
+    if not constant:
+        for param, cls in ((weight, coreml.MulOp), (bias, coreml.AddOp)):
+            if param is not None:
+                y = lw.build(cls, [y, lw.as_elem(param, out.get_element_type())], out)
+    return [y, *(y for _ in op.stats)]  # unused stats: nothing reads them
 
 
 @RULES(layers.GroupNormOp)
@@ -78,7 +93,7 @@ def _group_norm(lw: Lowering, op: layers.GroupNormOp) -> Sequence[SSAValue]:
             channel_type = TensorType(elem, channel)
             value = lw.build(coreml.ReshapeOp, [value], channel_type, shape=ints(channel))
         y = lw.build(cls, [y, value], out)
-    return [y]
+    return [y, *(y for _ in op.stats)]  # unused stats: nothing reads them
 
 
 @RULES(layers.BatchNormOp)
@@ -173,6 +188,12 @@ def _pool(
     """MIL pool `cls` of op's input; an unbatched `[C, H, W]` input (MIL reads rank 3
     as one spatial dim) is pooled as `[1, C, H, W]`."""
     x, out = op.input, mil_tensor(op.results[0].type)
+    if coreml.mil_dtype_name(mil_elem(elem_of(x))) not in ("fp16", "fp32"):
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: pooling of "
+            f"{coreml.mil_dtype_name(mil_elem(elem_of(x)))} tensors has no CoreML lowering "
+            "(MIL pools fp16 / fp32): cast the input to float"
+        )
     if len(shape_of(x)) == 4:
         return lw.build(cls, [x], out, **_pool_props(op), **props)
     elem = elem_of(x)

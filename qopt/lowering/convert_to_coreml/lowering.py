@@ -547,8 +547,18 @@ class Lowering:
         bias: SSAValue | None,
         out: Attribute,
     ) -> SSAValue:
-        """MIL `conv` with the window of `op` (aten or qfused conv2d)."""
+        """MIL `conv` with the window of `op` (aten or qfused conv2d). A run-time weight
+        takes no dilation in coremltools (an error naming the op)."""
         ph, pw = op.padding.get_values()
+        dilation = op.dilation.get_values()
+        if any(d != 1 for d in dilation) and not (
+            self.array(w) is not None or isinstance(w.owner, coreml.CompileTimeOp)
+        ):
+            raise QoptError(
+                f"convert-to-coreml: {where(op)}: a dilated convolution (dilation "
+                f"{list(dilation)}) with a run-time weight has no CoreML lowering "
+                "(coremltools supports dilations for constant weights only)"
+            )
         return self.build(
             coreml.ConvOp,
             [x, w, bias],
@@ -556,7 +566,7 @@ class Lowering:
             strides=ints(op.stride.get_values()),
             pad_type=StringAttr("custom"),
             pad=ints((ph, ph, pw, pw)),
-            dilations=ints(op.dilation.get_values()),
+            dilations=ints(dilation),
             groups=int_attr(op.groups.value.data),
         )
 
@@ -564,7 +574,13 @@ class Lowering:
 
     def run(self) -> None:
         block = self.func.body.block
-        for arg in block.args:
+        for i, arg in enumerate(block.args):
+            if isinstance(arg.type, TensorType) and 0 in shape_of(arg):
+                raise QoptError(
+                    f"convert-to-coreml: input {i} of @{self.func.sym_name.data} has the "
+                    f"zero-size shape {list(shape_of(arg))}; Core ML tensors are never "
+                    "empty: export the program without the empty input"
+                )
             if elem_of(arg) == i64:
                 Rewriter.replace_value_with_new_type(arg, TensorType(i32, shape_of(arg)))
         independent = input_independent_ops(block)

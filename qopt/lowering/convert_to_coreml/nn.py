@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from qopt.dialects import coreml
@@ -18,6 +19,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
     RuleTable,
     bool_attr,
     int_attr,
+    ints,
     mil_tensor,
 )
 
@@ -31,9 +33,31 @@ def _linear(lw: Lowering, op: nn.LinearOp) -> Sequence[SSAValue]:
 
 @RULES(nn.MatmulOp)
 def _matmul(lw: Lowering, op: nn.MatmulOp) -> Sequence[SSAValue]:
+    """MIL `matmul`; a 1-D operand is reshaped to a matrix first ([K] -> [1, K] on the
+    left, [K, 1] on the right) and the added dim dropped after, as torch defines it
+    (coremltools' type inference fails on 1-D operands)."""
     out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
     f = bool_attr(False)
-    return [lw.build(coreml.MatmulOp, list(op.operands), out, transpose_x=f, transpose_y=f)]
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    x_dims, y_dims = shape_of(x), shape_of(y)
+    if len(x_dims) > 1 and len(y_dims) > 1:
+        return [lw.build(coreml.MatmulOp, [x, y], out, transpose_x=f, transpose_y=f)]
+    dims = list(out.get_shape())
+    if len(x_dims) == 1:
+        x = lw.build(
+            coreml.ReshapeOp, [x], TensorType(elem, (1, *x_dims)), shape=ints((1, *x_dims))
+        )
+        dims.insert(len(dims) - (len(y_dims) > 1), 1)
+    if len(y_dims) == 1:
+        y = lw.build(
+            coreml.ReshapeOp, [y], TensorType(elem, (*y_dims, 1)), shape=ints((*y_dims, 1))
+        )
+        dims.append(1)
+    product = lw.build(
+        coreml.MatmulOp, [x, y], TensorType(elem, dims), transpose_x=f, transpose_y=f
+    )
+    return [lw.build(coreml.ReshapeOp, [product], out, shape=ints(out.get_shape()))]
 
 
 @RULES(nn.AddmmOp)

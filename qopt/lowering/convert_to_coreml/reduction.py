@@ -33,13 +33,18 @@ def _reduce(cls: type[coreml.CoremlOp]) -> Rule[reduction.ReduceOp]:
 
     def lower(lw: Lowering, op: reduction.ReduceOp) -> Sequence[SSAValue]:
         x = op.input
-        rank = len(shape_of(x))
-        dims = op.dims
-        axes = list(range(rank)) if dims is None else [d % rank for d in dims.get_values()]
+        axes = op.axes()  # normalised; none for a rank-0 input (torch's dim 0 / -1 of it)
+        out = mil_tensor(op.results[0].type)
+        elem = out.get_element_type()
+        if not axes:
+            return [lw.as_elem(x, elem)]
         keep = op.keepdim
         keep_dims = keep is not None and bool(keep.value.data)
-        out = mil_tensor(op.results[0].type)
-        return [lw.build(cls, [x], out, axes=ints(axes), keep_dims=bool_attr(keep_dims))]
+        props = {"axes": ints(axes), "keep_dims": bool_attr(keep_dims)}
+        if elem == i1:  # amax / amin of bools: MIL reduces fp16 / fp32 / int32
+            as_int = lw.build(cls, [lw.as_elem(x, i32)], TensorType(i32, out.get_shape()), **props)
+            return [lw.as_elem(as_int, i1)]
+        return [lw.build(cls, [lw.as_elem(x, elem)], out, **props)]  # sum of bools: int
 
     return lower
 
@@ -52,9 +57,21 @@ RULES.add(reduction.AminOp, _reduce(coreml.ReduceMinOp))
 
 @RULES(reduction.SoftmaxOp)
 def _softmax(lw: Lowering, op: reduction.SoftmaxOp) -> Sequence[SSAValue]:
-    x = op.input
-    axis = int_attr(op.dim.value.data % len(shape_of(x)))
-    return [lw.build(coreml.SoftmaxOp, [x], mil_tensor(op.result.type), axis=axis)]
+    """MIL `softmax`; `_safe_softmax` (`safe`) gives 0 where the slice is all -inf
+    (NaN in MIL, as in torch's softmax): a `select` on `reduce_max == -inf`."""
+    x, out = op.input, mil_tensor(op.result.type)
+    dims = shape_of(x)
+    axis = op.dim.value.data % len(dims)
+    y = lw.build(coreml.SoftmaxOp, [x], out, axis=int_attr(axis))
+    if op.safe is None or not op.safe.value.data:
+        return [y]
+    kept = [1 if i == axis else d for i, d in enumerate(dims)]
+    top = lw.build(
+        coreml.ReduceMaxOp, [x], TensorType(elem_of(x), kept), axes=ints([axis]),
+        keep_dims=bool_attr(True),
+    )  # fmt: skip
+    dead = lw.build(coreml.EqualOp, [top, lw.scalar(-math.inf, top)], TensorType(i1, kept))
+    return [lw.build(coreml.SelectOp, [dead, lw.scalar(0.0, y), y], out)]
 
 
 @RULES(reduction.LogSoftmaxOp)

@@ -68,6 +68,7 @@ from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
+from qopt.dialects.tensors import dtype_of
 from qopt.errors import QoptError
 from qopt.interpreters import make_interpreter
 from qopt.interpreters.builtin import constant_array
@@ -234,6 +235,15 @@ def lower_function(
                     "(qopt-opt --host-fallback)"
                 ) from None
         for result, value in zip(op.results, results, strict=True):
+            if isinstance(value, Buf) and (value.dtype == "f32") != (abi_dtype(result) == "f32"):
+                # a rule whose kernel computes in f32 only, given integers (or the
+                # reverse): its buffer would be read as the wrong type
+                raise unsupported(
+                    op,
+                    f"the Vulkan kernels compute it in {value.dtype}, not on "
+                    f"{dtype_of(result)} tensors",
+                    "cast the operands to float32 in the model",
+                )
             lowering.values[result] = value
 
     results = [lowering.buffer(value) for value in returned]

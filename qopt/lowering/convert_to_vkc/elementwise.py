@@ -97,7 +97,11 @@ def _unary_op(lw: Lowering, op: el.UnaryOp, a: float = 0.0, b: float = 0.0) -> S
     if x.dtype != "f32" and not isinstance(op, INTEGER_UNARY):
         if isinstance(op, ROUNDING):
             return [lw.view(x, shape_of(op.result))]
-        raise unsupported(op, "integer inputs are not supported by this Vulkan op", "cast first")
+        if abi_dtype(op.result) != "f32":
+            raise unsupported(
+                op, "integer inputs are not supported by this Vulkan op", "cast first"
+            )
+        x = same_dtype(lw, x, "f32")  # exp / sin / ... of an integer tensor: a float result
     out = unary(lw, x, UNARY_NAMES[type(op)], a, b, abi_dtype(op.result))
     return [lw.view(out, shape_of(op.result))]
 
@@ -212,7 +216,9 @@ def lower_isnan(lw: Lowering, op: el.IsNanOp) -> Sequence[Buf]:
 
 def _binary_op(lw: Lowering, op: el.BinaryOp, name: str, alpha: float = 1.0) -> Sequence[Buf]:
     out_dims = shape_of(op.result) or (1,)
-    compute = "f32" if any(abi_dtype(v) == "f32" for v in op.operands) else "i32"
+    # f32 when an operand or the result is float (torch's int / int is a float division)
+    values = (*op.operands, op.result)
+    compute = "f32" if any(abi_dtype(v) == "f32" for v in values) else "i32"
     a = same_dtype(lw, operand_shape_buf(lw, op.lhs), compute)
     b = same_dtype(lw, operand_shape_buf(lw, op.rhs), compute)
     if compute == "f32" and name in BITWISE:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten.base import flag, integer, ints
 from qopt.dialects.tensors import numel, shape_of
@@ -50,6 +52,8 @@ def lower_linear(lw: Lowering, op: nn.LinearOp) -> Sequence[Buf]:
 def lower_addmm(lw: Lowering, op: nn.AddmmOp) -> Sequence[Buf]:
     """beta * input + alpha * (mat1 @ mat2) with beta = alpha = 1 and a row-vector
     input (GPT-2's Conv1D, nn.Linear traced as addmm): the matmul kernel's bias."""
+    if len(shape_of(op.mat1)) != 2:  # baddbmm imports as a batched addmm
+        raise unsupported(op, "batched addmm (baddbmm)", "write it as matmul + add")
     (m, k), (_, n) = shape_of(op.mat1), shape_of(op.mat2)
     beta = op.beta.value.data if op.beta is not None else 1.0
     alpha = op.alpha.value.data if op.alpha is not None else 1.0
@@ -71,15 +75,21 @@ def lower_addmm(lw: Lowering, op: nn.AddmmOp) -> Sequence[Buf]:
 @RULES(nn.MatmulOp)
 def lower_matmul(lw: Lowering, op: nn.MatmulOp) -> Sequence[Buf]:
     a_dims, b_dims = shape_of(op.lhs), shape_of(op.rhs)
-    if len(a_dims) < 2 or len(b_dims) < 2:
-        raise unsupported(op, "matmul of vectors", "unsqueeze the operands to matrices")
-    m, k = a_dims[-2:]
-    n = b_dims[-1]
-    out_dims = shape_of(op.result)
-    batch_dims = out_dims[:-2]
-    batch = numel(batch_dims)
     a = lw.buffer(op.lhs)
     b = lw.buffer(op.rhs)
+    # a 1-D operand is a matrix ([K] -> [1, K] on the left, [K, 1] on the right) whose
+    # added dim the result drops, as torch defines it: a view of the same buffer
+    if len(a_dims) == 1:
+        a_dims = (1, *a_dims)
+        a = lw.view(a, a_dims)
+    if len(b_dims) == 1:
+        b_dims = (*b_dims, 1)
+        b = lw.view(b, b_dims)
+    m, k = a_dims[-2:]
+    n = b_dims[-1]
+    batch_dims = tuple(np.broadcast_shapes(a_dims[:-2], b_dims[:-2]))
+    out_dims = (*batch_dims, m, n)
+    batch = numel(batch_dims)
     if numel(a_dims[:-2]) not in (1, batch):
         a = copy_strided(lw, a, (*batch_dims, m, k), broadcast_strides(a_dims, (*batch_dims, m, k)))
     if numel(b_dims[:-2]) not in (1, batch):
@@ -90,7 +100,7 @@ def lower_matmul(lw: Lowering, op: nn.MatmulOp) -> Sequence[Buf]:
     lw.dispatch(
         "matmul", [a, b, out, out], [m, n, k, batch, a_bs, b_bs], {"TRANS_B": 0, "HAS_BIAS": 0}
     )
-    return [out]
+    return [lw.view(out, shape_of(op.result) or (1,))]
 
 
 @RULES(nn.Conv2dOp)

@@ -59,10 +59,6 @@ def to_last(
     return moved, rows, cols
 
 
-def _reduced_dims(dims: Sequence[int], axes: Sequence[int]) -> list[int]:
-    return sorted({norm_dim(a, len(dims)) for a in axes}) if axes else list(range(len(dims)))
-
-
 def reduce_rows(lw: Lowering, x: Buf, out: Buf, rows: int, cols: int, op: str) -> None:
     """reduce_rows' op `op` (a REDUCE_OPS name) of [rows, cols] `x` into `out`."""
     lw.dispatch("reduce_rows", [x, out], [rows, cols], {"OP": REDUCE_OPS[op]})
@@ -74,7 +70,7 @@ def lower_reduce(lw: Lowering, op: rd.ReduceOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)
     if x.dtype != "f32" or abi_dtype(op.result) != "f32":
         raise unsupported(op, "integer reductions are not supported on Vulkan", "cast to float")
-    moved, rows, cols = to_last(lw, x, dims, _reduced_dims(dims, ints(op.dims)))
+    moved, rows, cols = to_last(lw, x, dims, op.axes())
     out = lw.alloc((rows,), "f32")
     reduce_rows(lw, moved, out, rows, cols, REDUCE_NAMES[type(op)])
     return [lw.view(out, shape_of(op.result) or (1,))]
@@ -82,6 +78,13 @@ def lower_reduce(lw: Lowering, op: rd.ReduceOp) -> Sequence[Buf]:
 
 @RULES(rd.SoftmaxOp, rd.LogSoftmaxOp)
 def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[Buf]:
+    safe = getattr(op, "safe", None)
+    if safe is not None and safe.value.data:
+        raise unsupported(
+            op,
+            "_safe_softmax (0, not NaN, for an all -inf slice) has no Vulkan kernel",
+            "use softmax, or a mask that leaves a finite value in every slice",
+        )
     dims = shape_of(op.input)
     x = lw.buffer(op.input)
     d = norm_dim(integer(op.dim), len(dims))
@@ -100,7 +103,14 @@ def lower_softmax(lw: Lowering, op: rd.SoftmaxOp | rd.LogSoftmaxOp) -> Sequence[
 
 
 @RULES(layers.LayerNormOp)
-def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
+def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Value]:
+    """layer_norm_rows; native_layer_norm's mean / rstd outputs only when unused."""
+    if any(r.uses for r in op.stats):
+        raise unsupported(
+            op,
+            "the mean / rstd outputs of native_layer_norm have no Vulkan lowering",
+            "use only the normalized output",
+        )
     dims = shape_of(op.input)
     cols = numel(ints(op.normalized_shape))
     rows = numel(dims) // cols
@@ -115,7 +125,7 @@ def lower_layer_norm(lw: Lowering, op: layers.LayerNormOp) -> Sequence[Buf]:
     out = lw.alloc(dims, "f32")
     eps = real(op.eps, layers.DEFAULT_EPS)
     lw.dispatch("layer_norm_rows", [x, w, b, out], [rows, cols, eps])
-    return [out]
+    return [out, *(np.empty(tuple(shape_of(r)), np.float32) for r in op.stats)]
 
 
 @RULES(layers.GroupNormOp)
@@ -231,7 +241,7 @@ def lower_moment(lw: Lowering, op: rd.VarOp | rd.StdOp) -> Sequence[Buf]:
     torch's summation order), then sqrt for std."""
     dims = shape_of(op.input) or (1,)
     x = same_dtype(lw, lw.buffer(op.input), "f32")
-    moved, rows, cols = to_last(lw, x, dims, _reduced_dims(dims, ints(op.dims)))
+    moved, rows, cols = to_last(lw, x, dims, op.axes())
     moved = lw.view(moved, (rows, cols))
     mean = lw.alloc((rows, 1), "f32")
     reduce_rows(lw, moved, mean, rows, cols, "mean")
@@ -249,10 +259,10 @@ def lower_moment(lw: Lowering, op: rd.VarOp | rd.StdOp) -> Sequence[Buf]:
 @RULES(rd.AnyOp, rd.AllOp)
 def lower_any_all(lw: Lowering, op: rd.AnyOp | rd.AllOp) -> Sequence[Buf]:
     """max (any) or min (all) of (x != 0) over the reduced dims, as 0/1."""
-    dims = shape_of(op.input) or (1,)
+    dims = shape_of(op.input)
     truth = unary(lw, lw.buffer(op.input), "to_bool", out_dtype="i32")
     as_float = unary(lw, truth, "cast_i32_f32", out_dtype="f32")
-    moved, rows, cols = to_last(lw, as_float, dims, _reduced_dims(dims, ints(op.dims)))
+    moved, rows, cols = to_last(lw, as_float, dims, op.axes())
     out = lw.alloc((rows,), "f32")
     reduce_rows(lw, moved, out, rows, cols, "max" if isinstance(op, rd.AnyOp) else "min")
     return [lw.view(unary(lw, out, "cast_f32_i32", out_dtype="i32"), shape_of(op.result) or (1,))]

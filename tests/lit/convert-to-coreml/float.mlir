@@ -162,8 +162,11 @@ func.func @reductions(%x: tensor<2x3x4xf32>) -> (tensor<2x3xf32>, tensor<2x1x4xf
 
 // -----
 
+// MIL layer_norm takes constant gamma / beta only: run-time ones are a mul and an add.
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK:         coreml.layer_norm %x gamma %w beta %b {axes = array<i64: 2>, epsilon = 1.000000e-05 : f64
+// CHECK:         %[[N:.*]] = coreml.layer_norm %x {axes = array<i64: 2>, epsilon = 1.000000e-05 : f64
+// CHECK-NEXT:    %[[S:.*]] = coreml.mul %[[N]], %w
+// CHECK-NEXT:    coreml.add %[[S]], %b
 func.func @layer_norm(%x: tensor<2x3x4xf32>, %w: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<2x3x4xf32> {
   %r = aten.layer_norm %x weight(%w : tensor<4xf32>) bias(%b : tensor<4xf32>) {normalized_shape = array<i64: 4>, eps = 1.000000e-05 : f64} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
   func.return %r : tensor<2x3x4xf32>

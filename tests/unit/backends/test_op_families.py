@@ -282,3 +282,20 @@ def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
     a[0, :4] = torch.tensor([6, -6, 0, -7])  # exact multiples and zero
     b[0, :4] = torch.tensor([3, 3, -2, 7])
     check(model, (x, y, a, b), tmp_path, 0.0, vulkan=isinstance(model, FloorDivision))
+
+
+# ----- layer norm with run-time parameters, native forms (benchmarks/conformance.py) --------
+
+
+class RuntimeNorms(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = F.layer_norm(x, (4,), w, b)  # MIL layer_norm takes constant gamma / beta only
+        z = torch.native_layer_norm(x, (4,), w, None, 1e-5)[0]  # mean / rstd unused
+        g = torch.native_group_norm(x.reshape(2, 4, 3), None, None, 2, 4, 3, 2, 1e-5)[0]
+        return y, z, g
+
+
+def test_runtime_layer_norm_parameters_and_native_forms(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(4)
+    inputs = tuple(torch.randn(*s, generator=g) for s in ((2, 3, 4), (4,), (4,)))
+    check(RuntimeNorms(), inputs, tmp_path, 1e-6)

@@ -130,6 +130,28 @@ def test_in_place_ops_through_views_match_torch() -> None:
         assert int(session.read_state("count")) == int(eager.count)
 
 
+class _Transposes(nn.Module):
+    """`x.T`, `x.mT`, `x.mH`, `x.adjoint()` (found by benchmarks/conformance.py), and a
+    write through `mT` into a buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(2, 4, 3))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        self.acc.mT.add_(x)
+        return x.T, x.mT * 2, x.mH, x.adjoint(), self.acc + 0
+
+
+def test_transposing_views_read_and_write_through() -> None:
+    model = _Transposes()
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    session, eager = qopt.session(qopt.import_program(_export(model, x))), copy.deepcopy(model)
+    for _ in range(2):
+        for got, want in zip(session.run(x.numpy()), eager(x), strict=True):
+            np.testing.assert_array_equal(got, want.numpy())
+
+
 def test_functional_form_buffer_mutation_outputs() -> None:
     """After `run_decompositions`, torch gives BUFFER_MUTATION outputs: the same state."""
     model = _Counter()

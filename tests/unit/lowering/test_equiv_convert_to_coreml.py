@@ -640,6 +640,20 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
     binary("lt", "i32", "i1"),
     *(binary(n, "i1") for n in ("logical_and", "logical_or", "logical_xor")),
     *(binary(n, "i1") for n in ("bitwise_and", "bitwise_or", "bitwise_xor")),
+    case(  # equal(x, 0) / not_equal(x, x) (benchmarks/conformance.py)
+        "logical_not_bitwise_not_isnan",
+        "%a: tensor<2x3xf32>, %i: tensor<2x3xi32>, %b: tensor<2x3xi1>",
+        "tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>",
+        """
+        %l = aten.logical_not %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+        %n = aten.bitwise_not %b : (tensor<2x3xi1>) -> tensor<2x3xi1>
+        %s = aten.sqrt %a : (tensor<2x3xf32>) -> tensor<2x3xf32>
+        %q = aten.isnan %s : (tensor<2x3xf32>) -> tensor<2x3xi1>
+        %m = aten.logical_not %b : (tensor<2x3xi1>) -> tensor<2x3xi1>
+        %l, %n, %q, %m""",
+        low=-1,
+        high=2,
+    ),
     case(
         "logical_xor_f32",
         "%a: tensor<2x3xf32>, %b: tensor<3xi32>",

@@ -602,6 +602,35 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         "tensor<1x3x1xf32>",
         f"%r = aten.std %x {{dims = array<i64: 0, 2>, keepdim = true, correction = 0.000000e+00 : f64}} : ({F}) -> tensor<1x3x1xf32>\n%r",
     ),
+    one(  # 1-D matmul operands (benchmarks/conformance.py)
+        "matmul_vectors",
+        "%v: tensor<3xf32>, %m: tensor<2x3x4xf32>, %w: tensor<4xf32>",
+        "tensor<f32>, tensor<2x4xf32>, tensor<2x3xf32>",
+        """
+        %d = aten.matmul %v, %v : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+        %l = aten.matmul %v, %m : (tensor<3xf32>, tensor<2x3x4xf32>) -> tensor<2x4xf32>
+        %r = aten.matmul %m, %w : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+        %d, %l, %r""",
+    ),
+    one(  # float results of integer operands, computed in f32 (benchmarks/conformance.py)
+        "int_to_float",
+        "%i: tensor<2x3xi32>, %j: tensor<3xi64>",
+        "tensor<2x3xf32>, tensor<2x3xf32>",
+        """
+        %e = aten.exp %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
+        %d = aten.div %i, %j : (tensor<2x3xi32>, tensor<3xi64>) -> tensor<2x3xf32>
+        %e, %d""",
+        low=1,
+    ),
+    one(  # torch's dim 0 / -1 of a rank-0 tensor (found by benchmarks/conformance.py)
+        "sum_rank0",
+        "%x: tensor<f32>, %b: tensor<i1>",
+        "tensor<f32>, tensor<i1>",
+        """
+        %r = aten.sum %x {dims = array<i64: 0>} : (tensor<f32>) -> tensor<f32>
+        %a = aten.any %b {dims = array<i64: -1>, keepdim = true} : (tensor<i1>) -> tensor<i1>
+        %r, %a""",
+    ),
     one(
         "any",
         "%x: tensor<2x3x4xi1>",
@@ -975,4 +1004,35 @@ def test_unsupported_scatters_name_the_op(name: str) -> None:
     with pytest.raises(
         qopt.QoptError, match=rf"convert-to-vkc: 'aten.index_put': {name} has no Vulkan lowering"
     ):
+        ConvertToVkcPass().apply(make_context(), module)
+
+
+UNSUPPORTED_FORMS = {  # found by benchmarks/conformance.py: a crash before, now a QoptError
+    "integer matmul": (
+        "%a: tensor<2x2x3xi32>, %b: tensor<2x3x2xi32>",
+        "tensor<2x2x2xi32>",
+        "%r = aten.matmul %a, %b : (tensor<2x2x3xi32>, tensor<2x3x2xi32>) -> tensor<2x2x2xi32>",
+        r"the Vulkan kernels compute it in f32, not on int32 tensors",
+    ),
+    "baddbmm": (
+        "%c: tensor<2x2x2xf32>, %a: tensor<2x2x3xf32>, %b: tensor<2x3x2xf32>",
+        "tensor<2x2x2xf32>",
+        "%r = aten.addmm %c, %a, %b : (tensor<2x2x2xf32>, tensor<2x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>",
+        r"batched addmm \(baddbmm\)",
+    ),
+    "_safe_softmax": (  # was NaN where torch gives 0
+        "%x: tensor<2x3xf32>",
+        "tensor<2x3xf32>",
+        "%r = aten.softmax %x {dim = 1 : i64, safe = true} : (tensor<2x3xf32>) -> tensor<2x3xf32>",
+        r"_safe_softmax .* has no Vulkan kernel",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSUPPORTED_FORMS))
+def test_unsupported_forms_name_the_op(name: str) -> None:
+    args, result, line, message = UNSUPPORTED_FORMS[name]
+    module = parse(f"func.func @forward({args}) -> {result} {{\n  {line}\n  func.return %r : {result}\n}}")
+    module.verify()
+    with pytest.raises(qopt.QoptError, match=rf"convert-to-vkc: 'aten\.\w+'.*{message}"):
         ConvertToVkcPass().apply(make_context(), module)

@@ -666,3 +666,17 @@ def test_expand_params_layouts():
     np.testing.assert_array_equal(grid, nq.expand_params(p.reshape(2, 3), (2, 4), (4, 12)))
     assert nq.expand_params(p, None, (4, 12)) is not None
     assert math.prod(nq.block_view(np.zeros((4, 12)), (2, 4)).shape) == 48
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_int_pow_is_torchs_powi(dtype):
+    """Negative exponents (0, or +-1 for a base of +-1), results beyond 2**24 (exact,
+    not through float) and wrapping overflow, as torch.pow of integer tensors."""
+    from qopt.numerics.integers import int_pow
+
+    base = torch.arange(-9, 10, dtype=dtype).reshape(-1, 1)
+    exponent = torch.tensor([-5, -2, -1, 0, 1, 2, 3, 8, 9, 31, 63], dtype=dtype)
+    got = int_pow(base.numpy(), exponent.numpy())
+    want = torch.pow(base, exponent).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -623,3 +623,90 @@ def test_unary_and_index_ops_fp16(name: str, tmp_path: Path) -> None:
             continue
         finite = np.isfinite(w) & np.isfinite(g)
         assert rel_err(g[finite], w[finite]) < 1e-2
+
+
+# ----- operand types torch promotes (found by benchmarks/conformance.py) --------------
+
+
+class PromotedOperands(torch.nn.Module):
+    def forward(self, i: torch.Tensor, j: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
+        corner = i[0, 0]  # a rank-0 value: torch reduces its dim 0 / -1 to itself
+        v, m = j[0].float(), j.float()
+        return (
+            torch.exp(i), torch.cos(j), i / j,  # float results of int operands
+            b + c, b * c, torch.maximum(b, c), b / c,  # bool: or, and, or; float division
+            corner.sum(0), corner.sum(-1, keepdim=True), (corner > 0).sum(0),
+            v @ v, m @ v, v @ m.t(), i @ i[0],  # 1-D matmul operands
+            b.amax(1), b.sum(1), corner.t(), v.t(),  # bool reductions; t() below rank 2
+            torch.ops.aten._safe_softmax(m.masked_fill(c[:, :1], -torch.inf), 1),  # row 0
+            torch.logical_not(i), ~b, torch.isnan(torch.log(m - 3)),  # equal / not_equal
+        )  # fmt: skip
+
+
+def test_operands_take_the_result_type(tmp_path: Path) -> None:
+    """Core ML's arithmetic takes fp16 / fp32 / int32 of one type: int operands of a
+    float result are cast (as torch promotes), bool add / mul / maximum are logical
+    or / and / or, a reduction of a rank-0 value over its dim 0 is the value, a 1-D
+    matmul operand is a matrix with the dim dropped after, amax of bools reduces int32,
+    and _safe_softmax gives 0 (not NaN) for an all -inf row."""
+    g = torch.Generator().manual_seed(3)
+    i = torch.randint(-5, 6, (2, 3), generator=g)
+    j = torch.randint(1, 6, (2, 3), generator=g, dtype=torch.int32)
+    b, c = torch.rand(2, 3, generator=g) > 0.5, torch.rand(2, 3, generator=g) > 0.5
+    ep = torch.export.export(PromotedOperands(), (i, j, b, c))
+    path = tmp_path / "promoted.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    got = qopt.interpret(qopt.read_mlpackage(path), i, j, b, c)
+    for g_, w in zip(got, PromotedOperands()(i, j, b, c), strict=True):
+        w = w.numpy()  # Core ML returns int64 as int32 and bool as fp32
+        want = w.astype({"b": np.float32, "i": np.int32}.get(w.dtype.kind, w.dtype))
+        assert g_.dtype == want.dtype
+        assert g_.shape == want.shape
+        np.testing.assert_allclose(g_, want, rtol=1e-6)
+
+
+def test_rank0_and_empty_inputs_are_clear_errors() -> None:
+    ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
+    with pytest.raises(qopt.QoptError, match=r"emit: input 0 of @forward is a rank-0 tensor"):
+        qopt.compile(ep, target="coreml")
+    ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2, 0),))
+    with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size shape"):
+        qopt.compile(ep, target="coreml")
+
+
+def test_integer_pow_with_a_run_time_exponent_is_a_clear_error() -> None:
+    x = torch.arange(1, 7, dtype=torch.int32).reshape(2, 3)
+    ep = torch.export.export(PowModule(), (x, x - 3))
+    with pytest.raises(qopt.QoptError, match=r"integer pow with a run-time or negative exponent"):
+        qopt.compile(ep, target="coreml")
+
+
+class PowModule(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.pow(x, y)
+
+
+class RuntimeDilatedConv(torch.nn.Module):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, dilation=2)
+
+
+class IntMaxPool(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.max_pool2d(x, 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "inputs", "message"),
+    [
+        (RuntimeDilatedConv(), (torch.randn(1, 2, 6, 6), torch.randn(3, 2, 2, 2)),
+         r"dilated convolution \(dilation \[2, 2\]\) with a run-time weight"),
+        (IntMaxPool(), (torch.arange(32, dtype=torch.int32).reshape(1, 2, 4, 4),),
+         r"pooling of int32 tensors has no CoreML lowering"),
+    ],
+    ids=["dilated_conv_runtime_weight", "int_max_pool"],
+)  # fmt: skip
+def test_forms_coremltools_refuses_are_clear_errors(model, inputs, message) -> None:
+    """coremltools raised ValueError / MIL verification failed (benchmarks/conformance.py)."""
+    with pytest.raises(qopt.QoptError, match=message):
+        qopt.compile(torch.export.export(model, inputs), target="coreml")

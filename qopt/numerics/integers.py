@@ -1,0 +1,27 @@
+"""Integer arithmetic as torch's CPU kernels compute it.
+
+`int_pow`: `torch.pow` of integer tensors (ATen's `powi`): exponentiation by
+squaring in the operands' type (wrapping on overflow, as C integers do); a negative
+exponent gives 1 for a base of 1, +-1 for a base of -1 (by the exponent's parity)
+and 0 for every other base (numpy refuses negative integer powers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def int_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """torch.pow of integer arrays `x`, `y` (broadcast), in their result type."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    dtype = np.result_type(x, y)
+    x, y = x.astype(dtype), y.astype(dtype)
+    negative = y < 0
+    with np.errstate(over="ignore"):
+        r = np.power(x, np.where(negative, 0, y))
+    odd = (y % 2) != 0
+    by_base = np.where(x == 1, 1, np.where(x == -1, np.where(odd, -1, 1), 0)).astype(dtype)
+    return np.where(negative, by_base, r).astype(dtype)
+
+
+__all__ = ["int_pow"]
