@@ -17,6 +17,7 @@ printed by `qopt-opt --version` / `qopt-run --version`, and recorded in every
 warnings: `qopt.report` (`CompileReport`, `QoptWarning`). The README's user guide has
 the options, the command line and troubleshooting.
 """
+
 from __future__ import annotations
 
 import enum

@@ -40,7 +40,10 @@ fp16, fp32 or int32 only."""
 
 
 def _arithmetic(
-    lw: Lowering, op: Operation, cls: type[coreml.CoremlOp], operands: Sequence[SSAValue],
+    lw: Lowering,
+    op: Operation,
+    cls: type[coreml.CoremlOp],
+    operands: Sequence[SSAValue],
     **attrs: Attribute,
 ) -> SSAValue:
     """MIL `cls` on `operands` in the type of the op's result, as torch computes it

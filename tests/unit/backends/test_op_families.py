@@ -288,7 +288,9 @@ def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
 
 
 class RuntimeNorms(torch.nn.Module):
-    def forward(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(
+        self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
         y = F.layer_norm(x, (4,), w, b)  # MIL layer_norm takes constant gamma / beta only
         z = torch.native_layer_norm(x, (4,), w, None, 1e-5)[0]  # mean / rstd unused
         g = torch.native_group_norm(x.reshape(2, 4, 3), None, None, 2, 4, 3, 2, 1e-5)[0]

@@ -1032,7 +1032,9 @@ UNSUPPORTED_FORMS = {  # found by benchmarks/conformance.py: a crash before, now
 @pytest.mark.parametrize("name", list(UNSUPPORTED_FORMS))
 def test_unsupported_forms_name_the_op(name: str) -> None:
     args, result, line, message = UNSUPPORTED_FORMS[name]
-    module = parse(f"func.func @forward({args}) -> {result} {{\n  {line}\n  func.return %r : {result}\n}}")
+    module = parse(
+        f"func.func @forward({args}) -> {result} {{\n  {line}\n  func.return %r : {result}\n}}"
+    )
     module.verify()
     with pytest.raises(qopt.QoptError, match=rf"convert-to-vkc: 'aten\.\w+'.*{message}"):
         ConvertToVkcPass().apply(make_context(), module)
