@@ -175,13 +175,6 @@ def convert_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _unary(imp, sh.TransposeOp, args["self"], {"dim0": _int(0), "dim1": _int(1)})
 
 
-@CONVERTERS("aten.numpy_T.default")
-def convert_numpy_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
-    """`x.T`: every dim reversed."""
-    rank = len(shape_of(imp.value(args["self"])))
-    return _unary(imp, sh.PermuteOp, args["self"], {"dims": _array(range(rank - 1, -1, -1))})
-
-
 @CONVERTERS("aten.mT.default", "aten.mH.default", "aten.adjoint.default", "aten.matrix_H.default")
 def convert_matrix_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """`x.mT` (and `mH`, `adjoint`, `H`: the same for qopt's real dtypes): the last two
