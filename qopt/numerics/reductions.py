@@ -35,6 +35,7 @@ only above 32768 inputs) is not modelled.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -118,7 +119,7 @@ def torch_sum(x: np.ndarray, axes: Sequence[int], keepdims: bool = False) -> np.
     kept = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, kept + axes)
     lead = tuple(x.shape[a] for a in kept)
-    out = torch_sum_last(moved.reshape((*lead, -1)))
+    out = torch_sum_last(moved.reshape((*lead, math.prod(x.shape[a] for a in axes))))
     if keepdims:
         out = out.reshape(tuple(1 if a in axes else x.shape[a] for a in range(x.ndim)))
     return out
@@ -139,7 +140,8 @@ def sequential_sum(windows: np.ndarray, ndims: int = 2) -> np.ndarray:
     with a window smaller than the input)."""
     windows = np.asarray(windows, dtype=F32)
     lead = windows.shape[: windows.ndim - ndims]
-    flat = windows.reshape((*lead, -1))
+    window = math.prod(windows.shape[windows.ndim - ndims :])
+    flat = windows.reshape((*lead, window))  # not -1: a zero-size lead leaves it open
     total = np.zeros(lead, F32)
     for k in range(flat.shape[-1]):
         total += flat[..., k]

@@ -66,3 +66,13 @@ def test_window_sums_equal_torch_pooling() -> None:
     windows = np.lib.stride_tricks.sliding_window_view(x.numpy(), (3, 3), axis=(2, 3))
     want = torch.nn.functional.avg_pool2d(x, 3, 1).numpy()
     np.testing.assert_array_equal(sequential_sum(windows) / np.float32(9), want)
+
+
+def test_sums_of_zero_size_leads() -> None:
+    """A zero-size dim outside the summed window (adaptive_avg_pool1d of a [0, C, L]
+    input) gives an empty result, as torch does (reshape(-1) could not infer it)."""
+    from qopt.numerics.reductions import sequential_sum, torch_sum
+
+    assert sequential_sum(np.zeros((0, 8, 1, 3), np.float32)).shape == (0, 8)
+    assert torch_sum(np.zeros((0, 4), np.float32), [1]).shape == (0,)
+    assert torch_sum(np.zeros((0, 4), np.float32), [0]).tolist() == [0.0] * 4
