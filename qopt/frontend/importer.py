@@ -655,8 +655,9 @@ class Importer:
             raise QoptError(
                 f"{len(unknown)} unsupported op(s) in the exported program:\n  "
                 + "\n  ".join(unknown)
-                + "\nqopt imports the aten/quant ops listed in its docs; file an issue "
-                "with these ops, or export a model that avoids them"
+                + "\nqopt's op coverage per target is measured in docs/conformance.md (the "
+                "README links it); export a model that avoids these ops, or file an issue "
+                "with them"
             )
 
     def _register_constant(self, node: Node, target: str) -> None:

@@ -235,9 +235,13 @@ def lower_function(
                     "(qopt-opt --host-fallback)"
                 ) from None
         for result, value in zip(op.results, results, strict=True):
-            if isinstance(value, Buf) and (value.dtype == "f32") != (abi_dtype(result) == "f32"):
+            wrong_type = isinstance(value, Buf) and (value.dtype == "f32") != (
+                abi_dtype(result) == "f32"
+            )
+            if wrong_type and result.uses:
                 # a rule whose kernel computes in f32 only, given integers (or the
-                # reverse): its buffer would be read as the wrong type
+                # reverse): its buffer would be read as the wrong type (an unread
+                # result, max_pool2d's indices, is never read)
                 raise unsupported(
                     op,
                     f"the Vulkan kernels compute it in {value.dtype}, not on "
