@@ -14,10 +14,10 @@ lit: setup
 	.venv/bin/lit -v tests/lit
 
 unit: setup
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest -n 2 tests/unit
 
 test: setup
 	.venv/bin/ruff check qopt tests
 	.venv/bin/basedpyright -p pyproject.toml
 	.venv/bin/lit -sv tests/lit
-	QOPT_VULKAN_VALIDATION=1 $(PY) -m pytest tests/unit
+	QOPT_VULKAN_VALIDATION=1 $(PY) -m pytest -n 2 tests/unit
