@@ -903,6 +903,10 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
         (4, (3, 16), 32, 2, (4, 1)),
         (3, (1, 36), 36, 3, (8, 2)),  # K tail (36 codes, 8 per word), M and N tile tails
         (2, (6, 8), 40, 5, (3, 3)),  # palette blocks narrower than a word (16 codes)
+        # the palette path (blocks of whole words): 3 blocks of 2-bit codes; 3-bit codes
+        # in 4-bit fields (8-entry palettes) at M = 1, NPW 8 over 6 rows
+        (2, (2, 16), 48, 3, (8, 2)),
+        (3, (3, 8), 24, 1, (8, 1)),
     ],
 )
 def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) -> None:
