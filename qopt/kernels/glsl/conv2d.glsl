@@ -7,7 +7,7 @@ layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int HAS_BIAS = 0;
 layout(constant_id = 1) const int WG = 64;
 layout(constant_id = 2) const int OCT = 1;  // output channels per invocation (<= 8)
-layout(constant_id = 3) const int OWT = 1;  // output columns per invocation (<= 4)
+layout(constant_id = 3) const int OWT = 1;  // output columns per invocation (<= 8)
 layout(std430, binding = 0) readonly buffer In { float x[]; };
 layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
@@ -55,7 +55,8 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
 // loop, skipping the padding taps as it does.
 #define ROWDECL(r)                                                                 \
   uint ch##r = min(oc0 + uint(r), p.OC - 1);                                       \
-  ACC_T a##r##0 = ACC_ZERO, a##r##1 = ACC_ZERO, a##r##2 = ACC_ZERO, a##r##3 = ACC_ZERO;
+  ACC_T a##r##0 = ACC_ZERO, a##r##1 = ACC_ZERO, a##r##2 = ACC_ZERO, a##r##3 = ACC_ZERO;  \
+  ACC_T a##r##4 = ACC_ZERO, a##r##5 = ACC_ZERO, a##r##6 = ACC_ZERO, a##r##7 = ACC_ZERO;
 #define MAC(r, j) if (OCT > r) a##r##j += XMUL(xv, wv##r);
 #define XCOL(j)                                                                    \
   if (OWT > j) {                                                                   \
@@ -68,7 +69,7 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
 #define FIN(r, j)                                                                  \
   if (OCT > r && OWT > j && oc0 + uint(r) < p.OC && ow0 + uint(j) < p.OW)          \
     finish(((nn * p.OC + ch##r) * p.OH + oh) * p.OW + ow0 + uint(j), ch##r, a##r##j);
-#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3)
+#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3) FIN(r, 4) FIN(r, 5) FIN(r, 6) FIN(r, 7)
 
 void tile(uint nn, uint oc0, uint oh, uint ow0, uint cg, uint g) {
   ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
@@ -81,7 +82,7 @@ void tile(uint nn, uint oc0, uint oh, uint ow0, uint cg, uint g) {
       for (uint kw = 0; kw < p.KW; ++kw) {
         uint k = (c * p.KH + kh) * p.KW + kw;
         WLOAD(0) WLOAD(1) WLOAD(2) WLOAD(3) WLOAD(4) WLOAD(5) WLOAD(6) WLOAD(7)
-        XCOL(0) XCOL(1) XCOL(2) XCOL(3)
+        XCOL(0) XCOL(1) XCOL(2) XCOL(3) XCOL(4) XCOL(5) XCOL(6) XCOL(7)
       }
     }
   }

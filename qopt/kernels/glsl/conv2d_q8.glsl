@@ -19,7 +19,7 @@ layout(constant_id = 2) const int HAS_BIAS = 0;
 layout(constant_id = 3) const int REQUANT = 1;
 layout(constant_id = 4) const int WG = 64;
 layout(constant_id = 5) const int OCT = 1;  // output channels per invocation (<= 8)
-layout(constant_id = 6) const int OWT = 1;  // output columns per invocation (<= 4)
+layout(constant_id = 6) const int OWT = 1;  // output columns per invocation (<= 8)
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) readonly buffer Wq { uint w[]; };
 layout(std430, binding = 2) readonly buffer S { float scales[]; };
@@ -101,7 +101,9 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
   uint ch##r = min(oc0 + uint(r), p.OC - 1);                                       \
   int z##r = zero_of(ch##r);                                                       \
   int i##r##0 = 0, i##r##1 = 0, i##r##2 = 0, i##r##3 = 0;                          \
-  float f##r##0 = 0.0, f##r##1 = 0.0, f##r##2 = 0.0, f##r##3 = 0.0;
+  int i##r##4 = 0, i##r##5 = 0, i##r##6 = 0, i##r##7 = 0;                          \
+  float f##r##0 = 0.0, f##r##1 = 0.0, f##r##2 = 0.0, f##r##3 = 0.0;                \
+  float f##r##4 = 0.0, f##r##5 = 0.0, f##r##6 = 0.0, f##r##7 = 0.0;
 #define MAC(r, j)                                                                  \
   if (OCT > r) {                                                                   \
     if (ACT == CONV_ACT_NONE) f##r##j += xf * float(wv##r);                        \
@@ -121,7 +123,7 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
 #define FIN(r, j)                                                                  \
   if (OCT > r && OWT > j && oc0 + uint(r) < p.OC && ow0 + uint(j) < p.OW)          \
     finish(((nn * p.OC + ch##r) * p.OH + oh) * p.OW + ow0 + uint(j), ch##r, i##r##j, f##r##j);
-#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3)
+#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3) FIN(r, 4) FIN(r, 5) FIN(r, 6) FIN(r, 7)
 
 void tile(uint nn, uint oc0, uint oh, uint ow0, uint cg, uint g) {
   ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
@@ -134,7 +136,7 @@ void tile(uint nn, uint oc0, uint oh, uint ow0, uint cg, uint g) {
       for (uint kw = 0; kw < p.KW; ++kw) {
         uint k = (c * p.KH + kh) * p.KW + kw;
         WLOAD(0) WLOAD(1) WLOAD(2) WLOAD(3) WLOAD(4) WLOAD(5) WLOAD(6) WLOAD(7)
-        XCOL(0) XCOL(1) XCOL(2) XCOL(3)
+        XCOL(0) XCOL(1) XCOL(2) XCOL(3) XCOL(4) XCOL(5) XCOL(6) XCOL(7)
       }
     }
   }

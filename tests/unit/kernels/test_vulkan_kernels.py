@@ -513,6 +513,16 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
         {"HAS_BIAS": 1, "OCT": 2, "OWT": 4},
     )
     np.testing.assert_array_equal(tiled["y"], got["y"])  # the same sums in the same order
+    # 8 columns (more than OW = 6: a tile tail) x 4 channels: some straddle a group
+    wide, _ = run_kernel(
+        dev,
+        "conv2d",
+        {"x": x, "w": w, "bias": bias},
+        {"y": (F32, count)},
+        push,
+        {"HAS_BIAS": 1, "OCT": 4, "OWT": 8},
+    )
+    np.testing.assert_array_equal(wide["y"], got["y"])
     tclose(
         ref["y"],
         F.conv2d(
@@ -986,7 +996,8 @@ def test_embedding_q(dev, bits: int, group: int, asym: bool, d: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "act,requant,tile", [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3))]
+    "act,requant,tile",
+    [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3)), (1, 1, (3, 8))],
 )
 def test_conv2d_q8(dev, act: int, requant: int, tile: tuple[int, int]) -> None:
     x = RNG.standard_normal((1, 4, 6, 5)).astype(F32)
