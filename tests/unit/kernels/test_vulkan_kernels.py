@@ -523,6 +523,23 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
         {"HAS_BIAS": 1, "OCT": 4, "OWT": 8},
     )
     np.testing.assert_array_equal(wide["y"], got["y"])
+    # stride and dilation 1 along the width (tile_s1: the x window shifted per tap), the
+    # padding column on both sides; every tile sums as the one-output loop
+    push1 = _conv_push(x.shape, w.shape, (2, 1), (1, 1), (2, 1), 2)
+    count1 = 2 * 6 * push1["OH"] * push1["OW"]
+    ins = {"x": x, "w": w, "bias": bias}
+    base, ref1 = run_kernel(dev, "conv2d", ins, {"y": (F32, count1)}, push1, {"HAS_BIAS": 1})
+    close(base["y"], ref1["y"])
+    for oct_, owt in ((3, 8), (2, 3), (1, 2)):
+        t1, _ = run_kernel(
+            dev,
+            "conv2d",
+            ins,
+            {"y": (F32, count1)},
+            push1,
+            {"HAS_BIAS": 1, "OCT": oct_, "OWT": owt},
+        )
+        np.testing.assert_array_equal(t1["y"], base["y"])
     tclose(
         ref["y"],
         F.conv2d(
