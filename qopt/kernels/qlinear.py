@@ -56,12 +56,26 @@ def q8ta_tile(m: int) -> dict[str, int]:
     return {"NPW": 8, "MT": 1 if m <= 1 else balanced_mt(m)}
 
 
-def lut_tile(m: int) -> dict[str, int]:
-    """NPW / MT of linear_lut: M = 1 8 weight rows; M > 1 4 weight rows x `balanced_mt`
-    rows of x (each palette lookup, a gather, feeds MT rows; lavapipe)."""
+def lut_tile(m: int, palette: bool = True) -> dict[str, int]:
+    """NPW / MT of linear_lut for M rows (lavapipe): M = 1 8 weight rows; M > 1
+    `balanced_mt` rows of x (each code looked up once for them) and 8 weight rows on the
+    palette path (`lut_palette`: palettes in registers, each x load feeds 8 rows), 4 on
+    the gather path (each lookup a gather)."""
     if m <= 1:
         return {"NPW": 8, "MT": 1}
-    return {"NPW": 4, "MT": balanced_mt(m)}
+    return {"NPW": 8 if palette else 4, "MT": balanced_mt(m)}
+
+
+def lut_palette(field_bits: int, block_cols: int, cols: int) -> bool:
+    """Whether linear_lut takes its palette path: fields of at most 4 bits, palette blocks
+    of whole code words (`block_cols` a multiple of 32 / field_bits) tiling the `cols`
+    columns."""
+    return (
+        field_bits <= 4
+        and block_cols > 0
+        and block_cols % (32 // field_bits) == 0
+        and cols % block_cols == 0
+    )
 
 
 def dq8ca_tile(m: int) -> dict[str, int]:

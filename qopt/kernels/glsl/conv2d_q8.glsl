@@ -10,8 +10,9 @@
 // Then y = min(max(y, clamp_min), clamp_max); REQUANT: i32 out as linear_q8ta.
 // Each invocation computes OCT output channels x OWT output columns of one output row
 // (grid-stride over N * ceil(OC/OCT) * OH * ceil(OW/OWT)); each x tap quantized once for
-// the OCT channels; int32 sums exact in any order, the float sums (CONV_ACT_NONE) in the
-// one-output order. workgroups = ceil(that / WG).
+// the OCT channels, each weight word loaded once for its 4 taps; int32 sums exact in any
+// order, the float sums (CONV_ACT_NONE) in the one-output order. workgroups =
+// ceil(that / WG).
 layout(local_size_x_id = 4) in;
 layout(constant_id = 0) const int ACT = CONV_ACT_STATIC;
 layout(constant_id = 1) const int HAS_ZERO_POINT = 0;
@@ -19,7 +20,7 @@ layout(constant_id = 2) const int HAS_BIAS = 0;
 layout(constant_id = 3) const int REQUANT = 1;
 layout(constant_id = 4) const int WG = 64;
 layout(constant_id = 5) const int OCT = 1;  // output channels per invocation (<= 8)
-layout(constant_id = 6) const int OWT = 1;  // output columns per invocation (<= 4)
+layout(constant_id = 6) const int OWT = 1;  // output columns per invocation (<= 8)
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) readonly buffer Wq { uint w[]; };
 layout(std430, binding = 2) readonly buffer S { float scales[]; };
@@ -90,8 +91,6 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
 }
 
 
-#define WLOAD(r) int wv##r = 0; if (OCT > r) wv##r = wfield(ch##r, k, z##r);
-
 // The tile: OCT output channels (one group: x shared) x OWT output columns of one output
 // row; accumulators named a<r><j> (no private arrays: lavapipe keeps dynamically indexed
 // ones in memory). Each x tap is loaded once for the OCT channels, each weight once for
@@ -101,7 +100,9 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
   uint ch##r = min(oc0 + uint(r), p.OC - 1);                                       \
   int z##r = zero_of(ch##r);                                                       \
   int i##r##0 = 0, i##r##1 = 0, i##r##2 = 0, i##r##3 = 0;                          \
-  float f##r##0 = 0.0, f##r##1 = 0.0, f##r##2 = 0.0, f##r##3 = 0.0;
+  int i##r##4 = 0, i##r##5 = 0, i##r##6 = 0, i##r##7 = 0;                          \
+  float f##r##0 = 0.0, f##r##1 = 0.0, f##r##2 = 0.0, f##r##3 = 0.0;                \
+  float f##r##4 = 0.0, f##r##5 = 0.0, f##r##6 = 0.0, f##r##7 = 0.0;
 #define MAC(r, j)                                                                  \
   if (OCT > r) {                                                                   \
     if (ACT == CONV_ACT_NONE) f##r##j += xf * float(wv##r);                        \
@@ -121,20 +122,35 @@ void one(uint n, uint oc, uint oh, uint ow, uint cg, uint g) {
 #define FIN(r, j)                                                                  \
   if (OCT > r && OWT > j && oc0 + uint(r) < p.OC && ow0 + uint(j) < p.OW)          \
     finish(((nn * p.OC + ch##r) * p.OH + oh) * p.OW + ow0 + uint(j), ch##r, i##r##j, f##r##j);
-#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3)
+#define FINROW(r) FIN(r, 0) FIN(r, 1) FIN(r, 2) FIN(r, 3) FIN(r, 4) FIN(r, 5) FIN(r, 6) FIN(r, 7)
+
+// The tile walks the taps k = (c*KH + kh)*KW + kw in order one weight word (4 taps) at a
+// time: the word of each channel is loaded once for its 4 taps (a load is a loop over the
+// SIMD lanes on lavapipe), (c, kh, kw) stepped along without divisions.
+#define WWORD(r) uint wd##r = 0u; if (OCT > r) wd##r = w[ch##r * p.row_words + k0 / 4u];
+#define WTAP(r) int wv##r = 0; if (OCT > r) wv##r = int((wd##r >> (8u * e)) & 0xFFu) - z##r;
 
 void tile(uint nn, uint oc0, uint oh, uint ow0, uint cg, uint g) {
   ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
-  for (uint c = 0; c < cg; ++c) {
-    uint xc = (nn * p.C + g * cg + c) * p.H;
-    for (uint kh = 0; kh < p.KH; ++kh) {
+  uint taps = cg * p.KH * p.KW;
+  uint c = 0u, kh = 0u, kw = 0u;  // of tap k0 + e
+  for (uint k0 = 0u; k0 < taps; k0 += 4u) {
+    WWORD(0) WWORD(1) WWORD(2) WWORD(3) WWORD(4) WWORD(5) WWORD(6) WWORD(7)
+    for (uint e = 0u; e < 4u; ++e) {
       int ih = int(oh) * p.sh - p.ph + int(kh) * p.dh;
-      if (ih < 0 || ih >= int(p.H)) continue;
-      uint xrow = (xc + uint(ih)) * p.W;
-      for (uint kw = 0; kw < p.KW; ++kw) {
-        uint k = (c * p.KH + kh) * p.KW + kw;
-        WLOAD(0) WLOAD(1) WLOAD(2) WLOAD(3) WLOAD(4) WLOAD(5) WLOAD(6) WLOAD(7)
-        XCOL(0) XCOL(1) XCOL(2) XCOL(3)
+      if (k0 + e < taps && ih >= 0 && ih < int(p.H)) {
+        uint xrow = ((nn * p.C + g * cg + c) * p.H + uint(ih)) * p.W;
+        WTAP(0) WTAP(1) WTAP(2) WTAP(3) WTAP(4) WTAP(5) WTAP(6) WTAP(7)
+        XCOL(0) XCOL(1) XCOL(2) XCOL(3) XCOL(4) XCOL(5) XCOL(6) XCOL(7)
+      }
+      kw += 1u;
+      if (kw == p.KW) {
+        kw = 0u;
+        kh += 1u;
+      }
+      if (kh == p.KH) {
+        kh = 0u;
+        c += 1u;
       }
     }
   }

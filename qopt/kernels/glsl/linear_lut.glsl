@@ -11,6 +11,12 @@
 // once for the NPW weight rows. Accumulators are named scalars a<r><mm> (no private
 // arrays: lavapipe keeps dynamically indexed ones in memory); the palette index k / BK is
 // computed once per word when BK is a multiple of VPW. Sums per output in k order.
+// The palette path (FBITS <= 4, BK a multiple of VPW, K a multiple of BK: `tile_palette`)
+// walks K one palette block at a time: at its start each weight row's 2^FBITS entries
+// (entry l = cb[pb + min(l, L - 1)]) are loaded into named registers, and each code picks
+// its entry with a select tree on its bits (`pick`) instead of a per-code load (a
+// gather: on lavapipe a loop over the lanes). The same value as the lookup, so the same
+// sums bit for bit.
 // workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int FBITS = 4;
@@ -92,13 +98,80 @@ void tile(uint m0, uint n0, bool per_code) {
   STOREROW(7)
 }
 
+// entry c (< 2^FBITS) of the palette p0.. (a select tree on the bits of c)
+float pick(uint c, float p0, float p1, float p2, float p3, float p4, float p5, float p6,
+           float p7, float p8, float p9, float p10, float p11, float p12, float p13,
+           float p14, float p15) {
+  bvec4 b = notEqual(uvec4(c) & uvec4(1u, 2u, 4u, 8u), uvec4(0u));
+  float q0 = mix(p0, p1, b.x), q1 = mix(p2, p3, b.x);
+  float q2 = FBITS > 2 ? mix(p4, p5, b.x) : 0.0, q3 = FBITS > 2 ? mix(p6, p7, b.x) : 0.0;
+  float q4 = FBITS > 3 ? mix(p8, p9, b.x) : 0.0, q5 = FBITS > 3 ? mix(p10, p11, b.x) : 0.0;
+  float q6 = FBITS > 3 ? mix(p12, p13, b.x) : 0.0, q7 = FBITS > 3 ? mix(p14, p15, b.x) : 0.0;
+  if (FBITS == 1) return q0;
+  float s0 = mix(q0, q1, b.y);
+  if (FBITS == 2) return s0;
+  float s1 = mix(q2, q3, b.y);
+  float t0 = mix(s0, s1, b.z);
+  if (FBITS == 3) return t0;
+  return mix(t0, mix(mix(q4, q5, b.y), mix(q6, q7, b.y), b.z), b.w);
+}
+
+#define PE(r, l) c##r##_##l = uint(l) < (1u << FBITS) ? cb[pb##r + min(uint(l), p.L - 1u)] : 0.0;
+#define PALDECL(r)                                                                 \
+  float c##r##_0 = 0.0, c##r##_1 = 0.0, c##r##_2 = 0.0, c##r##_3 = 0.0;            \
+  float c##r##_4 = 0.0, c##r##_5 = 0.0, c##r##_6 = 0.0, c##r##_7 = 0.0;            \
+  float c##r##_8 = 0.0, c##r##_9 = 0.0, c##r##_10 = 0.0, c##r##_11 = 0.0;          \
+  float c##r##_12 = 0.0, c##r##_13 = 0.0, c##r##_14 = 0.0, c##r##_15 = 0.0;
+#define PALLOAD(r)                                                                 \
+  if (NPW > r) {                                                                   \
+    PE(r, 0) PE(r, 1) PE(r, 2) PE(r, 3) PE(r, 4) PE(r, 5) PE(r, 6) PE(r, 7)        \
+    PE(r, 8) PE(r, 9) PE(r, 10) PE(r, 11) PE(r, 12) PE(r, 13) PE(r, 14) PE(r, 15)  \
+  }
+#define PICK(r, e)                                                                 \
+  float v##r = 0.0;                                                                \
+  if (NPW > r)                                                                     \
+    v##r = pick((q##r >> uint(FBITS * (e))) & MASK, c##r##_0, c##r##_1, c##r##_2,  \
+                c##r##_3, c##r##_4, c##r##_5, c##r##_6, c##r##_7, c##r##_8,        \
+                c##r##_9, c##r##_10, c##r##_11, c##r##_12, c##r##_13, c##r##_14,   \
+                c##r##_15);
+#define PCODE(e)                                                                   \
+  {                                                                                \
+    PICK(0, e) PICK(1, e) PICK(2, e) PICK(3, e) PICK(4, e) PICK(5, e) PICK(6, e)   \
+    PICK(7, e)                                                                     \
+    uint kk = k0 + uint(e);                                                        \
+    XROW(0, kk) XROW(1, kk) XROW(2, kk) XROW(3, kk)                                \
+    XROW(4, kk) XROW(5, kk) XROW(6, kk) XROW(7, kk)                                \
+  }
+
+void tile_palette(uint m0, uint n0) {
+  ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
+  PALDECL(0) PALDECL(1) PALDECL(2) PALDECL(3) PALDECL(4) PALDECL(5) PALDECL(6) PALDECL(7)
+  uint words = p.K / uint(VPW), wpb = p.BK / uint(VPW);  // K = blocks * BK, BK = wpb * VPW
+  for (uint kb = 0, w0 = 0; w0 < words; ++kb, w0 += wpb) {  // palette blocks along K
+    // the palettes loaded here, not under a branch in the word loop: lavapipe runs a
+    // branch's loads whatever its condition
+    PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb)
+    PALLOAD(0) PALLOAD(1) PALLOAD(2) PALLOAD(3) PALLOAD(4) PALLOAD(5) PALLOAD(6) PALLOAD(7)
+    for (uint wi = w0; wi < w0 + wpb; ++wi) {
+      uint k0 = wi * uint(VPW);
+      ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+      for (int e = 0; e < VPW; ++e) PCODE(e)  // no K tail: K is a multiple of BK and VPW
+    }
+  }
+  STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
+  STOREROW(7)
+}
+
 void main() {
   bool per_code = p.BK % uint(VPW) != 0u;
+  bool palette = FBITS <= 4 && !per_code && p.K % p.BK == 0u;  // whole palette blocks
   for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
     for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
          nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
       uint n0 = nb + gl_LocalInvocationID.x * uint(NPW);
-      if (per_code) tile(m0, n0, true);
+      if (palette) tile_palette(m0, n0);
+      else if (per_code) tile(m0, n0, true);
       else tile(m0, n0, false);
     }
   }

@@ -20,7 +20,7 @@ from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
-from qopt.kernels.qlinear import dq8ca_tile, linear_tile, lut_tile, q8ta_tile
+from qopt.kernels.qlinear import dq8ca_tile, linear_tile, lut_palette, lut_tile, q8ta_tile
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -280,7 +280,11 @@ def _linear_lut(
             packed.col_groups,
             packed.lut_size,
         ],
-        {"FBITS": packed.field_bits, "HAS_BIAS": has_bias, **lut_tile(m)},
+        {
+            "FBITS": packed.field_bits,
+            "HAS_BIAS": has_bias,
+            **lut_tile(m, lut_palette(packed.field_bits, packed.block_cols, k)),
+        },
     )
     return out
 

@@ -448,6 +448,8 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ),
     ("matmul", {"M": 4, "N": 6, "K": 9, "batch": 1, "a_bs": 36, "b_bs": 0}, {"MT": 4, "WG": 4}),
     ("conv2d", _conv_push(2, 4, 7, 6, 6, 3, 2, 2, 1, 2, 2), {"HAS_BIAS": 1, "WG": 32}),
+    # stride / dilation 1 along the width (the shifted x window), OW 9 in tiles of 8
+    ("conv2d", _conv_push(2, 4, 6, 9, 6, 3, 3, 1, 1, 1, 2), {"OCT": 3, "OWT": 8}),
     ("pool2d", _pool_push(3, 7, 6, 3, 2, 1, 1, True), {"OP": 1, "COUNT_INCLUDE_PAD": 0}),
     ("pool2d", _pool_push(2, 9, 8, 2, 2, 1, 2, False), {"OP": 0}),
     ("adaptive_avg_pool2d", {"planes": 3, "H": 7, "W": 5, "OH": 3, "OW": 2}, {}),
@@ -565,6 +567,11 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {"M": 3, "N": 4, "K": 24, **_lut_push(4, 24, 2, (1, 8), 4, "BN BK GK")},
         {"FBITS": 2},
     ),
+    (  # the palette path: 2-bit codes, two palette blocks of two words, NPW 8 x MT 2
+        "linear_lut",
+        {"M": 3, "N": 9, "K": 64, **_lut_push(9, 64, 2, (3, 32), 3, "BN BK GK")},
+        {"FBITS": 2, "NPW": 8, "MT": 2},
+    ),
     (
         "embedding_q4gsw",
         {"n": 5, "D": 64, "V": 9, "row_words": 8, "ngroups": 4},
@@ -597,6 +604,15 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             **_static(),
         },
         {"ACT": 2},
+    ),
+    (  # the word walk with a 4 x 8 tile (24 taps, OW 7)
+        "conv2d_q8ta_q8csw_q8to",
+        {
+            **_conv_push(1, 4, 5, 7, 6, 3, 2, 1, 1, 1, 1),
+            "row_words": packing.row_words(24, 8),
+            **_static(),
+        },
+        {"ACT": 1, "OCT": 4, "OWT": 8},
     ),
     (
         "add_q8ta_q8ta_q8to",

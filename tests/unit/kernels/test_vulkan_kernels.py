@@ -513,6 +513,33 @@ def test_conv_pool_gather(dev: VulkanDevice) -> None:
         {"HAS_BIAS": 1, "OCT": 2, "OWT": 4},
     )
     np.testing.assert_array_equal(tiled["y"], got["y"])  # the same sums in the same order
+    # 8 columns (more than OW = 6: a tile tail) x 4 channels: some straddle a group
+    wide, _ = run_kernel(
+        dev,
+        "conv2d",
+        {"x": x, "w": w, "bias": bias},
+        {"y": (F32, count)},
+        push,
+        {"HAS_BIAS": 1, "OCT": 4, "OWT": 8},
+    )
+    np.testing.assert_array_equal(wide["y"], got["y"])
+    # stride and dilation 1 along the width (tile_s1: the x window shifted per tap), the
+    # padding column on both sides; every tile sums as the one-output loop
+    push1 = _conv_push(x.shape, w.shape, (2, 1), (1, 1), (2, 1), 2)
+    count1 = 2 * 6 * push1["OH"] * push1["OW"]
+    ins = {"x": x, "w": w, "bias": bias}
+    base, ref1 = run_kernel(dev, "conv2d", ins, {"y": (F32, count1)}, push1, {"HAS_BIAS": 1})
+    close(base["y"], ref1["y"])
+    for oct_, owt in ((3, 8), (2, 3), (1, 2)):
+        t1, _ = run_kernel(
+            dev,
+            "conv2d",
+            ins,
+            {"y": (F32, count1)},
+            push1,
+            {"HAS_BIAS": 1, "OCT": oct_, "OWT": owt},
+        )
+        np.testing.assert_array_equal(t1["y"], base["y"])
     tclose(
         ref["y"],
         F.conv2d(
@@ -903,6 +930,10 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
         (4, (3, 16), 32, 2, (4, 1)),
         (3, (1, 36), 36, 3, (8, 2)),  # K tail (36 codes, 8 per word), M and N tile tails
         (2, (6, 8), 40, 5, (3, 3)),  # palette blocks narrower than a word (16 codes)
+        # the palette path (blocks of whole words): 3 blocks of 2-bit codes; 3-bit codes
+        # in 4-bit fields (8-entry palettes) at M = 1, NPW 8 over 6 rows
+        (2, (2, 16), 48, 3, (8, 2)),
+        (3, (3, 8), 24, 1, (8, 1)),
     ],
 )
 def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) -> None:
@@ -982,7 +1013,8 @@ def test_embedding_q(dev, bits: int, group: int, asym: bool, d: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "act,requant,tile", [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3))]
+    "act,requant,tile",
+    [(1, 1, (1, 1)), (2, 1, (3, 2)), (0, 0, (2, 4)), (1, 0, (8, 3)), (1, 1, (3, 8))],
 )
 def test_conv2d_q8(dev, act: int, requant: int, tile: tuple[int, int]) -> None:
     x = RNG.standard_normal((1, 4, 6, 5)).astype(F32)
