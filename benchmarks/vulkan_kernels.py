@@ -51,7 +51,16 @@ from qopt.kernels.push import conv_out, static_io_push
 # convert-to-vkc picks (qopt.kernels.qlinear.linear_tile; the spec defaults before it)
 M1_TILE = (4, 1, 64)
 TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64), (8, 1, 64)]
-TUNE_CANDIDATES_M16 = [(8, 8, 64), (8, 4, 64), (4, 4, 64), (8, 2, 64), (4, 8, 64), (4, 1, 64)]
+TUNE_CANDIDATES_M16 = [
+    (16, 8, 32),
+    (16, 8, 64),
+    (8, 8, 64),
+    (8, 4, 64),
+    (4, 4, 64),
+    (8, 2, 64),
+    (4, 8, 64),
+    (4, 1, 64),
+]
 
 
 def known_spec(kernel: str, spec: dict[str, int]) -> dict[str, int]:
@@ -482,7 +491,11 @@ def run_weight_only(
                 x = dev.upload(x_np)
                 out = dev.buffer(4 * m * n)
                 picked = tile_of(m)
-                tile = M1_TILE if m == 1 else (picked.get("NPW", 4), picked.get("MT", 1), 64)
+                tile = (
+                    M1_TILE
+                    if m == 1
+                    else (picked.get("NPW", 4), picked.get("MT", 1), picked.get("WG", 64))
+                )
                 if tune:
                     cands = TUNE_CANDIDATES if m == 1 else TUNE_CANDIDATES_M16
                     timed = [
