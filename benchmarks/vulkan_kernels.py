@@ -23,8 +23,11 @@ measures a tree before and after a kernel change.
 Targets (lavapipe, M = 1): int4 >= 2x unfused and >= 2.5x torch int4; int8 >= 2x
 unfused and >= 1.2x torch int8.
 
-    python benchmarks/vulkan_kernels.py [--quick] [--runs 15] [--tune] [--device NAME]
-        [--no-others] [--only-others]
+`--llama` measures the weight-only kernels at the shapes of benchmarks/e2e.py's model
+instead ((N, K) = (2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048); M = 1, 16, 64).
+
+    python benchmarks/vulkan_kernels.py [--quick] [--llama] [--runs 15] [--tune]
+        [--device NAME] [--no-others] [--only-others]
 """
 
 from __future__ import annotations
@@ -51,7 +54,16 @@ from qopt.kernels.push import conv_out, static_io_push
 # convert-to-vkc picks (qopt.kernels.qlinear.linear_tile; the spec defaults before it)
 M1_TILE = (4, 1, 64)
 TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64), (8, 1, 64)]
-TUNE_CANDIDATES_M16 = [(8, 8, 64), (8, 4, 64), (4, 4, 64), (8, 2, 64), (4, 8, 64), (4, 1, 64)]
+TUNE_CANDIDATES_M16 = [
+    (16, 8, 32),
+    (16, 8, 64),
+    (8, 8, 64),
+    (8, 4, 64),
+    (4, 4, 64),
+    (8, 2, 64),
+    (4, 8, 64),
+    (4, 1, 64),
+]
 
 
 def known_spec(kernel: str, spec: dict[str, int]) -> dict[str, int]:
@@ -441,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small shapes, few runs")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--tune", action="store_true", help="try tile configs, use the best")
+    ap.add_argument("--llama", action="store_true", help="e2e.py's Llama shapes, M 1/16/64")
     ap.add_argument("--device", default=None)
     ap.add_argument("--no-others", action="store_true", help="only linear_q4gsw / q8csw")
     ap.add_argument("--only-others", action="store_true", help="skip linear_q4gsw / q8csw")
@@ -451,13 +464,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     runs = args.runs or (5 if args.quick else 15)
     shapes = [(1024, 1024), (2752, 1024)] if args.quick else [(4096, 4096), (11008, 4096)]
+    ms = (1, 16)
+    if args.llama:
+        shapes = [(2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048)]
+        ms = (1, 16, 64)
     rng = np.random.default_rng(0)
     dev = VulkanDevice(args.device)
     print(f"device: {dev.name}; torch {torch.__version__}, {torch.get_num_threads()} threads")
     bw = Bandwidth(dev, max(3, runs // 3))
     with dev:
         if not args.only_others:
-            run_weight_only(dev, bw, shapes, rng, runs, args.tune)
+            run_weight_only(dev, bw, shapes, rng, runs, args.tune, ms)
         if not args.no_others:
             run_others(dev, bw, args.quick, runs)
     return 0
@@ -470,19 +487,24 @@ def run_weight_only(
     rng: np.random.Generator,
     runs: int,
     tune: bool,
+    ms: tuple[int, ...] = (1, 16),
 ) -> None:
     results = []
     verdicts = []
     for bits in (4, 8):
         for n, k in shapes:
             case = Case(dev, bits, n, k, rng)
-            for m in (1, 16):
+            for m in ms:
                 bw.sample()
                 x_np = rng.standard_normal((m, k), dtype=np.float32)
                 x = dev.upload(x_np)
                 out = dev.buffer(4 * m * n)
                 picked = tile_of(m)
-                tile = M1_TILE if m == 1 else (picked.get("NPW", 4), picked.get("MT", 1), 64)
+                tile = (
+                    M1_TILE
+                    if m == 1
+                    else (picked.get("NPW", 4), picked.get("MT", 1), picked.get("WG", 64))
+                )
                 if tune:
                     cands = TUNE_CANDIDATES if m == 1 else TUNE_CANDIDATES_M16
                     timed = [
@@ -525,7 +547,7 @@ def run_weight_only(
     header = (
         f"{'kernel':<13}{'N x K':>12}{'M':>4}{'fused ms':>10}{'cpu ms':>8}{'unfused':>9}"
         f"{'torch f32':>10}{'torch q':>9}{'floor':>8}  {'unf/fus':>7}{'tq/fus':>7}"
-        f"{'fus/tf32':>9}{'fus/flr':>8}{'M16/M1':>12}  tile"
+        f"{'fus/tf32':>9}{'fus/flr':>8}{'M/M1':>12}  tile"
     )
     print(header)
     print("-" * len(header))
@@ -557,7 +579,7 @@ def run_weight_only(
     print("\ntargets (lavapipe, same run):")
     for v in verdicts:
         print("  " + v)
-    print("  M=16 / M=1 (target <= 4x): the M16/M1 column, c = CPU seconds, w = wall")
+    print("  M=16 / M=1 (target <= 4x): M/M1 of the M = 16 rows (c = CPU seconds, w = wall)")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ void gemv_fast(uint m, uint n0, uint cpr) {
   }
 }
 
-// gemm_tile: NPW (<= 8) weight rows x MT (<= 8) rows of x (prefill, or NPW > 4): each
+// gemm_tile: NPW (<= 16) weight rows x MT (<= 8) rows of x (prefill, or NPW > 4): each
 // weight word is decoded once for the MT rows, each x vec4 loaded once for the NPW rows.
 // Accumulators are named scalars (no private arrays, which lavapipe keeps in memory):
 // int32 i<r><mm> per group (exact in any order), then y<r><mm> += f32(i) * s in group
@@ -170,11 +170,14 @@ int idot(ivec4 f, ivec4 x) { return (f.x * x.x + f.y * x.y) + (f.z * x.z + f.w *
       xa = xv[xr##mm + xc + uint(j)] - zx##mm;                                     \
     }                                                                              \
     MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm) MAC(4, mm) MAC(5, mm) MAC(6, mm)   \
-    MAC(7, mm)                                                                     \
+    MAC(7, mm) MAC(8, mm) MAC(9, mm) MAC(10, mm) MAC(11, mm) MAC(12, mm)           \
+    MAC(13, mm) MAC(14, mm) MAC(15, mm)                                            \
   }
 #define WORD(j)                                                                    \
   {                                                                                \
     DEC(0, j) DEC(1, j) DEC(2, j) DEC(3, j) DEC(4, j) DEC(5, j) DEC(6, j) DEC(7, j)    \
+    DEC(8, j) DEC(9, j) DEC(10, j) DEC(11, j) DEC(12, j) DEC(13, j) DEC(14, j)         \
+    DEC(15, j)                                                                     \
     XROW(0, j) XROW(1, j) XROW(2, j) XROW(3, j) XROW(4, j) XROW(5, j) XROW(6, j)   \
     XROW(7, j)                                                                     \
   }
@@ -202,19 +205,25 @@ int idot(ivec4 f, ivec4 x) { return (f.x * x.x + f.y * x.y) + (f.z * x.z + f.w *
 
 void gemm_tile(uint m0, uint n0, uint cpr) {
   ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  ROWDECL(8) ROWDECL(9) ROWDECL(10) ROWDECL(11) ROWDECL(12) ROWDECL(13) ROWDECL(14)
+  ROWDECL(15)
   XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
   for (uint c = 0; c < cpr; ++c) {
     uint g = (c * VPC) / uint(GROUP_SIZE);
     uint xc = c * (VPC / 4u);
     ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+    ROWLOAD(8) ROWLOAD(9) ROWLOAD(10) ROWLOAD(11) ROWLOAD(12) ROWLOAD(13) ROWLOAD(14)
+    ROWLOAD(15)
     for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
     if (((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr) {  // the group ends
       FOLDROW(0) FOLDROW(1) FOLDROW(2) FOLDROW(3) FOLDROW(4) FOLDROW(5) FOLDROW(6)
-      FOLDROW(7)
+      FOLDROW(7) FOLDROW(8) FOLDROW(9) FOLDROW(10) FOLDROW(11) FOLDROW(12) FOLDROW(13)
+      FOLDROW(14) FOLDROW(15)
     }
   }
   STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
-  STOREROW(7)
+  STOREROW(7) STOREROW(8) STOREROW(9) STOREROW(10) STOREROW(11) STOREROW(12) STOREROW(13)
+  STOREROW(14) STOREROW(15)
 }
 
 // The per-element loop: any group size, K and row padding.

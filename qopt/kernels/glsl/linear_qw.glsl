@@ -9,12 +9,17 @@
 // Tiling: each invocation owns NPW output columns (rows of w) x MT rows of x and walks K
 // in 128-bit chunks (one uvec4 load = 32 int4 / 16 int8 weights, decoded once and used
 // for the MT rows); the x values of a chunk are the same for every invocation of the
-// workgroup (uniform loads, broadcast on SIMD CPUs such as lavapipe; cached on GPUs).
+// workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 // M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
-// gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows; lavapipe's
-// cost is dominated by the x loads (one per x value per NPW weight rows), so convert-to-vkc
-// picks NPW 8 with MT up to 8 there (`qopt.kernels.qlinear.linear_tile`).
+// gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows. lavapipe runs
+// 8 invocations as the lanes of one SIMD vector and every buffer load component as a
+// per-lane loop (uniform address or not), so the cost follows the load components per
+// invocation: per 128-bit chunk NPW * 5 for the weights and scales and MT * VPC for x
+// (VPC / 4 vec4 loads per row of x), against NPW * MT * VPC multiply-adds. The x loads
+// dominate unless NPW is large: convert-to-vkc picks NPW 16, WG 32 with MT up to 8 there
+// (`qopt.kernels.qlinear.linear_tile`; NPW 16 measured 1.2-1.8x faster than NPW 8 at
+// M = 16..64, NPW 32 no faster: its accumulators spill).
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -199,7 +204,7 @@ void store_out(uint m, uint n, float a) {
   if (m < p.M && n < p.N) o[m * p.N + n] = a + (HAS_BIAS == 1 ? bias[n] : 0.0);
 }
 
-// gemm_tile: NPW (<= 8) weight rows x MT (<= 8) rows of x per invocation, every chunk on
+// gemm_tile: NPW (<= 16) weight rows x MT (<= 8) rows of x per invocation, every chunk on
 // the fast path. Each weight word is loaded and decoded (scale folded in) once and used for
 // the MT rows of x; each x vec4 is loaded once for the NPW weight rows. Accumulators are
 // named scalars a<r><mm> under constant guards (macros below), so nothing is indexed
@@ -223,10 +228,14 @@ void store_out(uint m, uint n, float a) {
     }                                                                              \
     MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm)                                    \
     MAC(4, mm) MAC(5, mm) MAC(6, mm) MAC(7, mm)                                    \
+    MAC(8, mm) MAC(9, mm) MAC(10, mm) MAC(11, mm)                                  \
+    MAC(12, mm) MAC(13, mm) MAC(14, mm) MAC(15, mm)                                \
   }
 #define WORD(j)                                                                    \
   {                                                                                \
     DEC(0, j) DEC(1, j) DEC(2, j) DEC(3, j) DEC(4, j) DEC(5, j) DEC(6, j) DEC(7, j)    \
+    DEC(8, j) DEC(9, j) DEC(10, j) DEC(11, j) DEC(12, j) DEC(13, j) DEC(14, j)         \
+    DEC(15, j)                                                                     \
     XROW(0, j) XROW(1, j) XROW(2, j) XROW(3, j) XROW(4, j) XROW(5, j) XROW(6, j)   \
     XROW(7, j)                                                                     \
   }
@@ -251,15 +260,20 @@ void store_out(uint m, uint n, float a) {
 void gemm_tile(uint m0, uint n0, uint cpr, bool whole_row) {
   uint kq = p.K / 4u;
   ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
+  ROWDECL(8) ROWDECL(9) ROWDECL(10) ROWDECL(11) ROWDECL(12) ROWDECL(13) ROWDECL(14)
+  ROWDECL(15)
   XDECL(0) XDECL(1) XDECL(2) XDECL(3) XDECL(4) XDECL(5) XDECL(6) XDECL(7)
   for (uint c = 0; c < cpr; ++c) {
     uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
     uint xc = c * uint(VPC / 4);
     ROWLOAD(0) ROWLOAD(1) ROWLOAD(2) ROWLOAD(3) ROWLOAD(4) ROWLOAD(5) ROWLOAD(6) ROWLOAD(7)
+    ROWLOAD(8) ROWLOAD(9) ROWLOAD(10) ROWLOAD(11) ROWLOAD(12) ROWLOAD(13) ROWLOAD(14)
+    ROWLOAD(15)
     for (int j = 0; j < 4; ++j) WORD(j)  // a loop, not 4 copies: a smaller shader
   }
   STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
-  STOREROW(7)
+  STOREROW(7) STOREROW(8) STOREROW(9) STOREROW(10) STOREROW(11) STOREROW(12) STOREROW(13)
+  STOREROW(14) STOREROW(15)
 }
 
 void main() {

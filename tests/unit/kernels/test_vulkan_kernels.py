@@ -808,10 +808,16 @@ def _weight(bits: int, n: int, k: int, group: int, asym: bool):
         ("linear_q8csw", 8, 48, 48, True, 2, (1, 4, 4)),
         ("linear_q8csw", 8, 64, 16, False, 6, (2, 2, 4)),
         ("linear_q8csw", 8, 80, 80, True, 13, (8, 7, 2)),
+        # NPW 9..16 (gemm_tile's rows 8-15; the per-element loop's NPW * MT array) on
+        # N = 37: three column blocks of 16, the last one clamped
+        ("linear_q4gsw", 4, 128, 32, False, 9, (16, 5, 2)),
+        ("linear_q4gsw", 4, 64, 32, True, 3, (13, 2, 1)),
+        ("linear_q8csw", 8, 64, 64, False, 17, (16, 8, 1)),
+        ("linear_q4gsw", 4, 100, 4, True, 3, (16, 2, 4)),
     ],
 )
 def test_linear_weight_only(dev, name, bits, k, group, asym, m, tile) -> None:
-    n = 11
+    n = 11 if tile[0] <= 8 else 37
     data, s, zp, p = _weight(bits, n, k, group, asym)
     x = RNG.standard_normal((m, k)).astype(F32)
     bias = RNG.standard_normal(n).astype(F32)
@@ -890,15 +896,24 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int,
 
 @pytest.mark.parametrize(
     "bits,group,tile",
-    [(4, 16, (4, 1)), (8, 64, (4, 1)), (4, 32, (4, 1)), (4, 32, (2, 4)), (8, 32, (8, 3))],
+    [
+        (4, 16, (4, 1)),
+        (8, 64, (4, 1)),
+        (4, 32, (4, 1)),
+        (4, 32, (2, 4)),
+        (8, 32, (8, 3)),
+        (4, 32, (16, 5)),
+        (8, 32, (13, 2)),
+    ],
 )
 def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
     """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
-    gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks) paths,
-    bit for bit against the reference."""
+    gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks; NPW
+    above 8 on N = 37: gemm_tile's rows 8-15, the last block clamped) paths, bit for bit
+    against the reference."""
     from qopt.interpreters import quant as iq
 
-    m, n, k = 5, 7, 64
+    m, n, k = 5, 7 if tile[0] <= 8 else 37, 64
     data, s, zp, p = _weight(bits, n, k, group, True)
     x = RNG.standard_normal((m, k)).astype(F32)
     xs, xz = iq.choose_qparams(x, (1, k), -128, 127, "asymmetric", 1e-7, F32, np.int32)
