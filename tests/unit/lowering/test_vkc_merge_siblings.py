@@ -1,0 +1,143 @@
+"""vkc-merge-siblings: translation validation (interpret the vkc IR before and after
+the pass: bit-identical outputs), fewer linear dispatches, idempotence, and on the
+Vulkan device bit-identical outputs with and without the pass (qopt-vulkan
+`merge-siblings`), at seq 16 (strided column loads) and at seq 1 (a KV-cache decode
+step: offset loads)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import numpy as np
+import pytest
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+import qopt
+from qopt.backends.vulkan.artifact import compile_artifact
+from qopt.backends.vulkan.runtime import vulkan_available
+from qopt.context import make_context
+from qopt.dialects import vkc
+from qopt.examples import apply_scheme, build_kv_llama, export_model, random_inputs
+from qopt.lowering.convert_to_vkc import ConvertToVkcPass
+from qopt.lowering.pipelines import QoptVulkanPipeline
+from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
+from qopt.lowering.vkc_merge_siblings import ROW_KERNELS, VkcMergeSiblingsPass
+from qopt.resources import clone_module
+
+
+@functools.cache
+def exported(scheme: str):
+    return export_model("llama", scheme)
+
+
+@functools.cache
+def decode_step(scheme: str):
+    torch.manual_seed(0)
+    example = (torch.tensor([[1]]), torch.tensor([0]))
+    model = apply_scheme(
+        build_kv_llama(vocab_size=64, dim=64, n_layers=1, n_heads=4, hidden_dim=128, max_seq_len=8),
+        scheme,
+        example,
+    )
+    with torch.no_grad():
+        return torch.export.export(copy.deepcopy(model), example, strict=False)
+
+
+def fused(ep) -> ModuleOp:
+    module = qopt.fuse(qopt.import_program(ep))
+    ConvertToVkcPass(schedule=False).apply(make_context(), module)
+    VkcFuseElementwisePass().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def linears(module: ModuleOp) -> int:
+    return sum(
+        isinstance(op, vkc.DispatchOp) and op.kernel_op().kernel.data in ROW_KERNELS
+        for op in module.walk()
+    )
+
+
+def same(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+@pytest.mark.parametrize("scheme", ["w4g32", "8da4w"])
+def test_merge_keeps_the_interpreted_outputs(scheme: str) -> None:
+    """TinyLlama (2 layers, seq 16): wq/wk/wv and w1/w3 of each layer become one
+    dispatch each (7 -> 4 linears per layer), outputs bit-identical; a second run
+    changes nothing."""
+    module = fused(exported(scheme))
+    inputs = random_inputs("llama", 3)
+    before, count = qopt.interpret(module, *inputs), linears(module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    module.verify()
+    assert linears(module) == count - 3 * 2
+    assert same(qopt.interpret(module, *inputs), before)
+    once = str(module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    assert str(module) == once
+
+
+def test_merge_keeps_a_decode_step() -> None:
+    """A KV-cache decode step (seq 1): the merged output's columns are read at an
+    offset; outputs and the caches bit-identical over two steps."""
+    module = fused(decode_step("w4g32"))
+    merged = clone_module(module)
+    VkcMergeSiblingsPass().apply(make_context(), merged)
+    merged.verify()
+    assert linears(merged) == linears(module) - 3
+    a, b = qopt.session(module), qopt.session(merged)
+    for step in range(2):
+        inputs = (np.array([[step + 3]]), np.array([step]))
+        assert same(a.run(*inputs), b.run(*inputs))
+
+
+def test_merge_needs_the_same_activations() -> None:
+    """Linears reading different inputs, or whose output is a program output (read
+    by no dispatch), stay apart."""
+    from qopt.context import parse_module
+
+    text = """func.func @f(%x: tensor<1x32xf32>, %y: tensor<1x32xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %w = arith.constant dense<1> : tensor<8x32xi8>
+  %s = arith.constant dense<0.5> : tensor<8x1xf32>
+  %z = arith.constant dense<0> : tensor<8x1xi8>
+  %wd = quant.dequantize %w, %s, %z {block_size = array<i64: 1, 32>, qmin = -8 : i64, qmax = 7 : i64} : (tensor<8x32xi8>, tensor<8x1xf32>, tensor<8x1xi8>) -> tensor<8x32xf32>
+  %a = aten.linear %x, %wd : (tensor<1x32xf32>, tensor<8x32xf32>) -> tensor<1x8xf32>
+  %b = aten.linear %y, %wd : (tensor<1x32xf32>, tensor<8x32xf32>) -> tensor<1x8xf32>
+  func.return %a, %b : tensor<1x8xf32>, tensor<1x8xf32>
+}"""
+    module = parse_module(text)
+    QoptVulkanPipeline().apply(make_context(), module)
+    assert linears(module) == 2
+
+
+def test_merged_llama_on_the_device() -> None:
+    """qopt-vulkan with and without merge-siblings: bit-identical device outputs at
+    seq 16 (TinyLlama w4g32) and at seq 1 (two decode steps, 8da4w)."""
+    if reason := vulkan_available():
+        pytest.skip(f"no Vulkan device: {reason}")
+    for ep, calls in (
+        (exported("w4g32"), [tuple(t.numpy() for t in random_inputs("llama", 5))]),
+        (
+            decode_step("8da4w"),
+            [(np.array([[3]]), np.array([0])), (np.array([[5]]), np.array([1]))],
+        ),
+    ):
+        outputs = []
+        for merge in (False, True):
+            module = qopt.import_program(ep)
+            QoptVulkanPipeline(merge_siblings=merge).apply(make_context(), module)
+            artifact = compile_artifact(module)
+            try:
+                session = artifact.session()
+                outputs.append([session.run(*inputs) for inputs in calls])
+            finally:
+                artifact.close()
+        for a, b in zip(*outputs, strict=True):
+            assert same(a, b)
