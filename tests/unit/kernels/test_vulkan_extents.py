@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 33
+    assert len(table) == 34
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -436,6 +436,12 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("softmax_rows", {"rows": 4, "cols": 70}, {"LOG": 1}),
     ("layer_norm_rows", {"rows": 3, "cols": 33, "eps": 1e-5}, {}),
     ("layer_norm_rows", {"rows": 2, "cols": 20, "eps": 1e-6}, {"RMS": 1, "HAS_BIAS": 0}),
+    (
+        "rms_norm_rows",
+        {"rows": 3, "cols": 45, "alpha": 1.0, "eps": 1e-5, "w_off": 2},
+        {"HAS_ADD": 1, "HAS_H": 1},
+    ),
+    ("rms_norm_rows", {"rows": 2, "cols": 7, "alpha": 1.0, "eps": 1e-6, "w_off": 0}, {}),
     (
         "matmul",
         {"M": 3, "N": 5, "K": 7, "batch": 2, "a_bs": 21, "b_bs": 0},

@@ -442,6 +442,39 @@ def test_rows(dev: VulkanDevice) -> None:
 # -- matmul, conv, pool, gather, sdpa
 
 
+def test_rms_norm_rows_sums_as_reduce_rows() -> None:
+    """rms_norm_rows.glsl's chain_sum is reduce_rows.glsl's (the same cascade order)."""
+
+    def chain_sum(glsl: str) -> str:
+        text = kernel_source(glsl)
+        start = text.index("float chain_sum(")
+        return text[start : text.index("\n}\n", start)]
+
+    assert chain_sum("rms_norm_rows.glsl") == chain_sum("reduce_rows.glsl")
+
+
+def test_rms_norm_rows(dev: VulkanDevice) -> None:
+    """rms_norm_rows: the device bit for bit its reference (rows shorter than 8, with a
+    tail, and long ones; with and without the residual add and the h output), and the
+    reference close to torch's RMSNorm of a + alpha * b."""
+    for rows, cols in ((3, 5), (2, 77), (2, 300)):
+        a = RNG.standard_normal((rows, cols)).astype(F32)
+        b = RNG.standard_normal((rows, cols)).astype(F32)
+        w = RNG.standard_normal(cols + 3).astype(F32)
+        for has_add, has_h in ((0, 0), (1, 1), (1, 0)):
+            push = {"rows": rows, "cols": cols, "alpha": 0.5, "eps": 1e-5, "w_off": 3}
+            outs = {"y": (F32, a.size), "h": (F32, a.size if has_h else 4)}
+            spec = {"HAS_ADD": has_add, "HAS_H": has_h}
+            got, ref = run_kernel(dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec)
+            assert got["y"].tobytes() == ref["y"].tobytes()
+            assert got["h"].tobytes() == ref["h"].tobytes()
+            h = torch.from_numpy(a + np.float32(0.5) * b if has_add else a)
+            expect = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5) * w[3:]
+            tclose(ref["y"], expect)
+            if has_h:
+                tclose(ref["h"], h)
+
+
 @pytest.mark.parametrize(
     "trans_b,npw,mt,k",
     [(1, 4, 1, 45), (1, 3, 2, 45), (0, 4, 1, 45), (1, 8, 3, 44), (1, 1, 1, 44)],

@@ -45,6 +45,7 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "convert-to-vkc",
         "vkc-fuse-elementwise",
+        "vkc-fuse-norms",
         "vkc-merge-siblings",
         "vkc-plan-buffers",
         "vkc-insert-barriers",
@@ -52,6 +53,8 @@ def test_pipelines_list_registered_passes() -> None:
     assert vulkan[2].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
+    unnormed = QoptVulkanPipeline(fuse_norms=False).passes()
+    assert "vkc-fuse-norms" not in [p.name for p in unnormed]
     unmerged = QoptVulkanPipeline(merge_siblings=False).passes()
     assert "vkc-merge-siblings" not in [p.name for p in unmerged]
     for sub_pass in (*fp16, *vulkan):

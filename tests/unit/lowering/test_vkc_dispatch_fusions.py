@@ -1,8 +1,7 @@
-"""vkc-merge-siblings: translation validation (interpret the vkc IR before and after
-the pass: bit-identical outputs), fewer linear dispatches, idempotence, and on the
-Vulkan device bit-identical outputs with and without the pass (qopt-vulkan
-`merge-siblings`), at seq 16 (strided column loads) and at seq 1 (a KV-cache decode
-step: offset loads)."""
+"""vkc-merge-siblings and vkc-fuse-norms: translation validation (interpret the vkc IR
+before and after each pass: bit-identical outputs), fewer dispatches, idempotence, and
+on the Vulkan device bit-identical outputs with every dispatch fusion of qopt-vulkan on
+and off, at seq 16 (strided column loads) and at seq 1 (KV-cache decode steps)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from qopt.examples import apply_scheme, build_kv_llama, export_model, random_inp
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.pipelines import QoptVulkanPipeline
 from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
+from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
 from qopt.lowering.vkc_merge_siblings import ROW_KERNELS, VkcMergeSiblingsPass
 from qopt.resources import clone_module
 
@@ -67,12 +67,11 @@ def same(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
     )
 
 
-@pytest.mark.parametrize("scheme", ["w4g32", "8da4w"])
-def test_merge_keeps_the_interpreted_outputs(scheme: str) -> None:
-    """TinyLlama (2 layers, seq 16): wq/wk/wv and w1/w3 of each layer become one
+def test_merge_keeps_the_interpreted_outputs() -> None:
+    """TinyLlama w4g32 (2 layers, seq 16): wq/wk/wv and w1/w3 of each layer become one
     dispatch each (7 -> 4 linears per layer), outputs bit-identical; a second run
     changes nothing."""
-    module = fused(exported(scheme))
+    module = fused(exported("w4g32"))
     inputs = random_inputs("llama", 3)
     before, count = qopt.interpret(module, *inputs), linears(module)
     VkcMergeSiblingsPass().apply(make_context(), module)
@@ -85,9 +84,10 @@ def test_merge_keeps_the_interpreted_outputs(scheme: str) -> None:
 
 
 def test_merge_keeps_a_decode_step() -> None:
-    """A KV-cache decode step (seq 1): the merged output's columns are read at an
-    offset; outputs and the caches bit-identical over two steps."""
-    module = fused(decode_step("w4g32"))
+    """KV-cache decode steps (seq 1, 8da4w: each x quantized once for its siblings):
+    the merged output's columns are read at an offset; outputs bit-identical over two
+    steps."""
+    module = fused(decode_step("8da4w"))
     merged = clone_module(module)
     VkcMergeSiblingsPass().apply(make_context(), merged)
     merged.verify()
@@ -117,9 +117,32 @@ def test_merge_needs_the_same_activations() -> None:
     assert linears(module) == 2
 
 
-def test_merged_llama_on_the_device() -> None:
-    """qopt-vulkan with and without merge-siblings: bit-identical device outputs at
-    seq 16 (TinyLlama w4g32) and at seq 1 (two decode steps, 8da4w)."""
+def kinds(module: ModuleOp) -> list[str]:
+    return [op.kernel_op().kernel.data for op in module.walk() if isinstance(op, vkc.DispatchOp)]
+
+
+def test_fuse_norms_keeps_the_interpreted_outputs() -> None:
+    """TinyLlama w4g32 (2 layers, seq 16): each RMSNorm (reduce_rows + its tail) is one
+    rms_norm_rows dispatch, the residual adds before the second norm of each layer and
+    the final norm folded in (5 norms, 4 adds: 14 dispatches -> 5); outputs
+    bit-identical; a second run changes nothing."""
+    module = fused(exported("w4g32"))
+    inputs = random_inputs("llama", 3)
+    before, count = qopt.interpret(module, *inputs), len(kinds(module))
+    VkcFuseNormsPass().apply(make_context(), module)
+    module.verify()
+    assert kinds(module).count("rms_norm_rows") == 5
+    assert "reduce_rows" not in kinds(module)
+    assert len(kinds(module)) == count - 9
+    assert same(qopt.interpret(module, *inputs), before)
+    once = str(module)
+    VkcFuseNormsPass().apply(make_context(), module)
+    assert str(module) == once
+
+
+def test_dispatch_fusions_on_the_device() -> None:
+    """qopt-vulkan with every dispatch fusion off and on: bit-identical device outputs
+    at seq 16 (TinyLlama w4g32) and over two decode steps (seq 1, 8da4w)."""
     if reason := vulkan_available():
         pytest.skip(f"no Vulkan device: {reason}")
     for ep, calls in (
@@ -130,9 +153,10 @@ def test_merged_llama_on_the_device() -> None:
         ),
     ):
         outputs = []
-        for merge in (False, True):
+        for on in (False, True):
             module = qopt.import_program(ep)
-            QoptVulkanPipeline(merge_siblings=merge).apply(make_context(), module)
+            pipeline = QoptVulkanPipeline(fuse_elementwise=on, fuse_norms=on, merge_siblings=on)
+            pipeline.apply(make_context(), module)
             artifact = compile_artifact(module)
             try:
                 session = artifact.session()
