@@ -4,7 +4,7 @@ with and without the pass, in one run.
 The Llama-shaped KV-cache decoder of benchmarks/decode.py (`build_kv_llama`, default
 dim 2048, 4 layers, vocab 32000, cache 512) under one scheme, its one-token `decode`
 method compiled twice through qopt-vulkan (every dispatch fusion off: `fuse-elementwise=false
-fuse-norms=false merge-siblings=false`, or on). The two
+fuse-norms=false merge-siblings=false fold-copies=false`, or on). The two
 sessions decode the same tokens alternately (interleaved, so load on the machine hits
 both alike); every step's logits must be bit-identical. Printed per variant:
 dispatches per call and per decoder layer (the difference between 2- and 1-layer

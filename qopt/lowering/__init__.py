@@ -40,6 +40,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VkcFuseElementwisePass
 
+    def get_vkc_fold_copies() -> type[ModulePass]:
+        from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
+
+        return VkcFoldCopiesPass
+
     def get_vkc_fuse_norms() -> type[ModulePass]:
         from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
 
@@ -83,6 +88,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-to-vkc": get_convert_to_vkc,
         "vkc-fuse-elementwise": get_vkc_fuse_elementwise,
         "vkc-fuse-norms": get_vkc_fuse_norms,
+        "vkc-fold-copies": get_vkc_fold_copies,
         "vkc-merge-siblings": get_vkc_merge_siblings,
         "vkc-plan-buffers": get_vkc_plan_buffers,
         "vkc-insert-barriers": get_vkc_insert_barriers,

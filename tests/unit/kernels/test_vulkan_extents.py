@@ -464,6 +464,11 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("scatter_dim", {"P": 2, "N": 6, "Q": 3, "S": 5}, {"NEG": 1, "WG": 4}),
     ("scatter_dim", {"P": 3, "N": 4, "Q": 5, "S": 3}, {}),
     (
+        "scatter_dim",
+        {"P": 2, "N": 4, "Q": 5, "S": 3},
+        {"VMAP": 1, "VOFF": 7, "VSP": 5, "VSS": 12, "VSQ": 1},
+    ),
+    (
         "sdpa",
         {
             "BH": 6,

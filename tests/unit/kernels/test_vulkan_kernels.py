@@ -442,6 +442,24 @@ def test_rows(dev: VulkanDevice) -> None:
 # -- matmul, conv, pool, gather, sdpa
 
 
+def test_scatter_dim_strided_values(dev: VulkanDevice) -> None:
+    """scatter_dim with VMAP = 1 reads vals[VOFF + p*VSP + s*VSS + q*VSQ]: the device
+    bit for bit its reference, and both the scatter of that strided slice."""
+    p, n, q, s = 2, 6, 4, 3
+    src = RNG.standard_normal(64).astype(F32)
+    spec = {"VMAP": 1, "VOFF": 5, "VSP": 1, "VSS": 16, "VSQ": 2}
+    idx = np.array([4, 0, 2], np.int32)
+    push = {"P": p, "N": n, "Q": q, "S": s}
+    outs = {"out": (F32, p * n * q), "status": (np.uint32, 1)}
+    got, ref = run_kernel(dev, "scatter_dim", {"vals": src, "idx": idx}, outs, push, spec)
+    assert got["out"].tobytes() == ref["out"].tobytes()
+    at = 5 + np.arange(p)[:, None, None] + 16 * np.arange(s)[None, :, None]
+    vals = src[at + 2 * np.arange(q)[None, None, :]]
+    expect = np.zeros((p, n, q), F32)
+    expect[:, idx, :] = vals
+    assert np.array_equal(ref["out"].reshape(p, n, q), expect)
+
+
 def test_rms_norm_rows_sums_as_reduce_rows() -> None:
     """rms_norm_rows.glsl's chain_sum is reduce_rows.glsl's (the same cascade order)."""
 

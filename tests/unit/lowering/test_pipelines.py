@@ -47,6 +47,7 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
         "vkc-merge-siblings",
+        "vkc-fold-copies",
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
@@ -55,6 +56,8 @@ def test_pipelines_list_registered_passes() -> None:
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     unnormed = QoptVulkanPipeline(fuse_norms=False).passes()
     assert "vkc-fuse-norms" not in [p.name for p in unnormed]
+    unfolded = QoptVulkanPipeline(fold_copies=False).passes()
+    assert "vkc-fold-copies" not in [p.name for p in unfolded]
     unmerged = QoptVulkanPipeline(merge_siblings=False).passes()
     assert "vkc-merge-siblings" not in [p.name for p in unmerged]
     for sub_pass in (*fp16, *vulkan):

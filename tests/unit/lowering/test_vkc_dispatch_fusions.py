@@ -1,4 +1,4 @@
-"""vkc-merge-siblings and vkc-fuse-norms: translation validation (interpret the vkc IR
+"""vkc-merge-siblings, vkc-fuse-norms and vkc-fold-copies: translation validation (interpret the vkc IR
 before and after each pass: bit-identical outputs), fewer dispatches, idempotence, and
 on the Vulkan device bit-identical outputs with every dispatch fusion of qopt-vulkan on
 and off, at seq 16 (strided column loads) and at seq 1 (KV-cache decode steps)."""
@@ -21,6 +21,7 @@ from qopt.dialects import vkc
 from qopt.examples import apply_scheme, build_kv_llama, export_model, random_inputs
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.pipelines import QoptVulkanPipeline
+from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
 from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
 from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
 from qopt.lowering.vkc_merge_siblings import ROW_KERNELS, VkcMergeSiblingsPass
@@ -140,9 +141,30 @@ def test_fuse_norms_keeps_the_interpreted_outputs() -> None:
     assert str(module) == once
 
 
+def test_fold_copies_keeps_a_decode_step() -> None:
+    """A merged, normed decode step (seq 1, w4g32): the attention output's transpose
+    (size-1 dims: an identity copy) becomes a view, v's copy out of the merged q/k/v
+    output is read by its cache scatter (VMAP); no copy_strided is left; outputs
+    bit-identical over two steps."""
+    module = fused(decode_step("w4g32"))
+    VkcFuseNormsPass().apply(make_context(), module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    folded = clone_module(module)
+    VkcFoldCopiesPass().apply(make_context(), folded)
+    folded.verify()
+    assert kinds(module).count("copy_strided") == 2
+    assert "copy_strided" not in kinds(folded)
+    assert len(kinds(folded)) == len(kinds(module)) - 2
+    a, b = qopt.session(module), qopt.session(folded)
+    for step in range(2):
+        inputs = (np.array([[step + 3]]), np.array([step]))
+        assert same(a.run(*inputs), b.run(*inputs))
+
+
 def test_dispatch_fusions_on_the_device() -> None:
     """qopt-vulkan with every dispatch fusion off and on: bit-identical device outputs
-    at seq 16 (TinyLlama w4g32) and over two decode steps (seq 1, 8da4w)."""
+    at seq 16 (TinyLlama w4g32) and over two decode steps (seq 1: w4g32, 12 dispatches
+    per layer; 8da4w)."""
     if reason := vulkan_available():
         pytest.skip(f"no Vulkan device: {reason}")
     for ep, calls in (
