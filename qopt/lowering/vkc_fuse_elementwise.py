@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -455,12 +456,12 @@ def make_dispatch(
     kernel_spec = catalogue()[name]
     kernel = symbols.get(name, spec)
     kinds = dict(kernel_spec.push)
-    attrs: dict[str, Attribute] = {
-        key: FloatAttr(float(np.float32(v)), f32)
-        if kinds[key] == "f32"
-        else IntegerAttr(int(v), i64)
-        for key, v in push.items()
-    }
+    attrs: dict[str, Attribute] = {}
+    for key, v in push.items():  # as convert-to-vkc writes them: u32 as i64, i32 as i32
+        if kinds[key] == "f32":
+            attrs[key] = FloatAttr(float(np.float32(v)), f32)
+        else:
+            attrs[key] = IntegerAttr(int(v), i64 if kinds[key] == "u32" else i32)
     groups = kernel_spec.workgroups(push, kernel_spec.spec_values(spec))
     op = vkc.DispatchOp.create(
         operands=list(buffers),

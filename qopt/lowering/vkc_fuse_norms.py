@@ -24,6 +24,10 @@ the add) and T writes what they read; every other reader of x comes after T. The
 kernel runs the same f32 operations in the same order as reduce_rows and
 binary/unary (see rms_norm_rows.glsl), so the fused program computes bit for bit what
 the unfused one did.
+
+It also puts a dynamic per-row quantization, `choose_qparams_rows` and the
+`quantize_rows` of the same x with its scale and zero point (an 8da4w linear's input),
+into one `quantize_rows_dynamic` dispatch (the same f32 operations as the two).
 """
 
 from __future__ import annotations
@@ -146,6 +150,8 @@ class _Fuser:
 
     def _try(self, reduce: vkc.DispatchOp) -> bool:
         kernel = reduce.kernel_op()
+        if kernel.kernel.data == "choose_qparams_rows":
+            return self._quantize(reduce)
         if kernel.kernel.data != "reduce_rows":
             return False
         spec = kernel.spec_values()
@@ -230,6 +236,59 @@ class _Fuser:
         _drop(reduce)
         if producer is not None:
             _drop(producer)
+        self.fused += 1
+        return True
+
+    def _quantize(self, choose: vkc.DispatchOp) -> bool:
+        """choose_qparams_rows C and the quantize_rows Q of the same x with C's scale and
+        zp: one quantize_rows_dynamic at Q's place (C's outputs still written: the
+        linear reads them), when they are transient buffers written by C alone, read by
+        nothing before Q, and nothing between C and Q writes x."""
+        x, scale, zp = (vkc.root_buffer(v) for v in choose.buffers)
+        users: list[Operation] = []
+        for root in (scale, zp):
+            owner = root.owner
+            if not isinstance(owner, vkc.AllocOp) or owner.is_status:
+                return False
+            users.extend(user for user, _ in buffer_uses(root) if user is not choose)
+        if dispatch_writes(choose) != {scale, zp}:
+            return False
+        quantize = next(
+            (
+                u
+                for u in users
+                if isinstance(u, vkc.DispatchOp)
+                and u.parent is self.block
+                and u.kernel_op().kernel.data == "quantize_rows"
+                and [vkc.root_buffer(v) for v in u.buffers[:3]] == [x, scale, zp]
+            ),
+            None,
+        )
+        if quantize is None:
+            return False
+        push, q_push = choose.push_values(), quantize.push_values()
+        if (push["rows"], push["cols"]) != (q_push["rows"], q_push["cols"]):
+            return False
+        order = {op: k for k, op in enumerate(self.block.ops)}
+        if any(u.parent is not self.block or order[u] < order[quantize] for u in users):
+            return False
+        if not moves_safely(choose, quantize, {x}):
+            return False
+        spec = {
+            "MAPPING": choose.kernel_op().spec_values().get("MAPPING", 0),
+            "ZP_BEFORE_ROUND": quantize.kernel_op().spec_values().get("ZP_BEFORE_ROUND", 0),
+        }
+        new = make_dispatch(
+            self.symbols,
+            "quantize_rows_dynamic",
+            spec,
+            [*choose.buffers, quantize.buffers[3]],
+            {**push, "q_qmin": q_push["qmin"], "q_qmax": q_push["qmax"]},
+            quantize,
+        )
+        self.block.insert_op_before(new, quantize)
+        _drop(quantize)
+        _drop(choose)
         self.fused += 1
         return True
 

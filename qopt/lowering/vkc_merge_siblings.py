@@ -97,12 +97,17 @@ def _index(block: Block) -> dict[Operation, int]:
     return {op: k for k, op in enumerate(block.ops)}
 
 
+_Blobs = dict[tuple[Attribute, Attribute, Attribute], DenseResourceAttr]
+
+
 class _Merger:
-    def __init__(self, module: ModuleOp, block: Block):
+    def __init__(self, module: ModuleOp, block: Block, concatenated: _Blobs):
         self.module = module
         self.block = block
         self.symbols = KernelSymbols(module)
-        self.concatenated: dict[tuple[Attribute, Attribute, Attribute], DenseResourceAttr] = {}
+        self.concatenated = concatenated
+        """Merged blobs by their parts: functions (methods) merging the same weights
+        share one."""
         self.merged = 0
 
     def run(self) -> int:
@@ -300,7 +305,7 @@ class _Merger:
         )
 
 
-WHOLE_KERNELS = frozenset({"choose_qparams_rows", "quantize_rows"})
+WHOLE_KERNELS = frozenset({"choose_qparams_rows", "quantize_rows", "quantize_rows_dynamic"})
 """Kernels whose result depends on their read bindings and push only and that write
 every word of each written binding (when its extent is the buffer's size): two such
 dispatches over the same buffers compute the same words."""
@@ -390,9 +395,10 @@ def _drop(op: Operation) -> None:
         erase_unused(value)
 
 
-def merge_function(module: ModuleOp, function: func.FuncOp) -> int:
-    """Merge `function`'s sibling linears (module docstring); returns how many merges."""
-    return _Merger(module, function.body.block).run()
+def merge_function(module: ModuleOp, function: func.FuncOp, blobs: _Blobs | None = None) -> int:
+    """Merge `function`'s sibling linears (module docstring); returns how many merges.
+    `blobs`: merged weights already made (by their parts), shared across functions."""
+    return _Merger(module, function.body.block, {} if blobs is None else blobs).run()
 
 
 @dataclass(frozen=True)
@@ -403,9 +409,10 @@ class VkcMergeSiblingsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         merged = 0
+        blobs: _Blobs = {}
         for function in list(op.ops):
             if isinstance(function, func.FuncOp):
-                merged += merge_function(op, function)
+                merged += merge_function(op, function, blobs)
         if merged:
             drop_unused_kernels(op)
 

@@ -85,3 +85,24 @@ func.func @apart(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>) {
   %5 = aten.mul %4, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   func.return %5, %1 : tensor<2x8xf32>, tensor<2x1xf32>
 }
+
+// -----
+
+// A dynamic-activation linear (8da4w): choose_qparams_rows + quantize_rows of x in one
+// quantize_rows_dynamic (scale and zp still written: the linear reads them).
+// CHECK:       vkc.kernel @[[Q:quantize_rows_dynamic_[0-9]+]] {kernel = "quantize_rows_dynamic"{{.*}}spec = {MAPPING = 0 : i64, ZP_BEFORE_ROUND = 0 : i64}
+// CHECK-LABEL: func.func @dynamic
+// CHECK:         %[[X:[0-9]+]] = vkc.input %x
+// CHECK-NOT:     @choose_qparams_rows
+// CHECK:         vkc.dispatch @[[Q]](%[[X]], %[[S:[0-9]+]], %[[Z:[0-9]+]], %[[XQ:[0-9]+]]) {push = {rows = 2 : i64, cols = 8 : i64, qmin = -128 : i32, qmax = 127 : i32, eps = 1.1920929e-07 : f32, q_qmin = -128 : i32, q_qmax = 127 : i32}
+// CHECK-NOT:     @quantize_rows_0
+// CHECK:         vkc.dispatch @linear_dq8ca_q4gsw_0(%[[XQ]], %[[S]], %[[Z]],
+// OFF-LABEL:   func.func @dynamic
+// OFF:           vkc.dispatch @choose_qparams_rows
+// OFF:           vkc.dispatch @quantize_rows
+func.func @dynamic(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
+  %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>
+  %s = arith.constant dense<[[0.5, 0.25], [0.125, 1.0], [2.0, 0.5]]> : tensor<3x2xf32>
+  %a = qfused.linear %x, %w, %s {weight_scheme = #qfused.affine<bits = 4, range = [-8, 7], block = [1, 4]>, act = #qfused.dynamic<per_token, asymmetric, range = [-128, 127], eps = 1.1920928955078125e-07, scale_type = f32>, kernel = "linear_dq8ca_q4gsw"} : tensor<2x8xf32>, tensor<3x8xi8>, tensor<3x2xf32> -> tensor<2x3xf32>
+  func.return %a : tensor<2x3xf32>
+}

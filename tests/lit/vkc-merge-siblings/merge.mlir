@@ -49,7 +49,7 @@ func.func @two(%x: tensor<2x8xf32>) -> tensor<2x2xf32> {
 // CHECK-NOT:     @linear_dq8ca_q4gsw
 // CHECK:         func.return
 // OFF-LABEL:   func.func @dynamic
-// OFF-COUNT-2:   vkc.dispatch @choose_qparams_rows
+// OFF-COUNT-2:   vkc.dispatch @quantize_rows_dynamic
 // OFF:           func.return
 func.func @dynamic(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>

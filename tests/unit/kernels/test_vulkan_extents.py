@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 34
+    assert len(table) == 35
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -442,6 +442,19 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {"HAS_ADD": 1, "HAS_H": 1},
     ),
     ("rms_norm_rows", {"rows": 2, "cols": 7, "alpha": 1.0, "eps": 1e-6, "w_off": 0}, {}),
+    (
+        "quantize_rows_dynamic",
+        {
+            "rows": 3,
+            "cols": 70,
+            "qmin": -128,
+            "qmax": 127,
+            "eps": 1e-6,
+            "q_qmin": -128,
+            "q_qmax": 127,
+        },
+        {"ZP_BEFORE_ROUND": 1},
+    ),
     (
         "matmul",
         {"M": 3, "N": 5, "K": 7, "batch": 2, "a_bs": 21, "b_bs": 0},

@@ -794,6 +794,22 @@ def test_choose_qparams_and_quantize_rows(dev: VulkanDevice, mapping: str) -> No
     )
     close(got["q"], ref["q"])
     tclose(ref["q"], iq.quantize(x, es, ez, (1, cols), -128, 127, np.int32, F32), 0)
+    # both in one dispatch: quantize_rows_dynamic, bit for bit the two
+    for zp_first in (0, 1):
+        got, ref = run_kernel(
+            dev,
+            "quantize_rows_dynamic",
+            {"x": x},
+            {"scale": (F32, rows), "zp": (np.int32, rows), "q": (np.int32, x.size)},
+            {**push, "eps": eps, "q_qmin": -100, "q_qmax": 100},
+            {"MAPPING": MAPPINGS[mapping], "ZP_BEFORE_ROUND": zp_first},
+        )
+        for name in ("scale", "zp", "q"):
+            assert got[name].tobytes() == ref[name].tobytes(), name
+        assert ref["scale"].tobytes() == es.reshape(-1).astype(F32).tobytes()
+        expect = iq.quantize(x, es, ez, (1, cols), -100, 100, np.int32, F32)
+        if not zp_first:
+            tclose(ref["q"], expect, 0)
 
 
 # -- fused

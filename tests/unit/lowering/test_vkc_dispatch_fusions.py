@@ -141,6 +141,23 @@ def test_fuse_norms_keeps_the_interpreted_outputs() -> None:
     assert str(module) == once
 
 
+def test_fuse_norms_keeps_a_dynamic_decode_step() -> None:
+    """An 8da4w decode step (seq 1): each linear's choose_qparams_rows + quantize_rows
+    is one quantize_rows_dynamic (7 linears + the head), the norms one dispatch each;
+    outputs bit-identical over two steps."""
+    module = fused(decode_step("8da4w"))
+    normed = clone_module(module)
+    VkcFuseNormsPass().apply(make_context(), normed)
+    normed.verify()
+    assert kinds(normed).count("quantize_rows_dynamic") == kinds(module).count("quantize_rows")
+    assert kinds(normed).count("quantize_rows_dynamic") == 8
+    assert not {"choose_qparams_rows", "quantize_rows", "reduce_rows"} & set(kinds(normed))
+    a, b = qopt.session(module), qopt.session(normed)
+    for step in range(2):
+        inputs = (np.array([[step + 3]]), np.array([step]))
+        assert same(a.run(*inputs), b.run(*inputs))
+
+
 def test_fold_copies_keeps_a_decode_step() -> None:
     """A merged, normed decode step (seq 1, w4g32): the attention output's transpose
     (size-1 dims: an identity copy) becomes a view, v's copy out of the merged q/k/v
