@@ -191,6 +191,8 @@ class _Fuser:
         tail = _tail_of(tail_kernel.value)
         if tail is None:
             return False
+        if tail.mean.buffer is not mean_root:  # eps + m: the add's operands swapped
+            tail = _Tail(tail.x, tail.eps, tail.mean, tail.w)
         flat = np.arange(n, dtype=np.int64)
         x_at, mean_at, w_at = (_addresses(dims, leaf) for leaf in (tail.x, tail.mean, tail.w))
         if x_at is None or mean_at is None or w_at is None:

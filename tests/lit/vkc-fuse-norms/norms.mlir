@@ -36,7 +36,7 @@ func.func @rms_norm(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 // -----
 
 // A residual add h = x + r before the norm, h also returned: HAS_ADD, HAS_H, the add's
-// dispatch gone; the weight (w * norm: operands swapped) still matches.
+// dispatch gone; operands swapped (w * norm, eps + m) still match.
 // CHECK:       vkc.kernel @[[N:rms_norm_rows_[0-9]+]] {kernel = "rms_norm_rows"{{.*}}spec = {HAS_ADD = 1 : i64, HAS_H = 1 : i64}
 // CHECK-LABEL: func.func @residual
 // CHECK:         %[[X:[0-9]+]] = vkc.input %x
@@ -57,7 +57,7 @@ func.func @residual(%x: tensor<2x8xf32>, %r: tensor<2x8xf32>) -> (tensor<2x8xf32
   %h = aten.add %x, %r : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   %0 = aten.pow %h, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
   %1 = aten.mean %0 {dims = array<i64: -1>, keepdim = true} : (tensor<2x8xf32>) -> tensor<2x1xf32>
-  %2 = aten.add %1, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %2 = aten.add %eps, %1 : (tensor<f32>, tensor<2x1xf32>) -> tensor<2x1xf32>
   %3 = aten.rsqrt %2 : (tensor<2x1xf32>) -> tensor<2x1xf32>
   %4 = aten.mul %h, %3 : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
   %5 = aten.mul %w, %4 : (tensor<8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -139,6 +140,40 @@ def test_fuse_norms_keeps_the_interpreted_outputs() -> None:
     once = str(module)
     VkcFuseNormsPass().apply(make_context(), module)
     assert str(module) == once
+
+
+LIT = Path(__file__).parents[2] / "lit"
+
+
+@pytest.mark.parametrize(
+    ("lit", "passes"),
+    [
+        ("vkc-fuse-norms/norms.mlir", [VkcFuseNormsPass]),
+        ("vkc-merge-siblings/merge.mlir", [VkcMergeSiblingsPass]),
+    ],
+)
+def test_lit_cases_keep_their_outputs(lit: str, passes: list[type]) -> None:
+    """Every function of the pass's lit file (float inputs), lowered and fused
+    elementwise, interpreted before and after the pass: bit-identical outputs."""
+    from xdsl.dialects import func
+
+    from qopt.context import parse_module
+
+    rng = np.random.default_rng(0)
+    for chunk in (LIT / lit).read_text().split("// -----"):
+        before = parse_module(chunk)
+        ConvertToVkcPass(schedule=False).apply(make_context(), before)
+        VkcFuseElementwisePass().apply(make_context(), before)
+        after = clone_module(before)
+        for pass_type in passes:
+            pass_type().apply(make_context(), after)
+        after.verify()
+        (function,) = [op for op in before.ops if isinstance(op, func.FuncOp)]
+        inputs = [
+            rng.standard_normal(tuple(t.get_shape())).astype(np.float32)  # pyright: ignore[reportAttributeAccessIssue]
+            for t in function.function_type.inputs.data
+        ]
+        assert same(qopt.interpret(after, *inputs), qopt.interpret(before, *inputs)), chunk
 
 
 def test_fuse_norms_keeps_a_dynamic_decode_step() -> None:
