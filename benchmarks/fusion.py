@@ -177,6 +177,17 @@ def main() -> None:
         "(python: outside "
         "the submission; submit: the submission and fence wait beyond the GPU time)"
     )
+    hosts = {
+        fuse: statistics.median(w - g for w, g in zip(walls[fuse], gpus[fuse], strict=True))
+        for fuse in variants
+    }
+    saved = variants[False][1] - variants[True][1]
+    if saved > 0:
+        marginal = (hosts[False] - hosts[True]) / saved
+        print(
+            f"marginal host cost per dispatch: {1e6 * marginal:.1f} us "
+            f"(host time saved / dispatches saved; the rest of the host time is per call)"
+        )
     speedup = statistics.median(walls[False]) / statistics.median(walls[True])
     print(f"\nfused / unfused time per token: {1 / speedup:.3f} (x{speedup:.2f} faster); "
           "logits bit-identical at every step")  # fmt: skip
