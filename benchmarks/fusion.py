@@ -3,7 +3,8 @@ with and without the pass, in one run.
 
 The Llama-shaped KV-cache decoder of benchmarks/decode.py (`build_kv_llama`, default
 dim 2048, 4 layers, vocab 32000, cache 512) under one scheme, its one-token `decode`
-method compiled twice through qopt-vulkan (`fuse-elementwise=false` / `true`). The two
+method compiled twice through qopt-vulkan (every dispatch fusion off: `fuse-elementwise=false
+fuse-norms=false merge-siblings=false fold-copies=false`, or on). The two
 sessions decode the same tokens alternately (interleaved, so load on the machine hits
 both alike); every step's logits must be bit-identical. Printed per variant:
 dispatches per call and per decoder layer (the difference between 2- and 1-layer
@@ -45,8 +46,9 @@ FULL = {"vocab_size": 32000, "dim": 2048, "n_layers": 4, "n_heads": 16, "hidden_
         "max_seq_len": 512}  # fmt: skip
 QUICK = {"vocab_size": 4096, "dim": 256, "n_layers": 2, "n_heads": 8, "hidden_dim": 704,
          "max_seq_len": 128}  # fmt: skip
-TOUCHED = {"unary", "binary", "copy_strided", "fused_elementwise", "reduce_rows"}
-"""The kernels vkc-fuse-elementwise merges (their GPU time is the `ew ms` column)."""
+TOUCHED = {"unary", "binary", "copy_strided", "fused_elementwise", "reduce_rows", "rms_norm_rows"}
+"""The kernels vkc-fuse-elementwise and vkc-fuse-norms merge or make (their GPU time is
+the `ew ms` column)."""
 SMALL = {"vocab_size": 256, "dim": 64, "n_heads": 4, "hidden_dim": 128, "max_seq_len": 16}
 """The per-layer count's models: same graph as the benchmark's, tiny."""
 
@@ -62,7 +64,9 @@ def decode_program(config: dict[str, int], scheme: str):
 
 def lowered(ep, fuse: bool):
     module = qopt.import_program(ep)
-    QoptVulkanPipeline(fuse_elementwise=fuse).apply(make_context(), module)
+    QoptVulkanPipeline(fuse_elementwise=fuse, fuse_norms=fuse, merge_siblings=fuse).apply(
+        make_context(), module
+    )
     return module
 
 
@@ -169,9 +173,21 @@ def main() -> None:
         )
     print(
         "ew ms = GPU time of the kernels the pass merges (unary, binary, copy_strided, "
-        "fused_elementwise, reduce_rows); us/disp = host time per dispatch (python: outside "
+        "fused_elementwise, reduce_rows, rms_norm_rows); us/disp = host time per dispatch "
+        "(python: outside "
         "the submission; submit: the submission and fence wait beyond the GPU time)"
     )
+    hosts = {
+        fuse: statistics.median(w - g for w, g in zip(walls[fuse], gpus[fuse], strict=True))
+        for fuse in variants
+    }
+    saved = variants[False][1] - variants[True][1]
+    if saved > 0:
+        marginal = (hosts[False] - hosts[True]) / saved
+        print(
+            f"marginal host cost per dispatch: {1e6 * marginal:.1f} us "
+            f"(host time saved / dispatches saved; the rest of the host time is per call)"
+        )
     speedup = statistics.median(walls[False]) / statistics.median(walls[True])
     print(f"\nfused / unfused time per token: {1 / speedup:.3f} (x{speedup:.2f} faster); "
           "logits bit-identical at every step")  # fmt: skip

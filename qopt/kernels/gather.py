@@ -208,13 +208,18 @@ error for the program.""",
 
 def _scatter_dim_extents(push: PushValues, spec: SpecValues) -> Extents:
     """scatter_dim.glsl: invocation i < P*S*Q = (p, s, q) reads idx[s] and idx[s'] for
-    every later s' < S (last write wins), vals[i], and for a row r in [0, N) (checked in
-    the shader, after r += N for a negative r when NEG) writes out[(p*N + r)*Q + q];
-    status[0] for an invalid index."""
+    every later s' < S (last write wins), vals[i] (VMAP = 1: vals[VOFF + p*VSP + s*VSS
+    + q*VSQ], strides >= 0), and for a row r in [0, N) (checked in the shader, after r
+    += N for a negative r when NEG) writes out[(p*N + r)*Q + q]; status[0] for an
+    invalid index."""
     p, n, q, s, total = _dim_sizes(push)
     if total == 0:
         return {"vals": 0, "idx": 0, "out": 0, STATUS: 1}
-    return {"vals": total, "idx": s, "out": p * n * q, STATUS: 1}
+    vals = total
+    if int(spec["VMAP"]) == 1:
+        off, sp, ss, sq = (int(spec[k]) for k in ("VOFF", "VSP", "VSS", "VSQ"))
+        vals = count(off + (p - 1) * sp + (s - 1) * ss + (q - 1) * sq + 1, "the vals map")
+    return {"vals": vals, "idx": s, "out": p * n * q, STATUS: 1}
 
 
 SCATTER_DIM = KernelSpec(
@@ -227,17 +232,23 @@ SCATTER_DIM = KernelSpec(
         status(),
     ),
     push=push_of("P", "N", "Q", "S"),
-    spec=(("NEG", 0), ("WG", 64)),
+    spec=(("NEG", 0), ("WG", 64), ("VMAP", 0), ("VOFF", 0), ("VSP", 0), ("VSS", 0), ("VSQ", 0)),
     workgroups=grid_workgroups(lambda p: int(p["P"]) * int(p["S"]) * int(p["Q"])),
     exact=always,
     extents=guarded("scatter_dim", _scatter_dim_extents),
-    spec_bounds={"NEG": FLAG, "WG": WG_RANGE},
+    spec_bounds={
+        "NEG": FLAG,
+        "WG": WG_RANGE,
+        "VMAP": FLAG,
+        **{k: (0, (1 << 31) - 1) for k in ("VOFF", "VSP", "VSS", "VSQ")},
+    },
     doc="""out[p, idx[s], q] = vals[p, s, q] (out [P, N, Q], vals [P, S, Q], 32-bit
 words): S rows written at run-time positions along one dim, the rest of out kept
 (aten.index_put with one indexed dim, index_copy; a KV-cache update, in place in a
 state buffer). Repeated indices: the last wins. NEG = 1: [-N, 0) counts from the end
 (index_put); NEG = 0: only [0, N) (index_copy). An invalid index writes nothing and
-sets status[0] = 1, an error for the program.""",
+sets status[0] = 1, an error for the program. VMAP = 1: vals[p, s, q] is the word
+VOFF + p*VSP + s*VSS + q*VSQ (a strided source: vkc-fold-copies).""",
 )
 
 

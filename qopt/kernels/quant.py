@@ -144,4 +144,45 @@ scale[r])) + zp[r], qmin, qmax) in f32 (qopt.numerics.quant.quantize). Bit-exact
 )
 
 
-SPECS = (QUANTIZE_PER_TENSOR, DEQUANTIZE, CHOOSE_QPARAMS_ROWS, QUANTIZE_ROWS)
+def _quantize_dynamic_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """quantize_rows_dynamic.glsl: row r < rows reads x[r * cols + c] (c < cols), writes
+    scale_out[r], zp_out[r] and q[r * cols + c]."""
+    rows, cols = rows_cols(push)
+    total = count(rows * cols, "rows * cols")
+    return {"x": total, "scale": rows, "zp": rows, "q": total}
+
+
+QUANTIZE_ROWS_DYNAMIC = KernelSpec(
+    name="quantize_rows_dynamic",
+    glsl="quantize_rows_dynamic.glsl",
+    bindings=(
+        binding("x", "f32"),
+        binding("scale", "f32", True),
+        binding("zp", "i32", True),
+        binding("q", "i32", True),
+    ),
+    push=(
+        ("rows", "u32"),
+        ("cols", "u32"),
+        ("qmin", "i32"),
+        ("qmax", "i32"),
+        ("eps", "f32"),
+        ("q_qmin", "i32"),
+        ("q_qmax", "i32"),
+    ),
+    spec=(("MAPPING", MAPPINGS["asymmetric"]), ("ZP_BEFORE_ROUND", 0)),
+    workgroups=rows_workgroups,
+    exact=always,
+    extents=guarded("quantize_rows_dynamic", _quantize_dynamic_extents),
+    spec_bounds={
+        "MAPPING": (min(MAPPINGS.values()), max(MAPPINGS.values())),
+        "ZP_BEFORE_ROUND": FLAG,
+    },
+    doc="""choose_qparams_rows (push rows, cols, qmin, qmax, eps; MAPPING) and
+quantize_rows (q_qmin, q_qmax; ZP_BEFORE_ROUND) of one x in one dispatch
+(vkc-fuse-norms): the row's scale / zp written out and used for its elements. Bit-exact
+to the two kernels.""",
+)
+
+
+SPECS = (QUANTIZE_PER_TENSOR, DEQUANTIZE, CHOOSE_QPARAMS_ROWS, QUANTIZE_ROWS, QUANTIZE_ROWS_DYNAMIC)

@@ -85,4 +85,42 @@ the last dim of [rows, cols], optional weight/bias [cols]; push rows, cols, eps.
 )
 
 
-SPECS = (REDUCE_ROWS, SOFTMAX_ROWS, LAYER_NORM_ROWS)
+def _rms_norm_extents(push: PushValues, spec: SpecValues) -> Extents:
+    """rms_norm_rows.glsl: a[r * cols + c], y[r * cols + c] (r < rows, c < cols), the same
+    words of b (HAS_ADD) and h (HAS_H), w[w_off + c]."""
+    rows, cols = rows_cols(push)
+    total = rows * cols
+    return {
+        "a": total,
+        "b": total if int(spec["HAS_ADD"]) == 1 else 0,
+        "w": int(push["w_off"]) + cols if total else 0,
+        "h": total if int(spec["HAS_H"]) == 1 else 0,
+        "y": total,
+    }
+
+
+RMS_NORM_ROWS = KernelSpec(
+    name="rms_norm_rows",
+    glsl="rms_norm_rows.glsl",
+    bindings=(
+        binding("a", "f32"),
+        binding("b", "f32"),
+        binding("w", "f32"),
+        binding("h", "f32", True),
+        binding("y", "f32", True),
+    ),
+    push=(("rows", "u32"), ("cols", "u32"), ("alpha", "f32"), ("eps", "f32"), ("w_off", "u32")),
+    spec=(("HAS_ADD", 0), ("HAS_H", 0)),
+    local_size=(32, 1, 1),
+    workgroups=rows_workgroups,
+    exact=always,
+    extents=guarded("rms_norm_rows", _rms_norm_extents),
+    spec_bounds={"HAS_ADD": FLAG, "HAS_H": FLAG},
+    doc="""RMSNorm of [rows, cols] exactly as its decomposition computes it in f32
+(vkc-fuse-norms): h = a (+ alpha * b if HAS_ADD), y = (h * (1 / sqrt(mean(h * h) + eps)))
+* w[w_off + c], the mean as reduce_rows adds it (torch's CPU order); h also written to
+`h` if HAS_H. Bit-exact to reduce_rows + binary/unary.""",
+)
+
+
+SPECS = (REDUCE_ROWS, SOFTMAX_ROWS, LAYER_NORM_ROWS, RMS_NORM_ROWS)

@@ -40,6 +40,21 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VkcFuseElementwisePass
 
+    def get_vkc_fold_copies() -> type[ModulePass]:
+        from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
+
+        return VkcFoldCopiesPass
+
+    def get_vkc_fuse_norms() -> type[ModulePass]:
+        from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
+
+        return VkcFuseNormsPass
+
+    def get_vkc_merge_siblings() -> type[ModulePass]:
+        from qopt.lowering.vkc_merge_siblings import VkcMergeSiblingsPass
+
+        return VkcMergeSiblingsPass
+
     def get_vkc_plan_buffers() -> type[ModulePass]:
         from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
 
@@ -72,6 +87,9 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "coreml-fp16": get_coreml_fp16,
         "convert-to-vkc": get_convert_to_vkc,
         "vkc-fuse-elementwise": get_vkc_fuse_elementwise,
+        "vkc-fuse-norms": get_vkc_fuse_norms,
+        "vkc-fold-copies": get_vkc_fold_copies,
+        "vkc-merge-siblings": get_vkc_merge_siblings,
         "vkc-plan-buffers": get_vkc_plan_buffers,
         "vkc-insert-barriers": get_vkc_insert_barriers,
         "name-outputs": get_name_outputs,

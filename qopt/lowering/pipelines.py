@@ -12,9 +12,11 @@ and `qopt.backends.coreml.compile_coreml` all run them.
         fuse-quant, fold-constants, convert-to-coreml{target=...}
         [, coreml-fp16 when compute-precision=fp16]
 
-    qopt-vulkan{fallback=false fuse-elementwise=true}
+    qopt-vulkan{fallback=false fuse-elementwise=true fuse-norms=true merge-siblings=true
+                fold-copies=true}
         fuse-quant, fold-constants, convert-to-vkc{schedule=false fallback=...},
-        [vkc-fuse-elementwise,] vkc-plan-buffers, vkc-insert-barriers
+        [vkc-fuse-elementwise,] [vkc-fuse-norms,] [vkc-merge-siblings,]
+        [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
 
 `qopt-opt` runs a pipeline as its sub-passes (`sub_passes`), so that
 `--print-between-passes`, `--print-ir-after` and `--time-passes` show each one; under
@@ -142,8 +144,10 @@ class QoptCoremlPipeline(ModulePass):
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `convert-to-vkc{schedule=false}`,
-    `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), then `vkc-plan-buffers`
-    and `vkc-insert-barriers`."""
+    `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), `vkc-fuse-norms` (unless
+    `fuse-norms=false`), `vkc-merge-siblings` (unless `merge-siblings=false`),
+    `vkc-fold-copies` (unless `fold-copies=false`), then `vkc-plan-buffers` and
+    `vkc-insert-barriers`."""
 
     name = "qopt-vulkan"
 
@@ -153,16 +157,32 @@ class QoptVulkanPipeline(ModulePass):
     fuse_elementwise: bool = True
     """Run vkc-fuse-elementwise (`fuse-elementwise=false` on the command line: one
     dispatch per elementwise op, as convert-to-vkc lowers them)."""
+    fuse_norms: bool = True
+    """Run vkc-fuse-norms (`fuse-norms=false`: an RMSNorm stays a reduce_rows and an
+    elementwise dispatch, a residual add before it its own dispatch)."""
+    merge_siblings: bool = True
+    """Run vkc-merge-siblings (`merge-siblings=false`: one dispatch per linear)."""
+    fold_copies: bool = True
+    """Run vkc-fold-copies (`fold-copies=false`: every copy_strided stays a dispatch)."""
 
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
         from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
+        from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
         from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
+        from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
         from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
+        from qopt.lowering.vkc_merge_siblings import VkcMergeSiblingsPass
         from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
 
         fuse: list[ModulePass] = [VkcFuseElementwisePass()] if self.fuse_elementwise else []
+        if self.fuse_norms:
+            fuse.append(VkcFuseNormsPass())
+        if self.merge_siblings:
+            fuse.append(VkcMergeSiblingsPass())
+        if self.fold_copies:
+            fuse.append(VkcFoldCopiesPass())
         return [
             FuseQuantPass(),
             FoldConstantsPass(),

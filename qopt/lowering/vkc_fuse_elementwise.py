@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     f32,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -129,7 +130,7 @@ class Kernel:
     dispatch: vkc.DispatchOp
 
 
-def _norm(dims: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+def norm_strides(dims: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
     """Strides with those of size-1 dims zeroed (they never move the index)."""
     return tuple(0 if d == 1 else int(s) for d, s in zip(dims, strides, strict=True))
 
@@ -139,7 +140,7 @@ def row_major(dims: Sequence[int]) -> tuple[int, ...]:
     for d in reversed(dims):
         strides.append(step)
         step *= int(d)
-    return _norm(dims, tuple(reversed(strides)))
+    return norm_strides(dims, tuple(reversed(strides)))
 
 
 def _push6(push: dict[str, int | float], prefix: str) -> tuple[int, ...]:
@@ -167,11 +168,11 @@ def as_kernel(op: vkc.DispatchOp) -> Kernel | None:
         if n != math.prod(dims) or n == 0:
             return None
         if name == "copy_strided":
-            leaf = Leaf(buffers[0], int(push["in_off"]), _norm(dims, _push6(push, "si")))
-            out_map = (int(push["out_off"]), _norm(dims, _push6(push, "so")))
+            leaf = Leaf(buffers[0], int(push["in_off"]), norm_strides(dims, _push6(push, "si")))
+            out_map = (int(push["out_off"]), norm_strides(dims, _push6(push, "so")))
             return Kernel(dims, n, leaf, op.buffers[1], out_map, op)
-        a = Leaf(buffers[0], int(push["a_off"]), _norm(dims, _push6(push, "sa")))
-        b = Leaf(buffers[1], int(push["b_off"]), _norm(dims, _push6(push, "sb")))
+        a = Leaf(buffers[0], int(push["a_off"]), norm_strides(dims, _push6(push, "sa")))
+        b = Leaf(buffers[1], int(push["b_off"]), norm_strides(dims, _push6(push, "sb")))
         code = FUSED_OPS["binary"] + int(spec.get("OP", BINARY_OPS["add"]))
         dtype = int(spec.get("DTYPE", DTYPES["f32"]))
         value = Node(code, dtype, (a, b), float(push["alpha"]), 0.0)
@@ -189,7 +190,7 @@ def _decode_fused(
     for leaf in range(FUSED_LEAVES):
         buf = spec[f"L{leaf}_BUF"]
         if buf >= 0:
-            strides = _norm(dims, fused_strides(spec, f"L{leaf}_S"))
+            strides = norm_strides(dims, fused_strides(spec, f"L{leaf}_S"))
             axis = spec[f"L{leaf}_AX"]
             window = (axis, spec[f"L{leaf}_LO"], spec[f"L{leaf}_N"]) if axis >= 0 else None
             registers[leaf] = Leaf(buffers[buf], spec[f"L{leaf}_OFF"], strides, window)
@@ -209,7 +210,7 @@ def _decode_fused(
             spec[f"I{k}_X"],
             spec[f"I{k}_Y"],
         )
-    out_map = (spec["OUT_OFF"], _norm(dims, fused_strides(spec, "OS")))
+    out_map = (spec["OUT_OFF"], norm_strides(dims, fused_strides(spec, "OS")))
     return Kernel(
         dims, int(push["n"]), registers[spec["RES"]], op.buffers[FUSED_INPUTS], out_map, op
     )
@@ -296,7 +297,7 @@ def substitute(consumer: Kernel, producer: Kernel, root: SSAValue) -> Expr | Non
             found = compose(consumer.dims, outer, producer.dims, (expr.offset, expr.strides))
             if found is None:
                 return None
-            return Leaf(expr.buffer, found[0], _norm(consumer.dims, found[1]))
+            return Leaf(expr.buffer, found[0], norm_strides(consumer.dims, found[1]))
         if expr.op == FUSED_OPS["select"] and not identity:
             return None  # its digit test is in the producer's index space
         return rebuild(expr, [inline(a, outer) for a in expr.args])
@@ -392,7 +393,7 @@ def encode(kernel: Kernel) -> Encoded | None:
 # ----- the pass ---------------------------------------------------------------------------
 
 
-class _Symbols:
+class KernelSymbols:
     """The module's vkc.kernel symbols, found or added by (kernel, specialization)."""
 
     def __init__(self, module: ModuleOp):
@@ -444,8 +445,8 @@ class _Symbols:
         return op
 
 
-def _dispatch(
-    symbols: _Symbols,
+def make_dispatch(
+    symbols: KernelSymbols,
     name: str,
     spec: dict[str, int],
     buffers: Sequence[SSAValue],
@@ -455,12 +456,12 @@ def _dispatch(
     kernel_spec = catalogue()[name]
     kernel = symbols.get(name, spec)
     kinds = dict(kernel_spec.push)
-    attrs: dict[str, Attribute] = {
-        key: FloatAttr(float(np.float32(v)), f32)
-        if kinds[key] == "f32"
-        else IntegerAttr(int(v), i64)
-        for key, v in push.items()
-    }
+    attrs: dict[str, Attribute] = {}
+    for key, v in push.items():  # as convert-to-vkc writes them: u32 as i64, i32 as i32
+        if kinds[key] == "f32":
+            attrs[key] = FloatAttr(float(np.float32(v)), f32)
+        else:
+            attrs[key] = IntegerAttr(int(v), i64 if kinds[key] == "u32" else i32)
     groups = kernel_spec.workgroups(push, kernel_spec.spec_values(spec))
     op = vkc.DispatchOp.create(
         operands=list(buffers),
@@ -474,7 +475,7 @@ def _dispatch(
     return op
 
 
-def materialize(symbols: _Symbols, kernel: Kernel) -> vkc.DispatchOp | None:
+def materialize(symbols: KernelSymbols, kernel: Kernel) -> vkc.DispatchOp | None:
     """The dispatch computing `kernel`: copy_strided for a bare load, else
     fused_elementwise (None when it does not fit)."""
     if isinstance(kernel.value, Leaf):
@@ -488,14 +489,14 @@ def materialize(symbols: _Symbols, kernel: Kernel) -> vkc.DispatchOp | None:
             push[f"d{k}"] = kernel.dims[k]
             push[f"si{k}"] = leaf.strides[k]
             push[f"so{k}"] = kernel.out_map[1][k]
-        return _dispatch(
+        return make_dispatch(
             symbols, "copy_strided", {}, [leaf.buffer, kernel.out], push, kernel.dispatch
         )
     encoded = encode(kernel)
     if encoded is None:
         return None
     inputs = encoded.inputs + [encoded.inputs[0]] * (FUSED_INPUTS - len(encoded.inputs))
-    return _dispatch(
+    return make_dispatch(
         symbols,
         "fused_elementwise",
         encoded.spec,
@@ -505,24 +506,24 @@ def materialize(symbols: _Symbols, kernel: Kernel) -> vkc.DispatchOp | None:
     )
 
 
-def _uses(root: SSAValue) -> list[tuple[Operation, int]]:
+def buffer_uses(root: SSAValue) -> list[tuple[Operation, int]]:
     """(op, operand index) of every use of `root`, through views (views themselves not
     listed)."""
     found: list[tuple[Operation, int]] = []
     for use in list(root.uses):
         if isinstance(use.operation, vkc.ViewOp):
-            found.extend(_uses(use.operation.result))
+            found.extend(buffer_uses(use.operation.result))
         else:
             found.append((use.operation, use.index))
     return found
 
 
-def _writes(op: vkc.DispatchOp) -> set[SSAValue]:
+def dispatch_writes(op: vkc.DispatchOp) -> set[SSAValue]:
     bindings = op.kernel_op().bindings.data
     return {vkc.root_buffer(v) for b, v in zip(bindings, op.buffers, strict=True) if b.writes}
 
 
-def _reads(op: vkc.DispatchOp) -> set[SSAValue]:
+def dispatch_reads(op: vkc.DispatchOp) -> set[SSAValue]:
     bindings = op.kernel_op().bindings.data
     return {vkc.root_buffer(v) for b, v in zip(bindings, op.buffers, strict=True) if not b.writes}
 
@@ -542,35 +543,35 @@ _PURE = (vkc.ViewOp, vkc.OutputOp, vkc.AllocOp, vkc.ConstantOp, vkc.InputOp, vkc
 """vkc ops that write no buffer (any other op with buffer operands may write them)."""
 
 
-def _op_writes(op: Operation) -> set[SSAValue]:
+def op_writes(op: Operation) -> set[SSAValue]:
     """The buffers (roots) `op` may write: a dispatch's written bindings; nothing for the
     ops of `_PURE`; every buffer operand of any other op (a host call, say)."""
     if isinstance(op, vkc.DispatchOp):
-        return _writes(op)
+        return dispatch_writes(op)
     if isinstance(op, _PURE):
         return set()
     return {vkc.root_buffer(v) for v in op.operands if isinstance(v.type, vkc.BufferType)}
 
 
-def _moves_safely(first: Operation, last: Operation, reads: set[SSAValue]) -> bool:
+def moves_safely(first: Operation, last: Operation, reads: set[SSAValue]) -> bool:
     """Whether reads of `reads` at `first` may move to `last` (one block): `last` comes
     after it and no op between them (nor `last` itself) may write any of them."""
     op = first.next_op
     while op is not None and op is not last:
-        if _op_writes(op) & reads:
+        if op_writes(op) & reads:
             return False
         op = op.next_op
-    return op is last and not _op_writes(last) & reads
+    return op is last and not op_writes(last) & reads
 
 
-def _erase_unused(value: SSAValue) -> None:
+def erase_unused(value: SSAValue) -> None:
     owner = value.owner
     if isinstance(owner, vkc.AllocOp | vkc.ViewOp | vkc.ConstantOp) and not value.uses:
         source = owner.source if isinstance(owner, vkc.ViewOp) else None
         owner.detach()
         owner.erase()
         if source is not None:
-            _erase_unused(source)
+            erase_unused(source)
 
 
 def _square_of(kernel: Kernel) -> Leaf | None:
@@ -620,9 +621,9 @@ def _piece(
     kernel = as_kernel(op)
     if kernel is None or vkc.root_buffer(kernel.out) is not root:
         return None
-    if _writes(op) != {root} or kernel.n != math.prod(kernel.dims):
+    if dispatch_writes(op) != {root} or kernel.n != math.prod(kernel.dims):
         return None
-    if kernel.out_map[1] != _norm(kernel.dims, row_major_full(dims)):
+    if kernel.out_map[1] != norm_strides(kernel.dims, row_major_full(dims)):
         return None
     differ = [k for k in range(RANK) if kernel.dims[k] != dims[k]]
     steps = row_major_full(dims)
@@ -655,7 +656,7 @@ def _windowed(expr: Expr, axis: int, start: int, size: int) -> Expr | None:
 class _Fuser:
     def __init__(self, module: ModuleOp, block: Block):
         self.block = block
-        self.symbols = _Symbols(module)
+        self.symbols = KernelSymbols(module)
         self.fused = 0
 
     def run(self) -> int:
@@ -683,9 +684,9 @@ class _Fuser:
         if not isinstance(owner, vkc.AllocOp) or owner.is_status or not _whole(producer, root):
             return False
         consumers: list[vkc.DispatchOp] = []
-        for user, index in _uses(root):
+        for user, index in buffer_uses(root):
             if user is op:
-                if _writes(op) != {root} or root in _reads(op):
+                if dispatch_writes(op) != {root} or root in dispatch_reads(op):
                     return False
                 continue
             if not isinstance(user, vkc.DispatchOp) or user.parent is not self.block:
@@ -700,7 +701,7 @@ class _Fuser:
         if len(consumers) > 1 and not isinstance(producer.value, Leaf):
             return False
         reads = {leaf.buffer for leaf in leaves_of(producer.value)}
-        if not all(_moves_safely(op, consumer, reads) for consumer in consumers):
+        if not all(moves_safely(op, consumer, reads) for consumer in consumers):
             return False
         if len(consumers) == 1 and self._into_reduce(producer, consumers[0], root):
             return True
@@ -741,7 +742,7 @@ class _Fuser:
             return False
         writers: list[vkc.DispatchOp] = []
         consumer: vkc.DispatchOp | None = None
-        for user, index in _uses(root):
+        for user, index in buffer_uses(root):
             if not isinstance(user, vkc.DispatchOp) or user.parent is not self.block:
                 return False
             if user.kernel_op().bindings.data[index].writes:
@@ -778,7 +779,7 @@ class _Fuser:
                 return False
         for writer in writers:
             reads = {leaf.buffer for leaf in leaves_of(_kernel(writer).value)}
-            if root in reads or not _moves_safely(writer, consumer, reads):
+            if root in reads or not moves_safely(writer, consumer, reads):
                 return False
         parts = [_windowed(kernel.value, axis, start, size) for _, start, size, kernel in boxes]
         if any(p is None for p in parts):
@@ -830,7 +831,7 @@ class _Fuser:
         source = x.buffer.type
         if not isinstance(source, vkc.BufferType) or not binding_accepts("f32", source):
             return False
-        new = _dispatch(
+        new = make_dispatch(
             self.symbols,
             "reduce_rows",
             {**spec, "PRE": 1},
@@ -849,14 +850,14 @@ class _Fuser:
         old.detach()
         old.erase()
         for value in operands:
-            _erase_unused(value)
+            erase_unused(value)
 
     def _drop(self, op: vkc.DispatchOp) -> None:
         operands = list(op.operands)
         op.detach()
         op.erase()
         for value in operands:
-            _erase_unused(value)
+            erase_unused(value)
 
 
 def fuse_function(module: ModuleOp, function: func.FuncOp) -> int:
@@ -864,7 +865,7 @@ def fuse_function(module: ModuleOp, function: func.FuncOp) -> int:
     return _Fuser(module, function.body.block).run()
 
 
-def _drop_unused_kernels(module: ModuleOp) -> None:
+def drop_unused_kernels(module: ModuleOp) -> None:
     used = {op.kernel.root_reference.data for op in module.walk() if isinstance(op, vkc.DispatchOp)}
     for op in list(module.ops):
         if isinstance(op, vkc.KernelOp) and op.sym_name.data not in used:
@@ -885,7 +886,7 @@ class VkcFuseElementwisePass(ModulePass):
             if isinstance(function, func.FuncOp):
                 fused += fuse_function(op, function)
         if fused:
-            _drop_unused_kernels(op)
+            drop_unused_kernels(op)
 
 
 __all__ = ["VkcFuseElementwisePass", "as_kernel", "compose", "fuse_function"]

@@ -80,7 +80,17 @@ def _scatter_dim_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spe
     p, n, q, s, rows, ok = _dim_rows(buffers, push, spec)
     if p * s * q == 0:
         return
-    vals = as_words(buffers["vals"])[: p * s * q].reshape(p, s, q)
+    if spec_int(spec, "VMAP", 0) == 1:
+        off, sp, ss, sq = (spec_int(spec, k, 0) for k in ("VOFF", "VSP", "VSS", "VSQ"))
+        at = (
+            off
+            + np.arange(p)[:, None, None] * sp
+            + np.arange(s)[None, :, None] * ss
+            + np.arange(q)[None, None, :] * sq
+        )
+        vals = as_words(buffers["vals"])[at]
+    else:
+        vals = as_words(buffers["vals"])[: p * s * q].reshape(p, s, q)
     out = as_words(buffers["out"])
     target = out[: p * n * q].reshape(p, n, q)
     valid = np.flatnonzero(ok)

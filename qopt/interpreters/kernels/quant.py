@@ -80,9 +80,18 @@ def _quantize_rows_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: S
     store(buffers, "q", q)
 
 
+def _quantize_dynamic_ref(
+    buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
+) -> None:
+    _choose_ref(buffers, push, spec)
+    quantize = {**push, "qmin": push["q_qmin"], "qmax": push["q_qmax"]}
+    _quantize_rows_ref(buffers, quantize, spec)
+
+
 REFERENCES: dict[str, Reference] = {
     "quantize_per_tensor": _qpt_ref,
     "dequantize": _dequantize_ref,
     "choose_qparams_rows": _choose_ref,
     "quantize_rows": _quantize_rows_ref,
+    "quantize_rows_dynamic": _quantize_dynamic_ref,
 }

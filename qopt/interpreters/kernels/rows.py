@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from qopt.interpreters.kernels.common import F32, f32s, rows_of, store
+from qopt.interpreters.kernels.elementwise import binary_words, unary_words
 from qopt.kernels.extents import spec_int
 from qopt.kernels.opcodes import REDUCE_OPS, opcode_name
 from qopt.kernels.spec import PushValues, Reference, SpecValues
@@ -55,8 +56,42 @@ def _layer_norm_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: Spec
     store(buffers, "y", y.astype(F32))
 
 
+def _rms_norm_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
+    rows, cols = int(push["rows"]), int(push["cols"])
+    words = rows_of(buffers, "a", push).reshape(-1).view(np.uint32)
+    if spec_int(spec, "HAS_ADD", 0) == 1:
+        b = rows_of(buffers, "b", push).reshape(-1).view(np.uint32)
+        words = binary_words("add", False, words, b, float(push["alpha"])).view(np.uint32)
+    h = words.view(F32).reshape(rows, cols)
+    with np.errstate(all="ignore"):
+        mean = (torch_sum_last(h * h) / F32(cols)).astype(F32)
+        eps = np.full(rows, F32(push["eps"]), F32).view(np.uint32)
+        shifted = binary_words("add", False, mean.view(np.uint32), eps, 1.0)
+        inv = unary_words("rsqrt", False, shifted.view(np.uint32), 0.0, 0.0)
+        w_off = int(push["w_off"])
+        w = f32s(buffers["w"])[w_off : w_off + cols]
+        scaled = binary_words(
+            "mul",
+            False,
+            h.view(np.uint32),
+            np.repeat(inv.view(np.uint32), cols).reshape(rows, cols),
+            1.0,
+        )
+        y = binary_words(
+            "mul",
+            False,
+            scaled.view(np.uint32),
+            np.broadcast_to(w.view(np.uint32), (rows, cols)),
+            1.0,
+        )
+    if spec_int(spec, "HAS_H", 0) == 1:
+        store(buffers, "h", h.reshape(-1))
+    store(buffers, "y", np.asarray(y, F32).reshape(-1))
+
+
 REFERENCES: dict[str, Reference] = {
     "reduce_rows": _reduce_ref,
     "softmax_rows": _softmax_ref,
     "layer_norm_rows": _layer_norm_ref,
+    "rms_norm_rows": _rms_norm_ref,
 }

@@ -7,10 +7,17 @@
 // written only when no later s has the same row), as qopt's interpreters do. NEG = 1:
 // an index in [-N, 0) counts from the end (index_put); NEG = 0: only [0, N) is valid
 // (index_copy). An invalid index writes nothing and sets status[0] = 1: the runtime
-// zeroes it before a run and raises an error naming the op.
+// zeroes it before a run and raises an error naming the op. VMAP = 1: vals is read
+// through a strided map, vals[VOFF + p*VSP + s*VSS + q*VSQ] instead of vals[i] (a copy
+// folded in by vkc-fold-copies: a transposed or sliced source).
 layout(local_size_x_id = 1) in;
 layout(constant_id = 0) const int NEG = 0;
 layout(constant_id = 1) const int WG = 64;
+layout(constant_id = 2) const int VMAP = 0;
+layout(constant_id = 3) const int VOFF = 0;
+layout(constant_id = 4) const int VSP = 0;
+layout(constant_id = 5) const int VSS = 0;
+layout(constant_id = 6) const int VSQ = 0;
 layout(std430, binding = 0) readonly buffer V { uint vals[]; };
 layout(std430, binding = 1) readonly buffer I { int idx[]; };
 layout(std430, binding = 2) buffer Out { uint o[]; };
@@ -40,6 +47,7 @@ void main() {
         break;
       }
     }
-    if (last) o[(outer * p.N + uint(r)) * p.Q + q] = vals[i];
+    uint src = VMAP == 1 ? uint(VOFF) + outer * uint(VSP) + s * uint(VSS) + q * uint(VSQ) : i;
+    if (last) o[(outer * p.N + uint(r)) * p.Q + q] = vals[src];
   }
 }

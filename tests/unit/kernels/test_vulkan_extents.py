@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 33
+    assert len(table) == 35
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -219,7 +219,7 @@ def test_check_dispatch_refuses_unsupported_variants_and_wrapping_indices() -> N
 def test_example_programs_fit_their_extents() -> None:
     """Every step of every example passes check_dispatch; a written binding's extent is
     its buffer's size (copy_strided and fused_elementwise write slices: then the steps
-    writing one buffer together reach its end)."""
+    writing one buffer together reach its end; rms_norm_rows without HAS_H writes no h)."""
     for pair in _pairs():
         prog = program(*pair)
         reached: dict[int, int] = {}
@@ -234,6 +234,12 @@ def test_example_programs_fit_their_extents() -> None:
                 where = (pair, index, spec.name, binding.name)
                 if spec.name in ("copy_strided", "fused_elementwise"):
                     assert 0 < extents[binding.name] <= size, where
+                elif (spec.name, binding.name) == ("rms_norm_rows", "h") and not values.get(
+                    "HAS_H"
+                ):  # no residual stream to write: a 1-word placeholder, never written
+                    assert extents[binding.name] == 0, where
+                    assert size == 1, where
+                    continue
                 else:
                     assert extents[binding.name] == size, where
                 reached[buffer_id] = max(reached.get(buffer_id, 0), extents[binding.name])
@@ -437,6 +443,25 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("layer_norm_rows", {"rows": 3, "cols": 33, "eps": 1e-5}, {}),
     ("layer_norm_rows", {"rows": 2, "cols": 20, "eps": 1e-6}, {"RMS": 1, "HAS_BIAS": 0}),
     (
+        "rms_norm_rows",
+        {"rows": 3, "cols": 45, "alpha": 1.0, "eps": 1e-5, "w_off": 2},
+        {"HAS_ADD": 1, "HAS_H": 1},
+    ),
+    ("rms_norm_rows", {"rows": 2, "cols": 7, "alpha": 1.0, "eps": 1e-6, "w_off": 0}, {}),
+    (
+        "quantize_rows_dynamic",
+        {
+            "rows": 3,
+            "cols": 70,
+            "qmin": -128,
+            "qmax": 127,
+            "eps": 1e-6,
+            "q_qmin": -128,
+            "q_qmax": 127,
+        },
+        {"ZP_BEFORE_ROUND": 1},
+    ),
+    (
         "matmul",
         {"M": 3, "N": 5, "K": 7, "batch": 2, "a_bs": 21, "b_bs": 0},
         {"TRANS_B": 0, "HAS_BIAS": 1},
@@ -459,6 +484,11 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("gather_dim", {"P": 1, "N": 7, "Q": 3, "S": 2}, {}),
     ("scatter_dim", {"P": 2, "N": 6, "Q": 3, "S": 5}, {"NEG": 1, "WG": 4}),
     ("scatter_dim", {"P": 3, "N": 4, "Q": 5, "S": 3}, {}),
+    (
+        "scatter_dim",
+        {"P": 2, "N": 4, "Q": 5, "S": 3},
+        {"VMAP": 1, "VOFF": 7, "VSP": 5, "VSS": 12, "VSQ": 1},
+    ),
     (
         "sdpa",
         {

@@ -442,6 +442,57 @@ def test_rows(dev: VulkanDevice) -> None:
 # -- matmul, conv, pool, gather, sdpa
 
 
+def test_scatter_dim_strided_values(dev: VulkanDevice) -> None:
+    """scatter_dim with VMAP = 1 reads vals[VOFF + p*VSP + s*VSS + q*VSQ]: the device
+    bit for bit its reference, and both the scatter of that strided slice."""
+    p, n, q, s = 2, 6, 4, 3
+    src = RNG.standard_normal(64).astype(F32)
+    spec = {"VMAP": 1, "VOFF": 5, "VSP": 1, "VSS": 16, "VSQ": 2}
+    idx = np.array([4, 0, 2], np.int32)
+    push = {"P": p, "N": n, "Q": q, "S": s}
+    outs = {"out": (F32, p * n * q), "status": (np.uint32, 1)}
+    got, ref = run_kernel(dev, "scatter_dim", {"vals": src, "idx": idx}, outs, push, spec)
+    assert got["out"].tobytes() == ref["out"].tobytes()
+    at = 5 + np.arange(p)[:, None, None] + 16 * np.arange(s)[None, :, None]
+    vals = src[at + 2 * np.arange(q)[None, None, :]]
+    expect = np.zeros((p, n, q), F32)
+    expect[:, idx, :] = vals
+    assert np.array_equal(ref["out"].reshape(p, n, q), expect)
+
+
+def test_rms_norm_rows_sums_as_reduce_rows() -> None:
+    """rms_norm_rows.glsl's chain_sum is reduce_rows.glsl's (the same cascade order)."""
+
+    def chain_sum(glsl: str) -> str:
+        text = kernel_source(glsl)
+        start = text.index("float chain_sum(")
+        return text[start : text.index("\n}\n", start)]
+
+    assert chain_sum("rms_norm_rows.glsl") == chain_sum("reduce_rows.glsl")
+
+
+def test_rms_norm_rows(dev: VulkanDevice) -> None:
+    """rms_norm_rows: the device bit for bit its reference (rows shorter than 8, with a
+    tail, and long ones; with and without the residual add and the h output), and the
+    reference close to torch's RMSNorm of a + alpha * b."""
+    for rows, cols in ((3, 5), (2, 77), (2, 300)):
+        a = RNG.standard_normal((rows, cols)).astype(F32)
+        b = RNG.standard_normal((rows, cols)).astype(F32)
+        w = RNG.standard_normal(cols + 3).astype(F32)
+        for has_add, has_h in ((0, 0), (1, 1), (1, 0)):
+            push = {"rows": rows, "cols": cols, "alpha": 0.5, "eps": 1e-5, "w_off": 3}
+            outs = {"y": (F32, a.size), "h": (F32, a.size if has_h else 4)}
+            spec = {"HAS_ADD": has_add, "HAS_H": has_h}
+            got, ref = run_kernel(dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec)
+            assert got["y"].tobytes() == ref["y"].tobytes()
+            assert got["h"].tobytes() == ref["h"].tobytes()
+            h = torch.from_numpy(a + np.float32(0.5) * b if has_add else a)
+            expect = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5) * w[3:]
+            tclose(ref["y"], expect)
+            if has_h:
+                tclose(ref["h"], h)
+
+
 @pytest.mark.parametrize(
     "trans_b,npw,mt,k",
     [(1, 4, 1, 45), (1, 3, 2, 45), (0, 4, 1, 45), (1, 8, 3, 44), (1, 1, 1, 44)],
@@ -770,6 +821,22 @@ def test_choose_qparams_and_quantize_rows(dev: VulkanDevice, mapping: str) -> No
     )
     close(got["q"], ref["q"])
     tclose(ref["q"], iq.quantize(x, es, ez, (1, cols), -128, 127, np.int32, F32), 0)
+    # both in one dispatch: quantize_rows_dynamic, bit for bit the two
+    for zp_first in (0, 1):
+        got, ref = run_kernel(
+            dev,
+            "quantize_rows_dynamic",
+            {"x": x},
+            {"scale": (F32, rows), "zp": (np.int32, rows), "q": (np.int32, x.size)},
+            {**push, "eps": eps, "q_qmin": -100, "q_qmax": 100},
+            {"MAPPING": MAPPINGS[mapping], "ZP_BEFORE_ROUND": zp_first},
+        )
+        for name in ("scale", "zp", "q"):
+            assert got[name].tobytes() == ref[name].tobytes(), name
+        assert ref["scale"].tobytes() == es.reshape(-1).astype(F32).tobytes()
+        expect = iq.quantize(x, es, ez, (1, cols), -100, 100, np.int32, F32)
+        if not zp_first:
+            tclose(ref["q"], expect, 0)
 
 
 # -- fused

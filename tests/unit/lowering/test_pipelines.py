@@ -45,12 +45,21 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "convert-to-vkc",
         "vkc-fuse-elementwise",
+        "vkc-fuse-norms",
+        "vkc-merge-siblings",
+        "vkc-fold-copies",
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
     assert vulkan[2].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
+    unnormed = QoptVulkanPipeline(fuse_norms=False).passes()
+    assert "vkc-fuse-norms" not in [p.name for p in unnormed]
+    unfolded = QoptVulkanPipeline(fold_copies=False).passes()
+    assert "vkc-fold-copies" not in [p.name for p in unfolded]
+    unmerged = QoptVulkanPipeline(merge_siblings=False).passes()
+    assert "vkc-merge-siblings" not in [p.name for p in unmerged]
     for sub_pass in (*fp16, *vulkan):
         assert registered[sub_pass.name]() is type(sub_pass)
     with pytest.raises(QoptError, match="compute_precision must be 'fp32' or 'fp16'"):
@@ -65,6 +74,8 @@ def test_pipeline_options_parse_from_the_command_line_spec() -> None:
     assert (pipeline.target, pipeline.compute_precision) == ("iOS17", "fp16")
     (spec,) = parse_pipeline("qopt-vulkan{fuse-elementwise=false}")
     assert QoptVulkanPipeline.from_pass_spec(spec).fuse_elementwise is False
+    (spec,) = parse_pipeline("qopt-vulkan{merge-siblings=false}")
+    assert QoptVulkanPipeline.from_pass_spec(spec).merge_siblings is False
 
 
 def opt(*argv: str | Path) -> str:

@@ -59,6 +59,9 @@ VULKAN_PASSES = [
     "fold-constants",
     "convert-to-vkc",
     "vkc-fuse-elementwise",
+    "vkc-fuse-norms",
+    "vkc-merge-siblings",
+    "vkc-fold-copies",
     "vkc-plan-buffers",
     "vkc-insert-barriers",
 ]
@@ -105,8 +108,9 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
     assert err.strip() == (
         "qopt-opt: error: --print-ir-after: 'fold-constant' (did you mean 'fold-constants'?) "
         "is not a pass of the pipeline -p 'qopt-vulkan' (its passes: fuse-quant, "
-        "fold-constants, convert-to-vkc, vkc-fuse-elementwise, vkc-plan-buffers, "
-        "vkc-insert-barriers, qopt-vulkan)"
+        "fold-constants, convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
+        "vkc-merge-siblings, vkc-fold-copies, vkc-plan-buffers, vkc-insert-barriers, "
+        "qopt-vulkan)"
     )
 
 

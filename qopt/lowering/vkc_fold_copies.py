@@ -1,0 +1,223 @@
+"""`vkc-fold-copies`: copies that move nothing, or that a scatter can read through.
+
+Runs on vkc IR before buffers are planned (last of qopt-vulkan's dispatch fusions). A
+`copy_strided` dispatch C (what `vkc-fuse-elementwise` leaves of a transpose, a slice
+or a reshape) writing a transient buffer d whole, d written by C alone:
+
+- identity copies: when C reads its source s row-major in full (the same words in the
+  same order: a transpose of size-1 dims, as attention's at one token), d becomes a
+  `vkc.view` of s and C goes; safe when every use of d is a dispatch reading it and no
+  op from C to d's last reader writes s;
+- copies into a scatter: when d's one reader is a `scatter_dim` reading it as its
+  values, the scatter reads s through C's map instead (`VMAP = 1`: vals[VOFF + p*VSP +
+  s*VSS + q*VSQ], C's map composed into the scatter's [P, S, Q] index space and checked
+  to stay strided) and C goes; safe when no op between C and the scatter writes s (a
+  KV-cache update from a slice of a merged q/k/v projection, or a transposed v).
+
+The words each reader sees are the ones C copied (copies move 32-bit words
+unchanged), so the program computes bit for bit what it did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from qopt.dialects import vkc
+from qopt.kernels.extents import RANK
+from qopt.lowering.vkc_fuse_elementwise import (
+    Kernel,
+    KernelSymbols,
+    Leaf,
+    as_kernel,
+    buffer_uses,
+    compose,
+    dispatch_writes,
+    drop_unused_kernels,
+    erase_unused,
+    make_dispatch,
+    moves_safely,
+    op_writes,
+    row_major,
+)
+
+
+def _buffer(value: SSAValue) -> vkc.BufferType:
+    type = value.type
+    assert isinstance(type, vkc.BufferType)
+    return type
+
+
+@dataclass
+class _Copy:
+    op: vkc.DispatchOp
+    kernel: Kernel
+    source: Leaf
+    dest: SSAValue
+    """The written buffer (a `vkc.alloc` result)."""
+    readers: list[tuple[vkc.DispatchOp, int]]
+
+
+class _Folder:
+    def __init__(self, module: ModuleOp, block: Block):
+        self.block = block
+        self.symbols = KernelSymbols(module)
+        self.folded = 0
+
+    def run(self) -> int:
+        changed = True
+        while changed:
+            changed = False
+            for op in list(self.block.ops):
+                if op.parent is not self.block or not isinstance(op, vkc.DispatchOp):
+                    continue
+                copy = self._copy(op)
+                if copy is not None and (self._elide(copy) or self._into_scatter(copy)):
+                    changed = True
+                    self.folded += 1
+        return self.folded
+
+    def _copy(self, op: vkc.DispatchOp) -> _Copy | None:
+        """`op` as a copy_strided writing a transient buffer whole, alone, read only by
+        dispatches of this block (None otherwise)."""
+        if op.kernel_op().kernel.data != "copy_strided":
+            return None
+        kernel = as_kernel(op)
+        if kernel is None or not isinstance(kernel.value, Leaf):
+            return None
+        source = kernel.value
+        dest = vkc.root_buffer(kernel.out)
+        owner = dest.owner
+        if not isinstance(owner, vkc.AllocOp) or owner.is_status:
+            return None
+        if dispatch_writes(op) != {dest} or source.window is not None:
+            return None
+        n = math.prod(kernel.dims)
+        if kernel.n != n or _buffer(dest).numel != n:
+            return None
+        if kernel.out_map != (0, row_major(kernel.dims)):
+            return None
+        readers: list[tuple[vkc.DispatchOp, int]] = []
+        for user, index in buffer_uses(dest):
+            if user is op:
+                continue
+            if not isinstance(user, vkc.DispatchOp) or user.parent is not self.block:
+                return None
+            if user.kernel_op().bindings.data[index].writes:
+                return None
+            readers.append((user, index))
+        if not readers or source.buffer is dest:
+            return None
+        return _Copy(op, kernel, source, dest, readers)
+
+    def _elide(self, copy: _Copy) -> bool:
+        source, dest = copy.source, copy.dest
+        src_type, dest_type = _buffer(source.buffer), _buffer(dest)
+        if (source.offset, source.strides) != (0, row_major(copy.kernel.dims)):
+            return False
+        if src_type.numel != dest_type.numel or src_type.element_type != dest_type.element_type:
+            return False
+        if src_type.layout != dest_type.layout or dest_type.layout.data != vkc.ROW_MAJOR:
+            return False
+        order = {op: k for k, op in enumerate(self.block.ops)}
+        last = max((reader for reader, _ in copy.readers), key=lambda r: order[r])
+        if order[last] < order[copy.op]:
+            return False
+        op = copy.op.next_op
+        while op is not None:
+            if source.buffer in op_writes(op):
+                return False
+            if op is last:
+                break
+            op = op.next_op
+        view = vkc.ViewOp(operands=[source.buffer], result_types=[dest_type])
+        self.block.insert_op_before(view, copy.op)
+        _drop(copy.op)
+        dest.replace_all_uses_with(view.result)
+        owner = dest.owner
+        assert isinstance(owner, vkc.AllocOp)
+        owner.detach()
+        owner.erase()
+        return True
+
+    def _into_scatter(self, copy: _Copy) -> bool:
+        if len({reader for reader, _ in copy.readers}) != 1:
+            return False
+        scatter, index = copy.readers[0]
+        kernel = scatter.kernel_op()
+        if kernel.kernel.data != "scatter_dim" or index != 0 or len(copy.readers) != 1:
+            return False
+        spec = kernel.spec_values()
+        if spec.get("VMAP", 0) != 0:
+            return False
+        push = scatter.push_values()
+        p, s, q = (int(push[k]) for k in ("P", "S", "Q"))
+        if p * s * q != copy.kernel.n or p * s * q == 0:
+            return False
+        outer = (1,) * (RANK - 3) + (p, s, q)
+        source = copy.source
+        found = compose(
+            outer, (0, row_major(outer)), copy.kernel.dims, (source.offset, source.strides)
+        )
+        if found is None:
+            return False
+        offset, strides = found
+        limit = (1 << 31) - 1
+        if offset > limit or any(v > limit for v in strides):
+            return False
+        if not moves_safely(copy.op, scatter, {source.buffer}):
+            return False
+        if source.buffer in dispatch_writes(scatter):
+            return False
+        new_spec = {
+            **spec,
+            "VMAP": 1,
+            "VOFF": offset,
+            "VSP": strides[RANK - 3],
+            "VSS": strides[RANK - 2],
+            "VSQ": strides[RANK - 1],
+        }
+        buffers = [source.buffer, *scatter.buffers[1:]]
+        new = make_dispatch(self.symbols, "scatter_dim", new_spec, buffers, push, scatter)
+        self.block.insert_op_before(new, scatter)
+        _drop(scatter)
+        _drop(copy.op)
+        return True
+
+
+def _drop(op: Operation) -> None:
+    operands = list(dict.fromkeys(op.operands))
+    op.detach()
+    op.erase()
+    for value in operands:
+        erase_unused(value)
+
+
+def fold_function(module: ModuleOp, function: func.FuncOp) -> int:
+    """Fold `function`'s copies (module docstring); returns how many it folded."""
+    return _Folder(module, function.body.block).run()
+
+
+@dataclass(frozen=True)
+class VkcFoldCopiesPass(ModulePass):
+    """Drop identity copies and fold copies into the scatters reading them (module
+    docstring)."""
+
+    name = "vkc-fold-copies"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        folded = 0
+        for function in list(op.ops):
+            if isinstance(function, func.FuncOp):
+                folded += fold_function(op, function)
+        if folded:
+            drop_unused_kernels(op)
+
+
+__all__ = ["VkcFoldCopiesPass", "fold_function"]
