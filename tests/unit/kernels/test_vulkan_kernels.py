@@ -141,7 +141,8 @@ def test_packing_bytes_without_padding() -> None:
         fields = (wide - lo).astype(np.uint64).reshape(7, -1, per_word)
         shifts = np.arange(per_word, dtype=np.uint64) * np.uint64(bits)
         expect = (fields << shifts).sum(axis=-1)  # field i of a word at bit bits * i
-        assert words.dtype == np.uint32 and np.array_equal(words, expect)
+        assert words.dtype == np.uint32
+        assert np.array_equal(words, expect)
 
 
 # ----- device tests -------------------------------------------------------------------------
