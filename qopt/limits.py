@@ -138,7 +138,7 @@ def check_zip(
     elif isinstance(source, io.IOBase):
         size, opened = source.seek(0, io.SEEK_END), source
         source.seek(0)
-    elif isinstance(source, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
+    elif isinstance(source, str | os.PathLike):
         source = os.fspath(source)
         try:
             size = os.path.getsize(source)

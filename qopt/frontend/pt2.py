@@ -114,7 +114,7 @@ class _MemberFile(io.RawIOBase):
     `torch.load` reads a pickled payload's storages from the archive straight into
     tensors (through `readinto`), instead of from a copy of the member's bytes."""
 
-    def __init__(self, archive: IO[bytes], start: int, size: int):
+    def __init__(self, archive: io.BufferedReader, start: int, size: int):
         super().__init__()
         self._archive, self._start, self._size, self._pos = archive, start, size, 0
 
@@ -177,7 +177,7 @@ class _StoredMembers:
         return _MemberFile(self._archive, start, info.file_size)
 
 
-def _restricted_load(data: bytes | IO[bytes], what: str, limits: Limits) -> Any:
+def _restricted_load(data: bytes | _MemberFile, what: str, limits: Limits) -> Any:
     """`torch.load(weights_only=True)` of a `torch.save` payload (its bytes, or a
     seekable file holding them: `_MemberFile`), allow-list enforced, and every tensor
     it rebuilds checked (`check_tensor`).
@@ -186,7 +186,7 @@ def _restricted_load(data: bytes | IO[bytes], what: str, limits: Limits) -> Any:
     """
     from torch._weights_only_unpickler import _get_allowed_globals
 
-    payload: IO[bytes] = io.BytesIO(data) if isinstance(data, bytes) else data
+    payload = typing.cast(IO[bytes], io.BytesIO(data) if isinstance(data, bytes) else data)
     check_zip(payload, limits, what)
     allowed = _allowed_subclasses()
     permitted = set(_get_allowed_globals()) | {_global_name(t) for t in allowed}

@@ -526,7 +526,7 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
 
     from qopt.report import phase
 
-    main_pipeline = ct.PassPipeline.EMPTY
+    main_pipeline: Any = ct.PassPipeline.EMPTY  # a classproperty to the checker
     frontend_pipeline, backend_pipeline = _construct_other_pipelines(
         main_pipeline, "milinternal", "mlprogram"
     )

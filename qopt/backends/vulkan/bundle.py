@@ -534,7 +534,7 @@ def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
         )
     constants = []
     for words in program.constants:
-        raw = memoryview(np.ascontiguousarray(words)).cast("B")  # the bytes tobytes() gives
+        raw = np.ascontiguousarray(words).data.cast("B")  # the bytes tobytes() gives
         constants.append({"dtype": words.dtype.name, **add(raw)})
     manifest = {
         "magic": "qopt-vkbundle",
