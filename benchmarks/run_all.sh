@@ -17,7 +17,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "# qopt benchmarks"
   echo
   echo "$(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, device: ${QOPT_VULKAN_DEVICE:-first compute device}"
-  for bench in vulkan_kernels decode e2e compile_time; do
+  for bench in vulkan_kernels decode e2e compile_time compile_336m; do
     echo
     echo "## $bench"
     echo

@@ -21,6 +21,7 @@ import os
 import re
 import zipfile
 from dataclasses import dataclass
+from typing import IO
 
 from qopt.errors import QoptError
 
@@ -119,7 +120,7 @@ def resolve(limits: Limits | str | None) -> Limits:
 
 
 def check_zip(
-    source: str | os.PathLike[str] | bytes,
+    source: str | os.PathLike[str] | bytes | IO[bytes],
     limits: Limits,
     what: str,
     *,
@@ -127,14 +128,17 @@ def check_zip(
 ) -> None:
     """A zip's central directory against `limits`, before any member is read.
 
-    `source` is a path or the bytes of a zip (a `.pt2`, a `torch.save` payload inside
-    one, an `.npz`). Names must be relative, without `..`, unique and (with
-    `single_root`, as in a `.pt2`) under one root folder; declared sizes are bounded
-    per member, in total and relative to the zip's own size (a zip bomb declares far
-    more than it holds)."""
+    `source` is a path, the bytes of a zip or a seekable binary file holding one (a
+    `.pt2`, a `torch.save` payload inside one, an `.npz`). Names must be relative,
+    without `..`, unique and (with `single_root`, as in a `.pt2`) under one root
+    folder; declared sizes are bounded per member, in total and relative to the zip's
+    own size (a zip bomb declares far more than it holds)."""
     if isinstance(source, bytes | bytearray | memoryview):
         size, opened = len(source), io.BytesIO(source)
-    elif isinstance(source, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
+    elif isinstance(source, io.IOBase):
+        size, opened = source.seek(0, io.SEEK_END), source
+        source.seek(0)
+    elif isinstance(source, str | os.PathLike):
         source = os.fspath(source)
         try:
             size = os.path.getsize(source)

@@ -399,7 +399,16 @@ def warn(text: str) -> None:
 
 
 def peak_rss() -> int:
-    """Peak resident memory of this process in bytes (ru_maxrss: KiB on Linux)."""
+    """Peak resident memory of this process in bytes: Linux's VmHWM (/proc/self/status)
+    where it exists, since ru_maxrss survives exec (a qopt-opt started by a process
+    holding 3 GiB reported 3 GiB); else ru_maxrss (KiB on Linux, bytes on macOS)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 

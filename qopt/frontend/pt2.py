@@ -43,12 +43,13 @@ import json
 import os
 import pickletools
 import re
+import struct
 import types
 import typing
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import IO, Any
 
 import torch
 
@@ -108,19 +109,90 @@ def _pickle_globals(data: bytes) -> Iterator[str]:
             yield f"<pickle opcode {opcode.name}>"
 
 
-def _restricted_load(data: bytes, what: str, limits: Limits) -> Any:
-    """`torch.load(weights_only=True)` of a `torch.save` payload, allow-list enforced,
-    and every tensor it rebuilds checked (`check_tensor`).
+class _MemberFile(io.RawIOBase):
+    """A stored (uncompressed) member of the open `.pt2` as a read-only, seekable file:
+    `torch.load` reads a pickled payload's storages from the archive straight into
+    tensors (through `readinto`), instead of from a copy of the member's bytes."""
+
+    def __init__(self, archive: io.BufferedReader, start: int, size: int):
+        super().__init__()
+        self._archive, self._start, self._size, self._pos = archive, start, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        count = min(len(memoryview(buffer).cast("B")), self._size - self._pos)
+        if count <= 0:
+            return 0
+        self._archive.seek(self._start + self._pos)
+        got = self._archive.readinto(memoryview(buffer).cast("B")[:count])
+        self._pos += got
+        return got
+
+
+class _StoredMembers:
+    """The stored (uncompressed) members of the `.pt2` at `path`, by their name below
+    the archive's root folder (as torch's reader names them; `check_zip` made sure
+    there is one root), each opened as a `_MemberFile` on one handle of the archive,
+    which the `with` block closes."""
+
+    def __init__(self, path: str):
+        self._archive = open(path, "rb")
+        self._size = os.fstat(self._archive.fileno()).st_size
+        with zipfile.ZipFile(self._archive) as z:
+            self._infos = {info.filename.partition("/")[2]: info for info in z.infolist()}
+
+    def __enter__(self) -> typing.Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._archive.close()
+
+    def open(self, name: str) -> _MemberFile | None:
+        """Member `name` as a file, or None for a compressed or inconsistent one (the
+        caller reads its bytes instead)."""
+        info = self._infos.get(name)
+        if info is None or info.compress_type != zipfile.ZIP_STORED:
+            return None
+        self._archive.seek(info.header_offset)
+        header = self._archive.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            return None
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        start = info.header_offset + 30 + name_length + extra_length
+        if start + info.file_size > self._size:
+            return None
+        return _MemberFile(self._archive, start, info.file_size)
+
+
+def _restricted_load(data: bytes | _MemberFile, what: str, limits: Limits) -> Any:
+    """`torch.load(weights_only=True)` of a `torch.save` payload (its bytes, or a
+    seekable file holding them: `_MemberFile`), allow-list enforced, and every tensor
+    it rebuilds checked (`check_tensor`).
 
     `what` names the file and record for messages. Raises QoptError on any refusal.
     """
     from torch._weights_only_unpickler import _get_allowed_globals
 
-    check_zip(data, limits, what)
+    payload = typing.cast(IO[bytes], io.BytesIO(data) if isinstance(data, bytes) else data)
+    check_zip(payload, limits, what)
     allowed = _allowed_subclasses()
     permitted = set(_get_allowed_globals()) | {_global_name(t) for t in allowed}
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as inner:
+        payload.seek(0)
+        with zipfile.ZipFile(payload) as inner:
             pickles = [n for n in inner.namelist() if n.endswith(".pkl")]
             if not pickles:
                 raise QoptError(f"{what}: not a torch.save payload (no .pkl record)")
@@ -140,8 +212,9 @@ def _restricted_load(data: bytes, what: str, limits: Limits) -> Any:
     already = set(torch.serialization.get_safe_globals())
     missing: list[Any] = [t for t in allowed if t not in already]
     try:
+        payload.seek(0)
         with torch.serialization.safe_globals(missing):
-            loaded = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+            loaded = torch.load(payload, weights_only=True, map_location="cpu")
     except Exception as e:
         raise QoptError(
             f"{what}: the restricted unpickler refused it ({_first_line(e)}); {_TRUST_HINT}"
@@ -526,7 +599,13 @@ def _raw_tensor(reader: Any, entry: str, meta: Any, what: str, limits: Limits) -
 
 
 def _load_payloads(
-    reader: Any, path: str, config_file: str, base_dir: str, kind: str, limits: Limits
+    reader: Any,
+    path: str,
+    config_file: str,
+    base_dir: str,
+    kind: str,
+    limits: Limits,
+    members: _StoredMembers | None = None,
 ) -> dict[str, Any]:
     """Weights or constants of the model, as `_load_state_dict`/`_load_constants` build them,
     with restricted unpickling, checked tensors and custom/opaque objects refused."""
@@ -569,7 +648,9 @@ def _load_payloads(
         if entry not in names:
             raise QoptError(f"{what}: the entry is missing from the archive")
         if meta.use_pickle:
-            loaded[fqn] = _restricted_load(reader.read_bytes(entry), what, limits)
+            member = members.open(entry) if members is not None else None
+            source = member if member is not None else reader.read_bytes(entry)
+            loaded[fqn] = _restricted_load(source, what, limits)
             continue
         tensor = _raw_tensor(reader, entry, meta, what, limits)
         if is_weight and meta.is_param:
@@ -642,24 +723,27 @@ def _load_restricted(path: str, limits: Limits) -> torch.export.ExportedProgram:
         except (_Malformed, ValueError, TypeError, KeyError, AttributeError) as e:
             raise QoptError(f"{path}: {stage} is not a serialized ExportedProgram: {e}") from None
         del program_json
-        stage = "weights"
-        state_dict = _load_payloads(
-            reader,
-            path,
-            WEIGHTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
-            WEIGHTS_DIR,
-            "weights",
-            limits,
-        )
-        stage = "constants"
-        constants = _load_payloads(
-            reader,
-            path,
-            CONSTANTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
-            CONSTANTS_DIR,
-            "constants",
-            limits,
-        )
+        with _StoredMembers(path) as members:  # pickled payloads read from the file once
+            stage = "weights"
+            state_dict = _load_payloads(
+                reader,
+                path,
+                WEIGHTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
+                WEIGHTS_DIR,
+                "weights",
+                limits,
+                members,
+            )
+            stage = "constants"
+            constants = _load_payloads(
+                reader,
+                path,
+                CONSTANTS_CONFIG_FILENAME_FORMAT.format(_MODEL),
+                CONSTANTS_DIR,
+                "constants",
+                limits,
+                members,
+            )
         stage = "sample inputs"
         sample_inputs = _load_sample_inputs(reader, path, limits)
         stage = f"entry '{model_file}' (rebuilding the program)"

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions
-from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.signature import check_dynamic_sizes
@@ -19,43 +19,84 @@ from qopt.inputs import check_inputs as check_inputs_of
 from qopt.interpreters.ml_program import MLProgramFunctions, State
 
 
-def all_functions() -> list[InterpreterFunctions]:
-    from qopt.interpreters.aten_elementwise import AtenElementwiseFunctions
-    from qopt.interpreters.aten_layers import AtenLayersFunctions
-    from qopt.interpreters.aten_nn import AtenNNFunctions
-    from qopt.interpreters.aten_reduction import AtenReductionFunctions
-    from qopt.interpreters.aten_scalar import AtenScalarFunctions
-    from qopt.interpreters.aten_shape import AtenShapeFunctions
+def all_functions(
+    calls: bool = True, dialects: Collection[str] | None = None
+) -> list[InterpreterFunctions]:
+    """The implementation tables of qopt's ops (each implements the ops of one
+    dialect: `arith` constants, `ml_program`, `aten`, `quant`, `qfused`, `coreml`,
+    `vkc`); with `dialects`, only those of the dialects named (`arith` and
+    `ml_program` always), so that a Vulkan compile does not import the CoreML
+    dialect's semantics, nor the reverse. With `calls`, xDSL's `func` table too
+    (`func.func` as a callable, `func.call`, `func.return`: what running a function
+    needs, not what evaluating single ops needs); importing it imports every xDSL
+    interpreter table (`xdsl.interpreters` loads them all, ~0.4 s), so the passes that
+    only fold ops leave it out."""
     from qopt.interpreters.builtin import BuiltinFunctions
-    from qopt.interpreters.coreml import CoremlFunctions
-    from qopt.interpreters.qfused import QFusedFunctions
-    from qopt.interpreters.quant import QuantFunctions
-    from qopt.interpreters.vkc import VkcFunctions
 
-    return [
-        FuncFunctions(),
-        BuiltinFunctions(),
-        MLProgramFunctions(),
-        AtenElementwiseFunctions(),
-        AtenNNFunctions(),
-        AtenShapeFunctions(),
-        AtenReductionFunctions(),
-        AtenLayersFunctions(),
-        AtenScalarFunctions(),
-        QuantFunctions(),
-        QFusedFunctions(),
-        CoremlFunctions(),
-        VkcFunctions(),
-    ]
+    def wanted(name: str) -> bool:
+        return dialects is None or name in dialects
+
+    tables: list[InterpreterFunctions] = []
+    if calls:
+        from xdsl.interpreters.func import FuncFunctions
+
+        tables.append(FuncFunctions())
+    tables += [BuiltinFunctions(), MLProgramFunctions()]
+    if wanted("aten"):
+        from qopt.interpreters.aten_elementwise import AtenElementwiseFunctions
+        from qopt.interpreters.aten_layers import AtenLayersFunctions
+        from qopt.interpreters.aten_nn import AtenNNFunctions
+        from qopt.interpreters.aten_reduction import AtenReductionFunctions
+        from qopt.interpreters.aten_scalar import AtenScalarFunctions
+        from qopt.interpreters.aten_shape import AtenShapeFunctions
+
+        tables += [
+            AtenElementwiseFunctions(),
+            AtenNNFunctions(),
+            AtenShapeFunctions(),
+            AtenReductionFunctions(),
+            AtenLayersFunctions(),
+            AtenScalarFunctions(),
+        ]
+    if wanted("quant"):
+        from qopt.interpreters.quant import QuantFunctions
+
+        tables.append(QuantFunctions())
+    if wanted("qfused"):
+        from qopt.interpreters.qfused import QFusedFunctions
+
+        tables.append(QFusedFunctions())
+    if wanted("coreml"):
+        from qopt.interpreters.coreml import CoremlFunctions
+
+        tables.append(CoremlFunctions())
+    if wanted("vkc"):
+        from qopt.interpreters.vkc import VkcFunctions
+
+        tables.append(VkcFunctions())
+    return tables
 
 
-def make_interpreter(module: ModuleOp, state: State | None = None) -> Interpreter:
+def dialects_of(module: Operation) -> set[str]:
+    """The names of the dialects whose ops `module` holds (`aten`, `vkc` ...)."""
+    return {op.name.partition(".")[0] for op in module.walk()}
+
+
+def make_interpreter(
+    module: ModuleOp,
+    state: State | None = None,
+    *,
+    calls: bool = True,
+    dialects: Collection[str] | None = None,
+) -> Interpreter:
     """An interpreter of `module`; its globals' values live in `state` (a fresh
-    `State` if None: one call on the initial state)."""
+    `State` if None: one call on the initial state). `calls=False`: one that only runs
+    single ops (`run_op`: constant folding), without xDSL's `func` table; `dialects`:
+    the tables of those dialects only (`all_functions`)."""
     interpreter = Interpreter(module)
     if state is not None:  # what every state op of the interpreter reads (`state_of`)
         interpreter.set_data(MLProgramFunctions, "state", state)
-    for functions in all_functions():
+    for functions in all_functions(calls, dialects):
         if isinstance(functions, MLProgramFunctions):
             functions = MLProgramFunctions(state)
         interpreter.register_implementations(functions)

@@ -69,10 +69,11 @@ class FoldConstantsPass(ModulePass):
     """Largest result (in elements) that is folded into the IR."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from qopt.interpreters import make_interpreter
+        from qopt.interpreters import dialects_of, make_interpreter
 
         require_weights(op, self.name)
-        interpreter = make_interpreter(op)
+        # single ops of the module's dialects only: no func table, no other target's
+        interpreter = make_interpreter(op, calls=False, dialects=dialects_of(op))
         known: dict[SSAValue, np.ndarray] = {}
         light: set[SSAValue] = set()  # computed without any dense_resource
         folded: list[Operation] = []

@@ -223,3 +223,33 @@ def test_finer_rules(
             ):
                 bad.append(f"{name} imports {target}")
     assert not bad, "\n".join(bad)
+
+
+def test_a_compile_imports_only_what_its_target_needs() -> None:
+    """A fresh process compiling for one target imports neither xDSL's interpreter
+    tables (`xdsl.interpreters` loads them all: ~0.4 s; folding needs no `func` table)
+    nor the other target's dialect and semantics (a cold small compile paid both)."""
+    import subprocess
+    import sys
+
+    source = ROOT / "tests" / "lit" / "tools" / "qopt-run.mlir"
+    script = (
+        "import os, sys\n"
+        "from qopt.tools.qopt_opt import main\n"
+        f"sys.argv = ['qopt-opt', {str(source)!r}, '-p', sys.argv[1], '-o', os.devnull]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    for pipeline, own, unwanted in (
+        ("qopt-vulkan", "vkc", "coreml"),
+        ("qopt-coreml", "coreml", "vkc"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", script, pipeline],
+            capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        modules = done.stdout.split()
+        assert f"qopt.dialects.{own}" in modules, pipeline
+        assert f"qopt.interpreters.{unwanted}" not in modules, pipeline
+        assert f"qopt.dialects.{unwanted}" not in modules, pipeline
+        assert not [m for m in modules if m.startswith("xdsl.interpreters")], pipeline

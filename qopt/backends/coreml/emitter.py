@@ -92,7 +92,9 @@ def _np_value(array: np.ndarray, elem: Attribute) -> np.ndarray:
     from coremltools.converters.mil.mil import types
 
     if isinstance(elem, IntegerType) and elem.width.data < 8 and elem.width.data != 1:
-        return array.astype(types.nptype_from_builtin(mil_type(elem)))
+        tagged = np.dtype(types.nptype_from_builtin(mil_type(elem)))
+        # A view when the container already matches: a weight is not copied to be tagged.
+        return array.view(tagged) if array.dtype == tagged else array.astype(tagged)
     if array.ndim == 0:
         return array[()]  # a numpy scalar: MIL's rank-0 value
     return array
@@ -441,26 +443,143 @@ def save_program(
     _quiet()
     import coremltools as ct
 
+    from qopt.report import phase
+
     programs = program if isinstance(program, dict) else {"main": program}
     path = os.fspath(path)
     with contextlib.redirect_stderr(io.StringIO()):  # coremltools' progress bars
         if len(programs) == 1:
-            _convert(ct, next(iter(programs.values())), target).save(path)
+            write_mlprogram(next(iter(programs.values())), path, target, metadata or {})
         else:
             tmp = tempfile.mkdtemp(prefix="qopt-functions-")
             try:
                 desc = ct.utils.MultiFunctionDescriptor()
                 for name, prog in programs.items():
                     single = os.path.join(tmp, f"{name}.mlpackage")
-                    _convert(ct, prog, target).save(single)
+                    write_mlprogram(prog, single, target, {})
                     desc.add_function(single, "main", name)
                 desc.default_function_name = next(iter(programs))
-                ct.utils.save_multifunction(desc, path)
+                with phase("multifunction merge"):
+                    ct.utils.save_multifunction(desc, path)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-    _set_metadata(path, metadata or {})
-    _stable_manifest(path)
+            _set_metadata(path, metadata or {})
+    with phase("package manifest"):
+        _stable_manifest(path)
     default_modes(path)  # 0644 files (coremltools writes model.mlmodel 0600)
+
+
+class _SpecModel:
+    """The part of a coremltools `MLModel` that its conversion's metadata steps
+    (`_record_build_metadata`) read and write: the spec, in memory."""
+
+    def __init__(self, spec: Any):
+        self._spec = spec
+
+    @property
+    def user_defined_metadata(self) -> Any:
+        return self._spec.description.metadata.userDefined
+
+    def _set_build_info_mil_attributes(self, metadata: dict[str, str]) -> None:
+        from coremltools.models import MLModel
+
+        MLModel._set_build_info_mil_attributes(cast(Any, self), metadata)
+
+
+def _apply_pipeline(program: Any, pipeline: Any) -> None:
+    """coremltools' `PassPipelineManager.apply_pipeline` without its debug log lines
+    (each formats the whole Program as text, printed or not) and progress bar: the
+    same validations, passes and options, in the same order."""
+    from coremltools.converters.mil.mil.passes.pass_registry import PASS_REGISTRY
+
+    pipeline.validate()
+    program.validate()
+    for pass_name in pipeline.passes:
+        graph_pass = PASS_REGISTRY[pass_name]
+        graph_pass.set_options(pipeline.get_options(pass_name))
+        graph_pass(program)
+        program.validate(check_essential_scope=pass_name == "common::dead_code_elimination")
+
+
+def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, str]) -> None:
+    """Write the package that `ct.convert(program, convert_to="mlprogram",
+    minimum_deployment_target=target, compute_precision=FLOAT32,
+    pass_pipeline=EMPTY, skip_model_load=True).save(path)` writes, followed by
+    `_set_metadata(path, metadata)`, through the same coremltools steps (its MIL
+    frontend check, the frontend / main / backend pass pipelines, its MIL-to-protobuf
+    backend that writes `weight.bin`, `_create_mlpackage`, its build metadata and
+    deployment checks), without the steps that cost time and leave the package as it
+    is: `ct.convert`'s `gc.collect()`, the pipelines' debug text of the whole Program,
+    the temporary package that `save` copies, and the spec's write / read / rewrite
+    (written once, deterministically, with `metadata` set)."""
+    import coremltools as ct
+    from coremltools.converters._converters_entry import _record_build_metadata
+    from coremltools.converters.mil._deployment_compatibility import (
+        check_deployment_compatibility,
+    )
+    from coremltools.converters.mil.converter import (
+        ConverterRegistry,
+        _construct_other_pipelines,
+        _reset_conversion_state,
+    )
+    from coremltools.models.utils import _create_mlpackage
+
+    from qopt.report import phase
+
+    main_pipeline: Any = ct.PassPipeline.EMPTY  # a classproperty to the checker
+    frontend_pipeline, backend_pipeline = _construct_other_pipelines(
+        main_pipeline, "milinternal", "mlprogram"
+    )
+    weights_dir = tempfile.mkdtemp(prefix="qopt-weights-")
+    try:
+        options: dict[str, Any] = {
+            "inputs": None,
+            "outputs": None,
+            "classifier_config": None,
+            "skip_model_load": True,
+            "package_dir": None,
+            "debug": False,
+            "specification_version": target.value,
+            "use_default_fp16_io": False,
+            "states": [],
+            "weights_dir": weights_dir,
+            "convert_from": "milinternal",
+            "convert_to": "mlprogram",
+        }
+        with phase("MIL passes"):
+            program = ConverterRegistry.frontends["milinternal"]()(program, **options)
+            for pipeline in (frontend_pipeline, main_pipeline, backend_pipeline):
+                _apply_pipeline(program, pipeline)
+            program._check_early_error_out_for_invalid_program()
+        with phase("MIL to protobuf"):
+            try:
+                spec = ConverterRegistry.backends["mlprogram"]()(program, **options)
+            finally:
+                _reset_conversion_state()
+        for description in spec.description.input:
+            for size_range in description.type.multiArrayType.shapeRange.sizeRanges:
+                if size_range.upperBound == -1:
+                    raise ValueError(
+                        "For mlprogram, inputs with infinite upper_bound is not allowed"
+                    )
+        check_deployment_compatibility(
+            spec=spec, representation="mlprogram", deployment_target=target
+        )
+        _record_build_metadata(_SpecModel(spec), "milinternal", source_dialect=None)
+        user_defined = spec.description.metadata.userDefined
+        user_defined.pop(CONVERSION_DATE_METADATA, None)
+        for key, value in metadata.items():
+            user_defined[key] = value
+        with phase("package write"):
+            _create_mlpackage(spec, weights_dir, path)
+            with open(_spec_path(path), "wb") as f:
+                f.write(spec.SerializeToString(deterministic=True))
+    finally:
+        shutil.rmtree(weights_dir, ignore_errors=True)
+
+
+def _spec_path(path: str) -> str:
+    return os.path.join(path, "Data", "com.apple.CoreML", "model.mlmodel")
 
 
 #: coremltools' user-defined metadata key holding the day of the conversion: left
@@ -475,7 +594,7 @@ def _set_metadata(path: str, metadata: dict[str, str]) -> None:
     from coremltools.proto import Model_pb2
     from google.protobuf.message import Message
 
-    spec_path = os.path.join(path, "Data", "com.apple.CoreML", "model.mlmodel")
+    spec_path = _spec_path(path)
     # a class made at run time by protobuf's reflection: the checker cannot see its base
     spec: Any = cast(Message, Model_pb2.Model())
     with open(spec_path, "rb") as f:
@@ -528,17 +647,6 @@ def _content_digest(item: str) -> str:
     return digest.hexdigest()
 
 
-def _convert(ct: Any, program: Any, target: Any) -> Any:
-    return ct.convert(
-        program,
-        convert_to="mlprogram",
-        skip_model_load=True,
-        minimum_deployment_target=target,
-        compute_precision=ct.precision.FLOAT32,
-        pass_pipeline=ct.PassPipeline.EMPTY,
-    )
-
-
 __all__ = [
     "STATES_METADATA",
     "build_program",
@@ -551,4 +659,5 @@ __all__ = [
     "package_metadata",
     "save_program",
     "state_names_of",
+    "write_mlprogram",
 ]

@@ -51,7 +51,7 @@ from qopt.backends.vulkan.bundle import (
     bundle_bytes,
     program_from_module,
     read_bundle,
-    write_atomically,
+    write_bundle,
 )
 from qopt.dialects.signature import logical_methods
 from qopt.dialects.tensors import numel
@@ -99,7 +99,7 @@ class VulkanArtifact:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the `.qvk` bundle (atomically)."""
-        write_atomically(path, self.to_bytes())
+        write_bundle(self.program, path)
 
     @classmethod
     def load(

@@ -492,21 +492,26 @@ def compile_spirv(program: BundleProgram) -> None:
                 entry.spirv = compile_kernel(entry.glsl)
 
 
-def _sha(data: bytes) -> str:
+def _sha(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def bundle_bytes(program: BundleProgram) -> bytes:
-    """The `.qvk` file contents of `program` (compiling its kernels if needed)."""
+def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
+    """The `.qvk` file contents of `program` (compiling its kernels if needed), as the
+    pieces that concatenate to it: the header and manifest, then each blob (SPIR-V,
+    constant buffers) and its padding. Constant buffers are views of the program's
+    arrays, not copies: writing the pieces one after the other (`write_bundle`) never
+    holds the file in memory."""
     compile_spirv(program)
-    blobs: list[bytes] = []
+    blobs: list[bytes | memoryview] = []
     offset = 0
 
-    def add(data: bytes) -> dict[str, Any]:
+    def add(data: bytes | memoryview) -> dict[str, Any]:
         nonlocal offset
-        record = {"offset": offset, "size": len(data), "sha256": _sha(data)}
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
+        record = {"offset": offset, "size": size, "sha256": _sha(data)}
         blobs.append(data)
-        offset += len(data)
+        offset += size
         pad = (-offset) % 8
         if pad:
             blobs.append(b"\0" * pad)
@@ -529,7 +534,8 @@ def bundle_bytes(program: BundleProgram) -> bytes:
         )
     constants = []
     for words in program.constants:
-        constants.append({"dtype": words.dtype.name, **add(words.tobytes())})
+        raw = np.ascontiguousarray(words).data.cast("B")  # the bytes tobytes() gives
+        constants.append({"dtype": words.dtype.name, **add(raw)})
     manifest = {
         "magic": "qopt-vkbundle",
         "qopt_version": qopt_version(),
@@ -548,7 +554,20 @@ def bundle_bytes(program: BundleProgram) -> bytes:
         manifest["host_calls"] = [h.manifest() for h in program.host_calls]
     manifest["version"] = version
     text = json.dumps(manifest, sort_keys=True).encode()
-    return _HEADER.pack(MAGIC, version, len(text)) + text + b"".join(blobs)
+    return [_HEADER.pack(MAGIC, version, len(text)) + text, *blobs]
+
+
+def bundle_bytes(program: BundleProgram) -> bytes:
+    """The `.qvk` file contents of `program` (compiling its kernels if needed)."""
+    return b"".join(bundle_parts(program))
+
+
+def write_bundle(program: BundleProgram, path: str | os.PathLike[str]) -> int:
+    """Write the `.qvk` file of `program` atomically, piece by piece (`bundle_parts`:
+    no copy of the constant buffers); returns its size in bytes."""
+    parts = bundle_parts(program)
+    write_atomically(path, parts)
+    return sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in parts)
 
 
 def _int(value: Any, what: str, low: int = 0, high: int | None = None) -> int:
@@ -1034,13 +1053,17 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -
     return load_bundle(data, str(path), limits)
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` under a temporary name and rename it into place."""
+def write_atomically(
+    path: str | os.PathLike[str], data: bytes | Sequence[bytes | memoryview]
+) -> None:
+    """Write `data` (bytes, or pieces written one after the other) under a temporary
+    name and rename it into place."""
     target = os.fspath(path)
     fd, tmp = temp_file_beside(target)  # 0644 under umask 022, as open() would make it
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in [data] if isinstance(data, bytes) else data:
+                f.write(piece)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
@@ -1050,9 +1073,7 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
 
 def save_module(module: ModuleOp, path: str | os.PathLike[str]) -> int:
     """Write the `.qvk` bundle of a vkc module; returns its size in bytes."""
-    data = bundle_bytes(program_from_module(module))
-    write_atomically(path, data)
-    return len(data)
+    return write_bundle(program_from_module(module), path)
 
 
 @dataclass(frozen=True)
@@ -1072,7 +1093,8 @@ class VkBundleTarget(Target):
         with phase("serialization"):
             with phase("program build"):
                 program = program_from_module(module)
-            data = bundle_bytes(program)
+            parts = bundle_parts(program)
         output.flush()
-        binary.write(data)
+        for piece in parts:
+            binary.write(piece)
         binary.flush()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -334,6 +336,33 @@ def writable(value: SSAValue) -> bool:
 # ----- dispatches -------------------------------------------------------------------------
 
 
+#: Kernel symbols found by `DispatchOp.kernel_op`, by symbol table op and name.
+_KERNEL_SYMBOLS: weakref.WeakKeyDictionary[Operation, dict[str, Operation]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _kernel_symbol(op: Operation, name: SymbolRefAttr) -> Operation | None:
+    """`SymbolTable.lookup_symbol(op, name)` for a flat name, remembered: a remembered
+    op is returned only while it is still in the table's block under that name."""
+    table = op.parent_op()
+    while table is not None and not table.has_trait(SymbolTable):
+        table = table.parent_op()
+    if table is None or name.nested_references.data:
+        return SymbolTable.lookup_symbol(op, name)
+    key = name.root_reference.data
+    known = _KERNEL_SYMBOLS.setdefault(table, {})
+    found = known.get(key)
+    if found is not None and found.parent_op() is table:
+        sym_name = found.get_attr_or_prop("sym_name")
+        if isinstance(sym_name, StringAttr) and sym_name.data == key:
+            return found
+    found = SymbolTable.lookup_symbol(op, name)
+    if found is not None:
+        known[key] = found
+    return found
+
+
 @irdl_op_definition
 class DispatchOp(IRDLOperation):
     """Run kernel `kernel` on `buffers` (in binding order) with push constants
@@ -348,7 +377,11 @@ class DispatchOp(IRDLOperation):
     assembly_format = "$kernel `(` $buffers `)` attr-dict `:` type($buffers)"
 
     def kernel_op(self) -> KernelOp:
-        found = SymbolTable.lookup_symbol(self, self.kernel)
+        """The `vkc.kernel` this dispatch calls (`SymbolTable.lookup_symbol`, which
+        scans the module: remembered per module and name, and used again while it is
+        still that module's op of that name, so passes that ask per dispatch stay
+        linear)."""
+        found = _kernel_symbol(self, self.kernel)
         if not isinstance(found, KernelOp):
             raise _error(self, f"@{self.kernel.root_reference.data} is not a vkc.kernel")
         return found

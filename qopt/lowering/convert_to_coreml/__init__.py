@@ -151,7 +151,9 @@ def get_rules() -> Rules:
 def _constant(lw: Lowering, op: arith.ConstantOp) -> Sequence[SSAValue]:
     array = np.asarray(constant_array(op))
     elem = mil_elem(elem_of(op.result))
-    value = lw.const(array.astype(storage_dtype(elem)), elem, op.result.name_hint or "const")
+    value = lw.const(
+        array.astype(storage_dtype(elem), copy=False), elem, op.result.name_hint or "const"
+    )
     lw.full_precision[value] = array
     return [value]
 

@@ -279,7 +279,9 @@ class Lowering:
             raise self.unsupported(op, scheme, "Core ML stores weights in at most 8 bits")
         if self.opset >= 18:
             storage = _weight_storage(bits, signed)
-            data_v = self.const(data.astype(storage_dtype(storage)), storage, "weight_data")
+            data_v = self.const(
+                data.astype(storage_dtype(storage), copy=False), storage, "weight_data"
+            )
             scale_v = self.const(scale.astype(np.float32).reshape(grid), f32, "weight_scale")
             offset = None
             if zero_point is not None and np.any(zero_point):
@@ -297,7 +299,7 @@ class Lowering:
         flat = (-1,) if axes else ()
         storage = i8 if signed else ui8
         zp = np.zeros(grid, storage_dtype(storage)) if zero_point is None else zero_point
-        data_v = self.const(data.astype(storage_dtype(storage)), storage, "weight_data")
+        data_v = self.const(data.astype(storage_dtype(storage), copy=False), storage, "weight_data")
         zp_v = self.const(zp.reshape(flat).astype(storage_dtype(storage)), storage, "weight_zp")
         scale_v = self.const(scale.reshape(flat).astype(np.float32), f32, "weight_scale")
         return self.build(
@@ -312,7 +314,7 @@ class Lowering:
         lut = book.astype(np.float32)
         if self.opset >= 18:
             storage = IntegerType(nbits, Signedness.UNSIGNED)
-            idx = self.const(codes.astype(np.uint8), storage, "lut_indices")
+            idx = self.const(codes.astype(np.uint8, copy=False), storage, "lut_indices")
             return self.build(coreml.ConstexprLutToDenseOp, [idx, self.const(lut, f32, "lut")], out)
         if any(g != 1 for g in lut.shape[:-2]) or lut.shape[-1] != 1:
             raise self.unsupported(op, scheme, "per-block palettes need iOS18")

@@ -70,7 +70,7 @@ from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of
 from qopt.errors import QoptError
-from qopt.interpreters import make_interpreter
+from qopt.interpreters import dialects_of, make_interpreter
 from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
     attention,
@@ -145,7 +145,8 @@ def lower_function(
         if isinstance(existing, vkc.KernelOp):
             key = (existing.kernel.data, tuple(sorted(existing.spec_values().items())))
             lowering.kernel_ops.setdefault(key, existing)
-    interpreter = make_interpreter(module)
+    # folds single ops of the function's dialects (_fold): no func table, no CoreML
+    interpreter = make_interpreter(module, calls=False, dialects=dialects_of(function))
     block = function.body.block
     lowering.in_place = state.plan_in_place(block)
     for index, arg in enumerate(block.args):

@@ -127,6 +127,24 @@ def test_packing_round_trip() -> None:
     assert np.array_equal(unpack_affine(p), expect)
 
 
+def test_packing_bytes_without_padding() -> None:
+    """int8 / uint8 rows that fill whole 128-bit chunks are packed from the bytes
+    themselves: the same words as from wider integers, the input left as it was."""
+    for bits, lo in ((4, -8), (8, -128), (2, 0), (1, 0), (4, 0), (8, 0), (2, -2)):
+        cols = 128 // bits * 3
+        wide = RNG.integers(lo, lo + (1 << bits), size=(7, cols))
+        narrow = wide.astype(np.int8 if lo < 0 else np.uint8)
+        words = pack_bits(narrow, bits, lo)
+        assert np.array_equal(narrow, wide)
+        assert np.array_equal(words, pack_bits(wide, bits, lo))
+        per_word = 32 // bits
+        fields = (wide - lo).astype(np.uint64).reshape(7, -1, per_word)
+        shifts = np.arange(per_word, dtype=np.uint64) * np.uint64(bits)
+        expect = (fields << shifts).sum(axis=-1)  # field i of a word at bit bits * i
+        assert words.dtype == np.uint32
+        assert np.array_equal(words, expect)
+
+
 # ----- device tests -------------------------------------------------------------------------
 
 

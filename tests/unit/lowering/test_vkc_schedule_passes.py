@@ -266,3 +266,24 @@ def test_fused_llama_on_the_device() -> None:
     expect = expect if isinstance(expect, tuple) else (expect,)
     for got, want in zip(outputs[1], expect, strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_lookup_follows_the_module() -> None:
+    """`DispatchOp.kernel_op` remembers each kernel symbol it finds, but gives the
+    module's current op of that name: after the kernel is erased and a clone put in
+    its place, the clone; after it is renamed, an error."""
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.utils.exceptions import VerifyException
+
+    module = lowered("mlp", "float", False)
+    dispatch = next(op for op in module.walk() if isinstance(op, vkc.DispatchOp))
+    kernel = dispatch.kernel_op()
+    assert dispatch.kernel_op() is kernel
+    clone = kernel.clone()
+    block = module.body.block
+    block.insert_op_before(clone, kernel)
+    block.erase_op(kernel)
+    assert dispatch.kernel_op() is clone
+    clone.sym_name = StringAttr("renamed")
+    with pytest.raises(VerifyException, match=r"is not a vkc\.kernel"):
+        dispatch.kernel_op()

@@ -349,3 +349,21 @@ def test_locations_carry_the_module_path(mlp: dict[str, Any]) -> None:
     # Output names from the graph signature, through the .pt2 frontend as the API's.
     names = ", ".join(f'"{n}"' for n in mlp["ep"].graph_signature.user_outputs)
     assert f"qopt.output_names = [{names}]" in out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_peak_rss_is_this_process_images_not_its_parents() -> None:
+    """A process exec'd by one that touched 400 MiB reports its own peak (ru_maxrss
+    survives exec and reported the parent's)."""
+    import subprocess
+    import sys
+
+    child = "from qopt.report import peak_rss; print(peak_rss())"
+    parent = (
+        "import os, sys; big = bytearray(400 << 20); big[::4096] = b'x' * len(big[::4096]); "
+        f"os.execv(sys.executable, [sys.executable, '-c', {child!r}])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert int(done.stdout.strip()) < 300 << 20

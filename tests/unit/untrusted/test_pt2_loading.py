@@ -233,3 +233,41 @@ def test_bad_files(tmp_path: Path):
             with pytest.raises(QoptError) as e:
                 qopt.import_program(path, trust_pickle=trust)
             assert str(path) in _one_line(e)
+
+
+def test_pickled_weights_read_from_the_archive_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Pickled weights (torchao subclasses) of a stored archive are read by torch.load
+    straight from the file (no copy of each record's bytes first); a deflated archive's
+    are read as bytes; both give the same weights."""
+    from qopt.frontend import pt2
+
+    path = _saved(tmp_path, examples.export_model("mlp", "w4g32"), "stored")
+    deflated = tmp_path / "deflated.pt2"
+    with zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in _entries(path).items():
+            z.writestr(name, data)
+    sources: list[type] = []
+    restricted_load = pt2._restricted_load
+
+    def spy(data: object, what: str, limits: object) -> object:
+        if "data/weights/" in what:
+            sources.append(type(data))
+        return restricted_load(data, what, limits)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(pt2, "_restricted_load", spy)
+    stored_ep = load_pt2(str(path))
+    assert sources
+    assert set(sources) == {pt2._MemberFile}
+    sources.clear()
+    deflated_ep = load_pt2(str(deflated))
+    assert sources
+    assert set(sources) == {bytes}
+    for name, value in stored_ep.state_dict.items():
+        other = deflated_ep.state_dict[name]
+        assert type(other) is type(value)
+        for part in value.__tensor_flatten__()[0] if hasattr(value, "__tensor_flatten__") else []:
+            assert torch.equal(getattr(value, part), getattr(other, part))
+        if not hasattr(value, "__tensor_flatten__"):
+            assert torch.equal(value, other)
