@@ -104,7 +104,7 @@ def test_elementwise_op_bodies_are_one_snippet() -> None:
         assert not re.search(r"^#include", source, re.MULTILINE), glsl
     from qopt.errors import QoptError
 
-    with pytest.raises(QoptError, match="includes no_such.glsl"):
+    with pytest.raises(QoptError, match=r"includes no_such\.glsl"):
         with_includes('#version 450\n#include "no_such.glsl"\n', "k.glsl")
 
 
