@@ -48,6 +48,13 @@ UNARY_OPS = {
     "tan": 31,
     "hardshrink": 32,
     "softshrink": 33,
+    "sinh": 34,
+    "cosh": 35,
+    "trunc": 36,
+    "sign": 37,
+    "asin": 38,
+    "acos": 39,
+    "atan": 40,
 }
 UNARY_INT_OPS = (
     "identity",
@@ -58,6 +65,7 @@ UNARY_INT_OPS = (
     "logical_not",
     "cast_i32_f32",
     "to_bool",
+    "sign",
 )
 """The unary ops the i32 variant (DTYPE i32) computes."""
 BINARY_OPS = {

@@ -256,6 +256,13 @@ UNARY_TORCH = {
     "tan": torch.tan,
     "hardshrink": lambda t: F.hardshrink(t, 0.5),
     "softshrink": lambda t: F.softshrink(t, 0.5),
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "trunc": torch.trunc,
+    "sign": torch.sign,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "atan": torch.atan,
     "logical_not": lambda t: torch.logical_not(t).int(),
     "to_bool": lambda t: (t != 0).int(),
     "cast_f32_i32": lambda t: t.int(),
@@ -271,6 +278,7 @@ def test_unary_f32(dev: VulkanDevice) -> None:
             continue
         xin = np.abs(x) + F32(0.1) if name in ("log", "log10", "log2", "sqrt", "rsqrt") else x
         xin = np.clip(x, -1.4, 1.4) if name == "tan" else xin  # away from the poles
+        xin = np.clip(x / 4, -1, 1) if name in ("asin", "acos") else xin
         int_out = name in ("logical_not", "to_bool", "cast_f32_i32")
         dtype = np.int32 if int_out else F32
         a = {"leaky_relu": 0.1, "hardshrink": 0.5, "softshrink": 0.5}.get(name, -0.5)
@@ -293,6 +301,7 @@ def test_unary_i32(dev: VulkanDevice) -> None:
         "logical_not": (x == 0).astype(np.int32),
         "to_bool": (x != 0).astype(np.int32),
         "cast_i32_f32": x.astype(F32),
+        "sign": np.sign(x),
     }
     for name in UNARY_INT_OPS:
         dtype = F32 if name == "cast_i32_f32" else np.int32

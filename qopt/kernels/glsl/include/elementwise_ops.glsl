@@ -22,6 +22,59 @@ float erf_f(float v) {
 
 float tanh_f(float v) { return tanh(clamp(v, -15.0, 15.0)); }
 
+// arctan, arcsine and arccosine to a few ulp (the GLSL builtins are rougher: ~1e-4 on
+// lavapipe, atan(+-inf) NaN). atan_f: |v| reduced to [0, tan(pi/8)] by atan(a) =
+// pi/2 + atan(-1/a) (a > tan(3pi/8)) or pi/4 + atan((a-1)/(a+1)) (a > tan(pi/8)), then
+// an odd minimax polynomial (Cephes' atanf coefficients); NaN passes through.
+float atan_f(float v) {
+  precise float a = abs(v);
+  precise float base = 0.0;
+  precise float t = a;
+  if (a > 2.414213562373095) {
+    base = 1.5707963267948966;
+    t = -1.0 / a;
+  } else if (a > 0.41421356237309503) {
+    base = 0.7853981633974483;
+    t = (a - 1.0) / (a + 1.0);
+  }
+  precise float z = t * t;
+  precise float p = 8.05374449538e-2 * z - 1.38776856032e-1;
+  p = p * z + 1.99777106478e-1;
+  p = p * z - 3.33329491539e-1;
+  precise float r = base + (p * z * t + t);
+  return v < 0.0 ? -r : r;
+}
+
+// asin on [0, 1]: a + a^3 P(a^2) up to 0.5, else pi/2 - 2 asin(sqrt((1 - a) / 2))
+// (Cephes' asinf coefficients).
+float asin_pos(float a) {
+  precise float big = a > 0.5 ? 1.0 : 0.0;
+  precise float z = a > 0.5 ? 0.5 * (1.0 - a) : a * a;
+  precise float s = a > 0.5 ? sqrt(z) : a;
+  precise float p = 4.2163199048e-2 * z + 2.4181311049e-2;
+  p = p * z + 4.5470025998e-2;
+  p = p * z + 7.4953002686e-2;
+  p = p * z + 1.6666752422e-1;
+  precise float r = s + s * z * p;
+  return big > 0.0 ? 1.5707963267948966 - 2.0 * r : r;
+}
+
+// NaN outside [-1, 1] (and for NaN), as torch.
+float asin_f(float v) {
+  if (!(abs(v) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
+  float r = asin_pos(abs(v));
+  return v < 0.0 ? -r : r;
+}
+
+// acos(v) = pi/2 - asin(v) for |v| <= 0.5, 2 asin(sqrt((1 - v) / 2)) above,
+// pi - 2 asin(sqrt((1 + v) / 2)) below (no cancellation near +-1).
+float acos_f(float v) {
+  if (!(abs(v) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
+  if (v > 0.5) return 2.0 * asin_pos(sqrt(0.5 * (1.0 - v)));
+  if (v < -0.5) return 3.141592653589793 - 2.0 * asin_pos(sqrt(0.5 * (1.0 + v)));
+  return 1.5707963267948966 - asin_f(v);
+}
+
 float powf(float x, float e) {
   if (e == 0.0) return 1.0;
   if (e == 1.0) return x;
@@ -62,6 +115,7 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
     else if (op == UNARY_LOGICAL_NOT) r = v == 0 ? 1 : 0;
     else if (op == UNARY_CAST_I32_F32) return floatBitsToUint(float(v));
     else if (op == UNARY_TO_BOOL) r = v != 0 ? 1 : 0;
+    else if (op == UNARY_SIGN) r = int(v > 0) - int(v < 0);
     return uint(r);
   }
   precise float v = uintBitsToFloat(xw);
@@ -107,6 +161,13 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
     float zero = isnan(v) ? v : uintBitsToFloat(floatBitsToUint(v) & 0x80000000u);
     r = v > pa ? v - pa : (v < -pa ? v + pa : zero);
   }
+  else if (op == UNARY_ASIN) r = asin_f(v);
+  else if (op == UNARY_ACOS) r = acos_f(v);
+  else if (op == UNARY_ATAN) r = atan_f(v);
+  else if (op == UNARY_SINH) r = sinh(v);
+  else if (op == UNARY_COSH) r = cosh(v);
+  else if (op == UNARY_TRUNC) r = trunc(v);
+  else if (op == UNARY_SIGN) r = float(v > 0.0) - float(v < 0.0);  // NaN and -0.0: +0.0, as torch
   return floatBitsToUint(r);
 }
 
