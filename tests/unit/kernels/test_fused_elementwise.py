@@ -109,7 +109,7 @@ def test_malformed_programs_are_refused() -> None:
         "y": 6,
     }
     unread = {**good_spec, "I0_A": 1}  # leaf 1 is unused
-    unknown = {**good_spec, "I0_OP": 40}
+    unknown = {**good_spec, "I0_OP": max(UNARY_OPS.values()) + 1}  # below FUSED_BINARY
     no_int = {**good_spec, "I0_OP": UNARY_OPS["exp"], "I0_DT": DTYPES["i32"]}
     dangling = {**good_spec, "RES": FUSED_LEAVES + 1}
     for spec, words in ((unread, "not written"), (unknown, "unknown op"), (no_int, "no i32"),
