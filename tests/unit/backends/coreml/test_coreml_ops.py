@@ -692,6 +692,37 @@ def test_rank0_inputs_are_one_element_program_inputs(tmp_path: Path) -> None:
         np.testing.assert_array_equal(g, w.numpy())
 
 
+def test_reader_refuses_bad_scalar_input_metadata(tmp_path: Path) -> None:
+    """`qopt.scalar_inputs` is checked like any package content: JSON, lists of names,
+    inputs the function has, of shape [1]."""
+    import shutil
+
+    from coremltools.proto import Model_pb2
+
+    from qopt.backends.coreml.reader import SCALAR_INPUTS_METADATA
+
+    x, s = torch.randn(3), torch.tensor(2.5)
+    path = tmp_path / "scalar.mlpackage"
+    qopt.compile(torch.export.export(ScaleBy(), (x, s)), target="coreml").save(path)
+    spec_rel = Path("Data", "com.apple.CoreML", "model.mlmodel")
+    for i, (bad, message) in enumerate(
+        (
+            ("[1]", "is not a JSON object"),
+            ('{"forward": "s"}', "does not map to a list of names"),
+            ('{"forward": ["nope"]}', "names inputs main does not have"),
+            ('{"forward": ["x"]}', "but has shape"),
+        )
+    ):
+        copy = tmp_path / f"bad{i}.mlpackage"
+        shutil.copytree(path, copy)
+        spec = Model_pb2.Model()
+        spec.ParseFromString((copy / spec_rel).read_bytes())
+        spec.description.metadata.userDefined[SCALAR_INPUTS_METADATA] = bad
+        (copy / spec_rel).write_bytes(spec.SerializeToString())
+        with pytest.raises(qopt.QoptError, match=message):
+            qopt.read_mlpackage(copy)
+
+
 def test_empty_inputs_are_clear_errors() -> None:
     ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2, 0),))
     with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size shape"):
