@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,8 @@ from xdsl.dialects.builtin import AnyFloat, FloatAttr, StringAttr, TensorType, i
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten.base import broadcast_shapes, shape_of
+from qopt.dialects.tensors import elem_of
 from qopt.dtypes import numpy_dtype
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer, node_location
@@ -328,13 +331,14 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 class _Chain:
-    """Builds a chain of elementwise ops on float tensors of the node's result type,
-    inserted before the node's own op (each located at the node)."""
+    """Builds a chain of elementwise ops in the node's result element type (each
+    intermediate of its operands' broadcast shape), inserted before the node's own op
+    and located at the node."""
 
     def __init__(self, imp: Importer, node: Node) -> None:
         self.imp, self.node = imp, node
         self.type = imp.result_type()
-        self.flags = TensorType(i1, self.type.get_shape())
+        self.elem = self.type.get_element_type()
 
     def emit(self, op: Operation) -> SSAValue:
         if (loc := node_location(self.node)) is not None:
@@ -343,16 +347,23 @@ class _Chain:
         return op.results[0]
 
     def const(self, value: float) -> SSAValue:
-        dtype = numpy_dtype(self.type.get_element_type())
-        return self.imp.constant(np.array(value, dtype=dtype), "scalar")
+        return self.imp.constant(np.array(value, dtype=numpy_dtype(self.elem)), "scalar")
+
+    def shape(self, *values: SSAValue) -> list[int]:
+        shape = broadcast_shapes(*(shape_of(v) for v in values))
+        if shape is None:
+            raise self.imp.error("operand shapes do not broadcast")
+        return list(shape)
 
     def unary(self, op_type: type[ew.UnaryOp], x: SSAValue) -> SSAValue:
-        return self.emit(op_type.create(operands=[x], result_types=[self.type]))
+        return self.emit(
+            op_type.create(operands=[x], result_types=[TensorType(self.elem, self.shape(x))])
+        )
 
     def binary(self, op_type: type[ew.BinaryOp], x: SSAValue, y: SSAValue) -> SSAValue:
-        flags = issubclass(op_type, ew.CompareOp)
+        elem = i1 if issubclass(op_type, ew.CompareOp) else self.elem
         return self.emit(
-            op_type.create(operands=[x, y], result_types=[self.flags if flags else self.type])
+            op_type.create(operands=[x, y], result_types=[TensorType(elem, self.shape(x, y))])
         )
 
     def scaled(self, x: SSAValue, factor: float) -> SSAValue:
@@ -363,8 +374,11 @@ class _Chain:
         e = self.unary(ew.ExpOp, x)
         return self.unary(ew.LogOp, self.binary(ew.AddOp, e, self.const(1.0)))
 
-    def where(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
-        return ew.WhereOp.create(operands=[cond, a, b], result_types=[self.type])
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
+        """`cond ? a : b` (not inserted: emit it, or return it as the node's op)."""
+        return ew.WhereOp.create(
+            operands=[cond, a, b], result_types=[TensorType(self.elem, self.shape(cond, a, b))]
+        )
 
 
 def _float_input(imp: Importer, args: dict[str, Any], what: str) -> SSAValue:
@@ -389,7 +403,7 @@ def _elu(chain: _Chain, x: SSAValue, alpha: float, scale: float, input_scale: fl
     e = chain.unary(ew.ExpOp, chain.scaled(x, input_scale))
     negative = chain.scaled(chain.binary(ew.SubOp, e, chain.const(1.0)), alpha * scale)
     positive = chain.scaled(x, scale)
-    return chain.where(chain.binary(ew.GtOp, x, chain.const(0.0)), positive, negative)
+    return chain.select(chain.binary(ew.GtOp, x, chain.const(0.0)), positive, negative)
 
 
 @CONVERTERS("aten.elu.default")
@@ -431,7 +445,7 @@ def convert_softplus(imp: Importer, node: Node, args: dict[str, Any]) -> Operati
     smooth = chain.log1p_exp(bx)
     if beta != 1:
         smooth = chain.binary(ew.DivOp, smooth, chain.const(beta))
-    return chain.where(chain.binary(ew.GtOp, bx, chain.const(threshold)), x, smooth)
+    return chain.select(chain.binary(ew.GtOp, bx, chain.const(threshold)), x, smooth)
 
 
 @CONVERTERS("aten.mish.default")
@@ -491,3 +505,44 @@ def convert_square(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
     """`x * x` in the result's type (a bool tensor squares to int64, as torch)."""
     x = imp.value(args["self"])
     return ew.MulOp.create(operands=[x, x], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.deg2rad.default", "aten.rad2deg.default")
+def convert_deg2rad(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x * (pi / 180)` / `x * (180 / pi)` in the (float) result type, the factor rounded
+    to it, as torch multiplies by the double scalar (an integer x is cast first)."""
+    factor = math.pi / 180 if "deg2rad" in str(node.target) else 180 / math.pi
+    result = imp.result_type()
+    if not isinstance(result.get_element_type(), AnyFloat):
+        raise imp.error(f"{node.target} of a non-float result is not supported")
+    dtype = numpy_dtype(result.get_element_type())
+    scale = imp.constant(np.array(factor, dtype=dtype), "scalar")
+    return ew.MulOp.create(operands=[imp.value(args["self"]), scale], result_types=[result])
+
+
+@CONVERTERS("aten.heaviside.default")
+def convert_heaviside(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`heaviside(x, values) = x == 0 ? values : (x > 0)` (NaN: 0, as torch), in the
+    result's type."""
+    x, values = imp.value(args["self"]), imp.value(args["values"])
+    chain = _Chain(imp, node)
+    zero = imp.constant(np.array(0, dtype=numpy_dtype(elem_of(x))), "scalar")
+    step = chain.emit(chain.select(chain.binary(ew.GtOp, x, zero), chain.const(1), chain.const(0)))
+    return chain.select(chain.binary(ew.EqOp, x, zero), values, step)
+
+
+@CONVERTERS("aten.xlogy.Tensor", "aten.xlogy.Scalar_Other", "aten.xlogy.Scalar_Self")
+def convert_xlogy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`xlogy(x, y)`: NaN where y is NaN, else 0 where x == 0, else `x * log(y)` (torch's
+    order), in the float result type."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.type.get_element_type(), AnyFloat):
+        raise imp.error("xlogy of a non-float result is not supported")
+    x_arg, y_arg = args["self"], args["other"]
+    x = imp.operand(x_arg) if isinstance(x_arg, Node) else chain.const(float(x_arg))
+    y = imp.operand(y_arg) if isinstance(y_arg, Node) else chain.const(float(y_arg))
+    product = chain.binary(ew.MulOp, x, chain.unary(ew.LogOp, y))
+    zero = chain.const(0.0)
+    finite = chain.emit(chain.select(chain.binary(ew.EqOp, x, zero), zero, product))
+    y_nan = chain.emit(ew.IsNanOp.create(operands=[y], result_types=[TensorType(i1, shape_of(y))]))
+    return chain.select(y_nan, y, finite)

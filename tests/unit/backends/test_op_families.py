@@ -157,16 +157,23 @@ class TensorClamps(torch.nn.Module):
             torch.positive(x),
             torch.square(i),
             torch.true_divide(i, i.abs() + 1),
+            torch.deg2rad(x * 100),
+            torch.rad2deg(i),
+            torch.heaviside(x, hi[0]),
+            torch.xlogy(x, lo.abs()),
         )
 
 
 def test_tensor_clamps_and_aliases(tmp_path: Path) -> None:
     """clamp with tensor bounds is maximum then minimum (a NaN bound gives NaN, as
-    torch); positive, square and true_divide import as clone, mul and div."""
+    torch); positive, square and true_divide import as clone, mul and div; deg2rad /
+    rad2deg as a mul, heaviside and xlogy as selects (xlogy: NaN where y is, 0 where
+    x is 0)."""
     g = torch.Generator().manual_seed(3)
     x, lo = torch.randn(4, 5, generator=g), torch.randn(5, generator=g) - 0.5
     hi = torch.randn(4, 1, generator=g) + 0.5
     lo[1] = float("nan")
+    x[0, :2] = torch.tensor([0.0, -0.0])
     i = torch.randint(-9, 9, (4, 5), generator=g)
     check(TensorClamps(), (x, lo, hi, i), tmp_path, 1e-6)
 
