@@ -6,7 +6,8 @@ conv2d_q8; `DTYPE` of unary/binary and `MODE` of fill). These tables are the onl
 place the numbers are written: the lowering and the numpy references look codes
 up by name, and the GLSL compares against named constants generated from
 `OPCODE_TABLES` (`#define UNARY_RELU 1`, ... inserted by
-qopt/backends/vulkan/spirv.py after each kernel's `#version` line).
+qopt/kernels/source.py after each kernel's `#version` line; the op bodies of unary,
+binary and fused_elementwise are one snippet, glsl/include/elementwise_ops.glsl).
 """
 
 from __future__ import annotations
