@@ -21,6 +21,14 @@ from qopt.interpreters.common import as_result, functions_class
 from qopt.numerics import activations as act
 from qopt.numerics.integers import int_pow
 
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """torch's sign: `(x > 0) - (x < 0)` in x's type (0 for NaN, where numpy's is NaN)."""
+    if x.dtype == np.bool_:
+        return x
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
 UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.NegOp: lambda x, op: -x,
     ew.AbsOp: lambda x, op: np.abs(x),
@@ -38,10 +46,17 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.SinOp: lambda x, op: np.sin(x),
     ew.CosOp: lambda x, op: np.cos(x),
     ew.TanOp: lambda x, op: np.tan(x),
+    ew.AsinOp: lambda x, op: np.arcsin(x),
+    ew.AcosOp: lambda x, op: np.arccos(x),
+    ew.AtanOp: lambda x, op: np.arctan(x),
+    ew.SinhOp: lambda x, op: np.sinh(x),
+    ew.CoshOp: lambda x, op: np.cosh(x),
     ew.ErfOp: lambda x, op: act.erf(x),
     ew.FloorOp: lambda x, op: np.floor(x),
     ew.CeilOp: lambda x, op: np.ceil(x),
     ew.RoundOp: lambda x, op: np.round(x),
+    ew.TruncOp: lambda x, op: np.trunc(x) if x.dtype.kind == "f" else x,
+    ew.SignOp: lambda x, op: _sign(x),
     ew.GeluOp: lambda x, op: act.gelu(x, text(op.approximate, "none")),
     ew.HardswishOp: lambda x, op: act.hardswish(x),
     ew.HardsigmoidOp: lambda x, op: act.hardsigmoid(x),
@@ -51,6 +66,8 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.LogicalNotOp: lambda x, op: np.logical_not(x),
     ew.BitwiseNotOp: lambda x, op: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
     ew.IsNanOp: lambda x, op: np.isnan(x),
+    ew.IsInfOp: lambda x, op: np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool),
+    ew.IsFiniteOp: lambda x, op: np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool),
     ew.CloneOp: lambda x, op: x,
 }
 

@@ -19,8 +19,9 @@ HEADER = """#version 450
 // over a 6-D index space D0..D5 (leading dims 1): for each flat index i (digits idx),
 // leaf l loads the 32-bit word in<L*_BUF>[L*_OFF + idx . L*_S] (digit L*_AX, if any,
 // windowed: clamp(idx - L*_LO, 0, L*_N - 1)), instruction k computes
-// r[LEAVES + k] = op(r[I*_A], r[I*_B]) exactly as unary.glsl / binary.glsl do (push
-// a<k>, b<k>: the unary parameters, or a<k> the binary alpha), or for FUSED_SELECT
+// r[LEAVES + k] = op(r[I*_A], r[I*_B]) exactly as unary.glsl / binary.glsl do (the
+// same unary_op / binary_op of glsl/include/elementwise_ops.glsl; push a<k>, b<k>:
+// the unary parameters, or a<k> the binary alpha), or for FUSED_SELECT
 // idx[I*_X] < I*_Y ? r[I*_A] : r[I*_B], and the kernel writes
 // r[RES] to y[OUT_OFF + idx . OS] (y is read-write: words outside that set are kept).
 // Every shape, stride and op is a specialization constant, folded when the pipeline
@@ -28,157 +29,7 @@ HEADER = """#version 450
 """
 
 BODY = r"""
-float erf_f(float v) {
-  // Eigen's float erf: rational approximation on [-4, 4] (as unary.glsl).
-  precise float x = clamp(v, -4.0, 4.0);
-  precise float x2 = x * x;
-  precise float num = x2 * -2.72614225801306e-10 + 2.77068142495902e-08;
-  num = num * x2 + -2.10102402082508e-06;
-  num = num * x2 + -5.69250639462346e-05;
-  num = num * x2 + -7.34990630326855e-04;
-  num = num * x2 + -2.95459980854025e-03;
-  num = num * x2 + -1.60960333262415e-02;
-  num = num * x;
-  precise float den = x2 * -1.45660718464996e-05 + -2.13374055278905e-04;
-  den = den * x2 + -1.68282697438203e-03;
-  den = den * x2 + -7.37332916720468e-03;
-  den = den * x2 + -1.42647390514189e-02;
-  return num / den;
-}
-
-float tanh_f(float v) { return tanh(clamp(v, -15.0, 15.0)); }
-
-float powf(float x, float e) {
-  if (e == 0.0) return 1.0;
-  if (e == 1.0) return x;
-  if (e == 2.0) return x * x;
-  if (e == 0.5) return sqrt(x);
-  if (x < 0.0 && e == floor(e)) {
-    float r = pow(-x, e);
-    return mod(e, 2.0) == 1.0 ? -r : r;
-  }
-  return pow(x, e);
-}
-
-// unary.glsl's op OP on the word xw (DTYPE dt), as a word
-uint unary_op(int OP, int dt, uint xw, float pa, float pb) {
-  if (dt == DTYPE_I32) {
-    int v = int(xw);
-    int r = v;
-    if (OP == UNARY_IDENTITY) r = v;
-    else if (OP == UNARY_RELU) r = max(v, 0);
-    else if (OP == UNARY_NEG) r = -v;
-    else if (OP == UNARY_ABS) r = abs(v);
-    else if (OP == UNARY_CLAMP) r = clamp(v, int(pa), int(pb));
-    else if (OP == UNARY_LOGICAL_NOT) r = v == 0 ? 1 : 0;
-    else if (OP == UNARY_CAST_I32_F32) return floatBitsToUint(float(v));
-    else if (OP == UNARY_TO_BOOL) r = v != 0 ? 1 : 0;
-    return uint(r);
-  }
-  precise float v = uintBitsToFloat(xw);
-  precise float r = v;
-  if (OP == UNARY_IDENTITY) r = v;
-  else if (OP == UNARY_RELU) r = isnan(v) ? v : max(v, 0.0);
-  else if (OP == UNARY_SILU) r = v / (1.0 + exp(-v));
-  else if (OP == UNARY_SIGMOID) r = 1.0 / (1.0 + exp(-v));
-  else if (OP == UNARY_TANH) r = tanh_f(v);
-  else if (OP == UNARY_EXP) r = exp(v);
-  else if (OP == UNARY_LOG) r = log(v);
-  else if (OP == UNARY_SQRT) r = sqrt(v);
-  else if (OP == UNARY_RSQRT) r = 1.0 / sqrt(v);
-  else if (OP == UNARY_RECIPROCAL) r = 1.0 / v;
-  else if (OP == UNARY_SIN) r = sin(v);
-  else if (OP == UNARY_COS) r = cos(v);
-  else if (OP == UNARY_ERF) r = erf_f(v);
-  else if (OP == UNARY_NEG) r = -v;
-  else if (OP == UNARY_ABS) r = abs(v);
-  else if (OP == UNARY_GELU) r = 0.5 * v * (1.0 + erf_f(v * 0.70710678118654752));
-  else if (OP == UNARY_GELU_TANH) {
-    precise float inner = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-    r = 0.5 * v * (1.0 + tanh_f(inner));
-  }
-  else if (OP == UNARY_FLOOR) r = floor(v);
-  else if (OP == UNARY_CEIL) r = ceil(v);
-  else if (OP == UNARY_ROUND) r = roundEven(v);
-  else if (OP == UNARY_CLAMP) r = isnan(v) ? v : min(max(v, pa), pb);
-  else if (OP == UNARY_LEAKY_RELU) r = v > 0.0 ? v : v * pa;
-  else if (OP == UNARY_HARDSWISH) r = v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
-  else if (OP == UNARY_HARDSIGMOID) r = isnan(v) ? v : clamp(v + 3.0, 0.0, 6.0) / 6.0;
-  else if (OP == UNARY_LOGICAL_NOT) return v == 0.0 ? 1u : 0u;
-  else if (OP == UNARY_CAST_F32_I32) return uint(int(trunc(v)));
-  else if (OP == UNARY_TO_BOOL) return v != 0.0 ? 1u : 0u;
-  else if (OP == UNARY_SQUARE) r = v * v;
-  else if (OP == UNARY_LOG10) r = log2(v) * 0.30102999566398120;
-  else if (OP == UNARY_LOG2) r = log2(v);
-  else if (OP == UNARY_TAN) r = tan(v);
-  else if (OP == UNARY_HARDSHRINK) r = (v >= -pa && v <= pa) ? 0.0 : v;
-  else if (OP == UNARY_SOFTSHRINK) {
-    float zero = isnan(v) ? v : uintBitsToFloat(floatBitsToUint(v) & 0x80000000u);
-    r = v > pa ? v - pa : (v < -pa ? v + pa : zero);
-  }
-  return floatBitsToUint(r);
-}
-
-// binary.glsl's op OP on the words aw, bw (DTYPE dt), as a word
-uint binary_op(int OP, int dt, uint aw, uint bw, float alpha) {
-  if (dt == DTYPE_I32) {
-    int x = int(aw), y = int(bw);
-    int r = 0;
-    int al = int(alpha);
-    if (OP == BINARY_ADD) r = x + al * y;
-    else if (OP == BINARY_SUB) r = x - al * y;
-    else if (OP == BINARY_MUL) r = x * y;
-    else if (OP == BINARY_DIV || OP == BINARY_FLOOR_DIVIDE) {
-      int q = x / y;
-      if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1;
-      r = q;
-    }
-    else if (OP == BINARY_POW) r = int(roundEven(powf(float(x), float(y))));
-    else if (OP == BINARY_MAXIMUM) r = max(x, y);
-    else if (OP == BINARY_MINIMUM) r = min(x, y);
-    else if (OP == BINARY_EQ) r = int(x == y);
-    else if (OP == BINARY_NE) r = int(x != y);
-    else if (OP == BINARY_LT) r = int(x < y);
-    else if (OP == BINARY_LE) r = int(x <= y);
-    else if (OP == BINARY_GT) r = int(x > y);
-    else if (OP == BINARY_GE) r = int(x >= y);
-    else if (OP == BINARY_LOGICAL_AND) r = int(x != 0 && y != 0);
-    else if (OP == BINARY_LOGICAL_OR) r = int(x != 0 || y != 0);
-    else if (OP == BINARY_REMAINDER) {
-      int m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) m += y;
-      r = m;
-    }
-    else if (OP == BINARY_BITWISE_AND) r = x & y;
-    else if (OP == BINARY_BITWISE_OR) r = x | y;
-    else if (OP == BINARY_BITWISE_XOR) r = x ^ y;
-    return uint(r);
-  }
-  precise float x = uintBitsToFloat(aw), y = uintBitsToFloat(bw);
-  precise float r = 0.0;
-  if (OP == BINARY_ADD) r = x + alpha * y;
-  else if (OP == BINARY_SUB) r = x - alpha * y;
-  else if (OP == BINARY_MUL) r = x * y;
-  else if (OP == BINARY_DIV) r = x / y;
-  else if (OP == BINARY_POW) r = powf(x, y);
-  else if (OP == BINARY_MAXIMUM) r = isnan(x) || isnan(y) ? x + y : max(x, y);
-  else if (OP == BINARY_MINIMUM) r = isnan(x) || isnan(y) ? x + y : min(x, y);
-  else if (OP >= BINARY_EQ && OP <= BINARY_LOGICAL_OR) {
-    bool t = false;
-    if (OP == BINARY_EQ) t = x == y;
-    else if (OP == BINARY_NE) t = x != y;
-    else if (OP == BINARY_LT) t = x < y;
-    else if (OP == BINARY_LE) t = x <= y;
-    else if (OP == BINARY_GT) t = x > y;
-    else if (OP == BINARY_GE) t = x >= y;
-    else if (OP == BINARY_LOGICAL_AND) t = x != 0.0 && y != 0.0;
-    else t = x != 0.0 || y != 0.0;
-    return t ? 1u : 0u;
-  }
-  else if (OP == BINARY_REMAINDER) { r = x - floor(x / y) * y; }
-  else if (OP == BINARY_FLOOR_DIVIDE) r = floor(x / y);
-  return floatBitsToUint(r);
-}
+#include "elementwise_ops.glsl"
 
 uint step_op(int op, int dt, uint aw, uint bw, float pa, float pb) {
   if (op >= FUSED_BINARY) return binary_op(op - FUSED_BINARY, dt, aw, bw, pa);

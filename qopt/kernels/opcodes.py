@@ -6,7 +6,8 @@ conv2d_q8; `DTYPE` of unary/binary and `MODE` of fill). These tables are the onl
 place the numbers are written: the lowering and the numpy references look codes
 up by name, and the GLSL compares against named constants generated from
 `OPCODE_TABLES` (`#define UNARY_RELU 1`, ... inserted by
-qopt/backends/vulkan/spirv.py after each kernel's `#version` line).
+qopt/kernels/source.py after each kernel's `#version` line; the op bodies of unary,
+binary and fused_elementwise are one snippet, glsl/include/elementwise_ops.glsl).
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ UNARY_OPS = {
     "tan": 31,
     "hardshrink": 32,
     "softshrink": 33,
+    "sinh": 34,
+    "cosh": 35,
+    "trunc": 36,
+    "sign": 37,
+    "asin": 38,
+    "acos": 39,
+    "atan": 40,
 }
 UNARY_INT_OPS = (
     "identity",
@@ -58,6 +66,7 @@ UNARY_INT_OPS = (
     "logical_not",
     "cast_i32_f32",
     "to_bool",
+    "sign",
 )
 """The unary ops the i32 variant (DTYPE i32) computes."""
 BINARY_OPS = {

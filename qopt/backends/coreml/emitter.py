@@ -23,6 +23,13 @@ package holds: coremltools 9 writes no other, iOS18's MLState) and a state whose
 initial value is not all zeros (a Core ML state starts as zeros: the caller
 makes it, `model.make_state()`).
 
+Rank-0 inputs: Core ML program inputs have rank 1 to 5, so a rank-0 tensor input is
+a `[1]` program input, reshaped to rank 0 first thing in the program; the package
+records those inputs' names per method (`qopt.scalar_inputs`, JSON: reader.py's
+`SCALAR_INPUTS_METADATA`), and the reader gives them back their rank-0 type, so the
+package read back (and `qopt.load`) takes the same arrays as the exported program.
+A caller of the package on a Core ML device passes a 1-element array.
+
 Several methods (functions `prefill` and `decode` sharing weights and states):
 one Program per function, each saved alone, then merged by coremltools'
 `MultiFunctionDescriptor` / `save_multifunction` into one multifunction package
@@ -60,7 +67,12 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from qopt.backends.coreml.reader import METHOD_METADATA, STATES_METADATA, VERSION_METADATA
+from qopt.backends.coreml.reader import (
+    METHOD_METADATA,
+    SCALAR_INPUTS_METADATA,
+    STATES_METADATA,
+    VERSION_METADATA,
+)
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
 from qopt.dialects.signature import output_names as recorded_output_names
@@ -172,6 +184,13 @@ def input_names_of(func: FuncOp) -> list[str]:
     return _input_names([a.name_hint for a in func.body.block.args])
 
 
+def scalar_inputs_of(func: FuncOp) -> list[str]:
+    """The package input names (`input_names_of`) of `func`'s rank-0 arguments: `[1]`
+    inputs of the package, reshaped to rank 0 inside."""
+    args = func.body.block.args
+    return [n for n, a in zip(input_names_of(func), args, strict=True) if not shape_of(a)]
+
+
 def state_names_of(module: ModuleOp) -> dict[str, str]:
     """Each state (mutable global) of `module` -> its MIL state name: the global's
     name made an identifier, distinct from the other states' and from every
@@ -207,12 +226,17 @@ def check_states(module: ModuleOp) -> None:
 def package_metadata(module: ModuleOp) -> dict[str, str]:
     """The user-defined metadata qopt writes into a package: the version of qopt that
     wrote it (`qopt.version`), the states' names (`qopt.states`: MIL name -> global
-    name) and the name of a single method other than `forward` (`qopt.method`; a
-    single-function package's function is `main`)."""
+    name), the name of a single method other than `forward` (`qopt.method`; a
+    single-function package's function is `main`) and the rank-0 inputs of each
+    method, given to the package as `[1]` (`qopt.scalar_inputs`: method -> input
+    names; absent when there are none)."""
     out: dict[str, str] = {VERSION_METADATA: qopt_version()}
     if names := state_names_of(module):
         out[STATES_METADATA] = json.dumps({mil: name for name, mil in names.items()})
     methods = methods_of(module)
+    scalars = {m: scalar_inputs_of(function_of(module, m)) for m in methods}
+    if any(scalars.values()):
+        out[SCALAR_INPUTS_METADATA] = json.dumps({m: s for m, s in scalars.items() if s})
     if len(methods) == 1 and methods[0] != "forward":
         out[METHOD_METADATA] = methods[0]
     return out
@@ -273,14 +297,11 @@ def build_program(
     names: dict[SSAValue, str] = {}
     out_names = output_names_of(module, output_names, function)
     input_names = input_names_of(func)
-    for i, arg in enumerate(block.args):
-        if not shape_of(arg):
-            raise QoptError(
-                f"emit: input {i} of @{func.sym_name.data} is a rank-0 tensor, and Core ML "
-                "program inputs have rank 1 to 5: pass it as a 1-element tensor "
-                "(x.reshape(1)) in the exported model"
-            )
-    specs = [mb.TensorSpec(shape=shape_of(a), dtype=mil_type(elem_of(a))) for a in block.args]
+    # a rank-0 input is a [1] program input (Core ML inputs have rank 1 to 5), reshaped
+    # to rank 0 at the top of the program
+    specs = [
+        mb.TensorSpec(shape=shape_of(a) or (1,), dtype=mil_type(elem_of(a))) for a in block.args
+    ]
     state_names = state_names_of(module)
     out_names = _distinct_outputs(out_names, [*input_names, *state_names.values()])
     states = mutable_globals(module)
@@ -317,6 +338,11 @@ def build_program(
             used.add(name)
             return name
 
+        for arg, input_name in zip(block.args, input_names, strict=True):
+            if not shape_of(arg):
+                scalar_shape = np.zeros(0, np.int32)
+                reshape = getattr(mb, coreml.ReshapeOp.name.removeprefix("coreml."))
+                env[arg] = reshape(x=env[arg], shape=scalar_shape, name=fresh(input_name))
         for op in block.ops:
             if isinstance(op, ReturnOp):
                 break

@@ -65,6 +65,7 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -108,6 +109,7 @@ from qopt.resources import WeightStore, attach, make_resource, printable_inline
 STATES_METADATA = "qopt.states"
 METHOD_METADATA = "qopt.method"
 VERSION_METADATA = "qopt.version"
+SCALAR_INPUTS_METADATA = "qopt.scalar_inputs"
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
 MAX_MANIFEST_BYTES = 1 << 20
 #: Largest root model spec (model.mlmodel) read; it holds every immediate value
@@ -857,6 +859,31 @@ def _state_names(pkg: _Package, spec: Any) -> dict[str, str]:
     return out
 
 
+def _scalar_inputs(pkg: _Package, spec: Any) -> dict[str, list[str]]:
+    """Method -> the inputs qopt wrote as `[1]` for a rank-0 tensor (the emitter's
+    `qopt.scalar_inputs` metadata, a JSON object of lists of names; absent: none)."""
+    raw = spec.description.metadata.userDefined.get(SCALAR_INPUTS_METADATA)
+    if raw is None:
+        return {}
+    what = f"metadata {SCALAR_INPUTS_METADATA}"
+    if len(raw) > MAX_STATES_METADATA:
+        raise pkg.error(f"{what} has {len(raw)} characters, more than {MAX_STATES_METADATA}")
+    try:
+        table = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise pkg.error(f"{what} is not valid JSON: {e}") from None
+    if not isinstance(table, dict):
+        raise pkg.error(f"{what} is not a JSON object")
+    out: dict[str, list[str]] = {}
+    for method, names in cast(dict[Any, Any], table).items():
+        if not isinstance(names, list) or not all(
+            isinstance(n, str) for n in cast(list[Any], names)
+        ):
+            raise pkg.error(f"{what}: method {_name(method)} does not map to a list of names")
+        out[str(method)] = [str(n) for n in cast(list[Any], names)]
+    return out
+
+
 READ_MIL_OPS = frozenset({"const", "identity", "write_state", *coreml.BY_MIL_NAME})
 """The MIL op types the reader reads: every coreml dialect op, `const`, `identity`
 (an alias of its input) and `write_state` (coremltools' serialization of
@@ -874,9 +901,11 @@ def _read(pkg: _Package) -> ModuleOp:
     store = WeightStore()
     readers: list[Reader] = []
     funcs: list[FuncOp] = []
+    scalars = _scalar_inputs(pkg, spec)
     for mil_name, name in functions:
         reader = Reader(pkg, store, states)
-        funcs.append(_read_function(reader, program.functions[mil_name], mil_name, name))
+        function = program.functions[mil_name]
+        funcs.append(_read_function(reader, function, mil_name, name, scalars.get(name, [])))
         readers.append(reader)
     unused = [n for n in states.names if n not in states.by_mil]
     if unused:
@@ -926,7 +955,12 @@ class _States:
         return name
 
 
-def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> FuncOp:
+def _read_function(
+    reader: Reader, function: Any, mil_name: str, name: str, scalars: Sequence[str] = ()
+) -> FuncOp:
+    """The coreml function of MIL `function`; its inputs named in `scalars` (the `[1]`
+    inputs qopt wrote for rank-0 tensors) are rank-0 arguments again, reshaped to
+    `[1]` for the program's ops."""
     pkg = reader.pkg
     label = f"function {_name(mil_name)}"
     match = re.fullmatch(r"CoreML(\d{1,3})", function.opset)
@@ -944,7 +978,7 @@ def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> F
         shown = ", ".join(_name(t)[1:-1] for t in unknown[:20])
         more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
         raise pkg.error(f"uses MIL ops qopt does not know: {shown}{more}")
-    arg_types: list[Attribute] = []
+    arg_types: list[TensorType[Attribute]] = []
     arg_names: list[str] = []
     seen: set[str] = set()
     for named in function.inputs:
@@ -958,12 +992,30 @@ def _read_function(reader: Reader, function: Any, mil_name: str, name: str) -> F
             reader.states_in[named.name] = reader.states.declare(named.name, wrapped, reader.where)
             continue
         t = reader.tensor_type(named.type, "its type")
-        arg_types.append(TensorType(t.elem, list(t.shape)))
+        shape = list(t.shape)
+        if named.name in scalars:
+            if shape != [1]:
+                raise reader.fail(f"is named in {SCALAR_INPUTS_METADATA} but has shape {shape}")
+            shape = []
+        arg_types.append(TensorType(t.elem, shape))
         arg_names.append(named.name)
+    if unknown_scalars := sorted(set(scalars) - set(arg_names)):
+        raise pkg.error(
+            f"metadata {SCALAR_INPUTS_METADATA} names inputs {mil_name} does not have: "
+            + ", ".join(_name(n) for n in unknown_scalars[:8])
+        )
     reader.block = Block(arg_types=arg_types)
-    for arg_name, arg in zip(arg_names, reader.block.args, strict=True):
+    for arg_name, arg, arg_type in zip(arg_names, reader.block.args, arg_types, strict=True):
         arg.name_hint = _hint(arg_name)
         reader.values[arg_name] = arg
+        if arg_name in scalars:
+            one = coreml.ReshapeOp.build(
+                operands=[arg],
+                properties={"shape": DenseArrayBase.from_list(i64, [1])},
+                result_types=[TensorType(arg_type.get_element_type(), [1])],
+            )
+            reader.block.add_op(one)
+            reader.values[arg_name] = one.results[0]
     for op in block_spec.operations:
         reader.where = _op_label(op)
         try:

@@ -142,6 +142,35 @@ class TanOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class AsinOp(FloatUnaryOp):
+    """arcsine (NaN outside [-1, 1])."""
+
+    name = "aten.asin"
+
+
+@irdl_op_definition
+class AcosOp(FloatUnaryOp):
+    """arccosine (NaN outside [-1, 1])."""
+
+    name = "aten.acos"
+
+
+@irdl_op_definition
+class AtanOp(FloatUnaryOp):
+    name = "aten.atan"
+
+
+@irdl_op_definition
+class SinhOp(FloatUnaryOp):
+    name = "aten.sinh"
+
+
+@irdl_op_definition
+class CoshOp(FloatUnaryOp):
+    name = "aten.cosh"
+
+
+@irdl_op_definition
 class ErfOp(FloatUnaryOp):
     name = "aten.erf"
 
@@ -154,6 +183,21 @@ class FloorOp(UnaryOp):
 @irdl_op_definition
 class CeilOp(UnaryOp):
     name = "aten.ceil"
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """Round toward zero (`trunc`, `fix`); an integer tensor is its input."""
+
+    name = "aten.trunc"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """`(x > 0) - (x < 0)` in x's type: -1, 0 or 1 (0 for NaN and for -0.0, as torch);
+    a bool tensor is its input."""
+
+    name = "aten.sign"
 
 
 @irdl_op_definition
@@ -245,6 +289,26 @@ class BitwiseNotOp(UnaryOp):
 @irdl_op_definition
 class IsNanOp(UnaryOp):
     name = "aten.isnan"
+
+    def check(self) -> None:
+        self.require_bool(self.result, "result")
+
+
+@irdl_op_definition
+class IsInfOp(UnaryOp):
+    """`x == +inf or x == -inf` (never for integers)."""
+
+    name = "aten.isinf"
+
+    def check(self) -> None:
+        self.require_bool(self.result, "result")
+
+
+@irdl_op_definition
+class IsFiniteOp(UnaryOp):
+    """Neither infinite nor NaN (always for integers)."""
+
+    name = "aten.isfinite"
 
     def check(self) -> None:
         self.require_bool(self.result, "result")
@@ -438,9 +502,10 @@ class MaskedFillOp(AtenOp):
 
 OPS = [
     NegOp, AbsOp, ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, Log10Op, Log2Op, SqrtOp,
-    RsqrtOp, ReciprocalOp, SinOp, CosOp, TanOp, ErfOp, FloorOp, CeilOp, RoundOp, GeluOp,
+    RsqrtOp, ReciprocalOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, ErfOp,
+    FloorOp, CeilOp, TruncOp, SignOp, RoundOp, GeluOp,
     HardswishOp, HardsigmoidOp, LeakyReluOp, HardshrinkOp, SoftshrinkOp, ClampOp,
-    LogicalNotOp, BitwiseNotOp, IsNanOp, CastOp, CloneOp,
+    LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, CastOp, CloneOp,
     AddOp, SubOp, MulOp, DivOp, RemainderOp, PowOp, MaximumOp, MinimumOp,
     EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp,
     BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, WhereOp, MaskedFillOp,

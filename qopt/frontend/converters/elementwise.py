@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 from torch.fx import Node
-from xdsl.dialects.builtin import FloatAttr, StringAttr
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, StringAttr, TensorType, i1
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten.base import broadcast_shapes, shape_of
+from qopt.dialects.tensors import elem_of
+from qopt.dtypes import numpy_dtype
 from qopt.frontend.converters.table import ConverterTable
-from qopt.frontend.importer import Importer
+from qopt.frontend.importer import Importer, node_location
 
 CONVERTERS = ConverterTable()
 
@@ -43,8 +48,17 @@ for _op, _names in [
     (ew.SinOp, ["sin"]),
     (ew.CosOp, ["cos"]),
     (ew.TanOp, ["tan"]),
+    (ew.AsinOp, ["asin", "arcsin"]),
+    (ew.AcosOp, ["acos", "arccos"]),
+    (ew.AtanOp, ["atan", "arctan"]),
+    (ew.SinhOp, ["sinh"]),
+    (ew.CoshOp, ["cosh"]),
     (ew.ErfOp, ["erf"]),
     (ew.FloorOp, ["floor"]),
+    (ew.TruncOp, ["trunc", "fix"]),
+    (ew.SignOp, ["sign"]),
+    (ew.IsInfOp, ["isinf"]),
+    (ew.IsFiniteOp, ["isfinite"]),
     (ew.CeilOp, ["ceil"]),
     (ew.RoundOp, ["round"]),
     (ew.HardswishOp, ["hardswish"]),
@@ -201,7 +215,13 @@ def convert_rsub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return _binary(imp, ew.SubOp, args["other"], args["self"], _alpha(args))
 
 
-@CONVERTERS("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+@CONVERTERS(
+    "aten.div.Tensor",
+    "aten.div.Scalar",
+    "aten.div.Tensor_mode",
+    "aten.div.Scalar_mode",
+    "aten.true_divide.Tensor",
+)
 def convert_div(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     mode = args.get("rounding_mode")
     props: dict[str, Attribute] = {} if mode is None else {"rounding_mode": StringAttr(mode)}
@@ -297,3 +317,232 @@ def convert_masked_fill(imp: Importer, node: Node, args: dict[str, Any]) -> Oper
     return ew.MaskedFillOp.create(
         operands=[x, imp.value(args["mask"]), fill], result_types=[imp.result_type()]
     )
+
+
+# ----- activations composed of elementwise ops ------------------------------------------------
+# elu / selu / celu, softplus, mish and log_sigmoid import as the chains of aten elementwise
+# ops below (as torch's own decompositions write them, with exp(x) - 1 for expm1 and
+# log(1 + exp(x)) for log1p(exp(x)): within float32 round-off of torch, ~1e-7 absolute).
+# Every target then runs them with the ops it has, and Vulkan fuses each chain into one
+# fused_elementwise dispatch.
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class _Chain:
+    """Builds a chain of elementwise ops in the node's result element type (each
+    intermediate of its operands' broadcast shape), inserted before the node's own op
+    and located at the node."""
+
+    def __init__(self, imp: Importer, node: Node) -> None:
+        self.imp, self.node = imp, node
+        self.type = imp.result_type()
+        self.elem = self.type.get_element_type()
+
+    def emit(self, op: Operation) -> SSAValue:
+        if (loc := node_location(self.node)) is not None:
+            op.location = loc
+        self.imp.builder.insert(op)
+        return op.results[0]
+
+    def const(self, value: float) -> SSAValue:
+        return self.imp.constant(np.array(value, dtype=numpy_dtype(self.elem)), "scalar")
+
+    def shape(self, *values: SSAValue) -> list[int]:
+        shape = broadcast_shapes(*(shape_of(v) for v in values))
+        if shape is None:
+            raise self.imp.error("operand shapes do not broadcast")
+        return list(shape)
+
+    def unary(self, op_type: type[ew.UnaryOp], x: SSAValue) -> SSAValue:
+        return self.emit(
+            op_type.create(operands=[x], result_types=[TensorType(self.elem, self.shape(x))])
+        )
+
+    def binary(self, op_type: type[ew.BinaryOp], x: SSAValue, y: SSAValue) -> SSAValue:
+        elem = i1 if issubclass(op_type, ew.CompareOp) else self.elem
+        return self.emit(
+            op_type.create(operands=[x, y], result_types=[TensorType(elem, self.shape(x, y))])
+        )
+
+    def scaled(self, x: SSAValue, factor: float) -> SSAValue:
+        return x if factor == 1 else self.binary(ew.MulOp, x, self.const(factor))
+
+    def log1p_exp(self, x: SSAValue) -> SSAValue:
+        """log(1 + exp(x))."""
+        e = self.unary(ew.ExpOp, x)
+        return self.unary(ew.LogOp, self.binary(ew.AddOp, e, self.const(1.0)))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> Operation:
+        """`cond ? a : b` (not inserted: emit it, or return it as the node's op)."""
+        return ew.WhereOp.create(
+            operands=[cond, a, b], result_types=[TensorType(self.elem, self.shape(cond, a, b))]
+        )
+
+
+def _float_input(imp: Importer, args: dict[str, Any], what: str) -> SSAValue:
+    x = imp.value(args["self"])
+    if not isinstance(imp.result_type().get_element_type(), AnyFloat):
+        raise imp.error(f"{what} takes a float tensor")
+    return x
+
+
+def _number(imp: Importer, args: dict[str, Any], name: str, default: float, what: str) -> float:
+    value = args.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise imp.error(f"{name} of {what} must be a number, got {value!r}")
+    return float(value)
+
+
+def _elu(chain: _Chain, x: SSAValue, alpha: float, scale: float, input_scale: float) -> Operation:
+    """`x > 0 ? x * scale : (exp(x * input_scale) - 1) * alpha * scale` (torch's elu;
+    NaN takes the second branch and stays NaN)."""
+    e = chain.unary(ew.ExpOp, chain.scaled(x, input_scale))
+    negative = chain.scaled(chain.binary(ew.SubOp, e, chain.const(1.0)), alpha * scale)
+    positive = chain.scaled(x, scale)
+    return chain.select(chain.binary(ew.GtOp, x, chain.const(0.0)), positive, negative)
+
+
+@CONVERTERS("aten.elu.default")
+def convert_elu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`elu(x, alpha=1, scale=1, input_scale=1)`: where, gt, exp, sub, mul."""
+    x = _float_input(imp, args, "elu")
+    alpha = _number(imp, args, "alpha", 1.0, "elu")
+    scale = _number(imp, args, "scale", 1.0, "elu")
+    input_scale = _number(imp, args, "input_scale", 1.0, "elu")
+    return _elu(_Chain(imp, node), x, alpha, scale, input_scale)
+
+
+@CONVERTERS("aten.selu.default")
+def convert_selu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`selu(x)`: elu with torch's fixed alpha 1.67326... and scale 1.05070..."""
+    x = _float_input(imp, args, "selu")
+    return _elu(_Chain(imp, node), x, SELU_ALPHA, SELU_SCALE, 1.0)
+
+
+@CONVERTERS("aten.celu.default")
+def convert_celu(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`celu(x, alpha=1)`: elu with input_scale 1 / alpha (alpha != 0)."""
+    x = _float_input(imp, args, "celu")
+    alpha = _number(imp, args, "alpha", 1.0, "celu")
+    if alpha == 0:
+        raise imp.error("alpha of celu must not be 0 (torch's ZeroDivisionError)")
+    return _elu(_Chain(imp, node), x, alpha, 1.0, 1.0 / alpha)
+
+
+@CONVERTERS("aten.softplus.default")
+def convert_softplus(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`softplus(x, beta=1, threshold=20)`: `x` where `x * beta > threshold`, else
+    `log(1 + exp(x * beta)) / beta`."""
+    x = _float_input(imp, args, "softplus")
+    beta = _number(imp, args, "beta", 1.0, "softplus")
+    threshold = _number(imp, args, "threshold", 20.0, "softplus")
+    chain = _Chain(imp, node)
+    bx = chain.scaled(x, beta)
+    smooth = chain.log1p_exp(bx)
+    if beta != 1:
+        smooth = chain.binary(ew.DivOp, smooth, chain.const(beta))
+    return chain.select(chain.binary(ew.GtOp, bx, chain.const(threshold)), x, smooth)
+
+
+@CONVERTERS("aten.mish.default")
+def convert_mish(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`mish(x) = x * tanh(log(1 + exp(x)))` (torch's, no threshold: exp's overflow to
+    inf makes tanh 1)."""
+    x = _float_input(imp, args, "mish")
+    chain = _Chain(imp, node)
+    gate = chain.unary(ew.TanhOp, chain.log1p_exp(x))
+    return ew.MulOp.create(operands=[x, gate], result_types=[chain.type])
+
+
+@CONVERTERS("aten.log_sigmoid.default")
+def convert_log_sigmoid(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`log_sigmoid(x) = min(x, 0) - log(1 + exp(-|x|))` (torch's stable form: no
+    overflow for any x)."""
+    x = _float_input(imp, args, "log_sigmoid")
+    chain = _Chain(imp, node)
+    low = chain.binary(ew.MinimumOp, x, chain.const(0.0))
+    tail = chain.log1p_exp(chain.unary(ew.NegOp, chain.unary(ew.AbsOp, x)))
+    return ew.SubOp.create(operands=[low, tail], result_types=[chain.type])
+
+
+@CONVERTERS("aten.clamp.Tensor", "aten.clamp_min.Tensor", "aten.clamp_max.Tensor")
+def convert_clamp_tensor(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`clamp` with tensor bounds (either may be absent): `minimum(maximum(x, min), max)`
+    in the result's type, broadcasting all three (as torch: a NaN in x or in a bound
+    gives NaN, min > max gives max)."""
+    target = str(node.target)
+    lo = None if "clamp_max" in target else args.get("min")
+    hi = None if "clamp_min" in target else args.get("max")
+    if lo is None and hi is None:
+        raise imp.error("clamp needs at least one of min and max")
+    if hi is None:
+        return _binary(imp, ew.MaximumOp, args["self"], lo)
+    if lo is None:
+        return _binary(imp, ew.MinimumOp, args["self"], hi)
+    x = imp.value(args["self"])
+    low = ew.MaximumOp.create(
+        operands=[x, imp.operand(lo, like=x)], result_types=[imp.result_type()]
+    )
+    if (loc := node_location(node)) is not None:
+        low.location = loc
+    imp.builder.insert(low)
+    high = imp.operand(hi, like=x)
+    return ew.MinimumOp.create(operands=[low.results[0], high], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.positive.default")
+def convert_positive(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`+x`: the input itself."""
+    return ew.CloneOp.create(operands=[imp.value(args["self"])], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.square.default")
+def convert_square(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x * x` in the result's type (a bool tensor squares to int64, as torch)."""
+    x = imp.value(args["self"])
+    return ew.MulOp.create(operands=[x, x], result_types=[imp.result_type()])
+
+
+@CONVERTERS("aten.deg2rad.default", "aten.rad2deg.default")
+def convert_deg2rad(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`x * (pi / 180)` / `x * (180 / pi)` in the (float) result type, the factor rounded
+    to it, as torch multiplies by the double scalar (an integer x is cast first)."""
+    factor = math.pi / 180 if "deg2rad" in str(node.target) else 180 / math.pi
+    result = imp.result_type()
+    if not isinstance(result.get_element_type(), AnyFloat):
+        raise imp.error(f"{node.target} of a non-float result is not supported")
+    dtype = numpy_dtype(result.get_element_type())
+    scale = imp.constant(np.array(factor, dtype=dtype), "scalar")
+    return ew.MulOp.create(operands=[imp.value(args["self"]), scale], result_types=[result])
+
+
+@CONVERTERS("aten.heaviside.default")
+def convert_heaviside(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`heaviside(x, values) = x == 0 ? values : (x > 0)` (NaN: 0, as torch), in the
+    result's type."""
+    x, values = imp.value(args["self"]), imp.value(args["values"])
+    chain = _Chain(imp, node)
+    zero = imp.constant(np.array(0, dtype=numpy_dtype(elem_of(x))), "scalar")
+    step = chain.emit(chain.select(chain.binary(ew.GtOp, x, zero), chain.const(1), chain.const(0)))
+    return chain.select(chain.binary(ew.EqOp, x, zero), values, step)
+
+
+@CONVERTERS("aten.xlogy.Tensor", "aten.xlogy.Scalar_Other", "aten.xlogy.Scalar_Self")
+def convert_xlogy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`xlogy(x, y)`: NaN where y is NaN, else 0 where x == 0, else `x * log(y)` (torch's
+    order), in the float result type."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.type.get_element_type(), AnyFloat):
+        raise imp.error("xlogy of a non-float result is not supported")
+    x_arg, y_arg = args["self"], args["other"]
+    x = imp.operand(x_arg) if isinstance(x_arg, Node) else chain.const(float(x_arg))
+    y = imp.operand(y_arg) if isinstance(y_arg, Node) else chain.const(float(y_arg))
+    product = chain.binary(ew.MulOp, x, chain.unary(ew.LogOp, y))
+    zero = chain.const(0.0)
+    finite = chain.emit(chain.select(chain.binary(ew.EqOp, x, zero), zero, product))
+    y_nan = chain.emit(ew.IsNanOp.create(operands=[y], result_types=[TensorType(i1, shape_of(y))]))
+    return chain.select(y_nan, y, finite)

@@ -67,6 +67,7 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
             "clamp": lambda: np.clip(v, int(pa), int(pb)),
             "logical_not": lambda: (v == 0).astype(np.int64),
             "to_bool": lambda: (v != 0).astype(np.int64),
+            "sign": lambda: np.sign(v),
         }[name]()
         return r.astype(np.int32)
     x = words.view(F32)
@@ -111,6 +112,14 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
             "tan": lambda: np.tan(x),
             "hardshrink": lambda: act.hardshrink(x, float(a)),
             "softshrink": lambda: act.softshrink(x, float(a)),
+            "sinh": lambda: np.sinh(x),
+            "cosh": lambda: np.cosh(x),
+            "trunc": lambda: np.trunc(x),
+            "asin": lambda: np.arcsin(x),
+            "acos": lambda: np.arccos(x),
+            "atan": lambda: np.arctan(x),
+            # (x > 0) - (x < 0): +0.0 for NaN and -0.0, as the shader and torch
+            "sign": lambda: (x > 0).astype(F32) - (x < 0).astype(F32),
         }
         return np.asarray(fns[name](), dtype=F32)
 

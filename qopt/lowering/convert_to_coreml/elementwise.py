@@ -78,7 +78,8 @@ for _aten, _coreml in (
     (ew.SiluOp, coreml.SiluOp), (ew.SigmoidOp, coreml.SigmoidOp),
     (ew.TanhOp, coreml.TanhOp), (ew.ExpOp, coreml.ExpOp), (ew.SqrtOp, coreml.SqrtOp),
     (ew.SinOp, coreml.SinOp), (ew.CosOp, coreml.CosOp), (ew.TanOp, coreml.TanOp),
-    (ew.ErfOp, coreml.ErfOp),
+    (ew.AsinOp, coreml.AsinOp), (ew.AcosOp, coreml.AcosOp), (ew.AtanOp, coreml.AtanOp),
+    (ew.SinhOp, coreml.SinhOp), (ew.CoshOp, coreml.CoshOp), (ew.ErfOp, coreml.ErfOp),
     (ew.MulOp, coreml.MulOp), (ew.MaximumOp, coreml.MaximumOp),
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
@@ -455,6 +456,57 @@ def _floor_ceil(lw: Lowering, op: ew.FloorOp | ew.CeilOp) -> Sequence[SSAValue]:
         return [x]
     cls = coreml.FloorOp if isinstance(op, ew.FloorOp) else coreml.CeilOp
     return [lw.build(cls, [x], mil_tensor(op.results[0].type))]
+
+
+@RULES(ew.TruncOp)
+def _trunc(lw: Lowering, op: ew.TruncOp) -> Sequence[SSAValue]:
+    """MIL has no trunc: `select(x < 0, ceil(x), floor(x))` (exact; NaN and +-inf pass,
+    -0.0 stays -0.0 through ceil). Integer tensors are their input."""
+    x = op.operands[0]
+    if isinstance(elem_of(x), IntegerType):
+        return [x]
+    out = mil_tensor(op.results[0].type)
+    negative = lw.build(coreml.LessOp, [x, lw.scalar(0.0, x)], _bool_like(x))
+    up = lw.build(coreml.CeilOp, [x], out)
+    down = lw.build(coreml.FloorOp, [x], out)
+    return [lw.build(coreml.SelectOp, [negative, up, down], out)]
+
+
+@RULES(ew.SignOp)
+def _sign(lw: Lowering, op: ew.SignOp) -> Sequence[SSAValue]:
+    """torch's sign, `(x > 0) - (x < 0)`: the two comparisons cast to x's type (fp or
+    int32) and subtracted (MIL `sign` leaves NaN unspecified; torch gives 0, as this
+    does); a bool tensor is its input."""
+    x = op.operands[0]
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    if elem == i1:
+        return [x]
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: sign of a {name} tensor has no CoreML lowering "
+            "(MIL comparisons take fp16, fp32 or int32): cast the input first"
+        )
+    x = lw.as_elem(x, elem)
+    flags = _bool_like(x)
+    zero = lw.scalar(0, x)
+    above = lw.as_elem(lw.build(coreml.GreaterOp, [x, zero], flags), elem)
+    below = lw.as_elem(lw.build(coreml.LessOp, [x, zero], flags), elem)
+    return [lw.build(coreml.SubOp, [above, below], out)]
+
+
+@RULES(ew.IsInfOp, ew.IsFiniteOp)
+def _isinf_isfinite(lw: Lowering, op: ew.IsInfOp | ew.IsFiniteOp) -> Sequence[SSAValue]:
+    """`abs(x) == inf` / `abs(x) < inf` (NaN: neither), exact; an integer or bool
+    tensor is compared as fp32 (never infinite)."""
+    x = op.operands[0]
+    if coreml.mil_dtype_name(mil_elem(elem_of(x))) not in coreml.F:
+        x = lw.as_elem(x, f32)
+    flags = _bool_like(x)
+    magnitude = lw.build(coreml.AbsOp, [x], TensorType(elem_of(x), shape_of(x)))
+    cls = coreml.EqualOp if isinstance(op, ew.IsInfOp) else coreml.LessOp
+    return [lw.build(cls, [magnitude, lw.scalar(float("inf"), magnitude)], flags)]
 
 
 @RULES(ew.RoundOp)

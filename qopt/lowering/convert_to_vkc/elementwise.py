@@ -45,6 +45,13 @@ UNARY_NAMES: dict[type[el.UnaryOp], str] = {
     el.SinOp: "sin",
     el.CosOp: "cos",
     el.TanOp: "tan",
+    el.AsinOp: "asin",
+    el.AcosOp: "acos",
+    el.AtanOp: "atan",
+    el.SinhOp: "sinh",
+    el.CoshOp: "cosh",
+    el.TruncOp: "trunc",
+    el.SignOp: "sign",
     el.ErfOp: "erf",
     el.NegOp: "neg",
     el.AbsOp: "abs",
@@ -59,9 +66,9 @@ UNARY_NAMES: dict[type[el.UnaryOp], str] = {
     el.SoftshrinkOp: "softshrink",
 }
 """The aten unary ops that are one op of the unary kernel (UNARY_OPS names)."""
-INTEGER_UNARY = (el.ReluOp, el.NegOp, el.AbsOp, el.ClampOp)
+INTEGER_UNARY = (el.ReluOp, el.NegOp, el.AbsOp, el.ClampOp, el.SignOp)
 """The unary ops the kernel also computes on i32 buffers."""
-ROUNDING = (el.FloorOp, el.CeilOp, el.RoundOp)
+ROUNDING = (el.FloorOp, el.CeilOp, el.RoundOp, el.TruncOp)
 """The unary ops that leave an integer tensor as it is."""
 
 BINARY_NAMES: dict[type[el.BinaryOp], str] = {
@@ -203,6 +210,18 @@ def lower_bitwise_not(lw: Lowering, op: el.BitwiseNotOp) -> Sequence[Buf]:
         raise unsupported(op, "bitwise_not of floats", "bitwise ops take integer or bool tensors")
     ones = lw.constant(np.full(1, -1, np.int32), "i32")
     return [binary(lw, x, ones, "bitwise_xor", x.shape, "i32")]
+
+
+@RULES(el.IsInfOp, el.IsFiniteOp)
+def lower_isinf_isfinite(lw: Lowering, op: el.IsInfOp | el.IsFiniteOp) -> Sequence[Buf]:
+    """`abs(x) == inf` / `abs(x) < inf` (NaN: neither), exact; an integer tensor is
+    compared as f32 (never infinite)."""
+    x = same_dtype(lw, lw.buffer(op.input), "f32")
+    magnitude = unary(lw, x, "abs")
+    inf = lw.constant(np.full(1, np.inf, np.float32), "f32")
+    name = "eq" if isinstance(op, el.IsInfOp) else "lt"
+    out = binary(lw, magnitude, inf, name, x.shape or (1,), "i32")
+    return [lw.view(out, shape_of(op.result))]
 
 
 @RULES(el.IsNanOp)

@@ -552,3 +552,26 @@ func.func @masked_fill(%x: tensor<2x3xf32>, %m: tensor<1x3xi1>, %v: tensor<f32>)
   func.return %r : tensor<2x3xf32>
 }
 
+
+// CHECK-LABEL: func.func @trig_sign_trunc(
+// CHECK-NEXT:    %{{.*}} = aten.asin %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.acos %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.atan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.sinh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.cosh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.trunc %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.sign %i : (tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %{{.*}} = aten.isinf %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %{{.*}} = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>) {
+  %a = aten.asin %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.acos %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = aten.atan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d = aten.sinh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e = aten.cosh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %f = aten.trunc %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %g = aten.sign %i : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %h = aten.isinf %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %k = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+  func.return %a, %b, %c, %d, %e, %f, %g, %h, %k : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>
+}

@@ -353,3 +353,44 @@ func.func @trunc_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2
   %i = aten.div %a, %b {rounding_mode = "trunc"} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
   func.return %f, %i : tensor<2x3xf32>, tensor<2x3xi32>
 }
+
+// -----
+
+// asin / acos / atan / sinh / cosh are MIL ops; trunc is select(x < 0, ceil, floor);
+// sign is (x > 0) - (x < 0), the comparisons cast (NaN: 0, as torch); isinf / isfinite
+// compare abs(x) with inf (an integer input as fp32 first).
+// CHECK-LABEL: func.func @trig_sign_trunc(
+// CHECK-NEXT:    %[[A:.*]] = coreml.asin %x
+// CHECK-NEXT:    %[[B:.*]] = coreml.acos %x
+// CHECK-NEXT:    %[[C:.*]] = coreml.atan %x
+// CHECK-NEXT:    %[[D:.*]] = coreml.sinh %x
+// CHECK-NEXT:    %[[E:.*]] = coreml.cosh %x
+// CHECK:         %[[NEG:.*]] = coreml.less %x, %{{.*}}
+// CHECK-NEXT:    %[[UP:.*]] = coreml.ceil %x
+// CHECK-NEXT:    %[[DOWN:.*]] = coreml.floor %x
+// CHECK-NEXT:    %[[F:.*]] = coreml.select %[[NEG]], %[[UP]], %[[DOWN]]
+// CHECK:         %[[GT:.*]] = coreml.greater %i, %{{.*}}
+// CHECK-NEXT:    %[[GTI:.*]] = coreml.cast %[[GT]] {dtype = "int32"}
+// CHECK-NEXT:    %[[LT:.*]] = coreml.less %i, %{{.*}}
+// CHECK-NEXT:    %[[LTI:.*]] = coreml.cast %[[LT]] {dtype = "int32"}
+// CHECK-NEXT:    %[[G:.*]] = coreml.sub %[[GTI]], %[[LTI]]
+// CHECK-NEXT:    %[[ABS:.*]] = coreml.abs %x
+// CHECK-NEXT:    %[[INF:.*]] = coreml.const
+// CHECK-NEXT:    %[[H:.*]] = coreml.equal %[[ABS]], %[[INF]]
+// CHECK-NEXT:    %[[IF:.*]] = coreml.cast %i {dtype = "fp32"}
+// CHECK-NEXT:    %[[ABSI:.*]] = coreml.abs %[[IF]]
+// CHECK-NEXT:    %[[INF2:.*]] = coreml.const
+// CHECK-NEXT:    %[[K:.*]] = coreml.less %[[ABSI]], %[[INF2]]
+// CHECK-NEXT:    func.return %[[A]], %[[B]], %[[C]], %[[D]], %[[E]], %[[F]], %[[G]], %[[H]], %[[K]]
+func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>) {
+  %a = aten.asin %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.acos %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = aten.atan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d = aten.sinh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e = aten.cosh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %f = aten.trunc %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %g = aten.sign %i : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %h = aten.isinf %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %k = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+  func.return %a, %b, %c, %d, %e, %f, %g, %h, %k : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>
+}

@@ -84,3 +84,29 @@ func.func @forward(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %y = aten.add %x, %neg : (tensor<3x2xf32>, tensor<1x2xf32>) -> tensor<3x2xf32>
   func.return %y : tensor<3x2xf32>
 }
+
+// -----
+
+// sinh / cosh / trunc / sign / atan are unary kernel ops (OP 34, 35, 36, 37, 40; sign
+// also on i32, DTYPE 1); isinf / isfinite are abs, then eq / lt against a one-word +inf
+// constant (binary OP 7 / 9, an i32 0/1 result).
+// CHECK-DAG:   vkc.kernel @{{unary_[0-9]+}} {kernel = "unary", {{.*}}spec = {OP = 40 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_0 {kernel = "unary", {{.*}}spec = {OP = 34 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_1 {kernel = "unary", {{.*}}spec = {OP = 35 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_2 {kernel = "unary", {{.*}}spec = {OP = 36 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_3 {kernel = "unary", {{.*}}spec = {OP = 37 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_4 {kernel = "unary", {{.*}}spec = {OP = 14 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 7 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @binary_1 {kernel = "binary", {{.*}}spec = {OP = 9 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @trig_sign_trunc(
+// CHECK:         vkc.constant dense_resource<{{.*}}> : tensor<1xf32> : !vkc.buffer<1xf32>
+func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xf32>) {
+  %d = aten.sinh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %e = aten.cosh %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %f = aten.trunc %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %g = aten.sign %i : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %h = aten.isinf %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %k = aten.isfinite %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %a = aten.atan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %d, %e, %f, %g, %h, %k, %a : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xf32>
+}

@@ -91,6 +91,93 @@ def test_elementwise(tmp_path: Path) -> None:
     check(Elementwise(), (x,), tmp_path, 1e-6)
 
 
+# ----- inverse trigonometry, hyperbolic, trunc / sign, isinf / isfinite ---------------
+
+
+class TrigSign(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        unit = (x / 4).clamp(-1, 1)
+        return (
+            torch.asin(unit),
+            torch.acos(unit),
+            torch.atan(x * 100),
+            torch.sinh(x),
+            torch.cosh(x),
+            torch.trunc(x),
+            torch.sign(x),
+            torch.sign(i),
+            torch.isinf(x / 0.0),
+            torch.isfinite(x / 0.0),
+            torch.isfinite(i),
+        )
+
+
+def test_trig_sign_trunc_isinf(tmp_path: Path) -> None:
+    """asin / acos / atan to a few ulp on Vulkan too (not the GLSL builtins: 1e-4 on
+    lavapipe); trunc and sign exact (sign(NaN) = 0, as torch); isinf / isfinite of
+    +-inf, NaN (0 / 0) and integers."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 16, generator=g) * 3
+    x[0, :8] = torch.tensor([0.0, -0.0, 4.0, -4.0, 2.5, -2.5, float("nan"), 0.9999])
+    i = torch.randint(-5, 6, (4, 16), generator=g)
+    check(TrigSign(), (x, i), tmp_path, 1e-6)
+
+
+class Activations(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            F.elu(x),
+            F.elu(x, 0.5),
+            F.selu(x),
+            F.celu(x, 2.0),
+            F.softplus(x),
+            F.softplus(x, 2.0, 3.0),
+            F.mish(x),
+            F.logsigmoid(x),
+        )
+
+
+def test_composed_activations(tmp_path: Path) -> None:
+    """elu / selu / celu, softplus, mish and logsigmoid import as chains of elementwise
+    ops: within float32 round-off of torch on every target, far tails and NaN included."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 16, generator=g) * 4
+    x[0, :8] = torch.tensor([0.0, -0.0, 30.0, -30.0, 100.0, -100.0, float("nan"), 1.5])
+    check(Activations(), (x,), tmp_path, 1e-6)
+
+
+class TensorClamps(torch.nn.Module):
+    def forward(
+        self, x: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.clamp(x, lo, hi),
+            torch.clamp_min(x, lo),
+            torch.clamp_max(i, i[0]),
+            torch.positive(x),
+            torch.square(i),
+            torch.true_divide(i, i.abs() + 1),
+            torch.deg2rad(x * 100),
+            torch.rad2deg(i),
+            torch.heaviside(x, hi[0]),
+            torch.xlogy(x, lo.abs()),
+        )
+
+
+def test_tensor_clamps_and_aliases(tmp_path: Path) -> None:
+    """clamp with tensor bounds is maximum then minimum (a NaN bound gives NaN, as
+    torch); positive, square and true_divide import as clone, mul and div; deg2rad /
+    rad2deg as a mul, heaviside and xlogy as selects (xlogy: NaN where y is, 0 where
+    x is 0)."""
+    g = torch.Generator().manual_seed(3)
+    x, lo = torch.randn(4, 5, generator=g), torch.randn(5, generator=g) - 0.5
+    hi = torch.randn(4, 1, generator=g) + 0.5
+    lo[1] = float("nan")
+    x[0, :2] = torch.tensor([0.0, -0.0])
+    i = torch.randint(-9, 9, (4, 5), generator=g)
+    check(TensorClamps(), (x, lo, hi, i), tmp_path, 1e-6)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 

@@ -109,7 +109,7 @@ def test_malformed_programs_are_refused() -> None:
         "y": 6,
     }
     unread = {**good_spec, "I0_A": 1}  # leaf 1 is unused
-    unknown = {**good_spec, "I0_OP": 40}
+    unknown = {**good_spec, "I0_OP": max(UNARY_OPS.values()) + 1}  # below FUSED_BINARY
     no_int = {**good_spec, "I0_OP": UNARY_OPS["exp"], "I0_DT": DTYPES["i32"]}
     dangling = {**good_spec, "RES": FUSED_LEAVES + 1}
     for spec, words in ((unread, "not written"), (unknown, "unknown op"), (no_int, "no i32"),
@@ -245,3 +245,27 @@ def test_fused_cat_pieces_on_device(dev: VulkanDevice) -> None:
     np.testing.assert_array_equal(got["y"], ref["y"])
     expect = np.concatenate([-x[:, 4:], x[:, :4]], axis=1) * sin
     np.testing.assert_array_equal(ref["y"].reshape(3, 8), expect)
+
+
+def test_fused_integer_pow_wraps_as_torch(dev: VulkanDevice) -> None:
+    """The fused kernel's i32 pow is binary.glsl's (the shared snippet's powi: squaring
+    in int, wrapping), not float pow rounded: bit for bit torch's, overflow included
+    (it once went through powf, wrong wherever the power passes 2**24)."""
+    n = 64
+    x = np.concatenate([[46341, -46341, 3, -7, 2**31 - 1, -(2**31)], RNG.integers(-60, 60, n - 6)])
+    e = np.concatenate([[2, 2, 31, 11, 3, 1], RNG.integers(0, 12, n - 6)])
+    x, e = x.astype(np.int32), e.astype(np.int32)
+    rm = (0, 0, 0, 0, 0, 1)
+    spec, push = program(
+        (1, 1, 1, 1, 1, n),
+        [(0, 0, rm), (1, 0, rm)],
+        [(BIN + BINARY_OPS["pow"], DTYPES["i32"], 0, 1, 1.0, 0.0)],
+        FUSED_LEAVES,
+        (0, rm),
+    )
+    got, ref = run_kernel(
+        dev, "fused_elementwise", {"in0": x, "in1": e}, {"y": (np.int32, n)}, push, spec
+    )
+    want = torch.pow(torch.from_numpy(x), torch.from_numpy(e)).numpy()
+    np.testing.assert_array_equal(got["y"], want)
+    np.testing.assert_array_equal(ref["y"], want)

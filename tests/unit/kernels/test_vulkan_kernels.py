@@ -42,7 +42,13 @@ from qopt.kernels.push import (
     static_io_push,
     word_of,
 )
-from qopt.kernels.source import KERNEL_DIR, kernel_source, opcode_defines
+from qopt.kernels.source import (
+    INCLUDE_DIR,
+    KERNEL_DIR,
+    kernel_source,
+    opcode_defines,
+    with_includes,
+)
 
 F32 = np.float32
 RNG = np.random.default_rng(1234)
@@ -75,13 +81,31 @@ def test_shaders_name_their_op_codes() -> None:
     the shaders compare their op selectors against the generated names, never numbers,
     and every name they use is generated."""
     defined = set(re.findall(r"#define (\w+) ", opcode_defines()))
-    selector = r"\b(OP|ACT|MAPPING|DTYPE|MODE)\s*(==|!=|>=|<=|<|>)\s*"
-    for path in sorted(KERNEL_DIR.glob("*.glsl")):
+    selector = r"\b(OP|ACT|MAPPING|DTYPE|MODE|op|dt)\s*(==|!=|>=|<=|<|>)\s*"
+    for path in sorted([*KERNEL_DIR.glob("*.glsl"), *INCLUDE_DIR.glob("*.glsl")]):
         text = path.read_text()
         assert not re.search(selector + r"\d", text), path.name
         for name in re.findall(selector + r"(\w+)", text):
             assert name[2] in defined, (path.name, name[2])
-        assert kernel_source(path.name).count("#define UNARY_RELU 1\n") == 1
+        if path.parent == KERNEL_DIR:
+            assert kernel_source(path.name).count("#define UNARY_RELU 1\n") == 1
+
+
+def test_elementwise_op_bodies_are_one_snippet() -> None:
+    """unary, binary and fused_elementwise compile the same unary_op / binary_op: the
+    snippet glsl/include/elementwise_ops.glsl, inserted once in each; a missing or
+    nested include is a QoptError."""
+    snippet = (INCLUDE_DIR / "elementwise_ops.glsl").read_text().rstrip("\n")
+    for glsl in ("unary.glsl", "binary.glsl", "fused_elementwise.glsl"):
+        assert (KERNEL_DIR / glsl).read_text().count('#include "elementwise_ops.glsl"\n') == 1
+        source = kernel_source(glsl)
+        assert source.count(snippet) == 1, glsl
+        assert source.count("uint unary_op(") == 1, glsl
+        assert not re.search(r"^#include", source, re.MULTILINE), glsl
+    from qopt.errors import QoptError
+
+    with pytest.raises(QoptError, match=r"includes no_such\.glsl"):
+        with_includes('#version 450\n#include "no_such.glsl"\n', "k.glsl")
 
 
 def test_op_code_ranges_the_shaders_rely_on() -> None:
@@ -250,6 +274,13 @@ UNARY_TORCH = {
     "tan": torch.tan,
     "hardshrink": lambda t: F.hardshrink(t, 0.5),
     "softshrink": lambda t: F.softshrink(t, 0.5),
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
+    "trunc": torch.trunc,
+    "sign": torch.sign,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "atan": torch.atan,
     "logical_not": lambda t: torch.logical_not(t).int(),
     "to_bool": lambda t: (t != 0).int(),
     "cast_f32_i32": lambda t: t.int(),
@@ -265,6 +296,7 @@ def test_unary_f32(dev: VulkanDevice) -> None:
             continue
         xin = np.abs(x) + F32(0.1) if name in ("log", "log10", "log2", "sqrt", "rsqrt") else x
         xin = np.clip(x, -1.4, 1.4) if name == "tan" else xin  # away from the poles
+        xin = np.clip(x / 4, -1, 1) if name in ("asin", "acos") else xin
         int_out = name in ("logical_not", "to_bool", "cast_f32_i32")
         dtype = np.int32 if int_out else F32
         a = {"leaky_relu": 0.1, "hardshrink": 0.5, "softshrink": 0.5}.get(name, -0.5)
@@ -287,6 +319,7 @@ def test_unary_i32(dev: VulkanDevice) -> None:
         "logical_not": (x == 0).astype(np.int32),
         "to_bool": (x != 0).astype(np.int32),
         "cast_i32_f32": x.astype(F32),
+        "sign": np.sign(x),
     }
     for name in UNARY_INT_OPS:
         dtype = F32 if name == "cast_i32_f32" else np.int32

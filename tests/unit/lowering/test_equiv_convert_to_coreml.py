@@ -458,6 +458,17 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
     unary("leaky_relu", "{negative_slope = 2.000000e-01 : f64} "),
     *(unary(n, positive=True) for n in ("log10", "log2")),
     unary("tan"),
+    *(unary(n) for n in ("asin", "acos", "atan", "sinh", "cosh", "trunc", "sign")),
+    case(
+        "isinf_isfinite_sign_i32",
+        "%x: tensor<2x3xf32>, %i: tensor<2x3xi32>",
+        "tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi32>, tensor<2x3xi1>",
+        """%a = aten.isinf %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+%b = aten.isfinite %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+%c = aten.sign %i : (tensor<2x3xi32>) -> tensor<2x3xi32>
+%d = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+%a, %b, %c, %d""",
+    ),
     unary("hardshrink", "{lambd = 2.500000e-01 : f64} "),
     unary("softshrink"),
     case(

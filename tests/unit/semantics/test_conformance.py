@@ -1,7 +1,7 @@
 """A fixed sample of the OpInfo conformance suite (qopt/conformance.py), on every target.
 
 `benchmarks/conformance.py` runs the whole of torch's OpInfo database and writes
-docs/conformance.md; this runs 26 of its cases (tiny sample inputs across the op
+docs/conformance.md; this runs 30 of its cases (tiny sample inputs across the op
 families: elementwise, comparisons, reductions, views and scatters, nn layers) through
 torch.export, the interpreter, CoreML (the package read back) and Vulkan, and asserts
 what the table must show: no wrong result, no crash, no timeout. Every case chosen
@@ -47,6 +47,10 @@ SAMPLE: list[tuple[str, str, int]] = [
     ("nn.functional.group_norm", "float32", 0),
     ("nn.functional.avg_pool2d", "float32", 0),
     ("bmm", "float32", 0),
+    ("sub", "float32", 0),  # rank-0 inputs: [1] Core ML program inputs, reshaped inside
+    ("asin", "float32", 0),
+    ("sign", "int64", 0),
+    ("isinf", "float32", 0),
 ]
 
 

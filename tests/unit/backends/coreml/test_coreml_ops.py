@@ -665,10 +665,65 @@ def test_operands_take_the_result_type(tmp_path: Path) -> None:
         np.testing.assert_allclose(g_, want, rtol=1e-6)
 
 
-def test_rank0_and_empty_inputs_are_clear_errors() -> None:
-    ep = torch.export.export(torch.nn.ReLU(), (torch.tensor(1.5),))
-    with pytest.raises(qopt.QoptError, match=r"emit: input 0 of @forward is a rank-0 tensor"):
-        qopt.compile(ep, target="coreml")
+class ScaleBy(torch.nn.Module):
+    def forward(self, x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x * s, s + 1, s
+
+
+def test_rank0_inputs_are_one_element_program_inputs(tmp_path: Path) -> None:
+    """Core ML program inputs have rank 1 to 5: a rank-0 input is a `[1]` input of the
+    package, reshaped inside; the package read back takes (and returns) rank-0 arrays
+    again, so `qopt.load` runs it on the exported program's inputs; a rank-0 output,
+    and a rank-0 input returned as it is, stay rank 0."""
+    x, s = torch.randn(3, generator=torch.Generator().manual_seed(0)), torch.tensor(2.5)
+    ep = torch.export.export(ScaleBy(), (x, s))
+    path = tmp_path / "scalar.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    import coremltools as ct
+
+    spec = ct.utils.load_spec(str(path))
+    assert [list(i.type.multiArrayType.shape) for i in spec.description.input] == [[3], [1]]
+    module = qopt.read_mlpackage(path)
+    assert "(%x: tensor<3xf32>, %s: tensor<f32>)" in str(module)
+    got = qopt.load(path)(x, s)
+    want = ScaleBy()(x, s)
+    assert [g.shape for g in got] == [(3,), (), ()]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_reader_refuses_bad_scalar_input_metadata(tmp_path: Path) -> None:
+    """`qopt.scalar_inputs` is checked like any package content: JSON, lists of names,
+    inputs the function has, of shape [1]."""
+    import shutil
+
+    from coremltools.proto import Model_pb2
+
+    from qopt.backends.coreml.reader import SCALAR_INPUTS_METADATA
+
+    x, s = torch.randn(3), torch.tensor(2.5)
+    path = tmp_path / "scalar.mlpackage"
+    qopt.compile(torch.export.export(ScaleBy(), (x, s)), target="coreml").save(path)
+    spec_rel = Path("Data", "com.apple.CoreML", "model.mlmodel")
+    for i, (bad, message) in enumerate(
+        (
+            ("[1]", "is not a JSON object"),
+            ('{"forward": "s"}', "does not map to a list of names"),
+            ('{"forward": ["nope"]}', "names inputs main does not have"),
+            ('{"forward": ["x"]}', "but has shape"),
+        )
+    ):
+        copy = tmp_path / f"bad{i}.mlpackage"
+        shutil.copytree(path, copy)
+        spec = Model_pb2.Model()
+        spec.ParseFromString((copy / spec_rel).read_bytes())
+        spec.description.metadata.userDefined[SCALAR_INPUTS_METADATA] = bad
+        (copy / spec_rel).write_bytes(spec.SerializeToString())
+        with pytest.raises(qopt.QoptError, match=message):
+            qopt.read_mlpackage(copy)
+
+
+def test_empty_inputs_are_clear_errors() -> None:
     ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2, 0),))
     with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size shape"):
         qopt.compile(ep, target="coreml")
