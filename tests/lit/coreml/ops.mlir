@@ -221,6 +221,29 @@ func.func @arithmetic(%x: tensor<2x4xf32>, %y: tensor<4xf32>) -> (tensor<2x4xf32
   func.return %e, %p2 : tensor<2x4xf32>, tensor<2x4xf32>
 }
 
+// Inverse trigonometric and hyperbolic functions (iOS15).
+// CHECK-LABEL: func.func @inverse_trig_hyperbolic(
+// CHECK-NEXT:    %h0 = coreml.asin %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %h1 = coreml.acos %h0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %h2 = coreml.atan %h1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %h3 = coreml.sinh %h2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %h4 = coreml.cosh %h3 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    func.return %h4 : tensor<2x4xf32>
+// GENERIC-LABEL: "func.func"() <{sym_name = "inverse_trig_hyperbolic"
+// GENERIC:       %h0 = "coreml.asin"(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// GENERIC:       %h1 = "coreml.acos"(%h0) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// GENERIC:       %h2 = "coreml.atan"(%h1) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// GENERIC:       %h3 = "coreml.sinh"(%h2) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// GENERIC:       %h4 = "coreml.cosh"(%h3) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+func.func @inverse_trig_hyperbolic(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %h0 = coreml.asin %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %h1 = coreml.acos %h0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %h2 = coreml.atan %h1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %h3 = coreml.sinh %h2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %h4 = coreml.cosh %h3 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %h4 : tensor<2x4xf32>
+}
+
 // CHECK-LABEL: func.func @tan_floor_div(
 // CHECK-NEXT:    %t = coreml.tan %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT:    %f = coreml.floor_div %a, %b : (tensor<2x4xi32>, tensor<4xi32>) -> tensor<2x4xi32>
