@@ -1170,3 +1170,55 @@ def test_validation_layer_reports_errors(dev: VulkanDevice) -> None:
     with pytest.raises(VulkanError, match="validation errors"):
         dev._check_validation("a deliberate mistake")
     assert dev.validation_errors == []
+
+
+@pytest.mark.parametrize(
+    "bits,k,group,asym,m,tile",
+    [
+        (4, 128, 32, False, 1, (4, 1, 64)),  # gemv_sym, the M = 1 path
+        (4, 256, 256, False, 1, (4, 1, 8)),  # gemv_sym, one group per row
+        (4, 128, 64, True, 1, (3, 1, 4)),
+        (8, 64, 64, False, 1, (4, 1, 2)),
+        (4, 128, 32, True, 3, (2, 2, 8)),  # gemm_tile reads x through the block too
+        (4, 100, 4, True, 2, (3, 2, 32)),  # per-element paths: storage reads only
+    ],
+)
+def test_linear_weight_only_x_uniform(dev, bits, k, group, asym, m, tile) -> None:
+    """X_UBO 1 (x through the uniform block at descriptor 6) gives the bits of X_UBO 0:
+    the same loads feed the same arithmetic."""
+    n = 11
+    _, s, _, p = _weight(bits, n, k, group, asym)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n)}
+    inputs["bias"] = inputs["bias"].astype(F32)
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": 1}
+    spec.update(NPW=tile[0], MT=tile[1], WG=tile[2])
+    name = "linear_q4gsw" if bits == 4 else "linear_q8csw"
+    storage, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
+    ubo = dict(spec, X_UBO=1, XU_VEC4=-(-m * k // 4))
+    uniform, _ = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, ubo)
+    np.testing.assert_array_equal(uniform["out"].view(np.uint32), storage["out"].view(np.uint32))
+    close(uniform["out"], ref["out"])
+
+
+def test_linear_x_uniform_limits() -> None:
+    """The uniform block must cover x (extents) and fit MAX_UNIFORM_BYTES (spec range);
+    convert-to-vkc's choice (`x_uniform`) is M = 1, K % 4 == 0, x within 65536 bytes."""
+    from qopt.kernels.qlinear import x_uniform
+
+    spec = kernels()["linear_q4gsw"]
+    push = {"M": 1, "N": 8, "K": 128, "row_words": 16, "ngroups": 4}
+    words = [128, 128, 32, 0, 0, 8]
+    spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 32}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="uniform block of 124 words"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 31}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="binding x can touch 132 words"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 33}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="XU_VEC4 = 4097 is outside"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 4097}, (1, 1, 1), words)
+    assert x_uniform(1, 2048) == {"X_UBO": 1, "XU_VEC4": 512}
+    assert x_uniform(1, 16384) == {"X_UBO": 1, "XU_VEC4": 4096}
+    assert x_uniform(1, 16388) == x_uniform(1, 2046) == x_uniform(2, 2048) == {}
