@@ -17,10 +17,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vulkan_kernels import M1_TILE, Case, cpu_per_run  # noqa: E402
+from vulkan_kernels import M1_TILE, Case, cpu_per_run
 
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice  # noqa: E402
-from qopt.kernels.qlinear import x_uniform  # noqa: E402
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+from qopt.kernels.qlinear import x_uniform
 
 SHAPES = [(2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048)]
 """(N, K): e2e.py's Llama-shaped q/o/k/v, gate/up, down and lm-head projections."""

@@ -1187,10 +1187,10 @@ def test_linear_weight_only_x_uniform(dev, bits, k, group, asym, m, tile) -> Non
     """X_UBO 1 (x through the uniform block at descriptor 6) gives the bits of X_UBO 0:
     the same loads feed the same arithmetic."""
     n = 11
-    _, s, _, p = _weight(bits, n, k, group, asym)
+    p = _weight(bits, n, k, group, asym)[3]
     x = RNG.standard_normal((m, k)).astype(F32)
-    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n)}
-    inputs["bias"] = inputs["bias"].astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": bias}
     if asym:
         inputs["zeros"] = p.zeros
     push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
