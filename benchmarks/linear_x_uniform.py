@@ -1,4 +1,4 @@
-"""linear_q4gsw / linear_q8csw at M = 1: x read through storage loads (X_UBO 0) vs the
+"""linear_q4gsw / linear_q8csw at M = 1 (or --m): x read through storage loads (X_UBO 0) vs the
 uniform block (X_UBO 1), interleaved in one run (medians of per-repeat medians), outputs
 compared bit for bit.
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vulkan_kernels import M1_TILE, Case, cpu_per_run
 
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
-from qopt.kernels.qlinear import x_uniform
+from qopt.kernels.qlinear import X_UNIFORM_BYTES, linear_tile
 
 SHAPES = [(2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048)]
 """(N, K): e2e.py's Llama-shaped q/o/k/v, gate/up, down and lm-head projections."""
@@ -31,10 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--bits", type=int, nargs="+", default=[4])
+    ap.add_argument("--m", type=int, default=1, help="rows of x (M > 1: linear_tile's tile)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     dev = VulkanDevice()
-    print(f"device {dev.name}; maxUniformBufferRange {dev.max_uniform_range}")
+    print(f"device {dev.name}; maxUniformBufferRange {dev.max_uniform_range}; M = {args.m}")
     print(
         f"{'kernel':<13}{'N x K':>12}{'ssbo ms':>9}{'ubo ms':>9}{'ratio':>7}"
         f"{'ssbo cpu':>10}{'ubo cpu':>9}{'ratio':>7}  bits equal"
@@ -42,15 +43,20 @@ def main(argv: list[str] | None = None) -> int:
     for bits in args.bits:
         for n, k in SHAPES:
             case = Case(dev, bits, n, k, rng)
-            x = dev.upload(rng.standard_normal(k, dtype=np.float32))
-            outs = [dev.buffer(4 * n), dev.buffer(4 * n)]
-            base = case.fused(x, outs[0], 1, M1_TILE)
+            m = args.m
+            if 4 * m * k > X_UNIFORM_BYTES:
+                continue
+            x = dev.upload(rng.standard_normal((m, k), dtype=np.float32))
+            outs = [dev.buffer(4 * m * n), dev.buffer(4 * m * n)]
+            t = linear_tile(m)
+            tile = M1_TILE if m == 1 else (t["NPW"], t["MT"], t.get("WG", 64))
+            base = case.fused(x, outs[0], m, tile)
             assert isinstance(base.buffers, list)
             ubo = Dispatch(
                 base.kernel,
                 [*base.buffers[:5], outs[1]],
                 base.push,
-                {**base.spec, **x_uniform(1, k)},
+                {**base.spec, "X_UBO": 1, "XU_VEC4": m * k // 4},
             )
             gpu: list[list[float]] = [[], []]
             cpu: list[list[float]] = [[], []]
@@ -59,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     g, c = cpu_per_run(dev, [d], args.runs)
                     gpu[i].append(g)
                     cpu[i].append(c)
-            ys = [dev.download(o, np.float32, (n,)) for o in outs]
+            ys = [dev.download(o, np.float32, (m * n,)) for o in outs]
             same = np.array_equal(ys[0].view(np.uint32), ys[1].view(np.uint32))
             g0, g1 = (statistics.median(t) * 1e3 for t in gpu)
             c0, c1 = (statistics.median(t) * 1e3 for t in cpu)

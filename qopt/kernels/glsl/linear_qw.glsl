@@ -30,8 +30,9 @@ layout(constant_id = 5) const int MT = 1;
 layout(constant_id = 6) const int WG = 64;
 // X_UBO 1: gemv_sym / gemm_tile read x's vec4s from the uniform block XU (the same buffer
 // bound as a uniform buffer at binding 6, its first 16 * XU_VEC4 bytes; XU_VEC4 >= M*K/4):
-// a uniform load at a dynamically uniform offset is one load + broadcast where a storage
-// load is per lane on lavapipe (and goes through the constant cache on GPUs). X_UBO 0:
+// lavapipe 22 compiles a uniform load at a loop-variant offset to one vector gather where
+// a storage load is a per-lane loop per component (GPUs read uniform blocks through their
+// constant cache). X_UBO 0:
 // the storage view xv (binding 6 is still bound, to at most 16 * XU_VEC4 bytes of x, and
 // not read). The other paths always read the storage views.
 layout(constant_id = 7) const int X_UBO = 0;

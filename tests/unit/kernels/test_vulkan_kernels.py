@@ -1206,7 +1206,7 @@ def test_linear_weight_only_x_uniform(dev, bits, k, group, asym, m, tile) -> Non
 
 def test_linear_x_uniform_limits() -> None:
     """The uniform block must cover x (extents) and fit MAX_UNIFORM_BYTES (spec range);
-    convert-to-vkc's choice (`x_uniform`) is M = 1, K % 4 == 0, x within 65536 bytes."""
+    convert-to-vkc's choice (`x_uniform`): K % 4 == 0 and x within 65536 bytes."""
     from qopt.kernels.qlinear import x_uniform
 
     spec = kernels()["linear_q4gsw"]
@@ -1221,4 +1221,27 @@ def test_linear_x_uniform_limits() -> None:
         spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 4097}, (1, 1, 1), words)
     assert x_uniform(1, 2048) == {"X_UBO": 1, "XU_VEC4": 512}
     assert x_uniform(1, 16384) == {"X_UBO": 1, "XU_VEC4": 4096}
-    assert x_uniform(1, 16388) == x_uniform(1, 2046) == x_uniform(2, 2048) == {}
+    assert x_uniform(8, 2048) == {"X_UBO": 1, "XU_VEC4": 4096}
+    assert x_uniform(1, 16388) == x_uniform(1, 2046) == x_uniform(9, 2048) == {}
+
+
+def test_uniform_view_over_the_device_limit_is_refused(dev: VulkanDevice) -> None:
+    """A uniform block past the device's maxUniformBufferRange is a QoptError naming the
+    limit (VulkanError) when the dispatch is recorded (here the limit lowered to 256 bytes)."""
+    k, n = 128, 8
+    p = _weight(4, n, k, 32, False)[3]
+    bufs = [dev.upload(np.zeros(k, F32)), dev.upload(p.weight), dev.upload(p.scales)]
+    bufs += [dev.buffer(16), dev.buffer(16), dev.buffer(4 * n)]
+    push = {"M": 1, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": 4, "GROUP_SIZE": 32, "X_UBO": 1, "XU_VEC4": k // 4}
+    limit = dev.max_uniform_range
+    dev.max_uniform_range = 256
+    try:
+        with pytest.raises(
+            VulkanError, match=r"512 bytes\) through a uniform buffer.*\(256 bytes\)"
+        ):
+            dev.run([Dispatch("linear_q4gsw", bufs, push, spec)])
+    finally:
+        dev.max_uniform_range = limit
+        for b in bufs:
+            b.free()
