@@ -363,6 +363,22 @@ def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
     return ext
 
 
+def _linear_dq8ca_extents_x_uniform(push: PushValues, spec: SpecValues) -> Extents:
+    """`_linear_dq8ca_extents`, and with X_UBO the uniform block's 4 * XU_VEC4 words of xq
+    (bound whole), which must cover the M*K words the chunked paths read through it."""
+    ext = _linear_dq8ca_extents(push, spec)
+    if int(spec["X_UBO"]) == 1:
+        m, k = ints(push, "M", "K")
+        vec4s = int(spec["XU_VEC4"])
+        if 4 * vec4s < m * k:
+            raise ValueError(
+                f"X_UBO reads xq ({m * k} words) through a uniform block of {4 * vec4s} words"
+                " (XU_VEC4 too small)"
+            )
+        ext["xq"] = max(ext["xq"], 4 * vec4s)
+    return ext
+
+
 def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
     return KernelSpec(
         name=name,
@@ -386,10 +402,13 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             ("NPW", 4),
             ("MT", 1),
             ("WG", 64),
+            ("X_UBO", 0),
+            ("XU_VEC4", 1),
         ),
         workgroups=_linear_qw_workgroups,
         exact=always,
-        extents=guarded(name, _linear_dq8ca_extents),
+        extents=guarded(name, _linear_dq8ca_extents_x_uniform),
+        uniforms=(UniformView("xq", "X_UBO", "XU_VEC4"),),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -398,6 +417,8 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             "NPW": QW_NPW_RANGE,
             "MT": TILE_RANGE,
             "WG": WG_RANGE,
+            "X_UBO": FLAG,
+            "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
         },
         doc=doc,
     )
@@ -408,7 +429,8 @@ x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw
 per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
 in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
 columns x rows of x per invocation (`dq8ca_tile`: NPW 4, MT 1 for M = 1; NPW 16 and up
-to 8 rows for M > 1, each weight chunk decoded once for the MT rows)."""
+to 8 rows for M > 1, each weight chunk decoded once for the MT rows). X_UBO / XU_VEC4:
+xq read through a uniform block at descriptor 8 as linear_qw's x (`x_uniform`)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)

@@ -222,6 +222,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
             **dq8ca_tile(m),
+            **x_uniform(m, k),
         },
     )
     return [out]

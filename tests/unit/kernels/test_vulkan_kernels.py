@@ -895,22 +895,26 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int,
 
 
 @pytest.mark.parametrize(
-    "bits,group,tile",
+    "bits,group,tile,x_ubo",
     [
-        (4, 16, (4, 1)),
-        (8, 64, (4, 1)),
-        (4, 32, (4, 1)),
-        (4, 32, (2, 4)),
-        (8, 32, (8, 3)),
-        (4, 32, (16, 5)),
-        (8, 32, (13, 2)),
+        (4, 16, (4, 1), 0),
+        (8, 64, (4, 1), 0),
+        (4, 32, (4, 1), 0),
+        (4, 32, (2, 4), 0),
+        (8, 32, (8, 3), 0),
+        (4, 32, (16, 5), 0),
+        (8, 32, (13, 2), 0),
+        (4, 32, (4, 1), 1),
+        (8, 32, (8, 3), 1),
+        (4, 16, (4, 1), 1),
     ],
 )
-def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
+def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int], x_ubo: int) -> None:
     """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
     gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks; NPW
     above 8 on N = 37: gemm_tile's rows 8-15, the last block clamped) paths, bit for bit
-    against the reference."""
+    against the reference; with X_UBO xq read through the uniform block (the chunked
+    paths; the per-element loop still reads the storage view)."""
     from qopt.interpreters import quant as iq
 
     m, n, k = 5, 7 if tile[0] <= 8 else 37, 64
@@ -932,6 +936,8 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
     push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
     spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1}
     spec |= {"NPW": tile[0], "MT": tile[1]}
+    if x_ubo:
+        spec |= {"X_UBO": 1, "XU_VEC4": m * k // 4}
     got, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
     np.testing.assert_array_equal(got["out"], ref["out"])
     xd = (xq - xz).astype(np.float64) * xs.astype(np.float64)
