@@ -32,29 +32,52 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--bits", type=int, nargs="+", default=[4])
     ap.add_argument("--m", type=int, default=1, help="rows of x (M > 1: linear_tile's tile)")
+    ap.add_argument("--dq8ca", action="store_true", help="linear_dq8ca_* (int8 x) instead")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     dev = VulkanDevice()
     print(f"device {dev.name}; maxUniformBufferRange {dev.max_uniform_range}; M = {args.m}")
     print(
-        f"{'kernel':<13}{'N x K':>12}{'ssbo ms':>9}{'ubo ms':>9}{'ratio':>7}"
+        f"{'kernel':<19}{'N x K':>12}{'ssbo ms':>9}{'ubo ms':>9}{'ratio':>7}"
         f"{'ssbo cpu':>10}{'ubo cpu':>9}{'ratio':>7}  bits equal"
     )
     for bits in args.bits:
         for n, k in SHAPES:
-            case = Case(dev, bits, n, k, rng)
             m = args.m
             if 4 * m * k > X_UNIFORM_BYTES:
                 continue
-            x = dev.upload(rng.standard_normal((m, k), dtype=np.float32))
+            case = Case(dev, bits, n, k, rng)
             outs = [dev.buffer(4 * m * n), dev.buffer(4 * m * n)]
             t = linear_tile(m)
             tile = M1_TILE if m == 1 else (t["NPW"], t["MT"], t.get("WG", 64))
-            base = case.fused(x, outs[0], m, tile)
+            if args.dq8ca:
+                xs = [dev.upload(rng.integers(-128, 128, (m, k)).astype(np.int32))]
+                xs += [dev.upload(np.full(m, 0.01, np.float32)), dev.upload(np.zeros(m, np.int32))]
+                base = Dispatch(
+                    f"linear_dq8ca_q{bits}{'gsw' if bits == 4 else 'csw'}",
+                    [*xs, case.w, case.s, case.dummy, case.dummy, outs[0]],
+                    {
+                        "M": m,
+                        "N": n,
+                        "K": k,
+                        "row_words": case.packed.row_words,
+                        "ngroups": case.packed.ngroups,
+                    },
+                    {
+                        "WBITS": bits,
+                        "GROUP_SIZE": case.group,
+                        "NPW": tile[0],
+                        "MT": tile[1],
+                        "WG": tile[2],
+                    },
+                )
+            else:
+                xs = [dev.upload(rng.standard_normal((m, k), dtype=np.float32))]
+                base = case.fused(xs[0], outs[0], m, tile)
             assert isinstance(base.buffers, list)
             ubo = Dispatch(
                 base.kernel,
-                [*base.buffers[:5], outs[1]],
+                [*base.buffers[:-1], outs[1]],
                 base.push,
                 {**base.spec, "X_UBO": 1, "XU_VEC4": m * k // 4},
             )
@@ -69,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             same = np.array_equal(ys[0].view(np.uint32), ys[1].view(np.uint32))
             g0, g1 = (statistics.median(t) * 1e3 for t in gpu)
             c0, c1 = (statistics.median(t) * 1e3 for t in cpu)
-            name = "linear_q4gsw" if bits == 4 else "linear_q8csw"
             print(
-                f"{name:<13}{f'{n}x{k}':>12}{g0:>9.3f}{g1:>9.3f}{g1 / g0:>7.2f}"
+                f"{base.kernel:<19}{f'{n}x{k}':>12}{g0:>9.3f}{g1:>9.3f}{g1 / g0:>7.2f}"
                 f"{c0:>10.3f}{c1:>9.3f}{c1 / c0:>7.2f}  {same}"
             )
-            x.free()
+            for x in xs:
+                x.free()
             for o in outs:
                 o.free()
             case.free()
