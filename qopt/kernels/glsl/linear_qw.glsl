@@ -9,7 +9,8 @@
 // Tiling: each invocation owns NPW output columns (rows of w) x MT rows of x and walks K
 // in 128-bit chunks (one uvec4 load = 32 int4 / 16 int8 weights, decoded once and used
 // for the MT rows); the x values of a chunk are the same for every invocation of the
-// workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane).
+// workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane from
+// a storage buffer, with one vector gather from the uniform block of X_UBO below).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 // M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
 // gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows. lavapipe runs
