@@ -70,8 +70,9 @@ X_UNIFORM_BYTES = MAX_UNIFORM_BYTES
 """The largest x (M * K * 4 bytes) convert-to-vkc reads through linear_qw's uniform block
 (`x_uniform`): 65536, lavapipe's (and most desktop GPUs') maxUniformBufferRange. Vulkan
 guarantees only 16384, which would leave out the K = 5632 down projection of a
-Llama-shaped decoder; a device with a smaller limit refuses the program when the runtime
-records it (a QoptError naming the limit): it never reads past the range."""
+Llama-shaped decoder; on a device with a smaller limit the runtime turns the uniform read
+off when it records the dispatch (`runtime._fit_uniforms`: the storage path, bit-identical),
+so it never reads past the range."""
 
 
 def x_uniform(m: int, k: int) -> dict[str, int]:

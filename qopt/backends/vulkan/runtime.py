@@ -177,6 +177,21 @@ def _spec_key(spec: KernelSpec, values: SpecValues) -> tuple[int, ...]:
     return tuple(int(values.get(name, default)) for name, default in spec.spec)
 
 
+def _fit_uniforms(dev: VulkanDevice, spec: KernelSpec, values: SpecValues) -> SpecValues:
+    """`values` with every uniform view (`UniformView`) whose block exceeds this device's
+    maxUniformBufferRange turned off (flag 0, one vec4): the kernel then reads that
+    binding through its storage buffer, the same values in the same order (the two paths
+    are bit-identical), so a program compiled for 64 KiB blocks runs unchanged on a device
+    with the Vulkan minimum of 16 KiB."""
+    out = dict(values)
+    full = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
+    for view in spec.uniforms:
+        if int(full[view.flag]) == 1 and view.bytes(full) > dev.max_uniform_range:
+            out[view.flag] = 0
+            out[view.vec4s] = 1
+    return out
+
+
 def _uniform_ranges(
     dev: VulkanDevice,
     spec: KernelSpec,
@@ -188,7 +203,8 @@ def _uniform_ranges(
     with these (complete) specialization values: the first min(block bytes, buffer bytes,
     maxUniformBufferRange) of the viewed binding's buffer. A block the kernel reads (flag
     1) must lie inside the buffer (its extents say so; checked again here) and within the
-    device's maxUniformBufferRange: VulkanError (a QoptError) naming the limit otherwise."""
+    device's maxUniformBufferRange (`_fit_uniforms` turned larger ones off); VulkanError
+    (a QoptError) otherwise."""
     out = []
     for view in spec.uniforms:
         buf = bufs[names.index(view.binding)]
@@ -236,7 +252,8 @@ class Program:
         n_descriptors = n_uniforms = 0
         for d in dispatches:
             spec = kernel_spec(d.kernel) if isinstance(d.kernel, str) else d.kernel
-            pipe = dev.pipeline(spec, d.spec)
+            values = _fit_uniforms(dev, spec, d.spec) if spec.uniforms else d.spec
+            pipe = dev.pipeline(spec, values)
             names = [b.name for b in spec.bindings]
             if isinstance(d.buffers, Mapping):
                 missing = [n for n in names if n not in d.buffers]
@@ -249,7 +266,7 @@ class Program:
                     raise VulkanError(
                         f"dispatch of {spec.name}: {len(bufs)} buffers for bindings {names}"
                     )
-            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, d.spec), strict=True))
+            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
             groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
             groups = tuple(int(g) for g in groups)
             limit = dev.max_workgroups
