@@ -21,7 +21,16 @@ from qopt.kernels.extents import (
     spec_int,
 )
 from qopt.kernels.push import STATIC_IO
-from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, binding, push_of
+from qopt.kernels.spec import (
+    MAX_UNIFORM_BYTES,
+    Extents,
+    KernelSpec,
+    PushValues,
+    SpecValues,
+    UniformView,
+    binding,
+    push_of,
+)
 
 
 def _linear_qw_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
@@ -55,6 +64,27 @@ def linear_tile(m: int) -> dict[str, int]:
     if m <= 1:
         return {"NPW": 4, "MT": 1}
     return {"NPW": 16, "MT": balanced_mt(m), "WG": 32}
+
+
+X_UNIFORM_BYTES = MAX_UNIFORM_BYTES
+"""The largest x (M * K * 4 bytes) convert-to-vkc reads through linear_qw's uniform block
+(`x_uniform`): 65536, lavapipe's (and most desktop GPUs') maxUniformBufferRange. Vulkan
+guarantees only 16384, which would leave out the K = 5632 down projection of a
+Llama-shaped decoder; on a device with a smaller limit the runtime turns the uniform read
+off when it records the dispatch (`runtime._fit_uniforms`: the storage path, bit-identical),
+so it never reads past the range."""
+
+
+def x_uniform(m: int, k: int) -> dict[str, int]:
+    """The X_UBO / XU_VEC4 specialization of linear_qw for x of M x K: when K % 4 == 0 (the
+    fast paths' condition) and x fits `X_UNIFORM_BYTES`, x is read through the uniform
+    block: lavapipe gathers it (a uniform load at a loop-variant offset is one vector
+    gather with a range mask) instead of a per-lane loop per component; the M = 1 GEMV
+    0.87-0.98x, the M = 8 gemm_tile 0.70-0.79x the time on the Llama shapes
+    (benchmarks/linear_x_uniform.py). Else nothing (the spec defaults: storage reads)."""
+    if k % 4 or not 0 < 4 * m * k <= X_UNIFORM_BYTES:
+        return {}
+    return {"X_UBO": 1, "XU_VEC4": m * k // 4}
 
 
 def q8ta_tile(m: int) -> dict[str, int]:
@@ -140,6 +170,15 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
     ext["x"] = x
     if int(spec["HAS_ZERO_POINT"]) == 1:
         ext["zeros"] = params
+    if int(spec["X_UBO"]) == 1:
+        # the uniform block is bound whole: it must lie inside x and cover every x read
+        vec4s = int(spec["XU_VEC4"])
+        if 4 * vec4s < m * k:
+            raise ValueError(
+                f"X_UBO reads x ({m * k} words) through a uniform block of {4 * vec4s} words"
+                " (XU_VEC4 too small)"
+            )
+        ext["x"] = max(x, 4 * vec4s)
     return ext
 
 
@@ -164,9 +203,12 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             ("NPW", 4),
             ("MT", 1),
             ("WG", 64),
+            ("X_UBO", 0),
+            ("XU_VEC4", 1),
         ),
         workgroups=_linear_qw_workgroups,
         extents=guarded(name, _linear_qw_extents),
+        uniforms=(UniformView("x", "X_UBO", "XU_VEC4"),),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -175,6 +217,8 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             "NPW": QW_NPW_RANGE,
             "MT": TILE_RANGE,
             "WG": WG_RANGE,
+            "X_UBO": FLAG,
+            "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
         },
         doc=doc,
     )
@@ -187,8 +231,9 @@ value - lo, 128-bit padded rows), scales f32 [N, ngroups], zeros i32 [N, ngroups
 row_words, ngroups. Spec WBITS (4 or 8), GROUP_SIZE (any; 128-bit chunks inside one
 group take the fast path), HAS_ZERO_POINT, HAS_BIAS, NPW (output columns per
 invocation, up to 16), MT (rows of x per invocation), WG (invocations per workgroup; see
-linear_qw.glsl; `linear_tile` gives the tile for M); workgroups (ceil(N / (WG*NPW)),
-ceil(M/MT), 1)."""
+linear_qw.glsl; `linear_tile` gives the tile for M), X_UBO / XU_VEC4 (x read through a
+uniform block of XU_VEC4 vec4s, at least M*K/4, bound as descriptor 6 (`UniformView`);
+`x_uniform`); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
 
 
 LINEAR_Q4GSW = _linear_qw_spec(
@@ -319,6 +364,22 @@ def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
     return ext
 
 
+def _linear_dq8ca_extents_x_uniform(push: PushValues, spec: SpecValues) -> Extents:
+    """`_linear_dq8ca_extents`, and with X_UBO the uniform block's 4 * XU_VEC4 words of xq
+    (bound whole), which must cover the M*K words the chunked paths read through it."""
+    ext = _linear_dq8ca_extents(push, spec)
+    if int(spec["X_UBO"]) == 1:
+        m, k = ints(push, "M", "K")
+        vec4s = int(spec["XU_VEC4"])
+        if 4 * vec4s < m * k:
+            raise ValueError(
+                f"X_UBO reads xq ({m * k} words) through a uniform block of {4 * vec4s} words"
+                " (XU_VEC4 too small)"
+            )
+        ext["xq"] = max(ext["xq"], 4 * vec4s)
+    return ext
+
+
 def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
     return KernelSpec(
         name=name,
@@ -342,10 +403,13 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             ("NPW", 4),
             ("MT", 1),
             ("WG", 64),
+            ("X_UBO", 0),
+            ("XU_VEC4", 1),
         ),
         workgroups=_linear_qw_workgroups,
         exact=always,
-        extents=guarded(name, _linear_dq8ca_extents),
+        extents=guarded(name, _linear_dq8ca_extents_x_uniform),
+        uniforms=(UniformView("xq", "X_UBO", "XU_VEC4"),),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -354,6 +418,8 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             "NPW": QW_NPW_RANGE,
             "MT": TILE_RANGE,
             "WG": WG_RANGE,
+            "X_UBO": FLAG,
+            "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
         },
         doc=doc,
     )
@@ -364,7 +430,8 @@ x_zp i32 [M] (choose_qparams_rows + quantize_rows), weight as linear_q4gsw/q8csw
 per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m] (+ bias)
 in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
 columns x rows of x per invocation (`dq8ca_tile`: NPW 4, MT 1 for M = 1; NPW 16 and up
-to 8 rows for M > 1, each weight chunk decoded once for the MT rows)."""
+to 8 rows for M > 1, each weight chunk decoded once for the MT rows). X_UBO / XU_VEC4:
+xq read through a uniform block at descriptor 8 as linear_qw's x (`x_uniform`)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)

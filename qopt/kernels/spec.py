@@ -52,6 +52,32 @@ STATUS = "status"
 """Name of the status binding: u32, written, one word, last in binding order."""
 
 
+MAX_UNIFORM_BYTES = 65536
+"""The most bytes a kernel reads through one uniform block (`UniformView`): lavapipe's and
+most desktop GPUs' maxUniformBufferRange (Vulkan guarantees only 16384; the runtime checks
+the device's limit when it records a dispatch and refuses a larger view with a QoptError
+naming the limit)."""
+
+
+@dataclass(frozen=True)
+class UniformView:
+    """The leading bytes of storage binding `binding`, bound a second time as a std140
+    uniform block at descriptor binding len(bindings) + j (the j-th view of the kernel).
+    Specialization constant `flag` (0 / 1) says whether the kernel reads through it;
+    `vec4s` is the block's length in vec4s. The runtime binds min(16 * vec4s, buffer
+    bytes) of the buffer there whatever `flag` is (the block is statically used in the
+    shader, so it must be bound); with `flag` 1 the kernel's extents cover 4 * vec4s words
+    of `binding`, so the whole block lies inside the buffer."""
+
+    binding: str
+    flag: str
+    vec4s: str
+
+    def bytes(self, spec: SpecValues) -> int:
+        """Bytes of the uniform block for these (complete) specialization values."""
+        return 16 * int(spec[self.vec4s])
+
+
 @dataclass(frozen=True)
 class Binding:
     name: str
@@ -117,6 +143,9 @@ class KernelSpec:
     spec_bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict[str, tuple[int, int]])
     """Inclusive (low, high) range of every specialization constant; a value
     outside it (or a constant without a range) is refused by `check_dispatch`."""
+    uniforms: tuple[UniformView, ...] = ()
+    """Storage bindings also read through uniform blocks (`UniformView`), in descriptor
+    binding order after the storage bindings."""
     exact: Callable[[SpecValues], bool] = _never_exact
     """Whether the device computes what the reference computes bit for bit (given the
     specialization values): integer arithmetic, or f32 adds/multiplies/divides/square

@@ -34,6 +34,7 @@ import numpy as np
 from qopt.backends.vulkan.spirv import compile_kernel
 from qopt.errors import QoptError
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
+from qopt.kernels.spec import MAX_UNIFORM_BYTES
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 
@@ -92,6 +93,7 @@ class Buffer:
         self.size = size
         usage = (
             vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT  # for kernels' `UniformView`s
             | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
             | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
         )
@@ -175,6 +177,55 @@ def _spec_key(spec: KernelSpec, values: SpecValues) -> tuple[int, ...]:
     return tuple(int(values.get(name, default)) for name, default in spec.spec)
 
 
+def _fit_uniforms(dev: VulkanDevice, spec: KernelSpec, values: SpecValues) -> SpecValues:
+    """`values` with every uniform view (`UniformView`) whose block exceeds this device's
+    maxUniformBufferRange turned off (flag 0, one vec4): the kernel then reads that
+    binding through its storage buffer, the same values in the same order (the two paths
+    are bit-identical), so a program compiled for 64 KiB blocks runs unchanged on a device
+    with the Vulkan minimum of 16 KiB."""
+    out = dict(values)
+    full = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
+    for view in spec.uniforms:
+        if int(full[view.flag]) == 1 and view.bytes(full) > dev.max_uniform_range:
+            out[view.flag] = 0
+            out[view.vec4s] = 1
+    return out
+
+
+def _uniform_ranges(
+    dev: VulkanDevice,
+    spec: KernelSpec,
+    values: SpecValues,
+    names: Sequence[str],
+    bufs: Sequence[Buffer],
+) -> list[tuple[Buffer, int]]:
+    """(buffer, bytes) of each of `spec`'s uniform views (`UniformView`) for a dispatch
+    with these (complete) specialization values: the first min(block bytes, buffer bytes,
+    maxUniformBufferRange) of the viewed binding's buffer. A block the kernel reads (flag
+    1) must lie inside the buffer (its extents say so; checked again here) and within the
+    device's maxUniformBufferRange (`_fit_uniforms` turned larger ones off); VulkanError
+    (a QoptError) otherwise."""
+    out = []
+    for view in spec.uniforms:
+        buf = bufs[names.index(view.binding)]
+        nbytes = view.bytes(values)
+        if int(values[view.flag]) == 1:
+            if nbytes > dev.max_uniform_range:
+                raise VulkanError(
+                    f"dispatch of {spec.name}: reads {view.binding} ({nbytes} bytes) through a "
+                    f"uniform buffer, over this device's maxUniformBufferRange "
+                    f"({dev.max_uniform_range} bytes); qopt compiles such reads for a "
+                    f"{MAX_UNIFORM_BYTES}-byte limit: run the program on a device with it"
+                )
+            if nbytes > buf.size:
+                raise VulkanError(
+                    f"dispatch of {spec.name}: a {nbytes}-byte uniform view of {view.binding} "
+                    f"over a {buf.size}-byte buffer"
+                )
+        out.append((buf, min(nbytes, buf.size, dev.max_uniform_range)))
+    return out
+
+
 class Program:
     """Dispatches recorded once into one command buffer; `submit()` runs them
     (compute->compute barriers between dispatches) and waits."""
@@ -198,10 +249,11 @@ class Program:
     def _record(self, vk: Any, dispatches: Sequence[Dispatch]) -> None:
         dev = self.device
         resolved = []
-        n_descriptors = 0
+        n_descriptors = n_uniforms = 0
         for d in dispatches:
             spec = kernel_spec(d.kernel) if isinstance(d.kernel, str) else d.kernel
-            pipe = dev.pipeline(spec, d.spec)
+            values = _fit_uniforms(dev, spec, d.spec) if spec.uniforms else d.spec
+            pipe = dev.pipeline(spec, values)
             names = [b.name for b in spec.bindings]
             if isinstance(d.buffers, Mapping):
                 missing = [n for n in names if n not in d.buffers]
@@ -214,25 +266,31 @@ class Program:
                     raise VulkanError(
                         f"dispatch of {spec.name}: {len(bufs)} buffers for bindings {names}"
                     )
-            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, d.spec), strict=True))
+            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
             groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
             groups = tuple(int(g) for g in groups)
             limit = dev.max_workgroups
             if any(g > lim for g, lim in zip(groups, limit, strict=True)):
                 raise VulkanError(f"dispatch of {spec.name}: {groups} workgroups exceed {limit}")
             push = spec.push_bytes(d.push) if spec.push else b""
-            resolved.append((pipe, bufs, push, groups))
+            uniforms = _uniform_ranges(dev, spec, spec_values, names, bufs)
+            resolved.append((pipe, bufs, push, groups, uniforms))
             n_descriptors += len(bufs)
+            n_uniforms += len(uniforms)
         n = max(1, len(resolved))
-        pool_info = vk.VkDescriptorPoolCreateInfo(
-            maxSets=n,
-            poolSizeCount=1,
-            pPoolSizes=[
+        sizes = [
+            vk.VkDescriptorPoolSize(
+                type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=max(1, n_descriptors)
+            )
+        ]
+        if n_uniforms:
+            sizes.append(
                 vk.VkDescriptorPoolSize(
-                    type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                    descriptorCount=max(1, n_descriptors),
+                    type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, descriptorCount=n_uniforms
                 )
-            ],
+            )
+        pool_info = vk.VkDescriptorPoolCreateInfo(
+            maxSets=n, poolSizeCount=len(sizes), pPoolSizes=sizes
         )
         self.pool = vk.vkCreateDescriptorPool(dev.device, pool_info, None)
         sets = []
@@ -240,12 +298,16 @@ class Program:
             alloc = vk.VkDescriptorSetAllocateInfo(
                 descriptorPool=self.pool,
                 descriptorSetCount=len(resolved),
-                pSetLayouts=[p.set_layout for p, _, _, _ in resolved],
+                pSetLayouts=[r[0].set_layout for r in resolved],
             )
             sets = list(vk.vkAllocateDescriptorSets(dev.device, alloc))
             writes = []
-            for ds, (_, bufs, _, _) in zip(sets, resolved, strict=True):
-                for i, b in enumerate(bufs):
+            for ds, (_, bufs, _, _, uniforms) in zip(sets, resolved, strict=True):
+                kinds = [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * len(bufs)
+                ranges = [(b, b.size) for b in bufs]
+                kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER] * len(uniforms)
+                ranges += uniforms
+                for i, ((b, nbytes), kind) in enumerate(zip(ranges, kinds, strict=True)):
                     if b.handle is None:
                         raise VulkanError("a dispatch uses a freed buffer")
                     writes.append(
@@ -253,9 +315,9 @@ class Program:
                             dstSet=ds,
                             dstBinding=i,
                             descriptorCount=1,
-                            descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                            descriptorType=kind,
                             pBufferInfo=[
-                                vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=b.size)
+                                vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=nbytes)
                             ],
                         )
                     )
@@ -292,7 +354,7 @@ class Program:
             vk.VK_ACCESS_HOST_WRITE_BIT,
             vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
         )
-        for i, ((pipe, _bufs, push, groups), ds) in enumerate(zip(resolved, sets, strict=True)):
+        for i, ((pipe, _bufs, push, groups, _), ds) in enumerate(zip(resolved, sets, strict=True)):
             if i:
                 self._barrier(
                     vk,
@@ -523,6 +585,7 @@ class VulkanDevice:
             self.timestamp_period = 0.0
         self.max_workgroups = tuple(int(limits.maxComputeWorkGroupCount[i]) for i in range(3))
         self.max_push_constants = int(limits.maxPushConstantsSize)
+        self.max_uniform_range = int(limits.maxUniformBufferRange)
         self.device_type = int(props.deviceType)
         self._memory_props = vk.vkGetPhysicalDeviceMemoryProperties(pd)
         qinfo = vk.VkDeviceQueueCreateInfo(
@@ -622,14 +685,16 @@ class VulkanDevice:
         if key in self._pipelines:
             return self._pipelines[key]
         module = self.shader_module(spec.glsl)
+        kinds = [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * len(spec.bindings)
+        kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER] * len(spec.uniforms)
         bindings = [
             vk.VkDescriptorSetLayoutBinding(
                 binding=i,
-                descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                descriptorType=kind,
                 descriptorCount=1,
                 stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
             )
-            for i in range(len(spec.bindings))
+            for i, kind in enumerate(kinds)
         ]
         set_layout = vk.vkCreateDescriptorSetLayout(
             self.device,

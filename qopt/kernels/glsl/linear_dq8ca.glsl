@@ -21,6 +21,12 @@ layout(constant_id = 3) const int HAS_BIAS = 0;
 layout(constant_id = 4) const int NPW = 4;
 layout(constant_id = 5) const int MT = 1;
 layout(constant_id = 6) const int WG = 64;
+// X_UBO 1: gemv_fast / gemm_tile read xq's ivec4s from the uniform block XU (the same buffer
+// bound as a uniform buffer at binding 8, its first 16 * XU_VEC4 bytes, XU_VEC4 >= M*K/4);
+// as in linear_qw.glsl (lavapipe gathers a uniform load instead of a per-lane loop per
+// component). X_UBO 0: the storage view xv (binding 8 bound, not read).
+layout(constant_id = 7) const int X_UBO = 0;
+layout(constant_id = 8) const int XU_VEC4 = 1;
 const uint VPW = uint(32 / WBITS);  // values per word
 const uint VPC = 4u * VPW;          // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -34,9 +40,16 @@ layout(std430, binding = 4) readonly buffer S { float scales[]; };
 layout(std430, binding = 5) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 7) writeonly buffer Out { float o[]; };
+layout(std140, binding = 8) uniform XU { ivec4 xu[XU_VEC4]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS - 1)); }
+
+// ivec4 i of xq for gemv_fast / gemm_tile: from the uniform block when X_UBO (see above)
+ivec4 xq4(uint i) {
+  if (X_UBO == 1) return xu[i];
+  return xv[i];
+}
 
 int hsum(ivec4 v) { return (v.x + v.y) + (v.z + v.w); }
 
@@ -79,15 +92,17 @@ void gemv_fast(uint m, uint n0, uint cpr) {
     uint g = (c * VPC) / uint(GROUP_SIZE);
     uint xi = xb + c * (VPC / 4u);
     if (WBITS == 4) {
-      ivec4 x0 = xv[xi] - zx, x1 = xv[xi + 1u] - zx, x2 = xv[xi + 2u] - zx, x3 = xv[xi + 3u] - zx;
-      ivec4 x4 = xv[xi + 4u] - zx, x5 = xv[xi + 5u] - zx, x6 = xv[xi + 6u] - zx;
-      ivec4 x7 = xv[xi + 7u] - zx;
+      ivec4 x0 = xq4(xi) - zx, x1 = xq4(xi + 1u) - zx, x2 = xq4(xi + 2u) - zx;
+      ivec4 x3 = xq4(xi + 3u) - zx;
+      ivec4 x4 = xq4(xi + 4u) - zx, x5 = xq4(xi + 5u) - zx, x6 = xq4(xi + 6u) - zx;
+      ivec4 x7 = xq4(xi + 7u) - zx;
       c0 = chunk4(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c0);
       if (NPW > 1) c1 = chunk4(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c1);
       if (NPW > 2) c2 = chunk4(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c2);
       if (NPW > 3) c3 = chunk4(w4[r3 * cpr + c], zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c3);
     } else {
-      ivec4 x0 = xv[xi] - zx, x1 = xv[xi + 1u] - zx, x2 = xv[xi + 2u] - zx, x3 = xv[xi + 3u] - zx;
+      ivec4 x0 = xq4(xi) - zx, x1 = xq4(xi + 1u) - zx, x2 = xq4(xi + 2u) - zx;
+      ivec4 x3 = xq4(xi + 3u) - zx;
       c0 = chunk8(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, c0);
       if (NPW > 1) c1 = chunk8(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, c1);
       if (NPW > 2) c2 = chunk8(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, c2);
@@ -164,10 +179,10 @@ int idot(ivec4 f, ivec4 x) { return (f.x * x.x + f.y * x.y) + (f.z * x.z + f.w *
   if (MT > mm) {                                                                   \
     ivec4 xa, xb = ivec4(0);                                                       \
     if (WBITS == 4) {                                                              \
-      xa = xv[xr##mm + xc + uint(2 * j)] - zx##mm;                                 \
-      xb = xv[xr##mm + xc + uint(2 * j + 1)] - zx##mm;                             \
+      xa = xq4(xr##mm + xc + uint(2 * j)) - zx##mm;                                \
+      xb = xq4(xr##mm + xc + uint(2 * j + 1)) - zx##mm;                            \
     } else {                                                                       \
-      xa = xv[xr##mm + xc + uint(j)] - zx##mm;                                     \
+      xa = xq4(xr##mm + xc + uint(j)) - zx##mm;                                    \
     }                                                                              \
     MAC(0, mm) MAC(1, mm) MAC(2, mm) MAC(3, mm) MAC(4, mm) MAC(5, mm) MAC(6, mm)   \
     MAC(7, mm) MAC(8, mm) MAC(9, mm) MAC(10, mm) MAC(11, mm) MAC(12, mm)           \

@@ -9,7 +9,8 @@
 // Tiling: each invocation owns NPW output columns (rows of w) x MT rows of x and walks K
 // in 128-bit chunks (one uvec4 load = 32 int4 / 16 int8 weights, decoded once and used
 // for the MT rows); the x values of a chunk are the same for every invocation of the
-// workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane).
+// workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane from
+// a storage buffer, with one vector gather from the uniform block of X_UBO below).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
 // M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
 // gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows. lavapipe runs
@@ -28,6 +29,15 @@ layout(constant_id = 3) const int HAS_BIAS = 0;
 layout(constant_id = 4) const int NPW = 4;
 layout(constant_id = 5) const int MT = 1;
 layout(constant_id = 6) const int WG = 64;
+// X_UBO 1: gemv_sym / gemm_tile read x's vec4s from the uniform block XU (the same buffer
+// bound as a uniform buffer at binding 6, its first 16 * XU_VEC4 bytes; XU_VEC4 >= M*K/4):
+// lavapipe 22 compiles a uniform load at a loop-variant offset to one vector gather where
+// a storage load is a per-lane loop per component (GPUs read uniform blocks through their
+// constant cache). X_UBO 0:
+// the storage view xv (binding 6 is still bound, to at most 16 * XU_VEC4 bytes of x, and
+// not read). The other paths always read the storage views.
+layout(constant_id = 7) const int X_UBO = 0;
+layout(constant_id = 8) const int XU_VEC4 = 1;
 const int VPW = 32 / WBITS;        // values per word
 const int VPC = 4 * VPW;           // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -38,6 +48,7 @@ layout(std430, binding = 2) readonly buffer S { float scales[]; };
 layout(std430, binding = 3) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
+layout(std140, binding = 6) uniform XU { vec4 xu[XU_VEC4]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 
@@ -53,6 +64,12 @@ vec4 field4(uint word, int e) {
 float xval(uint base, uint k) { return k < p.K ? x[base + k] : 0.0; }
 
 vec4 x4(uint k) { return xv[k >> 2]; }  // k % 4 == 0 (fast path requires K % 4 == 0)
+
+// vec4 i of x for gemv_sym / gemm_tile: from the uniform block when X_UBO (see above)
+vec4 xq(uint i) {
+  if (X_UBO == 1) return xu[i];
+  return xv[i];
+}
 
 // sum over one full 128-bit chunk of (field - z) * x[xb + i] (no arrays: stays in registers)
 float chunk_dot(uvec4 q, float z, uint xb) {
@@ -93,20 +110,20 @@ vec4 sym_chunk(uvec4 q, uint xi, vec4 acc, float z) {
     uint v = q[j];
     if (HAS_ZERO_POINT == 1) {
       if (WBITS == 4) {
-        acc = fma(vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z, xv[xi + uint(2 * j)], acc);
-        acc = fma(vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z, xv[xi + uint(2 * j + 1)],
+        acc = fma(vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z, xq(xi + uint(2 * j)), acc);
+        acc = fma(vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z, xq(xi + uint(2 * j + 1)),
                   acc);
       } else {
-        acc = fma(vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z, xv[xi + uint(j)], acc);
+        acc = fma(vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z, xq(xi + uint(j)), acc);
       }
     } else if (WBITS == 4) {
       vec4 lo = vec4(ivec4((uvec4(v) << uvec4(28u, 24u, 20u, 16u)) & uvec4(TOP)));
       vec4 hi = vec4(ivec4((uvec4(v) << uvec4(12u, 8u, 4u, 0u)) & uvec4(TOP)));
-      acc = fma(lo, xv[xi + uint(2 * j)], acc);
-      acc = fma(hi, xv[xi + uint(2 * j + 1)], acc);
+      acc = fma(lo, xq(xi + uint(2 * j)), acc);
+      acc = fma(hi, xq(xi + uint(2 * j + 1)), acc);
     } else {
       vec4 f = vec4(ivec4((uvec4(v) << uvec4(24u, 16u, 8u, 0u)) & uvec4(TOP)));
-      acc = fma(f, xv[xi + uint(j)], acc);
+      acc = fma(f, xq(xi + uint(j)), acc);
     }
   }
   return acc;
@@ -211,7 +228,7 @@ void store_out(uint m, uint n, float a) {
 // dynamically (lavapipe keeps a dynamically indexed private array in memory). Weights
 // are scaled per element, sums run per row in k order (not the interpreter's float64
 // order: linear_qw is a tolerance kernel).
-#define XV4(mm, i) xv[xr##mm + xc + (i)]
+#define XV4(mm, i) xq(xr##mm + xc + (i))
 #define DEC(r, j)                                                                  \
   vec4 f##r##a = vec4(0.0), f##r##b = vec4(0.0);                                   \
   if (NPW > r) decode_word(q##r[j], s##r, z##r, f##r##a, f##r##b);

@@ -20,7 +20,14 @@ from qopt.dialects.tensors import numel, shape_of
 from qopt.kernels import catalogue, packing
 from qopt.kernels.linalg import conv_tile
 from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
-from qopt.kernels.qlinear import dq8ca_tile, linear_tile, lut_palette, lut_tile, q8ta_tile
+from qopt.kernels.qlinear import (
+    dq8ca_tile,
+    linear_tile,
+    lut_palette,
+    lut_tile,
+    q8ta_tile,
+    x_uniform,
+)
 from qopt.lowering.convert_to_vkc.lowering import (
     Buf,
     Lowering,
@@ -170,6 +177,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_ZERO_POINT": has_zp,
                 "HAS_BIAS": has_bias,
                 **linear_tile(m),
+                **x_uniform(m, k),
             },
         )
         return [out]
@@ -214,6 +222,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "HAS_ZERO_POINT": has_zp,
             "HAS_BIAS": has_bias,
             **dq8ca_tile(m),
+            **x_uniform(m, k),
         },
     )
     return [out]

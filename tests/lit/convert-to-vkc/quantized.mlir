@@ -18,6 +18,20 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// The same linear at M = 1 (decode): x (8 floats, within the 65536-byte limit) read through
+// the uniform block of 2 vec4s (X_UBO, XU_VEC4).
+// CHECK:       vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", {{.*}}spec = {WBITS = 4 : i64, GROUP_SIZE = 4 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, NPW = 4 : i64, MT = 1 : i64, WG = 64 : i64, X_UBO = 1 : i64, XU_VEC4 = 2 : i64}
+// CHECK:         vkc.dispatch @linear_q4gsw_0({{.*}}) {push = {M = 1 : i64, N = 3 : i64, K = 8 : i64, row_words = 4 : i64, ngroups = 2 : i64}
+func.func @forward(%x: tensor<1x8xf32>) -> tensor<1x3xf32> {
+  %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>
+  %s = arith.constant dense<[[0.5, 0.25], [0.125, 1.0], [2.0, 0.5]]> : tensor<3x2xf32>
+  %b = arith.constant dense<[0.1, 0.2, 0.3]> : tensor<3xf32>
+  %y = qfused.linear %x, %w, %s bias %b {weight_scheme = #qfused.affine<bits = 4, range = [-8, 7], block = [1, 4]>, kernel = "linear_q4gsw"} : tensor<1x8xf32>, tensor<3x8xi8>, tensor<3x2xf32> bias tensor<3xf32> -> tensor<1x3xf32>
+  func.return %y : tensor<1x3xf32>
+}
+
+// -----
+
 // Static-activation int8 linear with output requantization: linear_q8ta_q8csw,
 // the input already quantized (INPUT_QUANTIZED = 1, i32 buffer), REQUANT = 1.
 // CHECK:       vkc.kernel @linear_q8ta_q8csw_0 {kernel = "linear_q8ta_q8csw", {{.*}}spec = {INPUT_QUANTIZED = 1 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 0 : i64, REQUANT = 1 : i64

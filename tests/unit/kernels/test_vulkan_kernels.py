@@ -1013,22 +1013,26 @@ def test_linear_q8ta(dev, input_quantized: int, asym: int, requant: int, k: int,
 
 
 @pytest.mark.parametrize(
-    "bits,group,tile",
+    "bits,group,tile,x_ubo",
     [
-        (4, 16, (4, 1)),
-        (8, 64, (4, 1)),
-        (4, 32, (4, 1)),
-        (4, 32, (2, 4)),
-        (8, 32, (8, 3)),
-        (4, 32, (16, 5)),
-        (8, 32, (13, 2)),
+        (4, 16, (4, 1), 0),
+        (8, 64, (4, 1), 0),
+        (4, 32, (4, 1), 0),
+        (4, 32, (2, 4), 0),
+        (8, 32, (8, 3), 0),
+        (4, 32, (16, 5), 0),
+        (8, 32, (13, 2), 0),
+        (4, 32, (4, 1), 1),
+        (8, 32, (8, 3), 1),
+        (4, 16, (4, 1), 1),
     ],
 )
-def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None:
+def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int], x_ubo: int) -> None:
     """The per-element loop (int4 groups of 16) and the chunked GEMV (NPW 4, MT 1) and
     gemm_tile (M = 5, N = 7 not multiples of the tile; int8 groups of two chunks; NPW
     above 8 on N = 37: gemm_tile's rows 8-15, the last block clamped) paths, bit for bit
-    against the reference."""
+    against the reference; with X_UBO xq read through the uniform block (the chunked
+    paths; the per-element loop still reads the storage view)."""
     from qopt.interpreters import quant as iq
 
     m, n, k = 5, 7 if tile[0] <= 8 else 37, 64
@@ -1050,6 +1054,8 @@ def test_linear_dq8ca(dev, bits: int, group: int, tile: tuple[int, int]) -> None
     push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
     spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": 1, "HAS_BIAS": 1}
     spec |= {"NPW": tile[0], "MT": tile[1]}
+    if x_ubo:
+        spec |= {"X_UBO": 1, "XU_VEC4": m * k // 4}
     got, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
     np.testing.assert_array_equal(got["out"], ref["out"])
     xd = (xq - xz).astype(np.float64) * xs.astype(np.float64)
@@ -1288,3 +1294,82 @@ def test_validation_layer_reports_errors(dev: VulkanDevice) -> None:
     with pytest.raises(VulkanError, match="validation errors"):
         dev._check_validation("a deliberate mistake")
     assert dev.validation_errors == []
+
+
+@pytest.mark.parametrize(
+    "bits,k,group,asym,m,tile",
+    [
+        (4, 128, 32, False, 1, (4, 1, 64)),  # gemv_sym, the M = 1 path
+        (4, 256, 256, False, 1, (4, 1, 8)),  # gemv_sym, one group per row
+        (4, 128, 64, True, 1, (3, 1, 4)),
+        (8, 64, 64, False, 1, (4, 1, 2)),
+        (4, 128, 32, True, 3, (2, 2, 8)),  # gemm_tile reads x through the block too
+        (4, 100, 4, True, 2, (3, 2, 32)),  # per-element paths: storage reads only
+    ],
+)
+def test_linear_weight_only_x_uniform(dev, bits, k, group, asym, m, tile) -> None:
+    """X_UBO 1 (x through the uniform block at descriptor 6) gives the bits of X_UBO 0:
+    the same loads feed the same arithmetic."""
+    n = 11
+    p = _weight(bits, n, k, group, asym)[3]
+    x = RNG.standard_normal((m, k)).astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": bias}
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": 1}
+    spec.update(NPW=tile[0], MT=tile[1], WG=tile[2])
+    name = "linear_q4gsw" if bits == 4 else "linear_q8csw"
+    storage, ref = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
+    ubo = dict(spec, X_UBO=1, XU_VEC4=-(-m * k // 4))
+    uniform, _ = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, ubo)
+    np.testing.assert_array_equal(uniform["out"].view(np.uint32), storage["out"].view(np.uint32))
+    close(uniform["out"], ref["out"])
+
+
+def test_linear_x_uniform_limits() -> None:
+    """The uniform block must cover x (extents) and fit MAX_UNIFORM_BYTES (spec range);
+    convert-to-vkc's choice (`x_uniform`): K % 4 == 0 and x within 65536 bytes."""
+    from qopt.kernels.qlinear import x_uniform
+
+    spec = kernels()["linear_q4gsw"]
+    push = {"M": 1, "N": 8, "K": 128, "row_words": 16, "ngroups": 4}
+    words = [128, 128, 32, 0, 0, 8]
+    spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 32}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="uniform block of 124 words"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 31}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="binding x can touch 132 words"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 33}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="XU_VEC4 = 4097 is outside"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 4097}, (1, 1, 1), words)
+    assert x_uniform(1, 2048) == {"X_UBO": 1, "XU_VEC4": 512}
+    assert x_uniform(1, 16384) == {"X_UBO": 1, "XU_VEC4": 4096}
+    assert x_uniform(8, 2048) == {"X_UBO": 1, "XU_VEC4": 4096}
+    assert x_uniform(1, 16388) == x_uniform(1, 2046) == x_uniform(9, 2048) == {}
+
+
+def test_uniform_view_over_the_device_limit_reads_storage(dev: VulkanDevice) -> None:
+    """A uniform block past the device's maxUniformBufferRange (here lowered to 256 bytes)
+    is turned off when the dispatch is recorded: the kernel reads x through its storage
+    buffer and writes the same bits as the uniform path does within the limit."""
+    k, n = 128, 8
+    rng = np.random.default_rng(7)
+    p = _weight(4, n, k, 32, False)[3]
+    x = rng.standard_normal(k).astype(F32)
+    push = {"M": 1, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": 4, "GROUP_SIZE": 32, "X_UBO": 1, "XU_VEC4": k // 4}
+    outs = []
+    limit = dev.max_uniform_range
+    for cap in (limit, 256):
+        bufs = [dev.upload(x), dev.upload(p.weight), dev.upload(p.scales)]
+        bufs += [dev.buffer(16), dev.buffer(16), dev.buffer(4 * n)]
+        dev.max_uniform_range = cap
+        try:
+            dev.run([Dispatch("linear_q4gsw", bufs, push, spec)])
+            outs.append(bufs[5].read(F32, n))
+        finally:
+            dev.max_uniform_range = limit
+            for b in bufs:
+                b.free()
+    assert outs[0].tobytes() == outs[1].tobytes()
