@@ -546,3 +546,60 @@ def convert_xlogy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     finite = chain.emit(chain.select(chain.binary(ew.EqOp, x, zero), zero, product))
     y_nan = chain.emit(ew.IsNanOp.create(operands=[y], result_types=[TensorType(i1, shape_of(y))]))
     return chain.select(y_nan, y, finite)
+
+
+@CONVERTERS("aten.lerp.Scalar", "aten.lerp.Tensor")
+def convert_lerp(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`lerp(start, end, w)` with torch's two formulas: `start + w * (end - start)` where
+    `|w| < 0.5`, else `end - (end - start) * (1 - w)` (a NaN weight takes the second),
+    in the float result type; a scalar weight is rounded to it and picks the formula
+    at import, a tensor weight per element through a select."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("lerp of a non-float result is not supported (torch refuses it too)")
+    start, end = imp.value(args["self"]), imp.value(args["end"])
+    weight_arg = args["weight"]
+    if isinstance(weight_arg, Node):
+        weight = imp.value(weight_arg)
+    elif isinstance(weight_arg, int | float) and not isinstance(weight_arg, bool):
+        weight = chain.const(float(weight_arg))
+    else:
+        raise imp.error(f"the weight of lerp must be a tensor or a number, got {weight_arg!r}")
+    diff = chain.binary(ew.SubOp, end, start)
+    if not isinstance(weight_arg, Node):
+        w = float(np.array(weight_arg, dtype=numpy_dtype(chain.elem)))
+        if abs(w) < 0.5:
+            return _binary_op(chain, ew.AddOp, start, chain.binary(ew.MulOp, weight, diff))
+        rest = chain.binary(ew.SubOp, chain.const(1.0), weight)
+        return _binary_op(chain, ew.SubOp, end, chain.binary(ew.MulOp, diff, rest))
+    small = chain.binary(ew.LtOp, chain.unary(ew.AbsOp, weight), chain.const(0.5))
+    near_start = chain.binary(ew.AddOp, start, chain.binary(ew.MulOp, weight, diff))
+    rest = chain.binary(ew.SubOp, chain.const(1.0), weight)
+    near_end = chain.binary(ew.SubOp, end, chain.binary(ew.MulOp, diff, rest))
+    return chain.select(small, near_start, near_end)
+
+
+def _binary_op(chain: _Chain, op_type: type[ew.BinaryOp], x: SSAValue, y: SSAValue) -> Operation:
+    """The node's own (last) binary op: not inserted, of the broadcast shape."""
+    return op_type.create(operands=[x, y], result_types=[TensorType(chain.elem, chain.shape(x, y))])
+
+
+@CONVERTERS("aten.addcmul.default", "aten.addcdiv.default")
+def convert_addcmul(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`addcmul(x, t1, t2, value) = x + value * t1 * t2` and `addcdiv(...) = x + value *
+    t1 / t2`, in torch's order (`(value * t1) op t2`, the mul skipped for value 1), in
+    the promoted result type (the value rounded to it); addcdiv of integers is refused,
+    as torch does."""
+    chain = _Chain(imp, node)
+    divide = "addcdiv" in str(node.target)
+    if divide and not isinstance(chain.elem, AnyFloat):
+        raise imp.error("addcdiv of integer tensors is not supported (torch refuses it too)")
+    value = args.get("value", 1)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise imp.error(f"the value of {node.target} must be a number, got {value!r}")
+    if not isinstance(chain.elem, AnyFloat) and not float(value).is_integer():
+        raise imp.error(f"a fractional value {value} for integer tensors is not supported")
+    x, t1, t2 = imp.value(args["self"]), imp.value(args["tensor1"]), imp.value(args["tensor2"])
+    scaled = t1 if value == 1 else chain.binary(ew.MulOp, chain.const(value), t1)
+    product = chain.binary(ew.DivOp if divide else ew.MulOp, scaled, t2)
+    return _binary_op(chain, ew.AddOp, x, product)

@@ -178,6 +178,37 @@ def test_tensor_clamps_and_aliases(tmp_path: Path) -> None:
     check(TensorClamps(), (x, lo, hi, i), tmp_path, 1e-6)
 
 
+class Interpolations(torch.nn.Module):
+    def forward(
+        self, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.lerp(a, b, 0.25),
+            torch.lerp(a, b, 0.75),
+            torch.lerp(a, b, -3.0),
+            torch.lerp(a, b, w),
+            torch.lerp(a, b[0], w[:, :1]),
+            torch.addcmul(a, b, w),
+            torch.addcmul(a, b, w[0], value=-0.3),
+            torch.addcmul(i, i, i[0], value=3),
+            torch.addcmul(a, i, b, value=2),
+            torch.addcdiv(a, b, w),
+            torch.addcdiv(a, b, w + 2, value=0.7),
+        )
+
+
+def test_lerp_addcmul_addcdiv(tmp_path: Path) -> None:
+    """lerp with torch's two formulas (`|w| < 0.5`: from start, else from end; a NaN
+    weight gives NaN), a scalar weight choosing at import; addcmul / addcdiv as
+    `x + (value * t1) op t2`, integers and mixed int / float promoted as torch."""
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(4, 6, generator=g) * 3, torch.randn(4, 6, generator=g) * 3
+    w = torch.rand(4, 6, generator=g) * 3 - 1
+    w[0, :5] = torch.tensor([0.5, -0.5, 0.4999, 1.0, float("nan")])
+    i = torch.randint(-9, 9, (4, 6), generator=g)
+    check(Interpolations(), (a, b, w, i), tmp_path, 1e-6)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 
