@@ -51,6 +51,8 @@ for _op, _names in [
     (ew.AsinOp, ["asin", "arcsin"]),
     (ew.AcosOp, ["acos", "arccos"]),
     (ew.AtanOp, ["atan", "arctan"]),
+    (ew.Expm1Op, ["expm1"]),
+    (ew.Log1pOp, ["log1p"]),
     (ew.SinhOp, ["sinh"]),
     (ew.CoshOp, ["cosh"]),
     (ew.ErfOp, ["erf"]),

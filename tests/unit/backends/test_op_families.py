@@ -209,6 +209,47 @@ def test_lerp_addcmul_addcdiv(tmp_path: Path) -> None:
     check(Interpolations(), (a, b, w, i), tmp_path, 1e-6)
 
 
+class Expm1Log1p(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.expm1(x), torch.log1p(x), torch.expm1(i), torch.log1p(i)
+
+
+def test_expm1_log1p_near_zero(tmp_path: Path) -> None:
+    """expm1 / log1p keep their precision near 0 on every target: each element within
+    1e-6 relative error of the float64 reference rounded to float32 (exp(x) - 1 and
+    log(1 + x) are off by up to 100% at 1e-8), +-0, +-inf, -1 and NaN as torch;
+    integers promote to float."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    tiny = [1e-6, -1e-6, 1e-8, -1e-8, 3e-5, -3e-5, 1e-30, 0.0, -0.0, 0.1, -0.2, 0.3]
+    big = [5.0, -5.0, 80.0, 100.0, -100.0, 1e30, -1.0, -0.999, -2.0, float("inf")]
+    x = torch.tensor(tiny + big + [float("-inf"), float("nan")], dtype=torch.float32)
+    i = torch.tensor([-3, -1, 0, 1, 7])
+    ep = torch.export.export(Expm1Log1p(), (x, i))
+    want_int = [t.numpy() for t in Expm1Log1p()(x, i)[2:]]
+    runs = {"interp": qopt.interpret(qopt.import_program(ep), x, i)}
+    path = tmp_path / "near0.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    runs["coreml"] = qopt.interpret(qopt.read_mlpackage(path), x, i)
+    if vulkan_available() is None:
+        runs["vulkan"] = qopt.compile(ep, target="vulkan")(x, i)
+    x64 = x.double().numpy()
+    with np.errstate(all="ignore"):
+        wants = [f(x64).astype(np.float32).astype(np.float64) for f in (np.expm1, np.log1p)]
+    for where, got in runs.items():
+        for g, want in zip(got[2:], want_int, strict=True):
+            assert g.dtype == want.dtype
+            np.testing.assert_allclose(g, want, rtol=1e-6)
+        for g, want in zip(got[:2], wants, strict=True):
+            g = np.asarray(g, np.float64)
+            assert np.array_equal(np.isnan(g), np.isnan(want))
+            finite = np.isfinite(want)
+            assert np.array_equal(g[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+            rel = np.abs(g[finite] - want[finite]) / np.maximum(np.abs(want[finite]), 1e-38)
+            assert rel.max() <= 1e-6, (where, rel, x[finite])
+            assert np.array_equal(np.signbit(g[7:9]), [False, True])  # +-0 kept
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 
