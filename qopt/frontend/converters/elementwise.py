@@ -605,3 +605,31 @@ def convert_addcmul(imp: Importer, node: Node, args: dict[str, Any]) -> Operatio
     scaled = t1 if value == 1 else chain.binary(ew.MulOp, chain.const(value), t1)
     product = chain.binary(ew.DivOp if divide else ew.MulOp, scaled, t2)
     return _binary_op(chain, ew.AddOp, x, product)
+
+
+@CONVERTERS("aten.nan_to_num.default")
+def convert_nan_to_num(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`nan_to_num(x, nan, posinf, neginf)`: NaN -> `nan` (default 0), +inf -> `posinf`
+    (default the type's largest finite value), -inf -> `neginf` (default its lowest),
+    the replacements rounded to the float result type, as selects; an integer or bool
+    tensor is its input (a copy, as torch)."""
+    x = imp.value(args["self"])
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        return ew.CloneOp.create(operands=[x], result_types=[chain.type])
+    info = np.finfo(numpy_dtype(chain.elem))
+    values: list[float] = []
+    for name, default in (("nan", 0.0), ("posinf", float(info.max)), ("neginf", float(info.min))):
+        value = args.get(name)
+        if value is None:
+            value = default
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise imp.error(f"{name} of nan_to_num must be a number, got {value!r}")
+        values.append(float(value))
+    nan, posinf, neginf = (chain.const(v) for v in values)
+    below = chain.binary(ew.EqOp, x, chain.const(float("-inf")))
+    r = chain.emit(chain.select(below, neginf, x))
+    above = chain.binary(ew.EqOp, x, chain.const(float("inf")))
+    r = chain.emit(chain.select(above, posinf, r))
+    is_nan = chain.emit(ew.IsNanOp.create(operands=[x], result_types=[TensorType(i1, shape_of(x))]))
+    return chain.select(is_nan, nan, r)

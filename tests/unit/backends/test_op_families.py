@@ -250,6 +250,23 @@ def test_expm1_log1p_near_zero(tmp_path: Path) -> None:
             assert np.array_equal(np.signbit(g[7:9]), [False, True])  # +-0 kept
 
 
+class NanToNum(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.nan_to_num(x),
+            torch.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-2.0),
+            torch.nan_to_num(x, posinf=1e38, neginf=-5),
+            torch.nan_to_num(i),
+        )
+
+
+def test_nan_to_num(tmp_path: Path) -> None:
+    """NaN, +inf and -inf replaced (defaults 0 and the float32 extremes), finite values
+    and -0.0 kept, bit for bit on every target; an integer tensor is a copy."""
+    x = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 1.25, -3e38])
+    check(NanToNum(), (x, torch.tensor([3, -4])), tmp_path, 0.0)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 
