@@ -633,3 +633,36 @@ def convert_nan_to_num(imp: Importer, node: Node, args: dict[str, Any]) -> Opera
     r = chain.emit(chain.select(above, posinf, r))
     is_nan = chain.emit(ew.IsNanOp.create(operands=[x], result_types=[TensorType(i1, shape_of(x))]))
     return chain.select(is_nan, nan, r)
+
+
+@CONVERTERS("aten.copysign.Tensor", "aten.copysign.Scalar")
+def convert_copysign(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`copysign(a, b)`: |a| with b's sign, in the float result type (integers cast
+    first), as `select(b < 0 or 1 / b < 0, -|a|, |a|)` (1 / b catches -0.0); a scalar
+    b's sign is taken at import. Not bitwise: a NaN b counts as positive, where torch
+    takes the NaN's sign bit."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("copysign of a non-float result is not supported")
+
+    def as_float(v: SSAValue) -> SSAValue:
+        return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+    magnitude = chain.unary(ew.AbsOp, as_float(imp.value(args["self"])))
+    other = args["other"]
+    if not isinstance(other, Node):
+        if not isinstance(other, int | float) or isinstance(other, bool):
+            raise imp.error(f"the sign of copysign must be a tensor or a number, got {other!r}")
+        if math.copysign(1.0, float(other)) < 0:
+            return ew.NegOp.create(operands=[magnitude], result_types=[chain.type])
+        return ew.CloneOp.create(operands=[magnitude], result_types=[chain.type])
+    b = as_float(imp.value(other))
+    below = chain.binary(ew.LtOp, b, chain.const(0.0))
+    inverse = chain.binary(ew.DivOp, chain.const(1.0), b)
+    inverse_below = chain.binary(ew.LtOp, inverse, chain.const(0.0))
+    negative = chain.emit(
+        ew.LogicalOrOp.create(
+            operands=[below, inverse_below], result_types=[TensorType(i1, chain.shape(b))]
+        )
+    )
+    return chain.select(negative, chain.unary(ew.NegOp, magnitude), magnitude)

@@ -267,6 +267,33 @@ def test_nan_to_num(tmp_path: Path) -> None:
     check(NanToNum(), (x, torch.tensor([3, -4])), tmp_path, 0.0)
 
 
+class Copysign(torch.nn.Module):
+    def forward(
+        self, a: torch.Tensor, b: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.copysign(a, b),
+            torch.copysign(a, b[0]),
+            torch.copysign(i, b),
+            torch.copysign(a, i),
+            torch.copysign(a, -0.0),
+            torch.copysign(i, 2),
+            # the zeros' signs, as +-1 (a div: 1 / x exports as reciprocal, which CoreML
+            # computes as 1 / (x + 0), +inf for -0.0)
+            ((b.abs() + 1) / torch.copysign(a * 0, b)).clamp(-1, 1),
+        )
+
+
+def test_copysign(tmp_path: Path) -> None:
+    """|a| with b's sign on every target, -0.0 (signs checked), tiny and huge b included
+    (a NaN b is left out: torch takes its sign bit); integers promote to float."""
+    a = torch.tensor([[1.5, -2.0, 0.0, -0.0, 3e38, 3.0, -1e-30, 7.0]] * 2)
+    b = torch.tensor([[-1.0, 2.0, -0.0, 0.0, -3.0, -1e-40, 3e38, -3e38]] * 2)
+    b[1] = b[1].flip(0)
+    i = torch.tensor([[4, -5, 0, 6, -1, 2, 0, -9]] * 2)
+    check(Copysign(), (a, b, i), tmp_path, 0.0)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 
