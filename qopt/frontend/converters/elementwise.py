@@ -656,13 +656,59 @@ def convert_copysign(imp: Importer, node: Node, args: dict[str, Any]) -> Operati
         if math.copysign(1.0, float(other)) < 0:
             return ew.NegOp.create(operands=[magnitude], result_types=[chain.type])
         return ew.CloneOp.create(operands=[magnitude], result_types=[chain.type])
-    b = as_float(imp.value(other))
-    below = chain.binary(ew.LtOp, b, chain.const(0.0))
-    inverse = chain.binary(ew.DivOp, chain.const(1.0), b)
-    inverse_below = chain.binary(ew.LtOp, inverse, chain.const(0.0))
-    negative = chain.emit(
-        ew.LogicalOrOp.create(
-            operands=[below, inverse_below], result_types=[TensorType(i1, chain.shape(b))]
-        )
-    )
+    negative = _sign_bit(chain, as_float(imp.value(other)))
     return chain.select(negative, chain.unary(ew.NegOp, magnitude), magnitude)
+
+
+def _sign_bit(chain: _Chain, v: SSAValue) -> SSAValue:
+    """`v < 0 or 1 / v < 0` (float v): true for negatives and -0.0, false for NaN."""
+    below = chain.binary(ew.LtOp, v, chain.const(0.0))
+    inverse = chain.binary(ew.DivOp, chain.const(1.0), v)
+    return _or(chain, below, chain.binary(ew.LtOp, inverse, chain.const(0.0)))
+
+
+def _or(chain: _Chain, a: SSAValue, b: SSAValue) -> SSAValue:
+    return chain.emit(
+        ew.LogicalOrOp.create(operands=[a, b], result_types=[TensorType(i1, chain.shape(a, b))])
+    )
+
+
+def _and(chain: _Chain, a: SSAValue, b: SSAValue) -> SSAValue:
+    return chain.emit(
+        ew.LogicalAndOp.create(operands=[a, b], result_types=[TensorType(i1, chain.shape(a, b))])
+    )
+
+
+@CONVERTERS("aten.atan2.default")
+def convert_atan2(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`atan2(y, x)` as C's atan2, composed: `atan(y / x)`, plus pi with y's sign where
+    x is negative or -0.0 (signs by `_sign_bit`); where y and x are both zero, y (x
+    positive) or pi with y's sign (x negative); where both are infinite, pi/4 or 3pi/4
+    with y's sign; NaN where either is. Integers are cast to the float result type."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("atan2 of a non-float result is not supported")
+
+    def as_float(v: SSAValue) -> SSAValue:
+        return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+    y, x = as_float(imp.value(args["self"])), as_float(imp.value(args["other"]))
+    y_neg, x_neg = _sign_bit(chain, y), _sign_bit(chain, x)
+
+    def signed(value: float) -> SSAValue:
+        """`value` with y's sign."""
+        return chain.emit(chain.select(y_neg, chain.const(-value), chain.const(value)))
+
+    base = chain.unary(ew.AtanOp, chain.binary(ew.DivOp, y, x))
+    turned = chain.binary(ew.AddOp, base, signed(math.pi))
+    r = chain.emit(chain.select(x_neg, turned, base))
+    zero = chain.const(0.0)
+    both_zero = _and(chain, chain.binary(ew.EqOp, y, zero), chain.binary(ew.EqOp, x, zero))
+    at_zero = chain.emit(chain.select(x_neg, signed(math.pi), y))
+    r = chain.emit(chain.select(both_zero, at_zero, r))
+    inf = [
+        chain.emit(ew.IsInfOp.create(operands=[v], result_types=[TensorType(i1, shape_of(v))]))
+        for v in (y, x)
+    ]
+    at_inf = chain.emit(chain.select(x_neg, signed(3 * math.pi / 4), signed(math.pi / 4)))
+    return chain.select(_and(chain, inf[0], inf[1]), at_inf, r)

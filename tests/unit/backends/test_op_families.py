@@ -294,6 +294,30 @@ def test_copysign(tmp_path: Path) -> None:
     check(Copysign(), (a, b, i), tmp_path, 0.0)
 
 
+class Atan2(torch.nn.Module):
+    def forward(
+        self, y: torch.Tensor, x: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        zeros = torch.atan2(y * 0, x.abs() + 1)  # +-0 with y's sign
+        signs = ((x.abs() + 1) / zeros).clamp(-1, 1)  # as +-1 (NaN where y is)
+        return torch.atan2(y, x), torch.atan2(y, x[0]), torch.atan2(i, x), signs
+
+
+def test_atan2(tmp_path: Path) -> None:
+    """atan2 as C's on every target: the four quadrants, both signs of zero on either
+    side, infinities (both infinite: +-pi/4, +-3pi/4), NaN; integers promote."""
+    inf, nan = float("inf"), float("nan")
+    ys = [1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -2.0, 0.0, -0.0, inf, inf, -inf]
+    xs = [2.0, -2.0, 2.0, -2.0, 1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0, inf, -inf, -inf]
+    ys += [-inf, 3.0, 3.0, -3.0, inf, nan, 1.0, 1e-30, 5e37]
+    xs += [inf, inf, -inf, -inf, 4.0, 1.0, nan, -1e30, 1e-37]
+    y, x = torch.tensor([ys]), torch.tensor([xs])
+    y = torch.cat([y, torch.randn(3, y.shape[1], generator=torch.Generator().manual_seed(5))])
+    x = torch.cat([x, torch.randn(3, x.shape[1], generator=torch.Generator().manual_seed(6))])
+    i = torch.randint(-3, 4, y.shape, generator=torch.Generator().manual_seed(7))
+    check(Atan2(), (y, x, i), tmp_path, 1e-6)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 

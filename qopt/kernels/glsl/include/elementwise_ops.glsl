@@ -42,7 +42,7 @@ float atan_f(float v) {
   p = p * z + 1.99777106478e-1;
   p = p * z - 3.33329491539e-1;
   precise float r = base + (p * z * t + t);
-  return v < 0.0 ? -r : r;
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;  // -0.0 keeps its sign
 }
 
 // asin on [0, 1]: a + a^3 P(a^2) up to 0.5, else pi/2 - 2 asin(sqrt((1 - a) / 2))
@@ -63,7 +63,7 @@ float asin_pos(float a) {
 float asin_f(float v) {
   if (!(abs(v) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
   float r = asin_pos(abs(v));
-  return v < 0.0 ? -r : r;
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;  // -0.0 keeps its sign
 }
 
 // acos(v) = pi/2 - asin(v) for |v| <= 0.5, 2 asin(sqrt((1 - v) / 2)) above,
