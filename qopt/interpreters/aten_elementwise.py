@@ -49,6 +49,8 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.AsinOp: lambda x, op: np.arcsin(x),
     ew.AcosOp: lambda x, op: np.arccos(x),
     ew.AtanOp: lambda x, op: np.arctan(x),
+    ew.Expm1Op: lambda x, op: np.expm1(x),
+    ew.Log1pOp: lambda x, op: np.log1p(x),
     ew.SinhOp: lambda x, op: np.sinh(x),
     ew.CoshOp: lambda x, op: np.cosh(x),
     ew.ErfOp: lambda x, op: act.erf(x),

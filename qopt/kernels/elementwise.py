@@ -38,6 +38,8 @@ _TRANSCENDENTAL = {
     "cos",
     "tan",
     "sinh",
+    "expm1",
+    "log1p",
     "cosh",
     "asin",
     "acos",

@@ -56,6 +56,8 @@ UNARY_OPS = {
     "asin": 38,
     "acos": 39,
     "atan": 40,
+    "expm1": 41,
+    "log1p": 42,
 }
 UNARY_INT_OPS = (
     "identity",

@@ -161,6 +161,20 @@ class AtanOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class Expm1Op(FloatUnaryOp):
+    """`exp(x) - 1`, accurate near 0 (never computed as exp(x) - 1 alone)."""
+
+    name = "aten.expm1"
+
+
+@irdl_op_definition
+class Log1pOp(FloatUnaryOp):
+    """`log(1 + x)`, accurate near 0 (-inf at -1, NaN below)."""
+
+    name = "aten.log1p"
+
+
+@irdl_op_definition
 class SinhOp(FloatUnaryOp):
     name = "aten.sinh"
 
@@ -503,6 +517,7 @@ class MaskedFillOp(AtenOp):
 OPS = [
     NegOp, AbsOp, ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, Log10Op, Log2Op, SqrtOp,
     RsqrtOp, ReciprocalOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, ErfOp,
+    Expm1Op, Log1pOp,
     FloorOp, CeilOp, TruncOp, SignOp, RoundOp, GeluOp,
     HardswishOp, HardsigmoidOp, LeakyReluOp, HardshrinkOp, SoftshrinkOp, ClampOp,
     LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, CastOp, CloneOp,

@@ -51,6 +51,8 @@ for _op, _names in [
     (ew.AsinOp, ["asin", "arcsin"]),
     (ew.AcosOp, ["acos", "arccos"]),
     (ew.AtanOp, ["atan", "arctan"]),
+    (ew.Expm1Op, ["expm1"]),
+    (ew.Log1pOp, ["log1p"]),
     (ew.SinhOp, ["sinh"]),
     (ew.CoshOp, ["cosh"]),
     (ew.ErfOp, ["erf"]),
@@ -546,3 +548,167 @@ def convert_xlogy(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     finite = chain.emit(chain.select(chain.binary(ew.EqOp, x, zero), zero, product))
     y_nan = chain.emit(ew.IsNanOp.create(operands=[y], result_types=[TensorType(i1, shape_of(y))]))
     return chain.select(y_nan, y, finite)
+
+
+@CONVERTERS("aten.lerp.Scalar", "aten.lerp.Tensor")
+def convert_lerp(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`lerp(start, end, w)` with torch's two formulas: `start + w * (end - start)` where
+    `|w| < 0.5`, else `end - (end - start) * (1 - w)` (a NaN weight takes the second),
+    in the float result type; a scalar weight is rounded to it and picks the formula
+    at import, a tensor weight per element through a select."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("lerp of a non-float result is not supported (torch refuses it too)")
+    start, end = imp.value(args["self"]), imp.value(args["end"])
+    weight_arg = args["weight"]
+    if isinstance(weight_arg, Node):
+        weight = imp.value(weight_arg)
+    elif isinstance(weight_arg, int | float) and not isinstance(weight_arg, bool):
+        weight = chain.const(float(weight_arg))
+    else:
+        raise imp.error(f"the weight of lerp must be a tensor or a number, got {weight_arg!r}")
+    diff = chain.binary(ew.SubOp, end, start)
+    if not isinstance(weight_arg, Node):
+        w = float(np.array(weight_arg, dtype=numpy_dtype(chain.elem)))
+        if abs(w) < 0.5:
+            return _binary_op(chain, ew.AddOp, start, chain.binary(ew.MulOp, weight, diff))
+        rest = chain.binary(ew.SubOp, chain.const(1.0), weight)
+        return _binary_op(chain, ew.SubOp, end, chain.binary(ew.MulOp, diff, rest))
+    small = chain.binary(ew.LtOp, chain.unary(ew.AbsOp, weight), chain.const(0.5))
+    near_start = chain.binary(ew.AddOp, start, chain.binary(ew.MulOp, weight, diff))
+    rest = chain.binary(ew.SubOp, chain.const(1.0), weight)
+    near_end = chain.binary(ew.SubOp, end, chain.binary(ew.MulOp, diff, rest))
+    return chain.select(small, near_start, near_end)
+
+
+def _binary_op(chain: _Chain, op_type: type[ew.BinaryOp], x: SSAValue, y: SSAValue) -> Operation:
+    """The node's own (last) binary op: not inserted, of the broadcast shape."""
+    return op_type.create(operands=[x, y], result_types=[TensorType(chain.elem, chain.shape(x, y))])
+
+
+@CONVERTERS("aten.addcmul.default", "aten.addcdiv.default")
+def convert_addcmul(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`addcmul(x, t1, t2, value) = x + value * t1 * t2` and `addcdiv(...) = x + value *
+    t1 / t2`, in torch's order (`(value * t1) op t2`, the mul skipped for value 1), in
+    the promoted result type (the value rounded to it); addcdiv of integers is refused,
+    as torch does."""
+    chain = _Chain(imp, node)
+    divide = "addcdiv" in str(node.target)
+    if divide and not isinstance(chain.elem, AnyFloat):
+        raise imp.error("addcdiv of integer tensors is not supported (torch refuses it too)")
+    value = args.get("value", 1)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise imp.error(f"the value of {node.target} must be a number, got {value!r}")
+    if not isinstance(chain.elem, AnyFloat) and not float(value).is_integer():
+        raise imp.error(f"a fractional value {value} for integer tensors is not supported")
+    x, t1, t2 = imp.value(args["self"]), imp.value(args["tensor1"]), imp.value(args["tensor2"])
+    scaled = t1 if value == 1 else chain.binary(ew.MulOp, chain.const(value), t1)
+    product = chain.binary(ew.DivOp if divide else ew.MulOp, scaled, t2)
+    return _binary_op(chain, ew.AddOp, x, product)
+
+
+@CONVERTERS("aten.nan_to_num.default")
+def convert_nan_to_num(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`nan_to_num(x, nan, posinf, neginf)`: NaN -> `nan` (default 0), +inf -> `posinf`
+    (default the type's largest finite value), -inf -> `neginf` (default its lowest),
+    the replacements rounded to the float result type, as selects; an integer or bool
+    tensor is its input (a copy, as torch)."""
+    x = imp.value(args["self"])
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        return ew.CloneOp.create(operands=[x], result_types=[chain.type])
+    info = np.finfo(numpy_dtype(chain.elem))
+    values: list[float] = []
+    for name, default in (("nan", 0.0), ("posinf", float(info.max)), ("neginf", float(info.min))):
+        value = args.get(name)
+        if value is None:
+            value = default
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise imp.error(f"{name} of nan_to_num must be a number, got {value!r}")
+        values.append(float(value))
+    nan, posinf, neginf = (chain.const(v) for v in values)
+    below = chain.binary(ew.EqOp, x, chain.const(float("-inf")))
+    r = chain.emit(chain.select(below, neginf, x))
+    above = chain.binary(ew.EqOp, x, chain.const(float("inf")))
+    r = chain.emit(chain.select(above, posinf, r))
+    is_nan = chain.emit(ew.IsNanOp.create(operands=[x], result_types=[TensorType(i1, shape_of(x))]))
+    return chain.select(is_nan, nan, r)
+
+
+@CONVERTERS("aten.copysign.Tensor", "aten.copysign.Scalar")
+def convert_copysign(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`copysign(a, b)`: |a| with b's sign, in the float result type (integers cast
+    first), as `select(b < 0 or 1 / b < 0, -|a|, |a|)` (1 / b catches -0.0); a scalar
+    b's sign is taken at import. Not bitwise: a NaN b counts as positive, where torch
+    takes the NaN's sign bit."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("copysign of a non-float result is not supported")
+
+    def as_float(v: SSAValue) -> SSAValue:
+        return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+    magnitude = chain.unary(ew.AbsOp, as_float(imp.value(args["self"])))
+    other = args["other"]
+    if not isinstance(other, Node):
+        if not isinstance(other, int | float) or isinstance(other, bool):
+            raise imp.error(f"the sign of copysign must be a tensor or a number, got {other!r}")
+        if math.copysign(1.0, float(other)) < 0:
+            return ew.NegOp.create(operands=[magnitude], result_types=[chain.type])
+        return ew.CloneOp.create(operands=[magnitude], result_types=[chain.type])
+    negative = _sign_bit(chain, as_float(imp.value(other)))
+    return chain.select(negative, chain.unary(ew.NegOp, magnitude), magnitude)
+
+
+def _sign_bit(chain: _Chain, v: SSAValue) -> SSAValue:
+    """`v < 0 or 1 / v < 0` (float v): true for negatives and -0.0, false for NaN."""
+    below = chain.binary(ew.LtOp, v, chain.const(0.0))
+    inverse = chain.binary(ew.DivOp, chain.const(1.0), v)
+    return _or(chain, below, chain.binary(ew.LtOp, inverse, chain.const(0.0)))
+
+
+def _or(chain: _Chain, a: SSAValue, b: SSAValue) -> SSAValue:
+    return chain.emit(
+        ew.LogicalOrOp.create(operands=[a, b], result_types=[TensorType(i1, chain.shape(a, b))])
+    )
+
+
+def _and(chain: _Chain, a: SSAValue, b: SSAValue) -> SSAValue:
+    return chain.emit(
+        ew.LogicalAndOp.create(operands=[a, b], result_types=[TensorType(i1, chain.shape(a, b))])
+    )
+
+
+@CONVERTERS("aten.atan2.default")
+def convert_atan2(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`atan2(y, x)` as C's atan2, composed: `atan(y / x)`, plus pi with y's sign where
+    x is negative or -0.0 (signs by `_sign_bit`); where y and x are both zero, y (x
+    positive) or pi with y's sign (x negative); where both are infinite, pi/4 or 3pi/4
+    with y's sign; NaN where either is. Integers are cast to the float result type."""
+    chain = _Chain(imp, node)
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error("atan2 of a non-float result is not supported")
+
+    def as_float(v: SSAValue) -> SSAValue:
+        return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+    y, x = as_float(imp.value(args["self"])), as_float(imp.value(args["other"]))
+    y_neg, x_neg = _sign_bit(chain, y), _sign_bit(chain, x)
+
+    def signed(value: float) -> SSAValue:
+        """`value` with y's sign."""
+        return chain.emit(chain.select(y_neg, chain.const(-value), chain.const(value)))
+
+    base = chain.unary(ew.AtanOp, chain.binary(ew.DivOp, y, x))
+    turned = chain.binary(ew.AddOp, base, signed(math.pi))
+    r = chain.emit(chain.select(x_neg, turned, base))
+    zero = chain.const(0.0)
+    both_zero = _and(chain, chain.binary(ew.EqOp, y, zero), chain.binary(ew.EqOp, x, zero))
+    at_zero = chain.emit(chain.select(x_neg, signed(math.pi), y))
+    r = chain.emit(chain.select(both_zero, at_zero, r))
+    inf = [
+        chain.emit(ew.IsInfOp.create(operands=[v], result_types=[TensorType(i1, shape_of(v))]))
+        for v in (y, x)
+    ]
+    at_inf = chain.emit(chain.select(x_neg, signed(3 * math.pi / 4), signed(math.pi / 4)))
+    return chain.select(_and(chain, inf[0], inf[1]), at_inf, r)

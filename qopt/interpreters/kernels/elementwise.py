@@ -113,6 +113,8 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
             "hardshrink": lambda: act.hardshrink(x, float(a)),
             "softshrink": lambda: act.softshrink(x, float(a)),
             "sinh": lambda: np.sinh(x),
+            "expm1": lambda: np.expm1(x),
+            "log1p": lambda: np.log1p(x),
             "cosh": lambda: np.cosh(x),
             "trunc": lambda: np.trunc(x),
             "asin": lambda: np.arcsin(x),

@@ -395,6 +395,49 @@ def _log(lw: Lowering, op: ew.LogOp) -> Sequence[SSAValue]:
     return [lw.build(coreml.LogOp, [x], out, epsilon=float_attr(0.0))]
 
 
+@RULES(ew.Expm1Op)
+def _expm1(lw: Lowering, op: ew.Expm1Op) -> Sequence[SSAValue]:
+    """MIL has no expm1, and `exp(x) - 1` loses every digit near 0: Kahan's form, with
+    u = exp(x): `x` where u == 1, `u` where u == inf, -1 where u - 1 == -1, else
+    `(u - 1) * (x / log(u))` (the rounding of u cancels between u - 1 and log(u); the
+    precision near 0 is the backend's log's relative precision near 1). NaN passes."""
+    x, out = lw.float_input(op)
+    flags = _bool_like(x)
+    u = lw.build(coreml.ExpOp, [x], out)
+    um1 = lw.build(coreml.SubOp, [u, lw.scalar(1.0, u)], out)
+    log = lw.build(coreml.LogOp, [u], out, epsilon=float_attr(0.0))
+    ratio = lw.build(coreml.RealDivOp, [x, log], out)
+    r = lw.build(coreml.MulOp, [um1, ratio], out)
+    for cond, value in (
+        (lw.build(coreml.EqualOp, [um1, lw.scalar(-1.0, um1)], flags), lw.scalar(-1.0, x)),
+        (lw.build(coreml.EqualOp, [u, lw.scalar(float("inf"), u)], flags), u),
+        (lw.build(coreml.EqualOp, [u, lw.scalar(1.0, u)], flags), x),
+    ):
+        r = lw.build(coreml.SelectOp, [cond, value, r], out)
+    return [r]
+
+
+@RULES(ew.Log1pOp)
+def _log1p(lw: Lowering, op: ew.Log1pOp) -> Sequence[SSAValue]:
+    """MIL has no log1p, and `log(1 + x)` loses every digit near 0: with u = 1 + x,
+    `x` where u == 1, `u` where u == +inf, else `log(u) * (x / (u - 1))` (u - 1 is
+    exact near 1, the rounding of u cancels; the precision near 0 is the backend's
+    log's relative precision near 1); -inf at -1, NaN below and for NaN."""
+    x, out = lw.float_input(op)
+    flags = _bool_like(x)
+    u = lw.build(coreml.AddOp, [x, lw.scalar(1.0, x)], out)
+    um1 = lw.build(coreml.SubOp, [u, lw.scalar(1.0, u)], out)
+    log = lw.build(coreml.LogOp, [u], out, epsilon=float_attr(0.0))
+    ratio = lw.build(coreml.RealDivOp, [x, um1], out)
+    r = lw.build(coreml.MulOp, [log, ratio], out)
+    for cond, value in (
+        (lw.build(coreml.EqualOp, [u, lw.scalar(float("inf"), u)], flags), u),
+        (lw.build(coreml.EqualOp, [u, lw.scalar(1.0, u)], flags), x),
+    ):
+        r = lw.build(coreml.SelectOp, [cond, value, r], out)
+    return [r]
+
+
 @RULES(ew.Log10Op, ew.Log2Op)
 def _log_base(lw: Lowering, op: ew.Log10Op | ew.Log2Op) -> Sequence[SSAValue]:
     """MIL has only the natural log: `log10(x) = log(x) / ln(10)`, `log2(x) = log(x) /

@@ -49,6 +49,8 @@ UNARY_NAMES: dict[type[el.UnaryOp], str] = {
     el.AcosOp: "acos",
     el.AtanOp: "atan",
     el.SinhOp: "sinh",
+    el.Expm1Op: "expm1",
+    el.Log1pOp: "log1p",
     el.CoshOp: "cosh",
     el.TruncOp: "trunc",
     el.SignOp: "sign",

@@ -575,3 +575,12 @@ func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<
   %k = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
   func.return %a, %b, %c, %d, %e, %f, %g, %h, %k : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>
 }
+
+// CHECK-LABEL: func.func @expm1_log1p(
+// CHECK-NEXT:    %{{.*}} = aten.expm1 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.log1p %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
+func.func @expm1_log1p(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = aten.expm1 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.log1p %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
+}

@@ -394,3 +394,38 @@ func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<
   %k = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
   func.return %a, %b, %c, %d, %e, %f, %g, %h, %k : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>
 }
+
+// -----
+
+// MIL has no expm1 / log1p: Kahan's forms. expm1: u = exp(x), (u - 1) * (x / log(u)),
+// then selects for u - 1 == -1 (-1), u == inf (u), u == 1 (x). log1p: u = 1 + x,
+// log(u) * (x / (u - 1)), then u == inf (u), u == 1 (x). An integer input is cast first.
+// CHECK-LABEL: func.func @expm1_log1p(
+// CHECK-NEXT:    %[[U:.*]] = coreml.exp %x
+// CHECK-NEXT:    %{{.*}} = coreml.const dense<1.000000e+00>
+// CHECK-NEXT:    %[[UM1:.*]] = coreml.sub %[[U]], %{{.*}}
+// CHECK-NEXT:    %[[LOG:.*]] = coreml.log %[[U]] {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[RATIO:.*]] = coreml.real_div %x, %[[LOG]]
+// CHECK-NEXT:    %[[R:.*]] = coreml.mul %[[UM1]], %[[RATIO]]
+// CHECK:         %[[S1:.*]] = coreml.select %{{.*}}, %{{.*}}, %[[R]]
+// CHECK-NEXT:    %[[S2:.*]] = coreml.select %{{.*}}, %[[U]], %[[S1]]
+// CHECK-NEXT:    %[[A:.*]] = coreml.select %{{.*}}, %x, %[[S2]]
+// CHECK-NEXT:    %{{.*}} = coreml.const dense<1.000000e+00>
+// CHECK-NEXT:    %[[V:.*]] = coreml.add %x, %{{.*}}
+// CHECK-NEXT:    %{{.*}} = coreml.const dense<1.000000e+00>
+// CHECK-NEXT:    %[[VM1:.*]] = coreml.sub %[[V]], %{{.*}}
+// CHECK-NEXT:    %[[VLOG:.*]] = coreml.log %[[V]] {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[VRATIO:.*]] = coreml.real_div %x, %[[VM1]]
+// CHECK-NEXT:    %[[VR:.*]] = coreml.mul %[[VLOG]], %[[VRATIO]]
+// CHECK:         %[[T1:.*]] = coreml.select %{{.*}}, %[[V]], %[[VR]]
+// CHECK-NEXT:    %[[B:.*]] = coreml.select %{{.*}}, %x, %[[T1]]
+// CHECK-NEXT:    %[[IF:.*]] = coreml.cast %i {dtype = "fp32"}
+// CHECK-NEXT:    %{{.*}} = coreml.exp %[[IF]]
+// CHECK:         %[[C:.*]] = coreml.select %{{.*}}, %[[IF]], %{{.*}}
+// CHECK-NEXT:    func.return %[[A]], %[[B]], %[[C]]
+func.func @expm1_log1p(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = aten.expm1 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.log1p %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %c = aten.expm1 %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
+  func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}

@@ -110,3 +110,15 @@ func.func @trig_sign_trunc(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<
   %a = aten.atan %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %d, %e, %f, %g, %h, %k, %a : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xf32>
 }
+
+// -----
+
+// expm1 / log1p are unary kernel ops (OP 41, 42: Kahan's forms in the shared snippet).
+// CHECK-DAG:   vkc.kernel @unary_0 {kernel = "unary", {{.*}}spec = {OP = 41 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_1 {kernel = "unary", {{.*}}spec = {OP = 42 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @expm1_log1p(
+func.func @expm1_log1p(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %a = aten.expm1 %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %b = aten.log1p %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
+}

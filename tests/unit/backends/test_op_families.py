@@ -178,6 +178,146 @@ def test_tensor_clamps_and_aliases(tmp_path: Path) -> None:
     check(TensorClamps(), (x, lo, hi, i), tmp_path, 1e-6)
 
 
+class Interpolations(torch.nn.Module):
+    def forward(
+        self, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.lerp(a, b, 0.25),
+            torch.lerp(a, b, 0.75),
+            torch.lerp(a, b, -3.0),
+            torch.lerp(a, b, w),
+            torch.lerp(a, b[0], w[:, :1]),
+            torch.addcmul(a, b, w),
+            torch.addcmul(a, b, w[0], value=-0.3),
+            torch.addcmul(i, i, i[0], value=3),
+            torch.addcmul(a, i, b, value=2),
+            torch.addcdiv(a, b, w),
+            torch.addcdiv(a, b, w + 2, value=0.7),
+        )
+
+
+def test_lerp_addcmul_addcdiv(tmp_path: Path) -> None:
+    """lerp with torch's two formulas (`|w| < 0.5`: from start, else from end; a NaN
+    weight gives NaN), a scalar weight choosing at import; addcmul / addcdiv as
+    `x + (value * t1) op t2`, integers and mixed int / float promoted as torch."""
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(4, 6, generator=g) * 3, torch.randn(4, 6, generator=g) * 3
+    w = torch.rand(4, 6, generator=g) * 3 - 1
+    w[0, :5] = torch.tensor([0.5, -0.5, 0.4999, 1.0, float("nan")])
+    i = torch.randint(-9, 9, (4, 6), generator=g)
+    check(Interpolations(), (a, b, w, i), tmp_path, 1e-6)
+
+
+class Expm1Log1p(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.expm1(x), torch.log1p(x), torch.expm1(i), torch.log1p(i)
+
+
+def test_expm1_log1p_near_zero(tmp_path: Path) -> None:
+    """expm1 / log1p keep their precision near 0 on every target: each element within
+    1e-6 relative error of the float64 reference rounded to float32 (exp(x) - 1 and
+    log(1 + x) are off by up to 100% at 1e-8), +-0, +-inf, -1 and NaN as torch;
+    integers promote to float."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    tiny = [1e-6, -1e-6, 1e-8, -1e-8, 3e-5, -3e-5, 1e-30, 0.0, -0.0, 0.1, -0.2, 0.3]
+    big = [5.0, -5.0, 80.0, 100.0, -100.0, 1e30, -1.0, -0.999, -2.0, float("inf")]
+    x = torch.tensor(tiny + big + [float("-inf"), float("nan")], dtype=torch.float32)
+    i = torch.tensor([-3, -1, 0, 1, 7])
+    ep = torch.export.export(Expm1Log1p(), (x, i))
+    want_int = [t.numpy() for t in Expm1Log1p()(x, i)[2:]]
+    runs = {"interp": qopt.interpret(qopt.import_program(ep), x, i)}
+    path = tmp_path / "near0.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    runs["coreml"] = qopt.interpret(qopt.read_mlpackage(path), x, i)
+    if vulkan_available() is None:
+        runs["vulkan"] = qopt.compile(ep, target="vulkan")(x, i)
+    x64 = x.double().numpy()
+    with np.errstate(all="ignore"):
+        wants = [f(x64).astype(np.float32).astype(np.float64) for f in (np.expm1, np.log1p)]
+    for where, got in runs.items():
+        for g, want in zip(got[2:], want_int, strict=True):
+            assert g.dtype == want.dtype
+            np.testing.assert_allclose(g, want, rtol=1e-6)
+        for g, want in zip(got[:2], wants, strict=True):
+            g = np.asarray(g, np.float64)
+            assert np.array_equal(np.isnan(g), np.isnan(want))
+            finite = np.isfinite(want)
+            assert np.array_equal(g[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+            rel = np.abs(g[finite] - want[finite]) / np.maximum(np.abs(want[finite]), 1e-38)
+            assert rel.max() <= 1e-6, (where, rel, x[finite])
+            assert np.array_equal(np.signbit(g[7:9]), [False, True])  # +-0 kept
+
+
+class NanToNum(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.nan_to_num(x),
+            torch.nan_to_num(x, nan=1.5, posinf=7.0, neginf=-2.0),
+            torch.nan_to_num(x, posinf=1e38, neginf=-5),
+            torch.nan_to_num(i),
+        )
+
+
+def test_nan_to_num(tmp_path: Path) -> None:
+    """NaN, +inf and -inf replaced (defaults 0 and the float32 extremes), finite values
+    and -0.0 kept, bit for bit on every target; an integer tensor is a copy."""
+    x = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 1.25, -3e38])
+    check(NanToNum(), (x, torch.tensor([3, -4])), tmp_path, 0.0)
+
+
+class Copysign(torch.nn.Module):
+    def forward(
+        self, a: torch.Tensor, b: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.copysign(a, b),
+            torch.copysign(a, b[0]),
+            torch.copysign(i, b),
+            torch.copysign(a, i),
+            torch.copysign(a, -0.0),
+            torch.copysign(i, 2),
+            # the zeros' signs, as +-1 (a div: 1 / x exports as reciprocal, which CoreML
+            # computes as 1 / (x + 0), +inf for -0.0)
+            ((b.abs() + 1) / torch.copysign(a * 0, b)).clamp(-1, 1),
+        )
+
+
+def test_copysign(tmp_path: Path) -> None:
+    """|a| with b's sign on every target, -0.0 (signs checked), tiny and huge b included
+    (a NaN b is left out: torch takes its sign bit); integers promote to float."""
+    a = torch.tensor([[1.5, -2.0, 0.0, -0.0, 3e38, 3.0, -1e-30, 7.0]] * 2)
+    b = torch.tensor([[-1.0, 2.0, -0.0, 0.0, -3.0, -1e-40, 3e38, -3e38]] * 2)
+    b[1] = b[1].flip(0)
+    i = torch.tensor([[4, -5, 0, 6, -1, 2, 0, -9]] * 2)
+    check(Copysign(), (a, b, i), tmp_path, 0.0)
+
+
+class Atan2(torch.nn.Module):
+    def forward(
+        self, y: torch.Tensor, x: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        zeros = torch.atan2(y * 0, x.abs() + 1)  # +-0 with y's sign
+        signs = ((x.abs() + 1) / zeros).clamp(-1, 1)  # as +-1 (NaN where y is)
+        return torch.atan2(y, x), torch.atan2(y, x[0]), torch.atan2(i, x), signs
+
+
+def test_atan2(tmp_path: Path) -> None:
+    """atan2 as C's on every target: the four quadrants, both signs of zero on either
+    side, infinities (both infinite: +-pi/4, +-3pi/4), NaN; integers promote."""
+    inf, nan = float("inf"), float("nan")
+    ys = [1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0, 2.0, -2.0, 0.0, -0.0, inf, inf, -inf]
+    xs = [2.0, -2.0, 2.0, -2.0, 1.0, 1.0, -1.0, -1.0, 0.0, -0.0, 0.0, -0.0, inf, -inf, -inf]
+    ys += [-inf, 3.0, 3.0, -3.0, inf, nan, 1.0, 1e-30, 5e37]
+    xs += [inf, inf, -inf, -inf, 4.0, 1.0, nan, -1e30, 1e-37]
+    y, x = torch.tensor([ys]), torch.tensor([xs])
+    y = torch.cat([y, torch.randn(3, y.shape[1], generator=torch.Generator().manual_seed(5))])
+    x = torch.cat([x, torch.randn(3, x.shape[1], generator=torch.Generator().manual_seed(6))])
+    i = torch.randint(-3, 4, y.shape, generator=torch.Generator().manual_seed(7))
+    check(Atan2(), (y, x, i), tmp_path, 1e-6)
+
+
 # ----- tensor_split, repeat_interleave -----------------------------------------------
 
 

@@ -459,6 +459,7 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
     *(unary(n, positive=True) for n in ("log10", "log2")),
     unary("tan"),
     *(unary(n) for n in ("asin", "acos", "atan", "sinh", "cosh", "trunc", "sign")),
+    *(unary(n) for n in ("expm1", "log1p")),
     case(
         "isinf_isfinite_sign_i32",
         "%x: tensor<2x3xf32>, %i: tensor<2x3xi32>",

@@ -383,6 +383,7 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
     *(unary(n, positive=True) for n in ("log10", "log2")),
     unary("tan"),
     *(unary(n) for n in ("asin", "acos", "atan", "sinh", "cosh", "trunc", "sign")),
+    *(unary(n) for n in ("expm1", "log1p")),
     one(
         "isinf_isfinite_sign_i32",
         "%x: tensor<2x3xf32>, %i: tensor<2x3xi32>",

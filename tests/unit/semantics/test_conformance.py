@@ -1,7 +1,7 @@
 """A fixed sample of the OpInfo conformance suite (qopt/conformance.py), on every target.
 
 `benchmarks/conformance.py` runs the whole of torch's OpInfo database and writes
-docs/conformance.md; this runs 30 of its cases (tiny sample inputs across the op
+docs/conformance.md; this runs 38 of its cases (tiny sample inputs across the op
 families: elementwise, comparisons, reductions, views and scatters, nn layers) through
 torch.export, the interpreter, CoreML (the package read back) and Vulkan, and asserts
 what the table must show: no wrong result, no crash, no timeout. Every case chosen
@@ -51,6 +51,14 @@ SAMPLE: list[tuple[str, str, int]] = [
     ("asin", "float32", 0),
     ("sign", "int64", 0),
     ("isinf", "float32", 0),
+    ("lerp", "float32", 1),
+    ("addcmul", "int64", 0),
+    ("addcdiv", "float32", 1),
+    ("expm1", "float32", 0),
+    ("log1p", "int64", 0),
+    ("nan_to_num", "float32", 0),
+    ("copysign", "int64", 0),
+    ("atan2", "float32", 1),
 ]
 
 

@@ -42,7 +42,7 @@ float atan_f(float v) {
   p = p * z + 1.99777106478e-1;
   p = p * z - 3.33329491539e-1;
   precise float r = base + (p * z * t + t);
-  return v < 0.0 ? -r : r;
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;  // -0.0 keeps its sign
 }
 
 // asin on [0, 1]: a + a^3 P(a^2) up to 0.5, else pi/2 - 2 asin(sqrt((1 - a) / 2))
@@ -63,7 +63,7 @@ float asin_pos(float a) {
 float asin_f(float v) {
   if (!(abs(v) <= 1.0)) return uintBitsToFloat(0x7FC00000u);
   float r = asin_pos(abs(v));
-  return v < 0.0 ? -r : r;
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;  // -0.0 keeps its sign
 }
 
 // acos(v) = pi/2 - asin(v) for |v| <= 0.5, 2 asin(sqrt((1 - v) / 2)) above,
@@ -73,6 +73,43 @@ float acos_f(float v) {
   if (v > 0.5) return 2.0 * asin_pos(sqrt(0.5 * (1.0 - v)));
   if (v < -0.5) return 3.141592653589793 - 2.0 * asin_pos(sqrt(0.5 * (1.0 + v)));
   return 1.5707963267948966 - asin_f(v);
+}
+
+// log(u) for u near 1 without the device log's absolute error there: with s = (u - 1) /
+// (u + 1) (u - 1 exact), log(u) = 2 atanh(s) = 2 s (1 + s^2/3 + s^4/5 + ...), to s^10
+// for |u - 1| < 0.25 (|s| < 0.12: truncation below 1e-10 relative); the builtin above.
+float log_near1(float u) {
+  precise float d = u - 1.0;
+  if (!(abs(d) < 0.25)) return log(u);
+  precise float s = d / (u + 1.0);
+  precise float z = s * s;
+  precise float p = z * (1.0 / 11.0) + 1.0 / 9.0;
+  p = p * z + 1.0 / 7.0;
+  p = p * z + 1.0 / 5.0;
+  p = p * z + 1.0 / 3.0;
+  return 2.0 * s + 2.0 * s * (p * z);
+}
+
+// expm1 accurate near 0 (Kahan): u = exp(v); v where u == 1, -1 where u - 1 == -1, +inf
+// where u is, else (u - 1) * (v / log(u)) (the rounding of u cancels); NaN passes.
+float expm1_f(float v) {
+  precise float u = exp(v);
+  if (u == 1.0) return v;
+  precise float um1 = u - 1.0;
+  if (um1 == -1.0) return -1.0;
+  if (isinf(u)) return u;
+  return um1 * (v / log_near1(u));
+}
+
+// log1p accurate near 0: u = 1 + v; v where u == 1, else log(u) * (v / (u - 1)) (u - 1
+// exact, the rounding of u cancels); +inf at +inf, -inf at -1, NaN below -1 and for NaN.
+float log1p_f(float v) {
+  precise float u = 1.0 + v;
+  if (isnan(v) || u < 0.0) return uintBitsToFloat(0x7FC00000u);
+  if (u == 1.0) return v;
+  if (u == 0.0) return uintBitsToFloat(0xFF800000u);
+  if (isinf(u)) return u;
+  return log_near1(u) * (v / (u - 1.0));
 }
 
 float powf(float x, float e) {
@@ -164,6 +201,8 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   else if (op == UNARY_ASIN) r = asin_f(v);
   else if (op == UNARY_ACOS) r = acos_f(v);
   else if (op == UNARY_ATAN) r = atan_f(v);
+  else if (op == UNARY_EXPM1) r = expm1_f(v);
+  else if (op == UNARY_LOG1P) r = log1p_f(v);
   else if (op == UNARY_SINH) r = sinh(v);
   else if (op == UNARY_COSH) r = cosh(v);
   else if (op == UNARY_TRUNC) r = trunc(v);
