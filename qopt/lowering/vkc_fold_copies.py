@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
@@ -40,7 +40,7 @@ from qopt.lowering.vkc_fuse_elementwise import (
     compose,
     dispatch_writes,
     drop_unused_kernels,
-    erase_unused,
+    erase_dispatch,
     make_dispatch,
     moves_safely,
     op_writes,
@@ -138,7 +138,7 @@ class _Folder:
             op = op.next_op
         view = vkc.ViewOp(operands=[source.buffer], result_types=[dest_type])
         self.block.insert_op_before(view, copy.op)
-        _drop(copy.op)
+        erase_dispatch(copy.op)
         dest.replace_all_uses_with(view.result)
         owner = dest.owner
         assert isinstance(owner, vkc.AllocOp)
@@ -186,17 +186,9 @@ class _Folder:
         buffers = [source.buffer, *scatter.buffers[1:]]
         new = make_dispatch(self.symbols, "scatter_dim", new_spec, buffers, push, scatter)
         self.block.insert_op_before(new, scatter)
-        _drop(scatter)
-        _drop(copy.op)
+        erase_dispatch(scatter)
+        erase_dispatch(copy.op)
         return True
-
-
-def _drop(op: Operation) -> None:
-    operands = list(dict.fromkeys(op.operands))
-    op.detach()
-    op.erase()
-    for value in operands:
-        erase_unused(value)
 
 
 def fold_function(module: ModuleOp, function: func.FuncOp) -> int:

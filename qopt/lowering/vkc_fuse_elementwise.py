@@ -574,6 +574,15 @@ def erase_unused(value: SSAValue) -> None:
             erase_unused(source)
 
 
+def erase_dispatch(op: Operation) -> None:
+    """Erase `op` and then every buffer (alloc / view / constant) it alone used."""
+    operands = list(dict.fromkeys(op.operands))
+    op.detach()
+    op.erase()
+    for value in operands:
+        erase_unused(value)
+
+
 def _square_of(kernel: Kernel) -> Leaf | None:
     """x when kernel computes x * x / pow(x, 2) / square(x) in f32 from one load of x."""
     value = kernel.value
@@ -720,7 +729,7 @@ class _Fuser:
             replacements.append((consumer, new))
         for consumer, new in replacements:
             self._replace(consumer, new)
-        self._drop(op)
+        erase_dispatch(op)
         self.fused += 1
         return True
 
@@ -812,7 +821,7 @@ class _Fuser:
             return False
         self._replace(consumer, new)
         for writer in writers:
-            self._drop(writer)
+            erase_dispatch(writer)
         self.fused += 1
         return True
 
@@ -840,7 +849,7 @@ class _Fuser:
             consumer,
         )
         self._replace(consumer, new)
-        self._drop(producer.dispatch)
+        erase_dispatch(producer.dispatch)
         self.fused += 1
         return True
 
@@ -849,13 +858,6 @@ class _Fuser:
         operands = list(old.operands)
         old.detach()
         old.erase()
-        for value in operands:
-            erase_unused(value)
-
-    def _drop(self, op: vkc.DispatchOp) -> None:
-        operands = list(op.operands)
-        op.detach()
-        op.erase()
         for value in operands:
             erase_unused(value)
 

@@ -56,7 +56,7 @@ from qopt.lowering.vkc_fuse_elementwise import (
     digit_index,
     dispatch_writes,
     drop_unused_kernels,
-    erase_unused,
+    erase_dispatch,
     make_dispatch,
     moves_safely,
     row_major,
@@ -234,10 +234,10 @@ class _Fuser:
             tail_op,
         )
         self.block.insert_op_before(new, tail_op)
-        _drop(tail_op)
-        _drop(reduce)
+        erase_dispatch(tail_op)
+        erase_dispatch(reduce)
         if producer is not None:
-            _drop(producer)
+            erase_dispatch(producer)
         self.fused += 1
         return True
 
@@ -289,8 +289,8 @@ class _Fuser:
             quantize,
         )
         self.block.insert_op_before(new, quantize)
-        _drop(quantize)
-        _drop(choose)
+        erase_dispatch(quantize)
+        erase_dispatch(choose)
         self.fused += 1
         return True
 
@@ -339,14 +339,6 @@ class _Fuser:
             if reader.parent is not self.block or order[reader] < order[tail]:
                 return None
         return producer, a.buffer, b.buffer, add.a, bool(readers)
-
-
-def _drop(op: Operation) -> None:
-    operands = list(dict.fromkeys(op.operands))
-    op.detach()
-    op.erase()
-    for value in operands:
-        erase_unused(value)
 
 
 def fuse_function(module: ModuleOp, function: func.FuncOp) -> int:

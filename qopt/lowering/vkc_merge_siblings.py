@@ -50,6 +50,7 @@ from qopt.lowering.vkc_fuse_elementwise import (
     compose,
     dispatch_writes,
     drop_unused_kernels,
+    erase_dispatch,
     erase_unused,
     make_dispatch,
     materialize,
@@ -263,9 +264,9 @@ class _Merger:
         for reader, new in replacements.items():
             assert new is not None
             self.block.insert_op_before(new, reader)
-            _drop(reader)
-        _drop(a)
-        _drop(b)
+            erase_dispatch(reader)
+        erase_dispatch(a)
+        erase_dispatch(b)
         self.merged += 1
         return True
 
@@ -385,14 +386,6 @@ def _reembed(
         return rebuild(expr, [walk(arg) for arg in expr.args])
 
     return walk(kernel.value)
-
-
-def _drop(op: Operation) -> None:
-    operands = list(dict.fromkeys(op.operands))
-    op.detach()
-    op.erase()
-    for value in operands:
-        erase_unused(value)
 
 
 def merge_function(module: ModuleOp, function: func.FuncOp, blobs: _Blobs | None = None) -> int:
