@@ -182,14 +182,13 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
             return r.astype(np.int32)
 
         def powf() -> np.ndarray:
-            neg_int = (x < 0) & (y == np.floor(y))
-            r = np.power(np.abs(x), y)
-            r = np.where(neg_int & (np.mod(y, F32(2)) == 1), -r, r)
-            r = np.where(neg_int, r, np.power(x, y))
+            # C's powf special cases (numpy's float32 power), with the shader's
+            # shortcuts for e = 2 and 0.5 (sqrt: -0.0 and -inf differ from powf)
+            r = np.power(x, y)
             r = np.where(y == F32(0.5), np.sqrt(x), r)
             r = np.where(y == F32(2), x * x, r)
             r = np.where(y == F32(1), x, r)
-            return np.where(y == F32(0), F32(1), r)
+            return np.where((y == F32(0)) | (x == F32(1)), F32(1), r)
 
         fns: dict[str, Callable[[], np.ndarray]] = {
             "add": lambda: x + F32(alpha) * y,

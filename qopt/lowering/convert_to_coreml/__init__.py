@@ -50,11 +50,13 @@ so `where` gives one branch the result's shape when cond is the larger.
 
 Activations, rounding and index reductions: `hardsigmoid` is MIL `sigmoid_hard`
 (alpha 1/6, beta 0.5) and `hardswish` is `x * sigmoid_hard(x)`; `leaky_relu`,
-`abs`, `floor`, `ceil` are the MIL ops of their names; `log` and `reciprocal`
-are `log` / `inverse` with epsilon 0. MIL leaves the rounding of halves, the sign
-rule of `mod` on device and the ties of `reduce_argmax` unspecified or
-untested, so torch's semantics are composed from exact steps: `round` (half to
-even) from floor and comparisons, `remainder` as `mod` plus a sign fix-up, and
+`abs`, `floor`, `ceil` are the MIL ops of their names; `log` is `log` with
+epsilon 0; `reciprocal` / `rsqrt` are `real_div(1, x)` / `real_div(1, sqrt(x))`
+(MIL `inverse` / `rsqrt` add epsilon, turning -0.0 into +0.0: +inf, not -inf).
+MIL leaves the rounding of halves, the sign rule of `mod` on device and the ties
+of `reduce_argmax` unspecified or untested, so torch's semantics are composed
+from exact steps: `round` (half to even) from floor and comparisons, `remainder`
+as `mod` plus a sign fix-up, and
 `argmax` / `argmin` (first extreme, first NaN) as the first index where x equals
 its `reduce_max` / `reduce_min`. `log_softmax` is `(x - max) - log(sum(exp(x -
 max)))`; `amin` is `reduce_min`; `masked_fill` is `select` with the fill value.

@@ -84,7 +84,16 @@ for _aten, _coreml in (
     (ew.MinimumOp, coreml.MinimumOp),
 ):  # fmt: skip
     RULES.add(_aten, _simple(_coreml))
-RULES.add(ew.RsqrtOp, _simple(coreml.RsqrtOp, epsilon=lambda op: float_attr(0.0)))
+
+
+@RULES(ew.RsqrtOp)
+def _rsqrt(lw: Lowering, op: ew.RsqrtOp) -> Sequence[SSAValue]:
+    """`real_div(1, sqrt(x))`, torch's two roundings; not MIL `rsqrt`, which computes
+    `1 / sqrt(x + epsilon)`: even with epsilon 0, -0.0 + 0 is +0.0 and gives +inf where
+    torch's 1 / sqrt(-0.0) is -inf."""
+    x, out = lw.float_input(op)
+    root = lw.build(coreml.SqrtOp, [x], out)
+    return [lw.build(coreml.RealDivOp, [lw.scalar(1.0, root), root], out)]
 
 
 @RULES(ew.PowOp)
@@ -474,9 +483,10 @@ def _shrink(lw: Lowering, op: ew.HardshrinkOp | ew.SoftshrinkOp) -> Sequence[SSA
 
 @RULES(ew.ReciprocalOp)
 def _reciprocal(lw: Lowering, op: ew.ReciprocalOp) -> Sequence[SSAValue]:
-    """MIL `inverse` with epsilon 0 (its default 1e-4 would shift every value)."""
+    """`real_div(1, x)`. Not MIL `inverse`: it computes `1 / (x + epsilon)`, and even
+    with epsilon 0, -0.0 + 0 is +0.0, +inf where torch's 1 / -0.0 is -inf."""
     x, out = lw.float_input(op)
-    return [lw.build(coreml.InverseOp, [x], out, epsilon=float_attr(0.0))]
+    return [lw.build(coreml.RealDivOp, [lw.scalar(1.0, x), x], out)]
 
 
 @RULES(ew.AbsOp)
@@ -559,12 +569,18 @@ def _round(lw: Lowering, op: ew.RoundOp) -> Sequence[SSAValue]:
     compute unit, webmachinelearning/webnn#817), so round is composed from exact
     steps: `f = floor(x)`, `d = x - f` (exact), `f + 1` where `d > 0.5`, or where
     `d == 0.5` and f is odd (`floor(f / 2) != f / 2`), else `f`. NaN and +-inf
-    pass through; a negative result that rounds to zero is +0 where torch has -0.
-    Integer tensors are their input."""
+    pass through; a negative x that rounds to zero gives -0.0 as torch (a select of
+    the constant -0.0 where `x < 0` and the result is 0). Integer tensors are their
+    input."""
     x = op.operands[0]
     if isinstance(elem_of(x), IntegerType):
         return [x]
-    return [lw.round_half_to_even(x)]
+    r = lw.round_half_to_even(x)
+    flags = TensorType(i1, shape_of(x))
+    negative = lw.build(coreml.LessOp, [x, lw.scalar(0.0, x)], flags)
+    zero = lw.build(coreml.EqualOp, [r, lw.scalar(0.0, r)], flags)
+    to_negative_zero = lw.build(coreml.LogicalAndOp, [negative, zero], flags)
+    return [lw.build(coreml.SelectOp, [to_negative_zero, lw.scalar(-0.0, r), r], r.type)]
 
 
 @RULES(ew.RemainderOp)

@@ -57,7 +57,8 @@ func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> 
 
 // -----
 
-// One-to-one activations; rsqrt gets epsilon 0, gelu its mode, neg is mul by -1.
+// One-to-one activations; rsqrt is real_div(1, sqrt) (MIL rsqrt's epsilon turns -0.0
+// into +0.0), gelu gets its mode, neg is mul by -1.
 // CHECK-LABEL: func.func @unary(
 // CHECK:         %[[R0:.*]] = coreml.relu %x
 // CHECK-NEXT:    %[[R1:.*]] = coreml.silu %[[R0]]
@@ -68,7 +69,9 @@ func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> 
 // CHECK-NEXT:    %[[R6:.*]] = coreml.sin %[[R5]]
 // CHECK-NEXT:    %[[R7:.*]] = coreml.cos %[[R6]]
 // CHECK-NEXT:    %[[R8:.*]] = coreml.erf %[[R7]]
-// CHECK-NEXT:    %[[R9:.*]] = coreml.rsqrt %[[R8]] {epsilon = 0.000000e+00 : f64}
+// CHECK-NEXT:    %[[S9:.*]] = coreml.sqrt %[[R8]]
+// CHECK-NEXT:    %[[ONE:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[R9:.*]] = coreml.real_div %[[ONE]], %[[S9]]
 // CHECK-NEXT:    %[[R10:.*]] = coreml.gelu %[[R9]] {mode = "EXACT"}
 // CHECK-NEXT:    %[[R11:.*]] = coreml.gelu %[[R10]] {mode = "TANH_APPROXIMATION"}
 // CHECK-NEXT:    %[[M1:.*]] = coreml.const dense<-1.000000e+00> : tensor<f32>

@@ -72,7 +72,8 @@ func.func @floor_ceil(%x: tensor<2x3xf32>, %n: tensor<4xi32>) -> (tensor<2x3xf32
 // -----
 
 // Halves to even from exact steps: floor, x - floor, f + 1 where the fraction is
-// above 1/2, or equal to 1/2 with an odd floor (MIL round leaves halves to the backend).
+// above 1/2, or equal to 1/2 with an odd floor (MIL round leaves halves to the backend);
+// then -0.0 where x < 0 rounds to 0, as torch.
 // CHECK-LABEL: func.func @round(
 // CHECK-NEXT:    %[[F:.*]] = coreml.floor %x
 // CHECK-NEXT:    %[[D:.*]] = coreml.sub %x, %[[F]]
@@ -86,7 +87,14 @@ func.func @floor_ceil(%x: tensor<2x3xf32>, %n: tensor<4xi32>) -> (tensor<2x3xf32
 // CHECK-NEXT:    %[[BUMP:.*]] = coreml.logical_or %[[UP]], %[[OT]]
 // CHECK-NEXT:    %[[ONE:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    %[[F1:.*]] = coreml.add %[[F]], %[[ONE]]
-// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[BUMP]], %[[F1]], %[[F]] : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[RR:.*]] = coreml.select %[[BUMP]], %[[F1]], %[[F]] : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[NEG:.*]] = coreml.less %x, %[[Z]]
+// CHECK-NEXT:    %[[Z2:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[ZERO:.*]] = coreml.equal %[[RR]], %[[Z2]]
+// CHECK-NEXT:    %[[NZ:.*]] = coreml.logical_and %[[NEG]], %[[ZERO]]
+// CHECK-NEXT:    %[[MZ:.*]] = coreml.const dense<-0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[NZ]], %[[MZ]], %[[RR]]
 // CHECK-NEXT:    func.return %[[R]]
 func.func @round(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = aten.round %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -95,11 +103,13 @@ func.func @round(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// log and inverse with epsilon 0; log of an integer tensor casts it to float.
+// log with epsilon 0, reciprocal real_div(1, x) (MIL inverse's epsilon makes 1 / -0.0
+// +inf); log of an integer tensor casts it to float.
 // CHECK-LABEL: func.func @log_reciprocal(
 // CHECK-NEXT:    %[[C:.*]] = coreml.cast %n {dtype = "fp32"}
 // CHECK-NEXT:    coreml.log %[[C]] {epsilon = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
-// CHECK-NEXT:    coreml.inverse %x {epsilon = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[ONE:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    coreml.real_div %[[ONE]], %x : (tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
 func.func @log_reciprocal(%x: tensor<2x3xf32>, %n: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
   %a = aten.log %n : (tensor<2x3xi32>) -> tensor<2x3xf32>
   %b = aten.reciprocal %x : (tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -3,7 +3,9 @@
 // `#include "elementwise_ops.glsl"` (op codes: qopt/kernels/opcodes.py).
 
 float erf_f(float v) {
-  // Eigen's float erf: rational approximation on [-4, 4].
+  // Eigen's float erf: rational approximation on [-4, 4]; NaN passes (clamp would make
+  // it -4 on some drivers).
+  if (isnan(v)) return v;
   precise float x = clamp(v, -4.0, 4.0);
   precise float x2 = x * x;
   precise float num = x2 * -2.72614225801306e-10 + 2.77068142495902e-08;
@@ -19,8 +21,6 @@ float erf_f(float v) {
   den = den * x2 + -1.42647390514189e-02;
   return num / den;
 }
-
-float tanh_f(float v) { return tanh(clamp(v, -15.0, 15.0)); }
 
 // arctan, arcsine and arccosine to a few ulp (the GLSL builtins are rougher: ~1e-4 on
 // lavapipe, atan(+-inf) NaN). atan_f: |v| reduced to [0, tan(pi/8)] by atan(a) =
@@ -112,16 +112,64 @@ float log1p_f(float v) {
   return log_near1(u) * (v / (u - 1.0));
 }
 
+// tanh to a few ulp: expm1(2a) / (expm1(2a) + 2) of a = v clamped to [-15, 15] (tanh
+// rounds to +-1 beyond; the device's tanh loses its relative precision near 0); NaN
+// passes, -0.0 keeps its sign.
+float tanh_f(float v) {
+  if (isnan(v)) return v;
+  precise float e = expm1_f(2.0 * clamp(v, -15.0, 15.0));
+  return e / (e + 2.0);
+}
+
+// e^a / 2 for a > 20 without overflowing early: (e^(a/2) / 2) e^(a/2) (finite to a = 89.4).
+float half_exp(float a) {
+  precise float h = exp(0.5 * a);
+  return (0.5 * h) * h;
+}
+
+// sinh to a few ulp: |v| <= 20: (e + e / (e + 1)) / 2 with e = expm1(|v|) (no cancellation
+// near 0, where the device's sinh loses it), half_exp above; v's sign (-0.0, NaN pass).
+float sinh_f(float v) {
+  precise float a = abs(v);
+  precise float r;
+  if (a > 20.0) r = half_exp(a);
+  else {
+    precise float e = expm1_f(a);
+    r = 0.5 * (e + e / (e + 1.0));
+  }
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;
+}
+
+// cosh: (e + 1 / e) / 2 with e = exp(|v|), half_exp above 20 (finite to 89.4, where the
+// builtin overflows at 88.7); NaN passes.
+float cosh_f(float v) {
+  precise float a = abs(v);
+  if (a > 20.0) return half_exp(a);
+  precise float e = exp(a);
+  return 0.5 * (e + 1.0 / e);
+}
+
+// C's pow special cases (the builtin leaves 0, inf, NaN and negative bases undefined):
+// 1 where e == 0 or x == 1 (even NaN), NaN where x or e is; x, x * x, sqrt(x) for e = 1,
+// 2, 0.5; NaN for a finite negative x and a non-integer e; zero and infinite x and
+// infinite e by their limits; the sign of x kept for an odd integer e (-0.0 included).
 float powf(float x, float e) {
-  if (e == 0.0) return 1.0;
+  if (e == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(e)) return x + e;
   if (e == 1.0) return x;
   if (e == 2.0) return x * x;
   if (e == 0.5) return sqrt(x);
-  if (x < 0.0 && e == floor(e)) {
-    float r = pow(-x, e);
-    return mod(e, 2.0) == 1.0 ? -r : r;
-  }
-  return pow(x, e);
+  bool integral = e == floor(e);
+  if (x < 0.0 && !integral && !isinf(x)) return uintBitsToFloat(0x7FC00000u);
+  bool odd = integral && abs(e) < 16777216.0 && mod(e, 2.0) == 1.0;
+  precise float ax = abs(x);
+  precise float r;
+  float inf = uintBitsToFloat(0x7F800000u);
+  if (ax == 0.0) r = e > 0.0 ? 0.0 : inf;
+  else if (isinf(ax)) r = e > 0.0 ? inf : 0.0;
+  else if (isinf(e)) r = ax == 1.0 ? 1.0 : ((ax > 1.0) == (e > 0.0) ? inf : 0.0);
+  else r = pow(ax, e);
+  return odd && (floatBitsToUint(x) & 0x80000000u) != 0u ? -r : r;
 }
 
 // torch's integer pow (ATen powi): squaring in int (wrapping); b < 0 gives 1 for
@@ -203,8 +251,8 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   else if (op == UNARY_ATAN) r = atan_f(v);
   else if (op == UNARY_EXPM1) r = expm1_f(v);
   else if (op == UNARY_LOG1P) r = log1p_f(v);
-  else if (op == UNARY_SINH) r = sinh(v);
-  else if (op == UNARY_COSH) r = cosh(v);
+  else if (op == UNARY_SINH) r = sinh_f(v);
+  else if (op == UNARY_COSH) r = cosh_f(v);
   else if (op == UNARY_TRUNC) r = trunc(v);
   else if (op == UNARY_SIGN) r = float(v > 0.0) - float(v < 0.0);  // NaN and -0.0: +0.0, as torch
   return floatBitsToUint(r);

@@ -1,0 +1,114 @@
+"""Edge values on every target (issue: wrong answers at signed zeros, NaN, infinities,
+and precision near 0): each model is exported with torch.export and run through the
+interpreter, CoreML (saved, read back from the `.mlpackage` and interpreted) and
+Vulkan, and compared element by element with torch: NaN where torch has NaN, the same
+infinities, the same sign on every zero, and finite values within a relative
+tolerance of the float64 answer rounded to float32 (`want64`) or of torch's float32
+answer. Subnormal inputs are left out (lavapipe flushes them to zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import qopt
+
+NAN, INF = float("nan"), float("inf")
+
+
+def run_targets(
+    model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], tmp_path: Path
+) -> dict[str, list[np.ndarray]]:
+    """The exported model's outputs on the interpreter, CoreML and (where a device is
+    present) Vulkan."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    ep = torch.export.export(model.eval(), inputs)
+    runs = {"interp": list(qopt.interpret(qopt.import_program(ep), *inputs))}
+    path = tmp_path / "model.mlpackage"
+    qopt.compile(ep, target="coreml").save(path)
+    runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
+    if vulkan_available() is None:
+        runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))
+    return runs
+
+
+def assert_edges(where: str, got: np.ndarray, want: np.ndarray, rtol: float) -> None:
+    """NaN, infinities and zeros' signs as `want`; finite values within `rtol`."""
+    g = np.asarray(got)
+    assert g.shape == want.shape, (where, g.shape)
+    assert g.dtype == want.dtype, (where, g.dtype)
+    if want.dtype.kind != "f":
+        assert np.array_equal(g, want), (where, g, want)
+        return
+    g64, w64 = g.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(w64)
+    assert np.array_equal(np.isnan(g64), nan), (where, g, want)
+    exact = ~nan & (~np.isfinite(w64) | (w64 == 0))
+    assert np.array_equal(g64[exact], w64[exact]), (where, g[exact], want[exact])
+    assert np.array_equal(np.signbit(g64[exact]), np.signbit(w64[exact])), (where, g, want)
+    rest = ~nan & ~exact
+    rel = np.abs(g64[rest] - w64[rest]) / np.abs(w64[rest])
+    assert rel.size == 0 or rel.max() <= rtol, (where, rel.max(), g[rest], want[rest])
+
+
+def want64(fn: Callable[..., tuple[torch.Tensor, ...]], *inputs: torch.Tensor) -> list[np.ndarray]:
+    """`fn` in float64 (integer inputs unchanged), each float result rounded to f32."""
+    wide = [t.double() if t.is_floating_point() else t for t in inputs]
+    return [t.float().numpy() if t.is_floating_point() else t.numpy() for t in fn(*wide)]
+
+
+# ----- reciprocal / rsqrt / round / pow at zeros and NaN; tanh / sinh / cosh / erf -------
+
+
+class Signed(torch.nn.Module):
+    def forward(self, x: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.reciprocal(x),
+            torch.rsqrt(x),
+            torch.round(x),
+            torch.pow(x, 3.0),
+            torch.pow(x, -1.0),
+            torch.pow(x, -2.0),
+            torch.pow(x, e),
+        )
+
+
+def test_signed_zeros_infinities_and_nan(tmp_path: Path) -> None:
+    """reciprocal / rsqrt of -0.0 are -inf (CoreML gave +inf: MIL inverse / rsqrt add
+    their epsilon), round of (-0.5, 0) is -0.0 (CoreML gave +0.0), pow keeps -0.0 for
+    odd powers and gives +-inf for negative ones, NaN for a NaN base (Vulkan gave 0)."""
+    xs = [0.0, -0.0, -0.5, -0.3, 0.5, 2.5, -2.5, 1.5, 4.0, -3.0, INF, -INF, NAN, 1e-3, 1.0]
+    es = [3.0, 3.0, 2.0, -1.0, -2.0, 0.5, 0.5, INF, -INF, 3.0, -3.0, 0.0, 2.0, 1.5, NAN]
+    x, e = torch.tensor(xs), torch.tensor(es)
+    want = [t.numpy() for t in Signed()(x, e)]
+    for where, got in run_targets(Signed(), (x, e), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 2e-7 if k < 3 else 1e-6)
+
+
+class Hyperbolic(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.tanh(x), torch.sinh(x), torch.cosh(x), torch.erf(x)
+
+
+def test_hyperbolic_near_zero_large_and_nan(tmp_path: Path) -> None:
+    """tanh / sinh to a few ulp near 0 (Vulkan's builtins were off by 1e-4 relative at
+    1e-5), sinh / cosh finite up to 89 (the builtins overflowed at 88.7), NaN passes
+    through tanh and erf (Vulkan gave -1), -0.0 keeps its sign. Beyond 5 the device's
+    exp (2^(x log2 e): the product's rounding, ~|x| ulp) bounds sinh / cosh to 1e-5."""
+    small = [1e-7, -1e-6, 1e-5, -3e-4, 1e-2, 0.3, -0.6, 1.0, -2.0, 5.0, 0.0, -0.0]
+    large = [15.0, -20.5, 30.0, 88.9, -89.0, 89.4, 100.0, INF, -INF, NAN]
+    x = torch.tensor(small + large)
+    want = want64(Hyperbolic(), x)
+    for where, got in run_targets(Hyperbolic(), (x,), tmp_path).items():
+        n = len(small)
+        for k, (g, w) in enumerate(zip(got[:3], want[:3], strict=True)):
+            assert_edges(f"{where} output {k} small", g[:n], w[:n], 1e-6)
+            assert_edges(f"{where} output {k} large", g[n:], w[n:], 1e-5)
+        nan = np.isnan(got[3])
+        assert np.array_equal(nan, np.isnan(want[3])), where
