@@ -36,6 +36,9 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.SiluOp: lambda x, op: act.silu(x),
     ew.SigmoidOp: lambda x, op: act.sigmoid(x),
     ew.TanhOp: lambda x, op: np.tanh(x),
+    ew.SignbitOp: lambda x, op: (
+        np.zeros(x.shape, np.bool_) if x.dtype == np.bool_ else np.signbit(x)
+    ),
     ew.ExpOp: lambda x, op: np.exp(x),
     ew.LogOp: lambda x, op: np.log(x),
     ew.Log10Op: lambda x, op: np.log10(x),

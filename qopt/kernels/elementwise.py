@@ -75,7 +75,7 @@ UNARY = KernelSpec(
     doc="""y = op(x) over n 32-bit words. spec OP (UNARY_OPS), DTYPE (0 f32 in,
 1 i32 in: only UNARY_INT_OPS), WG. push n, a (clamp min / leaky slope / shrink
 lambda), b (clamp max).
-logical_not / to_bool / cast_f32_i32 write i32; cast_i32_f32 (DTYPE 1) writes f32.""",
+logical_not / to_bool / cast_f32_i32 / signbit write i32; cast_i32_f32 (DTYPE 1) writes f32.""",
 )
 
 

@@ -58,6 +58,7 @@ UNARY_OPS = {
     "atan": 40,
     "expm1": 41,
     "log1p": 42,
+    "signbit": 43,
 }
 UNARY_INT_OPS = (
     "identity",
@@ -69,6 +70,7 @@ UNARY_INT_OPS = (
     "cast_i32_f32",
     "to_bool",
     "sign",
+    "signbit",
 )
 """The unary ops the i32 variant (DTYPE i32) computes."""
 BINARY_OPS = {

@@ -319,6 +319,17 @@ class IsInfOp(UnaryOp):
 
 
 @irdl_op_definition
+class SignbitOp(UnaryOp):
+    """The sign bit of x: true for negatives, -0.0 and a NaN whose sign bit is set
+    (torch.signbit); `x < 0` for integers, false for bools."""
+
+    name = "aten.signbit"
+
+    def check(self) -> None:
+        self.require_bool(self.result, "result")
+
+
+@irdl_op_definition
 class IsFiniteOp(UnaryOp):
     """Neither infinite nor NaN (always for integers)."""
 
@@ -520,7 +531,7 @@ OPS = [
     Expm1Op, Log1pOp,
     FloorOp, CeilOp, TruncOp, SignOp, RoundOp, GeluOp,
     HardswishOp, HardsigmoidOp, LeakyReluOp, HardshrinkOp, SoftshrinkOp, ClampOp,
-    LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, CastOp, CloneOp,
+    LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, SignbitOp, CastOp, CloneOp,
     AddOp, SubOp, MulOp, DivOp, RemainderOp, PowOp, MaximumOp, MinimumOp,
     EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp,
     BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, WhereOp, MaskedFillOp,

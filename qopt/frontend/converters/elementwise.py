@@ -61,6 +61,7 @@ for _op, _names in [
     (ew.SignOp, ["sign"]),
     (ew.IsInfOp, ["isinf"]),
     (ew.IsFiniteOp, ["isfinite"]),
+    (ew.SignbitOp, ["signbit"]),
     (ew.CeilOp, ["ceil"]),
     (ew.RoundOp, ["round"]),
     (ew.HardswishOp, ["hardswish"]),
@@ -638,9 +639,9 @@ def convert_nan_to_num(imp: Importer, node: Node, args: dict[str, Any]) -> Opera
 @CONVERTERS("aten.copysign.Tensor", "aten.copysign.Scalar")
 def convert_copysign(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """`copysign(a, b)`: |a| with b's sign, in the float result type (integers cast
-    first), as `select(b < 0 or 1 / b < 0, -|a|, |a|)` (1 / b catches -0.0); a scalar
-    b's sign is taken at import. Not bitwise: a NaN b counts as positive, where torch
-    takes the NaN's sign bit."""
+    first), as `select(signbit(b), -|a|, |a|)`: the sign bit, as torch, so -0.0 and a
+    NaN b with its sign bit set count as negative (on CoreML, which cannot read a
+    NaN's bit, a NaN b counts as positive); a scalar b's sign is taken at import."""
     chain = _Chain(imp, node)
     if not isinstance(chain.elem, AnyFloat):
         raise imp.error("copysign of a non-float result is not supported")
@@ -656,7 +657,10 @@ def convert_copysign(imp: Importer, node: Node, args: dict[str, Any]) -> Operati
         if math.copysign(1.0, float(other)) < 0:
             return ew.NegOp.create(operands=[magnitude], result_types=[chain.type])
         return ew.CloneOp.create(operands=[magnitude], result_types=[chain.type])
-    negative = _sign_bit(chain, as_float(imp.value(other)))
+    b = imp.value(other)
+    negative = chain.emit(
+        ew.SignbitOp.create(operands=[b], result_types=[TensorType(i1, shape_of(b))])
+    )
     return chain.select(negative, chain.unary(ew.NegOp, magnitude), magnitude)
 
 

@@ -68,13 +68,15 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
             "logical_not": lambda: (v == 0).astype(np.int64),
             "to_bool": lambda: (v != 0).astype(np.int64),
             "sign": lambda: np.sign(v),
+            "signbit": lambda: (v < 0).astype(np.int64),
         }[name]()
         return r.astype(np.int32)
     x = words.view(F32)
     a, b = F32(pa), F32(pb)
     with np.errstate(all="ignore"):
-        if name in ("logical_not", "to_bool", "cast_f32_i32"):
+        if name in ("logical_not", "to_bool", "cast_f32_i32", "signbit"):
             return {
+                "signbit": lambda: (words.view(np.uint32) >> 31).astype(np.int32),
                 "logical_not": lambda: (x == 0).astype(np.int32),
                 "to_bool": lambda: (x != 0).astype(np.int32),
                 "cast_f32_i32": lambda: np.trunc(x).astype(np.int32),

@@ -562,6 +562,22 @@ def _isinf_isfinite(lw: Lowering, op: ew.IsInfOp | ew.IsFiniteOp) -> Sequence[SS
     return [lw.build(cls, [magnitude, lw.scalar(float("inf"), magnitude)], flags)]
 
 
+@RULES(ew.SignbitOp)
+def _signbit(lw: Lowering, op: ew.SignbitOp) -> Sequence[SSAValue]:
+    """`x < 0 or 1 / x < 0` (the division catches -0.0); an integer or bool tensor is
+    compared as fp32. MIL has no bitcast, so the sign bit of a NaN is not observable:
+    signbit(NaN) is false whatever its bit (torch reads the bit)."""
+    x = op.operands[0]
+    if coreml.mil_dtype_name(mil_elem(elem_of(x))) not in coreml.F:
+        x = lw.as_elem(x, f32)
+    flags = _bool_like(x)
+    zero = lw.scalar(0.0, x)
+    below = lw.build(coreml.LessOp, [x, zero], flags)
+    inverse = lw.build(coreml.RealDivOp, [lw.scalar(1.0, x), x], x.type)
+    negative_zero = lw.build(coreml.LessOp, [inverse, zero], flags)
+    return [lw.build(coreml.LogicalOrOp, [below, negative_zero], flags)]
+
+
 @RULES(ew.RoundOp)
 def _round(lw: Lowering, op: ew.RoundOp) -> Sequence[SSAValue]:
     """torch rounds halves to even. MIL `round` leaves halves to the backend (the

@@ -226,6 +226,14 @@ def lower_isinf_isfinite(lw: Lowering, op: el.IsInfOp | el.IsFiniteOp) -> Sequen
     return [lw.view(out, shape_of(op.result))]
 
 
+@RULES(el.SignbitOp)
+def lower_signbit(lw: Lowering, op: el.SignbitOp) -> Sequence[Buf]:
+    """The unary kernel's signbit: the f32 sign bit itself (-0.0 and a negative NaN
+    included), `x < 0` on i32 (bools: never)."""
+    x = lw.buffer(op.input)
+    return [lw.view(unary(lw, x, "signbit", out_dtype="i32"), shape_of(op.result))]
+
+
 @RULES(el.IsNanOp)
 def lower_isnan(lw: Lowering, op: el.IsNanOp) -> Sequence[Buf]:
     x = lw.buffer(op.input)

@@ -584,3 +584,12 @@ func.func @expm1_log1p(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3x
   %b = aten.log1p %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
   func.return %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// CHECK-LABEL: func.func @signbit(
+// CHECK-NEXT:    %{{.*}} = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+// CHECK-NEXT:    %{{.*}} = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>, tensor<2x3xi1>) {
+  %a = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+  func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
+}

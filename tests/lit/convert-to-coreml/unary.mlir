@@ -439,3 +439,23 @@ func.func @expm1_log1p(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3x
   %c = aten.expm1 %i : (tensor<2x3xi32>) -> tensor<2x3xf32>
   func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// signbit: x < 0 or 1 / x < 0 (the division catches -0.0; MIL cannot read a NaN's
+// sign bit); an integer tensor is cast to fp32 first.
+// CHECK-LABEL: func.func @signbit(
+// CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[LT:.*]] = coreml.less %x, %[[Z]]
+// CHECK-NEXT:    %[[ONE:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[INV:.*]] = coreml.real_div %[[ONE]], %x
+// CHECK-NEXT:    %[[NZ:.*]] = coreml.less %[[INV]], %[[Z]]
+// CHECK-NEXT:    %[[A:.*]] = coreml.logical_or %[[LT]], %[[NZ]]
+// CHECK-NEXT:    %[[IF:.*]] = coreml.cast %i {dtype = "fp32"}
+// CHECK:         %[[B:.*]] = coreml.logical_or
+// CHECK-NEXT:    func.return %[[A]], %[[B]]
+func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>, tensor<2x3xi1>) {
+  %a = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+  func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
+}

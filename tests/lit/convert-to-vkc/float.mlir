@@ -122,3 +122,15 @@ func.func @expm1_log1p(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>
   %b = aten.log1p %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// signbit is a unary kernel op (OP 43) writing i32 0/1: the f32 sign bit, i32 x < 0.
+// CHECK-DAG:   vkc.kernel @unary_0 {kernel = "unary", {{.*}}spec = {OP = 43 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @unary_1 {kernel = "unary", {{.*}}spec = {OP = 43 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @signbit(
+func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>, tensor<2x3xi1>) {
+  %a = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+  func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
+}

@@ -41,10 +41,10 @@ def assert_edges(where: str, got: np.ndarray, want: np.ndarray, rtol: float) -> 
     """NaN, infinities and zeros' signs as `want`; finite values within `rtol`."""
     g = np.asarray(got)
     assert g.shape == want.shape, (where, g.shape)
-    assert g.dtype == want.dtype, (where, g.dtype)
-    if want.dtype.kind != "f":
+    if want.dtype.kind != "f":  # by value: Core ML programs return bools as fp32 0 / 1
         assert np.array_equal(g, want), (where, g, want)
         return
+    assert g.dtype == want.dtype, (where, g.dtype)
     g64, w64 = g.astype(np.float64), want.astype(np.float64)
     nan = np.isnan(w64)
     assert np.array_equal(np.isnan(g64), nan), (where, g, want)
@@ -112,3 +112,36 @@ def test_hyperbolic_near_zero_large_and_nan(tmp_path: Path) -> None:
             assert_edges(f"{where} output {k} large", g[n:], w[n:], 1e-5)
         nan = np.isnan(got[3])
         assert np.array_equal(nan, np.isnan(want[3])), where
+
+
+# ----- signbit, copysign by the sign bit --------------------------------------------------
+
+
+class Signbit(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.signbit(x),
+            torch.signbit(i),
+            torch.copysign(torch.full_like(x, 2.5), x),
+            torch.copysign(i, x),
+        )
+
+
+def test_signbit_and_copysign_read_the_sign_bit(tmp_path: Path) -> None:
+    """signbit / copysign take the sign bit as torch: -0.0 and a NaN with its bit set
+    are negative (copysign treated every NaN as positive) on the interpreter and
+    Vulkan; CoreML cannot read a NaN's bit (no bitcast in MIL): there a NaN counts
+    as positive, every other value as torch."""
+    bits = np.array([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, 1e-3, -1e30], np.float32)
+    nans = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF812345], np.uint32).view(np.float32)
+    x = torch.from_numpy(np.concatenate([bits, nans]))
+    i = torch.tensor([0, -1, 3, -7, 2**30, -(2**31), 5, 0, 1, -2, 0, 9])
+    want = [t.numpy() for t in Signbit()(x, i)]
+    n = len(bits)
+    for where, got in run_targets(Signbit(), (x, i), tmp_path).items():
+        keep = slice(None) if where != "coreml" else slice(0, n)
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            piece = slice(None) if k == 1 else keep
+            assert_edges(f"{where} output {k}", np.asarray(g)[piece], w[piece], 0.0)
+        if where == "coreml":
+            assert not np.asarray(got[0])[n:].any()

@@ -286,6 +286,7 @@ UNARY_TORCH = {
     "logical_not": lambda t: torch.logical_not(t).int(),
     "to_bool": lambda t: (t != 0).int(),
     "cast_f32_i32": lambda t: t.int(),
+    "signbit": lambda t: torch.signbit(t).int(),
 }
 
 
@@ -300,7 +301,7 @@ def test_unary_f32(dev: VulkanDevice) -> None:
         xin = np.clip(x, -1.4, 1.4) if name == "tan" else xin  # away from the poles
         xin = np.clip(x / 4, -1, 1) if name in ("asin", "acos") else xin
         xin = np.abs(x) - F32(0.95) if name == "log1p" else xin
-        int_out = name in ("logical_not", "to_bool", "cast_f32_i32")
+        int_out = name in ("logical_not", "to_bool", "cast_f32_i32", "signbit")
         dtype = np.int32 if int_out else F32
         a = {"leaky_relu": 0.1, "hardshrink": 0.5, "softshrink": 0.5}.get(name, -0.5)
         push = {"n": n, "a": a, "b": 0.75}
@@ -323,6 +324,7 @@ def test_unary_i32(dev: VulkanDevice) -> None:
         "to_bool": (x != 0).astype(np.int32),
         "cast_i32_f32": x.astype(F32),
         "sign": np.sign(x),
+        "signbit": (x < 0).astype(np.int32),
     }
     for name in UNARY_INT_OPS:
         dtype = F32 if name == "cast_i32_f32" else np.int32

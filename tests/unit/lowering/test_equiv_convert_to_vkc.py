@@ -394,6 +394,14 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
 %d = aten.isfinite %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
 %a, %b, %c, %d""",
     ),
+    one(
+        "signbit_f32_i32",
+        "%x: tensor<2x3xf32>, %i: tensor<2x3xi32>",
+        "tensor<2x3xi1>, tensor<2x3xi1>",
+        """%a = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
+%b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
+%a, %b""",
+    ),
     unary("hardshrink", "{lambd = 2.500000e-01 : f64} "),
     unary("softshrink"),
     one(

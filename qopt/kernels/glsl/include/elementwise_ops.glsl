@@ -187,7 +187,8 @@ int powi(int a, int b) {
 
 // Unary op `op` (UNARY_*) on the 32-bit word xw, read as f32 or i32 by dt (DTYPE_*; i32:
 // the UNARY_INT_OPS only); the result as a word. pa: clamp min, leaky slope or shrink
-// lambda; pb: clamp max. logical_not / to_bool / cast_f32_i32 give i32, cast_i32_f32 f32.
+// lambda; pb: clamp max. logical_not / to_bool / cast_f32_i32 / signbit give i32,
+// cast_i32_f32 f32.
 uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   if (dt == DTYPE_I32) {
     int v = int(xw);
@@ -201,6 +202,7 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
     else if (op == UNARY_CAST_I32_F32) return floatBitsToUint(float(v));
     else if (op == UNARY_TO_BOOL) r = v != 0 ? 1 : 0;
     else if (op == UNARY_SIGN) r = int(v > 0) - int(v < 0);
+    else if (op == UNARY_SIGNBIT) r = v < 0 ? 1 : 0;
     return uint(r);
   }
   precise float v = uintBitsToFloat(xw);
@@ -235,6 +237,7 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   else if (op == UNARY_LOGICAL_NOT) return v == 0.0 ? 1u : 0u;
   else if (op == UNARY_CAST_F32_I32) return uint(int(trunc(v)));
   else if (op == UNARY_TO_BOOL) return v != 0.0 ? 1u : 0u;
+  else if (op == UNARY_SIGNBIT) return xw >> 31;  // the bit itself: -0.0 and -NaN too
   else if (op == UNARY_SQUARE) r = v * v;
   else if (op == UNARY_LOG10) r = log2(v) * 0.30102999566398120;
   else if (op == UNARY_LOG2) r = log2(v);
