@@ -127,11 +127,27 @@ def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.power(x, y)
 
 
+def _fmod(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """C's fmod (numpy's); an integer divisor of 0 gives 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.fmod(x, y)
+    return np.where(y == 0, np.zeros_like(r), r) if r.dtype.kind in "iu" else r
+
+
+def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """torch's remainder: fmod, then `+ y` where it is nonzero with y's other sign (a zero
+    keeps x's sign, where numpy's mod gives y's)."""
+    m = _fmod(x, y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where((m != 0) & ((m < 0) != (y < 0)), m + y, m)
+
+
 BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray, Any], np.ndarray]] = {
     ew.AddOp: lambda x, y, op: x + _alpha(op, y),
     ew.SubOp: lambda x, y, op: x - _alpha(op, y),
     ew.MulOp: lambda x, y, op: x * y,
-    ew.RemainderOp: lambda x, y, op: np.mod(x, y),
+    ew.RemainderOp: lambda x, y, op: _remainder(x, y),
+    ew.FmodOp: lambda x, y, op: _fmod(x, y),
     ew.PowOp: lambda x, y, op: _pow(x, y),
     ew.MaximumOp: lambda x, y, op: np.maximum(x, y),
     ew.MinimumOp: lambda x, y, op: np.minimum(x, y),

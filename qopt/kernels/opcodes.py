@@ -94,6 +94,7 @@ BINARY_OPS = {
     "bitwise_and": 17,
     "bitwise_or": 18,
     "bitwise_xor": 19,
+    "fmod": 20,
 }
 BINARY_BOOL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
 """The binary ops that write i32 0/1 (a contiguous code range: eq .. logical_or)."""

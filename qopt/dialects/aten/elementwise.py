@@ -401,9 +401,21 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class RemainderOp(BinaryOp):
-    """Python-style modulo (sign of the divisor)."""
+    """Python-style modulo, torch's formula: `m = fmod(lhs, rhs)`, then `m + rhs` where
+    m is nonzero and its sign differs from rhs's (a zero keeps lhs's sign; 3 % -inf
+    is -inf)."""
 
     name = "aten.remainder"
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """C's fmod: `lhs - trunc(lhs / rhs) * rhs`, exact, with lhs's sign (a zero result
+    too); NaN where lhs is infinite, rhs is 0 or either is NaN; lhs where rhs is
+    infinite. Integers: truncating division's remainder; an integer rhs of 0 gives 0
+    (torch raises ZeroDivisionError)."""
+
+    name = "aten.fmod"
 
 
 @irdl_op_definition
@@ -532,7 +544,7 @@ OPS = [
     FloorOp, CeilOp, TruncOp, SignOp, RoundOp, GeluOp,
     HardswishOp, HardsigmoidOp, LeakyReluOp, HardshrinkOp, SoftshrinkOp, ClampOp,
     LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, SignbitOp, CastOp, CloneOp,
-    AddOp, SubOp, MulOp, DivOp, RemainderOp, PowOp, MaximumOp, MinimumOp,
+    AddOp, SubOp, MulOp, DivOp, RemainderOp, FmodOp, PowOp, MaximumOp, MinimumOp,
     EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp,
     BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, WhereOp, MaskedFillOp,
 ]  # fmt: skip

@@ -269,6 +269,21 @@ for _op, _name in [
 ]:
     _simple_binary(_op, f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")
 
+
+@CONVERTERS("aten.fmod.Tensor", "aten.fmod.Scalar")
+def convert_fmod(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """C's fmod; an integer fmod by the number 0 is refused (torch raises
+    ZeroDivisionError; a tensor of zeros gives 0 at run time)."""
+    other = args["other"]
+    if (
+        not isinstance(other, Node)
+        and not isinstance(imp.result_type().get_element_type(), AnyFloat)
+        and other == 0
+    ):
+        raise imp.error("integer fmod by 0 (torch raises ZeroDivisionError): fix the divisor")
+    return _binary(imp, ew.FmodOp, args["self"], other)
+
+
 _simple_binary(ew.BitwiseAndOp, "aten.__and__.Tensor")
 _simple_binary(ew.BitwiseOrOp, "aten.__or__.Tensor")
 _simple_binary(ew.MaximumOp, "aten.maximum.default", "aten.max.other")

@@ -138,6 +138,13 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     store(buffers, "out", binary_words(name, is_i32, a, b, push.get("alpha", 1.0)))
 
 
+def remainder_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The shader's float remainder (torch's): the exact fmod, then `+ y` where it is
+    nonzero with y's other sign."""
+    m = np.fmod(x, y)
+    return np.where((m != 0) & ((m < 0) != (y < 0)), m + y, m)
+
+
 def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
     """binary.glsl's op `name` on 32-bit words `a`, `b` (i32 or f32 by `is_i32`; push
     alpha), as an f32 or i32 array of the words it writes."""
@@ -163,6 +170,7 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
                 "logical_and": lambda: (x != 0) & (y != 0),
                 "logical_or": lambda: (x != 0) | (y != 0),
                 "remainder": lambda: np.mod(x, y),
+                "fmod": lambda: np.where(y == 0, 0, np.fmod(x, np.where(y == 0, 1, y))),
                 "bitwise_and": lambda: x & y,
                 "bitwise_or": lambda: x | y,
                 "bitwise_xor": lambda: x ^ y,
@@ -200,7 +208,8 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
             "pow": powf,
             "maximum": lambda: np.maximum(x, y),
             "minimum": lambda: np.minimum(x, y),
-            "remainder": lambda: x - np.floor(x / y) * y,
+            "remainder": lambda: remainder_f32(x, y),
+            "fmod": lambda: np.fmod(x, y),
             "floor_divide": lambda: np.floor(x / y),
         }
         return np.asarray(fns[name](), dtype=F32)

@@ -570,12 +570,7 @@ def _signbit(lw: Lowering, op: ew.SignbitOp) -> Sequence[SSAValue]:
     x = op.operands[0]
     if coreml.mil_dtype_name(mil_elem(elem_of(x))) not in coreml.F:
         x = lw.as_elem(x, f32)
-    flags = _bool_like(x)
-    zero = lw.scalar(0.0, x)
-    below = lw.build(coreml.LessOp, [x, zero], flags)
-    inverse = lw.build(coreml.RealDivOp, [lw.scalar(1.0, x), x], x.type)
-    negative_zero = lw.build(coreml.LessOp, [inverse, zero], flags)
-    return [lw.build(coreml.LogicalOrOp, [below, negative_zero], flags)]
+    return [_negative(lw, x)]
 
 
 @RULES(ew.RoundOp)
@@ -606,7 +601,8 @@ def _remainder(lw: Lowering, op: ew.RemainderOp) -> Sequence[SSAValue]:
     MIL `mod` is Python's `%` in coremltools' definition, but its device tests
     use positive operands only, so the sign fix-up is emitted too: it is exact
     whether the backend computes floor-mod (never fires) or fmod. With a constant
-    divisor of one sign the fix-up is one comparison."""
+    divisor of one sign the fix-up is one comparison. A float zero result takes x's
+    sign, as torch's fmod-based one (floor-mod gives y's)."""
     out = mil_tensor(op.results[0].type)
     elem = out.get_element_type()
     name = coreml.mil_dtype_name(elem)
@@ -631,7 +627,53 @@ def _remainder(lw: Lowering, op: ew.RemainderOp) -> Sequence[SSAValue]:
         signs = lw.build(coreml.LogicalXorOp, [rem_negative, y_negative], flags)
         fix = lw.build(coreml.LogicalAndOp, [nonzero, signs], flags)
     shifted = lw.build(coreml.AddOp, [rem, y], out)
-    return [lw.build(coreml.SelectOp, [fix, shifted, rem], out)]
+    r = lw.build(coreml.SelectOp, [fix, shifted, rem], out)
+    if name == "int32":
+        return [r]
+    is_zero = lw.build(coreml.EqualOp, [r, lw.scalar(0.0, r)], flags)
+    unsigned = lw.build(coreml.SelectOp, [is_zero, lw.build(coreml.AbsOp, [r], out), r], out)
+    negative_zero = lw.build(coreml.LogicalAndOp, [is_zero, _negative(lw, x)], flags)
+    return [lw.build(coreml.SelectOp, [negative_zero, lw.scalar(-0.0, r), unsigned], out)]
+
+
+def _negative(lw: Lowering, x: SSAValue) -> SSAValue:
+    """`x < 0 or 1 / x < 0` of a float x: its sign bit but for NaN (false)."""
+    zero = lw.scalar(0.0, x)
+    below = lw.build(coreml.LessOp, [x, zero], _bool_like(x))
+    inverse = lw.build(coreml.RealDivOp, [lw.scalar(1.0, x), x], x.type)
+    negative_zero = lw.build(coreml.LessOp, [inverse, zero], _bool_like(x))
+    return lw.build(coreml.LogicalOrOp, [below, negative_zero], _bool_like(x))
+
+
+@RULES(ew.FmodOp)
+def _fmod(lw: Lowering, op: ew.FmodOp) -> Sequence[SSAValue]:
+    """C's fmod as `mod(|x|, |y|)` with x's sign: MIL mod of non-negative operands is
+    the same under either sign rule (Python's or C's), and exact; the sign is x's sign
+    bit where x is float (`x < 0 or 1 / x < 0`: -0.0 and negatives, as C; a negative
+    zero result is `r * -1`), `x < 0` for int32."""
+    out = mil_tensor(op.results[0].type)
+    elem = out.get_element_type()
+    name = coreml.mil_dtype_name(elem)
+    if name not in coreml.FI:
+        raise QoptError(
+            f"convert-to-coreml: {where(op)}: fmod on {name} tensors has no CoreML "
+            "lowering (MIL mod takes fp16, fp32 or int32): cast the operands first"
+        )
+    x, y = (lw.as_elem(v, elem) for v in op.operands)
+    magnitude = lw.build(
+        coreml.ModOp,
+        [
+            lw.build(coreml.AbsOp, [x], TensorType(elem, shape_of(x))),
+            lw.build(coreml.AbsOp, [y], TensorType(elem, shape_of(y))),
+        ],
+        out,
+    )
+    if name == "int32":
+        negative = lw.build(coreml.LessOp, [x, lw.scalar(0, x)], _bool_like(x))
+    else:
+        negative = _negative(lw, x)
+    negated = lw.build(coreml.MulOp, [magnitude, lw.scalar(-1, magnitude)], out)
+    return [lw.build(coreml.SelectOp, [negative, negated, magnitude], out)]
 
 
 @RULES(ew.MaskedFillOp)

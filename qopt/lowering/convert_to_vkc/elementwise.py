@@ -90,6 +90,7 @@ BINARY_NAMES: dict[type[el.BinaryOp], str] = {
     el.LogicalAndOp: "logical_and",
     el.LogicalOrOp: "logical_or",
     el.RemainderOp: "remainder",
+    el.FmodOp: "fmod",
     el.BitwiseAndOp: "bitwise_and",
     el.BitwiseOrOp: "bitwise_or",
     el.BitwiseXorOp: "bitwise_xor",

@@ -593,3 +593,12 @@ func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>,
   %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
   func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
 }
+
+// CHECK-LABEL: func.func @fmod(
+// CHECK-NEXT:    %{{.*}} = aten.fmod %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %{{.*}} = aten.fmod %i, %i : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+func.func @fmod(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %a = aten.fmod %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %b = aten.fmod %i, %i : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
+}

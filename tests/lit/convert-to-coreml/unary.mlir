@@ -134,7 +134,8 @@ func.func @log_softmax(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // -----
 
-// mod, then + y where the remainder is non-zero and its sign differs from y's.
+// mod, then + y where the remainder is non-zero and its sign differs from y's; a zero
+// result takes x's sign (torch's fmod-based remainder).
 // CHECK-LABEL: func.func @remainder(
 // CHECK-NEXT:    %[[M:.*]] = coreml.mod %x, %y : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
 // CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
@@ -145,7 +146,15 @@ func.func @log_softmax(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 // CHECK-NEXT:    %[[X:.*]] = coreml.logical_xor %[[MN]], %[[YN]]
 // CHECK-NEXT:    %[[FIX:.*]] = coreml.logical_and %[[NZ]], %[[X]]
 // CHECK-NEXT:    %[[SH:.*]] = coreml.add %[[M]], %y
-// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[FIX]], %[[SH]], %[[M]]
+// CHECK-NEXT:    %[[RR:.*]] = coreml.select %[[FIX]], %[[SH]], %[[M]]
+// CHECK-NEXT:    %[[Z3:.*]] = coreml.const dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[ISZ:.*]] = coreml.equal %[[RR]], %[[Z3]]
+// CHECK-NEXT:    %[[ABS:.*]] = coreml.abs %[[RR]]
+// CHECK-NEXT:    %[[UNS:.*]] = coreml.select %[[ISZ]], %[[ABS]], %[[RR]]
+// CHECK:         %[[XNEG:.*]] = coreml.logical_or
+// CHECK-NEXT:    %[[NZERO:.*]] = coreml.logical_and %[[ISZ]], %[[XNEG]]
+// CHECK-NEXT:    %[[MZ:.*]] = coreml.const dense<-0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[R:.*]] = coreml.select %[[NZERO]], %[[MZ]], %[[UNS]]
 // CHECK-NEXT:    func.return %[[R]]
 func.func @remainder(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3xf32> {
   %r = aten.remainder %x, %y : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
@@ -154,14 +163,15 @@ func.func @remainder(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>) -> tensor<2x3xf32
 
 // -----
 
-// A constant divisor of one sign: one comparison (less for y > 0, greater for y < 0).
+// A constant divisor of one sign: one comparison (less for y > 0, greater for y < 0);
+// then the zero's sign, as above.
 // CHECK-LABEL: func.func @remainder_constant(
 // CHECK:         %[[A:.*]] = coreml.mod %x, %p
 // CHECK-NEXT:    %[[Z:.*]] = coreml.const
 // CHECK-NEXT:    %[[FA:.*]] = coreml.less %[[A]], %[[Z]]
 // CHECK-NEXT:    %[[SA:.*]] = coreml.add %[[A]], %p
 // CHECK-NEXT:    coreml.select %[[FA]], %[[SA]], %[[A]]
-// CHECK-NEXT:    %[[B:.*]] = coreml.mod %x, %n
+// CHECK:         %[[B:.*]] = coreml.mod %x, %n
 // CHECK-NEXT:    %[[Z2:.*]] = coreml.const
 // CHECK-NEXT:    %[[FB:.*]] = coreml.greater %[[B]], %[[Z2]]
 // CHECK-NEXT:    %[[SB:.*]] = coreml.add %[[B]], %n
@@ -458,4 +468,29 @@ func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>,
   %a = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xi1>
   %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
   func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
+}
+
+// -----
+
+// fmod: mod(|x|, |y|) (one sign rule for non-negative operands) with x's sign: its bit
+// but for NaN on floats (x < 0 or 1 / x < 0), x < 0 on int32.
+// CHECK-LABEL: func.func @fmod(
+// CHECK-NEXT:    %[[AX:.*]] = coreml.abs %x
+// CHECK-NEXT:    %[[AY:.*]] = coreml.abs %y
+// CHECK-NEXT:    %[[M:.*]] = coreml.mod %[[AX]], %[[AY]] : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+// CHECK:         %[[NEG:.*]] = coreml.logical_or
+// CHECK-NEXT:    %[[M1:.*]] = coreml.const dense<-1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[NM:.*]] = coreml.mul %[[M]], %[[M1]]
+// CHECK-NEXT:    %[[A:.*]] = coreml.select %[[NEG]], %[[NM]], %[[M]]
+// CHECK:         %[[IM:.*]] = coreml.mod
+// CHECK-NEXT:    %[[IZ:.*]] = coreml.const dense<0> : tensor<i32>
+// CHECK-NEXT:    %[[INEG:.*]] = coreml.less %i, %[[IZ]]
+// CHECK-NEXT:    %[[IM1:.*]] = coreml.const dense<-1> : tensor<i32>
+// CHECK-NEXT:    %[[INM:.*]] = coreml.mul %[[IM]], %[[IM1]]
+// CHECK-NEXT:    %[[B:.*]] = coreml.select %[[INEG]], %[[INM]], %[[IM]]
+// CHECK-NEXT:    func.return %[[A]], %[[B]]
+func.func @fmod(%x: tensor<2x3xf32>, %y: tensor<1x3xf32>, %i: tensor<2x3xi32>, %j: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %a = aten.fmod %x, %y : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %b = aten.fmod %i, %j : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
 }

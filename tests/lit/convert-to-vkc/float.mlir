@@ -134,3 +134,15 @@ func.func @signbit(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xi1>,
   %b = aten.signbit %i : (tensor<2x3xi32>) -> tensor<2x3xi1>
   func.return %a, %b : tensor<2x3xi1>, tensor<2x3xi1>
 }
+
+// -----
+
+// fmod is a binary kernel op (OP 20: the exact C fmod on f32, truncating on i32).
+// CHECK-DAG:   vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 20 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @binary_1 {kernel = "binary", {{.*}}spec = {OP = 20 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @fmod(
+func.func @fmod(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %a = aten.fmod %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %b = aten.fmod %i, %i : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
+}

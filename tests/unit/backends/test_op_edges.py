@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 import qopt
@@ -145,3 +146,52 @@ def test_signbit_and_copysign_read_the_sign_bit(tmp_path: Path) -> None:
             assert_edges(f"{where} output {k}", np.asarray(g)[piece], w[piece], 0.0)
         if where == "coreml":
             assert not np.asarray(got[0])[n:].any()
+
+
+# ----- fmod, remainder --------------------------------------------------------------------
+
+
+class Modulo(torch.nn.Module):
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, i: torch.Tensor, j: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.fmod(x, y),
+            torch.remainder(x, y),
+            torch.fmod(x, 1.5),
+            torch.fmod(i, j),
+            torch.remainder(i, j),
+            torch.fmod(i, -3),
+        )
+
+
+def test_fmod_and_remainder(tmp_path: Path) -> None:
+    """fmod is C's, exact (huge quotients, tiny rests) with x's sign on zeros; remainder
+    is torch's (fmod, then + y): zeros keep x's sign (numpy's mod gave y's), 3 % -inf
+    is -inf (Vulkan gave NaN), NaN for inf % y and x % 0; integers truncate / floor.
+    Bit-exact on the interpreter and Vulkan; CoreML's remainder goes through MIL's
+    floor-mod (rounding of `mod + y` as torch's own)."""
+    xs = [-4.0, 4.0, -0.0, 0.0, 3.0, -3.0, 1e30, -1e30, 5.5, -5.5, -1e-3, 7.25, INF, NAN]
+    ys = [2.0, -2.0, 7.0, -7.0, -INF, INF, -0.5, 0.7, 0.0, 2.0, 2.0, 1e-3, 3.0, 1.0]
+    xs += [123456.78, -3.3e38, 1e-30, 2.5e-3, 17.0, -17.0]
+    ys += [0.1, 7.0, 3.0, -1e-4, 5.0, -5.0]
+    x, y = torch.tensor(xs), torch.tensor(ys)
+    i = torch.tensor([-7, 7, -7, 7, 0, 100003, -100003, 5, -2147483, 9])
+    j = torch.tensor([2, -2, -2, 2, 3, 7, 7, -1, 1000, 9])
+    want = [t.numpy() for t in Modulo()(x, y, i, j)]
+    for where, got in run_targets(Modulo(), (x, y, i, j), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 1e-6 if where == "coreml" else 0.0)
+
+
+def test_integer_fmod_by_zero_is_refused() -> None:
+    """torch raises ZeroDivisionError for an integer fmod by the number 0: a clean
+    QoptError at import."""
+
+    class ByZero(torch.nn.Module):
+        def forward(self, i: torch.Tensor) -> torch.Tensor:
+            return torch.fmod(i, 0)
+
+    ep = torch.export.export(ByZero(), (torch.tensor([1, 2]),))
+    with pytest.raises(qopt.QoptError, match="ZeroDivisionError"):
+        qopt.import_program(ep)

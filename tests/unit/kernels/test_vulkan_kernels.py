@@ -357,6 +357,7 @@ BINARY_TORCH = {
     "logical_and": torch.logical_and,
     "logical_or": torch.logical_or,
     "remainder": torch.remainder,
+    "fmod": torch.fmod,
     "floor_divide": torch.floor_divide,
     "bitwise_and": torch.bitwise_and,
     "bitwise_or": torch.bitwise_or,

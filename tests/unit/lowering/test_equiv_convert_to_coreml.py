@@ -641,10 +641,13 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         low=-2,
         high=2,
     ),
-    *(binary(n) for n in ("add", "sub", "mul", "div", "maximum", "minimum", "remainder", "pow")),
+    *(
+        binary(n)
+        for n in ("add", "sub", "mul", "div", "maximum", "minimum", "remainder", "fmod", "pow")
+    ),
     binary("add", attrs="{alpha = 2.000000e+00 : f64} "),
     binary("sub", "i32", attrs="{alpha = 3.000000e+00 : f64} "),
-    *(binary(n, "i32", low=1) for n in ("add", "mul", "maximum", "minimum", "remainder")),
+    *(binary(n, "i32", low=1) for n in ("add", "mul", "maximum", "minimum", "remainder", "fmod")),
     case(
         "remainder_i32_signs",
         "%a: tensor<2x3xi32>",

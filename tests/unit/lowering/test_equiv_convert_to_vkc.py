@@ -62,7 +62,7 @@ def binary(name: str, elem: str = "f32", out: str | None = None, attrs: str = ""
     return Case(
         f"{name}_{elem}" + ("_attrs" if attrs else ""),
         body,
-        low=1 if name in ("remainder",) else -4,
+        low=1 if name in ("remainder", "fmod") else -4,
     )
 
 
@@ -487,7 +487,7 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         %r = aten.isnan %d : (tensor<2x3xf32>) -> tensor<2x3xi1>
         %r""",
     ),
-    *(binary(n) for n in ("add", "sub", "mul", "div", "maximum", "minimum", "remainder")),
+    *(binary(n) for n in ("add", "sub", "mul", "div", "maximum", "minimum", "remainder", "fmod")),
     binary("add", attrs="{alpha = 2.000000e+00 : f64} "),
     binary("sub", "i32", attrs="{alpha = 3.000000e+00 : f64} "),
     binary("div", attrs='{rounding_mode = "floor"} '),

@@ -172,6 +172,27 @@ float powf(float x, float e) {
   return odd && (floatBitsToUint(x) & 0x80000000u) != 0u ? -r : r;
 }
 
+// C's fmod, exact: NaN where x is infinite, y is 0 or either is NaN; x where |x| < |y|
+// (y infinite included); else |x| less y * 2^k, the largest such multiple not above the
+// rest, until the rest is below |y|: each subtraction is exact (t <= r < 2t), each step
+// lowers the rest's exponent (at most 277 steps); x's sign, a zero result included.
+float fmod_f(float x, float y) {
+  precise float ax = abs(x), ay = abs(y);
+  if (isnan(x) || isnan(y) || isinf(x) || ay == 0.0) return uintBitsToFloat(0x7FC00000u);
+  if (!(ax >= ay)) return x;
+  int ey;
+  frexp(ay, ey);
+  precise float r = ax;
+  for (int i = 0; i < 300 && r >= ay; i++) {
+    int er;
+    frexp(r, er);
+    precise float t = ldexp(ay, er - ey);
+    if (t > r) t = ldexp(ay, er - ey - 1);
+    r = r - t;
+  }
+  return (floatBitsToUint(x) & 0x80000000u) != 0u ? -r : r;
+}
+
 // torch's integer pow (ATen powi): squaring in int (wrapping); b < 0 gives 1 for
 // a == 1, +-1 for a == -1, else 0
 int powi(int a, int b) {
@@ -263,7 +284,8 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
 
 // Binary op `op` (BINARY_*) on the words aw, bw, both f32 or both i32 by dt (DTYPE_*);
 // the result as a word: arithmetic in the input type (alpha scales b of add/sub; i32
-// div is floor division, i32 remainder Python's mod), comparisons and logical ops i32 0/1.
+// div is floor division, i32 remainder Python's mod, i32 fmod C's with 0 for a divisor
+// of 0), comparisons and logical ops i32 0/1.
 uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
   if (dt == DTYPE_I32) {
     int x = int(aw), y = int(bw);
@@ -296,6 +318,7 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
     else if (op == BINARY_BITWISE_AND) r = x & y;
     else if (op == BINARY_BITWISE_OR) r = x | y;
     else if (op == BINARY_BITWISE_XOR) r = x ^ y;
+    else if (op == BINARY_FMOD) r = (y == 0 || y == -1) ? 0 : x - (x / y) * y;  // truncating /
     return uint(r);
   }
   precise float x = uintBitsToFloat(aw), y = uintBitsToFloat(bw);
@@ -319,7 +342,13 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
     else t = x != 0.0 || y != 0.0;
     return t ? 1u : 0u;
   }
-  else if (op == BINARY_REMAINDER) r = x - floor(x / y) * y;
+  else if (op == BINARY_REMAINDER) {
+    // torch's: fmod, then + y where it is nonzero with y's other sign (exact fmod: a zero
+    // keeps x's sign, 3 % -inf is -inf)
+    r = fmod_f(x, y);
+    if (r != 0.0 && ((r < 0.0) != (y < 0.0))) r = r + y;
+  }
+  else if (op == BINARY_FMOD) r = fmod_f(x, y);
   else if (op == BINARY_FLOOR_DIVIDE) r = floor(x / y);
   return floatBitsToUint(r);
 }
