@@ -731,3 +731,127 @@ def convert_atan2(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     ]
     at_inf = chain.emit(chain.select(x_neg, signed(3 * math.pi / 4), signed(math.pi / 4)))
     return chain.select(_and(chain, inf[0], inf[1]), at_inf, r)
+
+
+# ----- math composed of accurate pieces (hypot, logaddexp, inverse hyperbolics) ---------------
+
+LN2 = math.log(2.0)
+_HUGE = 1e18
+"""Above this, x * x overflows float32: asinh / acosh take log(x) + ln 2."""
+
+
+def _float_operand(imp: Importer, chain: _Chain, value: Any, what: str) -> SSAValue:
+    """A tensor or number operand in the chain's float type (integers cast)."""
+    if not isinstance(chain.elem, AnyFloat):
+        raise imp.error(f"{what} of a non-float result is not supported")
+    if not isinstance(value, Node):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise imp.error(f"an operand of {what} must be a tensor or a number, got {value!r}")
+        return chain.const(float(value))
+    v = imp.value(value)
+    return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+
+def _flag(chain: _Chain, op_type: type[ew.UnaryOp], x: SSAValue) -> SSAValue:
+    """A bool-valued unary op (isinf, isnan, signbit) of x."""
+    return chain.emit(op_type.create(operands=[x], result_types=[TensorType(i1, shape_of(x))]))
+
+
+def _with_sign_of(chain: _Chain, r: SSAValue, x: SSAValue) -> Operation:
+    """r (non-negative) with x's sign bit: `select(signbit(x), -r, r)` (-0.0 kept)."""
+    return chain.select(_flag(chain, ew.SignbitOp, x), chain.unary(ew.NegOp, r), r)
+
+
+@CONVERTERS("aten.hypot.default")
+def convert_hypot(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`hypot(x, y)` without overflow or underflow: with m = max(|x|, |y|) and n =
+    min(|x|, |y|), `m * sqrt(1 + (n / m)^2)` (~1.5 ulp); 0 where m is 0; +inf where
+    either is infinite, even with a NaN (C's hypot); else NaN passes (maximum)."""
+    chain = _Chain(imp, node)
+    x = chain.unary(ew.AbsOp, _float_operand(imp, chain, args["self"], "hypot"))
+    y = chain.unary(ew.AbsOp, _float_operand(imp, chain, args["other"], "hypot"))
+    m, n = chain.binary(ew.MaximumOp, x, y), chain.binary(ew.MinimumOp, x, y)
+    q = chain.binary(ew.DivOp, n, m)
+    root = chain.unary(
+        ew.SqrtOp, chain.binary(ew.AddOp, chain.const(1.0), chain.binary(ew.MulOp, q, q))
+    )
+    r = chain.binary(ew.MulOp, m, root)
+    zero = chain.const(0.0)
+    r = chain.emit(chain.select(chain.binary(ew.EqOp, m, zero), zero, r))
+    infinite = _or(chain, _flag(chain, ew.IsInfOp, x), _flag(chain, ew.IsInfOp, y))
+    return chain.select(infinite, chain.const(float("inf")), r)
+
+
+@CONVERTERS("aten.logaddexp.default", "aten.logaddexp2.default")
+def convert_logaddexp(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`logaddexp(x, y) = max(x, y) + log1p(exp(-|x - y|))` (torch's form, through the
+    accurate log1p), `logaddexp2` with exp2(z) = exp(z ln 2) and the log1p divided by
+    ln 2; x where x and y are the same infinity (their difference is NaN); NaN passes."""
+    base2 = "logaddexp2" in str(node.target)
+    what = "logaddexp2" if base2 else "logaddexp"
+    chain = _Chain(imp, node)
+    x = _float_operand(imp, chain, args["self"], what)
+    y = _float_operand(imp, chain, args["other"], what)
+    m = chain.binary(ew.MaximumOp, x, y)
+    z = chain.unary(ew.NegOp, chain.unary(ew.AbsOp, chain.binary(ew.SubOp, x, y)))
+    tail = chain.unary(ew.Log1pOp, chain.unary(ew.ExpOp, chain.scaled(z, LN2 if base2 else 1.0)))
+    if base2:
+        tail = chain.binary(ew.MulOp, tail, chain.const(1.0 / LN2))
+    r = chain.binary(ew.AddOp, m, tail)
+    same_infinity = _and(chain, _flag(chain, ew.IsInfOp, x), chain.binary(ew.EqOp, x, y))
+    return chain.select(same_infinity, x, r)
+
+
+def _log_twice(chain: _Chain, a: SSAValue) -> SSAValue:
+    """`log(a) + ln 2` (= log(2a) without overflow): asinh / acosh of a huge a."""
+    return chain.binary(ew.AddOp, chain.unary(ew.LogOp, a), chain.const(LN2))
+
+
+@CONVERTERS("aten.asinh.default")
+def convert_asinh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`asinh(x)` to a few ulp: with a = |x|, `log1p(a + a^2 / (1 + sqrt(1 + a^2)))`
+    (no cancellation near 0), `log(a) + ln 2` above 1e18; x's sign (-0.0 kept), NaN
+    and +-inf pass. Integers promote to float."""
+    chain = _Chain(imp, node)
+    x = _float_operand(imp, chain, args["self"], "asinh")
+    a = chain.unary(ew.AbsOp, x)
+    a2 = chain.binary(ew.MulOp, a, a)
+    root = chain.unary(ew.SqrtOp, chain.binary(ew.AddOp, chain.const(1.0), a2))
+    inner = chain.binary(ew.DivOp, a2, chain.binary(ew.AddOp, chain.const(1.0), root))
+    near = chain.unary(ew.Log1pOp, chain.binary(ew.AddOp, a, inner))
+    huge = chain.binary(ew.GtOp, a, chain.const(_HUGE))
+    r = chain.emit(chain.select(huge, _log_twice(chain, a), near))
+    return _with_sign_of(chain, r, x)
+
+
+@CONVERTERS("aten.acosh.default")
+def convert_acosh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`acosh(x)` to a few ulp: with t = x - 1 (exact near 1), `log1p(t + sqrt(t (t +
+    2)))`, `log(x) + ln 2` above 1e18; NaN below 1 and for NaN, +inf at +inf. Integers
+    promote to float."""
+    chain = _Chain(imp, node)
+    x = _float_operand(imp, chain, args["self"], "acosh")
+    t = chain.binary(ew.SubOp, x, chain.const(1.0))
+    root = chain.unary(
+        ew.SqrtOp, chain.binary(ew.MulOp, t, chain.binary(ew.AddOp, t, chain.const(2.0)))
+    )
+    near = chain.unary(ew.Log1pOp, chain.binary(ew.AddOp, t, root))
+    huge = chain.binary(ew.GtOp, x, chain.const(_HUGE))
+    r = chain.emit(chain.select(huge, _log_twice(chain, x), near))
+    below = chain.binary(ew.LtOp, x, chain.const(1.0))
+    return chain.select(below, chain.const(float("nan")), r)
+
+
+@CONVERTERS("aten.atanh.default")
+def convert_atanh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`atanh(x)` to a few ulp: with a = |x|, `log1p(2a / (1 - a)) / 2` (1 - a exact near
+    1, no cancellation near 0) with x's sign: +-inf at +-1, NaN beyond and for NaN,
+    -0.0 kept. Integers promote to float."""
+    chain = _Chain(imp, node)
+    x = _float_operand(imp, chain, args["self"], "atanh")
+    a = chain.unary(ew.AbsOp, x)
+    ratio = chain.binary(
+        ew.DivOp, chain.binary(ew.AddOp, a, a), chain.binary(ew.SubOp, chain.const(1.0), a)
+    )
+    r = chain.binary(ew.MulOp, chain.unary(ew.Log1pOp, ratio), chain.const(0.5))
+    return _with_sign_of(chain, r, x)

@@ -195,3 +195,40 @@ def test_integer_fmod_by_zero_is_refused() -> None:
     ep = torch.export.export(ByZero(), (torch.tensor([1, 2]),))
     with pytest.raises(qopt.QoptError, match="ZeroDivisionError"):
         qopt.import_program(ep)
+
+
+# ----- hypot, logaddexp, logaddexp2, asinh, acosh, atanh -----------------------------------
+
+
+class Composed(torch.nn.Module):
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.hypot(x, y),
+            torch.logaddexp(x, y),
+            torch.logaddexp2(x, y),
+            torch.asinh(x),
+            torch.acosh(1 / x),
+            torch.acosh(x),
+            torch.atanh(y / 4),
+            torch.asinh(i),
+            torch.atanh(i),
+        )
+
+
+def test_hypot_logaddexp_inverse_hyperbolics(tmp_path: Path) -> None:
+    """Each within 1e-6 relative (a few ulp) of float64 torch on every target, near 0
+    (no cancellation), near the poles (atanh at +-0.99999, acosh at 1 + 1e-7), huge (no
+    overflow of x * x: hypot 3e38, asinh / acosh 1e30), at +-inf, -0.0 and NaN; integers
+    promote."""
+    xs = [1e-7, -1e-7, 1e-4, -0.3, 0.5, 1.0000001, 1.5, -2.0, 3.0, 10.0, -100.0, 3e5]
+    ys = [2e-7, 1e-7, -3.0, 0.7, -0.5, 3.9999, -3.99996, 4.0, -4.0, 1e-3, 20.0, 0.0]
+    xs += [1e30, -1e30, 3e38, 2e38, 0.0, -0.0, INF, -INF, INF, NAN, 5.0, NAN, -INF]
+    ys += [1e30, 3.0, 3e38, -1e-30, -0.0, 0.0, INF, -INF, NAN, INF, NAN, 1.0, 2.0]
+    x, y = torch.tensor(xs), torch.tensor(ys)
+    i = torch.tensor([-3, -1, 0, 1, 2, 5] * 4 + [7])
+    want = want64(Composed(), x, y, i)
+    for where, got in run_targets(Composed(), (x, y, i), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 1e-6)
