@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 import qopt
 
@@ -232,3 +233,35 @@ def test_hypot_logaddexp_inverse_hyperbolics(tmp_path: Path) -> None:
     for where, got in run_targets(Composed(), (x, y, i), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 1e-6)
+
+
+# ----- activations through expm1 / log1p ---------------------------------------------------
+
+
+class Activations(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            F.elu(x),
+            F.elu(x, alpha=0.5),
+            F.selu(x),
+            F.celu(x, alpha=2.0),
+            F.softplus(x),
+            F.softplus(x, beta=2.0, threshold=10.0),
+            F.mish(x),
+            F.logsigmoid(x),
+        )
+
+
+def test_activations_are_accurate_where_small(tmp_path: Path) -> None:
+    """elu / selu / celu through expm1 and softplus / mish / log_sigmoid through log1p:
+    within 1e-6 relative of float64 torch where the result is tiny (elu(-1e-6) was 7%
+    off on Vulkan through exp(x) - 1; log_sigmoid(7), softplus(-7) 5e-5 through log(1 +
+    exp)); -0.0 kept by elu; inf and NaN as torch. 5e-6 on Vulkan: the device's exp
+    is off by ~|x| ulp (2.6e-6 at exp(-60) in softplus(-30, beta=2)); no subnormal results."""
+    xs = [-1e-6, 1e-6, -3e-4, -0.1, 0.2, -1.0, 2.0, -5.0, 7.0, -7.0, 15.0, -15.0, -30.0]
+    xs += [0.0, -0.0, 25.0, -80.0, INF, -INF, NAN]
+    x = torch.tensor(xs)
+    want = want64(Activations(), x)
+    for where, got in run_targets(Activations(), (x,), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 5e-6 if where == "vulkan" else 1e-6)
