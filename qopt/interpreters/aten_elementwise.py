@@ -19,7 +19,7 @@ from qopt.dialects.aten.base import real, text
 from qopt.dialects.tensors import dtype_of
 from qopt.interpreters.common import as_result, functions_class
 from qopt.numerics import activations as act
-from qopt.numerics.integers import int_pow
+from qopt.numerics.integers import int_pow, shift
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -148,6 +148,8 @@ BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray, Any], np.ndarray
     ew.MulOp: lambda x, y, op: x * y,
     ew.RemainderOp: lambda x, y, op: _remainder(x, y),
     ew.FmodOp: lambda x, y, op: _fmod(x, y),
+    ew.BitwiseLeftShiftOp: lambda x, y, op: shift(x, y, left=True),
+    ew.BitwiseRightShiftOp: lambda x, y, op: shift(x, y, left=False),
     ew.PowOp: lambda x, y, op: _pow(x, y),
     ew.MaximumOp: lambda x, y, op: np.maximum(x, y),
     ew.MinimumOp: lambda x, y, op: np.minimum(x, y),

@@ -95,6 +95,8 @@ BINARY_OPS = {
     "bitwise_or": 18,
     "bitwise_xor": 19,
     "fmod": 20,
+    "bitwise_left_shift": 21,
+    "bitwise_right_shift": 22,
 }
 BINARY_BOOL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
 """The binary ops that write i32 0/1 (a contiguous code range: eq .. logical_or)."""

@@ -493,6 +493,31 @@ class BitwiseXorOp(BinaryOp):
     name = "aten.bitwise_xor"
 
 
+class ShiftOp(BinaryOp):
+    """A bit shift of integer tensors, torch's rules for a shift amount outside [0,
+    width) (width: the element type's bits)."""
+
+    def check(self) -> None:
+        self.require_integer(self.result, "result")
+
+
+@irdl_op_definition
+class BitwiseLeftShiftOp(ShiftOp):
+    """`lhs << rhs` (`<<`, bitwise_left_shift), wrapping at the element width; 0 where
+    rhs is negative or at least the width."""
+
+    name = "aten.bitwise_left_shift"
+
+
+@irdl_op_definition
+class BitwiseRightShiftOp(ShiftOp):
+    """`lhs >> rhs` (`>>`, bitwise_right_shift), arithmetic for signed types; where rhs
+    is negative or at least the width less the sign bit, `lhs >> (width - 1)` for signed
+    types (0 or -1), 0 for unsigned ones."""
+
+    name = "aten.bitwise_right_shift"
+
+
 # ----- ternary ---------------------------------------------------------------
 
 
@@ -546,5 +571,6 @@ OPS = [
     LogicalNotOp, BitwiseNotOp, IsNanOp, IsInfOp, IsFiniteOp, SignbitOp, CastOp, CloneOp,
     AddOp, SubOp, MulOp, DivOp, RemainderOp, FmodOp, PowOp, MaximumOp, MinimumOp,
     EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, LogicalAndOp, LogicalOrOp, LogicalXorOp,
-    BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, WhereOp, MaskedFillOp,
+    BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, BitwiseLeftShiftOp, BitwiseRightShiftOp,
+    WhereOp, MaskedFillOp,
 ]  # fmt: skip

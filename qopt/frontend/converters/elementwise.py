@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 from torch.fx import Node
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerType, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects.aten import elementwise as ew
@@ -282,6 +282,28 @@ def convert_fmod(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     ):
         raise imp.error("integer fmod by 0 (torch raises ZeroDivisionError): fix the divisor")
     return _binary(imp, ew.FmodOp, args["self"], other)
+
+
+@CONVERTERS(
+    "aten.__lshift__.Tensor",
+    "aten.__lshift__.Scalar",
+    "aten.bitwise_left_shift.Tensor",
+    "aten.bitwise_left_shift.Tensor_Scalar",
+    "aten.bitwise_left_shift.Scalar_Tensor",
+    "aten.__rshift__.Tensor",
+    "aten.__rshift__.Scalar",
+    "aten.bitwise_right_shift.Tensor",
+    "aten.bitwise_right_shift.Tensor_Scalar",
+    "aten.bitwise_right_shift.Scalar_Tensor",
+)
+def convert_shift(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`<<` / `>>` of integer tensors (torch refuses floats and bools too)."""
+    elem = imp.result_type().get_element_type()
+    if not isinstance(elem, IntegerType) or elem.width.data == 1:
+        raise imp.error(f"{node.target} takes integer tensors, got {elem}")
+    left = "lshift" in str(node.target) or "left" in str(node.target)
+    op_type = ew.BitwiseLeftShiftOp if left else ew.BitwiseRightShiftOp
+    return _binary(imp, op_type, args["self"], args["other"])
 
 
 _simple_binary(ew.BitwiseAndOp, "aten.__and__.Tensor")

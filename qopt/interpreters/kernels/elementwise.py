@@ -25,7 +25,7 @@ from qopt.kernels.opcodes import (
 )
 from qopt.kernels.spec import PushValues, Reference, SpecValues
 from qopt.numerics import activations as act
-from qopt.numerics.integers import int_pow
+from qopt.numerics.integers import int_pow, shift
 
 
 def tanh_f32(v: np.ndarray) -> np.ndarray:
@@ -174,6 +174,8 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
                 "bitwise_and": lambda: x & y,
                 "bitwise_or": lambda: x | y,
                 "bitwise_xor": lambda: x ^ y,
+                "bitwise_left_shift": lambda: shift(x.astype(np.int32), y, left=True),
+                "bitwise_right_shift": lambda: shift(x.astype(np.int32), y, left=False),
             }[name]()
         return np.asarray(r).astype(np.int64).astype(np.int32)
     x, y = a.view(F32), b.view(F32)

@@ -94,9 +94,19 @@ BINARY_NAMES: dict[type[el.BinaryOp], str] = {
     el.BitwiseAndOp: "bitwise_and",
     el.BitwiseOrOp: "bitwise_or",
     el.BitwiseXorOp: "bitwise_xor",
+    el.BitwiseLeftShiftOp: "bitwise_left_shift",
+    el.BitwiseRightShiftOp: "bitwise_right_shift",
 }
 """The aten binary ops that are one op of the binary kernel (BINARY_OPS names)."""
-BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+BITWISE = (
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+)
+"""Integer-only ops. Shifts compute on the i32 buffers with the 32-bit width's rules, as
+every int64 op here computes in int32: exact while values and results fit in int32."""
 
 
 # ----- unary ---------------------------------------------------------------------------------

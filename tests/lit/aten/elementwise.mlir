@@ -602,3 +602,12 @@ func.func @fmod(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>) -> 
   %b = aten.fmod %i, %i : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
   func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
 }
+
+// CHECK-LABEL: func.func @shifts(
+// CHECK-NEXT:    %{{.*}} = aten.bitwise_left_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %{{.*}} = aten.bitwise_right_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+func.func @shifts(%i: tensor<2x3xi32>, %j: tensor<3xi32>) -> (tensor<2x3xi32>, tensor<2x3xi32>) {
+  %a = aten.bitwise_left_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %b = aten.bitwise_right_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xi32>, tensor<2x3xi32>
+}

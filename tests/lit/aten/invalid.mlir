@@ -448,3 +448,19 @@ func.func @upsample_scale(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x6x8xf32> {
   func.return %r : tensor<1x2x6x8xf32>
 }
 // CHECK: 'aten.upsample_nearest2d': scales must be positive, got [-2.0, None]
+
+// -----
+
+func.func @signbit_float_result(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.signbit %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+// CHECK: 'aten.signbit': result must be a boolean (i1) tensor, got tensor<2x3xf32>
+
+// -----
+
+func.func @shift_float(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = aten.bitwise_left_shift %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+// CHECK: 'aten.bitwise_left_shift': result must be an integer tensor, got tensor<2x3xf32>

@@ -146,3 +146,15 @@ func.func @fmod(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>) -> 
   %b = aten.fmod %i, %i : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
   func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
 }
+
+// -----
+
+// Shifts are binary kernel ops on i32 (OP 21, 22: torch's rules for amounts outside [0, 32)).
+// CHECK-DAG:   vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 21 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @binary_1 {kernel = "binary", {{.*}}spec = {OP = 22 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @shifts(
+func.func @shifts(%i: tensor<2x3xi32>, %j: tensor<3xi32>) -> (tensor<2x3xi32>, tensor<2x3xi32>) {
+  %a = aten.bitwise_left_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %b = aten.bitwise_right_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xi32>, tensor<2x3xi32>
+}

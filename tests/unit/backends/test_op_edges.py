@@ -265,3 +265,45 @@ def test_activations_are_accurate_where_small(tmp_path: Path) -> None:
     for where, got in run_targets(Activations(), (x,), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 5e-6 if where == "vulkan" else 1e-6)
+
+
+# ----- bit shifts ------------------------------------------------------------------------------
+
+
+class Shifts(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            a << b,
+            a >> b,
+            torch.bitwise_left_shift(a, 3),
+            torch.bitwise_right_shift(a, 2),
+            torch.bitwise_right_shift(-100, b),
+        )
+
+
+def test_bit_shifts(tmp_path: Path) -> None:
+    """`<<` / `>>` as torch on the interpreter (int32 and int64 widths) and Vulkan (i32:
+    int64 tensors compute in int32, exact while the results fit): left shifts wrap, a
+    shift amount < 0 or >= the width gives 0 (left) or the sign fill (right). MIL has
+    no shift op: CoreML refuses them with a clean QoptError naming the Vulkan target."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    a = [1, -1, 5, -8, 2**30, -(2**31) + 1, 7, 7, 7, -7, -7, 123456, -5, 0]
+    b = [1, 1, 3, 2, 2, 1, -1, 32, 40, -3, 33, 31, 30, 64]
+    for dtype in (torch.int32, torch.int64):
+        x, y = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+        want = [t.numpy() for t in Shifts()(x, y)]
+        ep = torch.export.export(Shifts(), (x, y))
+        runs = {"interp": qopt.interpret(qopt.import_program(ep), x, y)}
+        if vulkan_available() is None:
+            runs["vulkan"] = qopt.compile(ep, target="vulkan")(x, y)
+        for where, got in runs.items():
+            for k, (g, w) in enumerate(zip(got, want, strict=True)):
+                if where == "vulkan" and dtype == torch.int64:
+                    fits = (w >= -(2**31)) & (w < 2**31) & (y.numpy() < 32)
+                    g, w = np.asarray(g)[fits], w[fits]
+                assert_edges(f"{where} {dtype} output {k}", g, w, 0.0)
+        with pytest.raises(
+            qopt.QoptError, match=r"no CoreML lowering for .aten.bitwise_left_shift.*Vulkan"
+        ):
+            qopt.compile(ep, target="coreml")

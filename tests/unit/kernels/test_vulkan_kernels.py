@@ -362,6 +362,8 @@ BINARY_TORCH = {
     "bitwise_and": torch.bitwise_and,
     "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor,
+    "bitwise_left_shift": torch.bitwise_left_shift,
+    "bitwise_right_shift": torch.bitwise_right_shift,
 }
 
 

@@ -494,7 +494,16 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
     binary("pow"),
     *(
         binary(n, "i32")
-        for n in ("mul", "maximum", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor")
+        for n in (
+            "mul",
+            "maximum",
+            "remainder",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_xor",
+            "bitwise_left_shift",
+            "bitwise_right_shift",
+        )
     ),
     *(binary(n, "f32", "i1") for n in ("eq", "ne", "lt", "le", "gt", "ge")),
     *(binary(n, "i1") for n in ("logical_and", "logical_or", "logical_xor")),

@@ -319,6 +319,10 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
     else if (op == BINARY_BITWISE_OR) r = x | y;
     else if (op == BINARY_BITWISE_XOR) r = x ^ y;
     else if (op == BINARY_FMOD) r = (y == 0 || y == -1) ? 0 : x - (x / y) * y;  // truncating /
+    // torch's shifts: 0 for a left shift by < 0 or >= 32; a right shift by < 0 or >= 31
+    // fills with the sign bit
+    else if (op == BINARY_BITWISE_LEFT_SHIFT) r = (y < 0 || y >= 32) ? 0 : int(uint(x) << uint(y));
+    else if (op == BINARY_BITWISE_RIGHT_SHIFT) r = x >> ((y < 0 || y >= 31) ? 31 : y);
     return uint(r);
   }
   precise float x = uintBitsToFloat(aw), y = uintBitsToFloat(bw);
