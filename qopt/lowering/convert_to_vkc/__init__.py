@@ -68,7 +68,7 @@ from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
-from qopt.dialects.tensors import dtype_of
+from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.interpreters import dialects_of, make_interpreter
 from qopt.interpreters.builtin import constant_array
@@ -196,15 +196,12 @@ def lower_function(
             ):
                 lowering.values[result] = value
             continue
-        empty = [r.type for r in op.results if _is_empty(r)]
-        if empty:
-            if not any(r.uses for r in op.results):
-                continue  # an empty value nothing reads (cat drops its empty inputs)
-            raise unsupported(
-                op,
-                f"a zero-size result {empty[0]} is not supported (Vulkan buffers are never empty)",
-                "rewrite the model without the empty tensor",
-            )
+        if op.results and all(_is_empty(r) for r in op.results) and not isinstance(op, STATE_OPS):
+            # a zero-size result holds no data: a compile-time constant whatever the
+            # inputs (its readers fold or take it as a constant; cat drops it)
+            for result in op.results:
+                lowering.values[result] = np.zeros(shape_of(result), dtype_of(result))
+            continue
         fn = rules.get(type(op))
         if fn is None and fallback:
             segment.add(op)

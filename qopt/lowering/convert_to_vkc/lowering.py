@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -267,6 +268,18 @@ class Lowering:
         if isinstance(found, Buf):
             return found
         array = np.asarray(found)
+        if (
+            array.size == 0
+            and self.current is not None
+            and not isinstance(self.current, func.ReturnOp)
+        ):
+            raise unsupported(
+                self.current,
+                f"an operand of zero-size shape {list(array.shape)} read by a kernel (Vulkan "
+                "buffers are never empty; zero-size values fold only into ops whose every "
+                "operand is known at compile time)",
+                "rewrite the model without the empty tensor",
+            )
         buf = self.constant(array, abi_dtype(value))
         self.values[value] = buf
         return buf

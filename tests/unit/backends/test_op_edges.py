@@ -307,3 +307,38 @@ def test_bit_shifts(tmp_path: Path) -> None:
             qopt.QoptError, match=r"no CoreML lowering for .aten.bitwise_left_shift.*Vulkan"
         ):
             qopt.compile(ep, target="coreml")
+
+
+# ----- zero-size values --------------------------------------------------------------------
+
+
+class ZeroSize(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            x[:, :0] * 2,  # an empty output
+            x[:, :0].sum(1) + x[:, 0],  # a reduction over an empty dim, then a kernel
+            torch.cat([x[:, :0], x], 1) * 2,
+            x.index_select(1, i[:0]).sum(1) + 1,  # empty indices
+            (x[:0] + 1).mean(0),  # the mean of nothing: NaN
+        )
+
+
+def test_zero_size_intermediates(tmp_path: Path) -> None:
+    """A zero-size value inside the program holds no data: every target computes with
+    it (Vulkan refused it: `a zero-size result is not supported`); its readers fold
+    (sum 0, mean NaN) or drop it (cat). A zero-size program input stays a clean
+    QoptError that names it and says what to do."""
+    x, i = torch.randn(2, 3, generator=torch.Generator().manual_seed(3)), torch.tensor([0, 2])
+    want = [t.numpy() for t in ZeroSize()(x, i)]
+    for where, got in run_targets(ZeroSize(), (x, i), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 1e-6)
+
+    class EmptyInput(torch.nn.Module):
+        def forward(self, e: torch.Tensor) -> torch.Tensor:
+            return torch.relu(e)
+
+    ep = torch.export.export(EmptyInput(), (torch.zeros(0, 3),))
+    for target in ("coreml", "vulkan"):
+        with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size"):
+            qopt.compile(ep, target=target)
