@@ -111,8 +111,9 @@ def _div(x: np.ndarray, y: np.ndarray, op: ew.DivOp) -> np.ndarray:
             return np.floor_divide(x, y)
         q = np.abs(x) // np.abs(y)
         return np.where((x < 0) != (y < 0), -q, q)
-    q = x / y
-    return np.floor(q) if mode == "floor" else np.trunc(q)
+    if mode == "floor":  # numpy's float floor_divide is torch's: (x - fmod) / y, adjusted
+        return np.floor_divide(x.astype(out_dtype), y.astype(out_dtype))
+    return np.trunc(x / y)
 
 
 def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:

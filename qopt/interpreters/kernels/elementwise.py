@@ -212,7 +212,7 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
             "minimum": lambda: np.minimum(x, y),
             "remainder": lambda: remainder_f32(x, y),
             "fmod": lambda: np.fmod(x, y),
-            "floor_divide": lambda: np.floor(x / y),
+            "floor_divide": lambda: np.floor_divide(x, y),  # the shader's floordiv_f
         }
         return np.asarray(fns[name](), dtype=F32)
 

@@ -260,8 +260,8 @@ def _not_isnan(lw: Lowering, op: ew.UnaryOp) -> Sequence[SSAValue]:
 @RULES(ew.DivOp)
 def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
     """True division is MIL `real_div`. Rounding division (`//`, `div(...,
-    rounding_mode=...)`): on floats `floor(x / y)`, or its truncation `select(q < 0,
-    ceil(q), floor(q))` (the interpreter's and Vulkan's rule); on int32 MIL
+    rounding_mode=...)`): on floats torch's floor division (`_floor_divide`), or the
+    truncation of `q = x / y`, `select(q < 0, ceil(q), floor(q))`; on int32 MIL
     `floor_div`, and for "trunc" `q + 1` where the remainder `x - q * y` is nonzero
     and the signs of x and y differ (all exact integer steps)."""
     out = mil_tensor(op.result.type)
@@ -290,12 +290,52 @@ def _div(lw: Lowering, op: ew.DivOp) -> Sequence[SSAValue]:
         up = lw.build(coreml.AddOp, [floor, lw.scalar(1, floor)], out)
         return [lw.build(coreml.SelectOp, [fix, up, floor], out)]
     quotient = lw.build(coreml.RealDivOp, [x, y], out)
-    floor = lw.build(coreml.FloorOp, [quotient], out)
     if not trunc:
-        return [floor]
+        return [_floor_divide(lw, x, y, quotient, out)]
+    floor = lw.build(coreml.FloorOp, [quotient], out)
     negative = lw.build(coreml.LessOp, [quotient, lw.scalar(0, quotient)], flags)
     ceil = lw.build(coreml.CeilOp, [quotient], out)
     return [lw.build(coreml.SelectOp, [negative, ceil, floor], out)]
+
+
+def _floor_divide(
+    lw: Lowering, x: SSAValue, y: SSAValue, quotient: SSAValue, out: TensorType
+) -> SSAValue:
+    """torch's float floor division, not `floor(x / y)` (whose rounding gives 1 // 0.1 =
+    10, torch 9, and 3 // -inf = -0, torch -1): with m = fmod(x, y) (`_fmod_of`), d = (x
+    - m) / y, less 1 where m is nonzero with y's other sign; floor(d), plus 1 where d is
+    above it by more than 1/2; where d is 0 a zero with x / y's sign; x / y where y is
+    0. NaN where x is infinite (fmod), as torch."""
+    flags = TensorType(i1, out.get_shape())
+    zero = lw.scalar(0.0, quotient)
+    m = _fmod_of(lw, x, y, out)
+    d = lw.build(coreml.RealDivOp, [lw.build(coreml.SubOp, [x, m], out), y], out)
+    m_negative = lw.build(coreml.LessOp, [m, zero], flags)
+    y_negative = lw.build(coreml.LessOp, [y, zero], _bool_like(y))
+    fix = lw.build(
+        coreml.LogicalAndOp,
+        [
+            lw.build(coreml.NotEqualOp, [m, zero], flags),
+            lw.build(coreml.LogicalXorOp, [m_negative, y_negative], flags),
+        ],
+        flags,
+    )
+    d = lw.build(
+        coreml.SelectOp, [fix, lw.build(coreml.SubOp, [d, lw.scalar(1.0, d)], out), d], out
+    )
+    f = lw.build(coreml.FloorOp, [d], out)
+    above = lw.build(
+        coreml.GreaterOp, [lw.build(coreml.SubOp, [d, f], out), lw.scalar(0.5, f)], flags
+    )
+    f = lw.build(
+        coreml.SelectOp, [above, lw.build(coreml.AddOp, [f, lw.scalar(1.0, f)], out), f], out
+    )
+    d_zero = lw.build(coreml.EqualOp, [d, zero], flags)
+    unsigned = lw.build(coreml.SelectOp, [d_zero, lw.build(coreml.AbsOp, [f], out), f], out)
+    negative_zero = lw.build(coreml.LogicalAndOp, [d_zero, _negative(lw, quotient)], flags)
+    r = lw.build(coreml.SelectOp, [negative_zero, lw.scalar(-0.0, f), unsigned], out)
+    by_zero = lw.build(coreml.EqualOp, [y, zero], _bool_like(y))
+    return lw.build(coreml.SelectOp, [by_zero, quotient, r], out)
 
 
 @RULES(ew.NegOp)
@@ -660,6 +700,12 @@ def _fmod(lw: Lowering, op: ew.FmodOp) -> Sequence[SSAValue]:
             "lowering (MIL mod takes fp16, fp32 or int32): cast the operands first"
         )
     x, y = (lw.as_elem(v, elem) for v in op.operands)
+    return [_fmod_of(lw, x, y, out)]
+
+
+def _fmod_of(lw: Lowering, x: SSAValue, y: SSAValue, out: TensorType) -> SSAValue:
+    """`mod(|x|, |y|)` with x's sign (`_fmod`), in `out`'s type (x and y in it)."""
+    elem = out.get_element_type()
     magnitude = lw.build(
         coreml.ModOp,
         [
@@ -668,12 +714,12 @@ def _fmod(lw: Lowering, op: ew.FmodOp) -> Sequence[SSAValue]:
         ],
         out,
     )
-    if name == "int32":
+    if coreml.mil_dtype_name(elem) == "int32":
         negative = lw.build(coreml.LessOp, [x, lw.scalar(0, x)], _bool_like(x))
     else:
         negative = _negative(lw, x)
     negated = lw.build(coreml.MulOp, [magnitude, lw.scalar(-1, magnitude)], out)
-    return [lw.build(coreml.SelectOp, [negative, negated, magnitude], out)]
+    return lw.build(coreml.SelectOp, [negative, negated, magnitude], out)
 
 
 @RULES(ew.MaskedFillOp)

@@ -341,10 +341,20 @@ func.func @softshrink(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Rounding division: floor of the float quotient; int32 floor is MIL floor_div.
+// Rounding division: torch's float floor division from fmod (mod(|x|, |y|) with x's
+// sign): d = (x - m) / y, less 1 where m and y differ in sign, floor(d) plus 1 above a
+// half, a zero with x / y's sign, x / y where y is 0; int32 floor is MIL floor_div.
 // CHECK-LABEL: func.func @floor_division(
 // CHECK-NEXT:    %[[Q:.*]] = coreml.real_div %x, %y
-// CHECK-NEXT:    %[[F:.*]] = coreml.floor %[[Q]]
+// CHECK:         %[[M:.*]] = coreml.mod
+// CHECK:         %[[FM:.*]] = coreml.select %{{.*}}, %{{.*}}, %[[M]]
+// CHECK-NEXT:    %[[XM:.*]] = coreml.sub %x, %[[FM]]
+// CHECK-NEXT:    %[[D:.*]] = coreml.real_div %[[XM]], %y
+// CHECK:         %[[D1:.*]] = coreml.select %{{.*}}, %{{.*}}, %[[D]]
+// CHECK-NEXT:    %[[FL:.*]] = coreml.floor %[[D1]]
+// CHECK:         %[[ZF:.*]] = coreml.select
+// CHECK:         %[[BYZ:.*]] = coreml.equal %y,
+// CHECK-NEXT:    %[[F:.*]] = coreml.select %[[BYZ]], %[[Q]], %{{.*}}
 // CHECK-NEXT:    %[[I:.*]] = coreml.floor_div %a, %b : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
 // CHECK-NEXT:    func.return %[[F]], %[[I]]
 func.func @floor_division(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>, %a: tensor<2x3xi32>, %b: tensor<2x3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {

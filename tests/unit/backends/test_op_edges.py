@@ -342,3 +342,21 @@ def test_zero_size_intermediates(tmp_path: Path) -> None:
     for target in ("coreml", "vulkan"):
         with pytest.raises(qopt.QoptError, match=r"input 0 of @forward has the zero-size"):
             qopt.compile(ep, target=target)
+
+
+class FloorDivide(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.floor_divide(x, y), torch.div(x, y, rounding_mode="floor"), x // 0.1
+
+
+def test_floor_division_is_torchs(tmp_path: Path) -> None:
+    """Float floor division as torch (and Python) compute it, from the exact fmod: 1 //
+    0.1 is 9 (floor(1 / 0.1) gave 10 on every target), 3 // -inf is -1 (gave -0), inf
+    // 3 is NaN (gave -inf), x // 0 is x / 0, zeros carry x / y's sign; bit-exact."""
+    xs = [1.0, 3.0, -3.0, INF, -INF, 5.0, -5.0, 0.0, -0.0, 7.5, 1e30, -1.0, 0.7, NAN, 2.0]
+    ys = [0.1, -INF, INF, -3.0, 3.0, 0.0, 0.0, 2.0, 2.0, 2.5, 3e-8, 0.1, -0.1, 1.0, NAN]
+    x, y = torch.tensor(xs), torch.tensor(ys)
+    want = [t.numpy() for t in FloorDivide()(x, y)]
+    for where, got in run_targets(FloorDivide(), (x, y), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)

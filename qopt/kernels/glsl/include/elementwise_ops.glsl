@@ -193,6 +193,21 @@ float fmod_f(float x, float y) {
   return (floatBitsToUint(x) & 0x80000000u) != 0u ? -r : r;
 }
 
+// torch's (and Python's) float floor division: x / y where y is 0; else with the exact
+// m = fmod(x, y), d = (x - m) / y, less 1 where m is nonzero with y's other sign, then
+// floor(d), plus 1 where d is above it by more than 1/2; a zero with x / y's sign. Not
+// floor(x / y), whose rounding gives 1 // 0.1 = 10 (torch: 9) and 3 // -inf = -0 (-1).
+float floordiv_f(float x, float y) {
+  if (y == 0.0) return x / y;
+  precise float m = fmod_f(x, y);
+  precise float d = (x - m) / y;
+  if (m != 0.0 && ((y < 0.0) != (m < 0.0))) d = d - 1.0;
+  if (d == 0.0) return uintBitsToFloat((floatBitsToUint(x) ^ floatBitsToUint(y)) & 0x80000000u);
+  precise float f = floor(d);
+  if (d - f > 0.5) f = f + 1.0;
+  return f;
+}
+
 // torch's integer pow (ATen powi): squaring in int (wrapping); b < 0 gives 1 for
 // a == 1, +-1 for a == -1, else 0
 int powi(int a, int b) {
@@ -353,6 +368,6 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
     if (r != 0.0 && ((r < 0.0) != (y < 0.0))) r = r + y;
   }
   else if (op == BINARY_FMOD) r = fmod_f(x, y);
-  else if (op == BINARY_FLOOR_DIVIDE) r = floor(x / y);
+  else if (op == BINARY_FLOOR_DIVIDE) r = floordiv_f(x, y);
   return floatBitsToUint(r);
 }
