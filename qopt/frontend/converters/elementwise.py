@@ -877,3 +877,23 @@ def convert_atanh(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     )
     r = chain.binary(ew.MulOp, chain.unary(ew.Log1pOp, ratio), chain.const(0.5))
     return _with_sign_of(chain, r, x)
+
+
+@CONVERTERS("aten.fmax.default", "aten.fmin.default")
+def convert_fmax_fmin(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`fmax` / `fmin`: maximum / minimum ignoring NaN (the other operand where one is
+    NaN, NaN where both are), as selects around the NaN-propagating maximum / minimum;
+    on integers and bools the plain maximum / minimum, in the promoted result type."""
+    op_type = ew.MaximumOp if "fmax" in str(node.target) else ew.MinimumOp
+    chain = _Chain(imp, node)
+
+    def promoted(value: Any) -> SSAValue:
+        v = imp.value(value)
+        return v if elem_of(v) == chain.elem else chain.unary(ew.CastOp, v)
+
+    x, y = promoted(args["self"]), promoted(args["other"])
+    if not isinstance(chain.elem, AnyFloat):
+        return _binary_op(chain, op_type, x, y)
+    r = chain.binary(op_type, x, y)
+    r = chain.emit(chain.select(_flag(chain, ew.IsNanOp, y), x, r))
+    return chain.select(_flag(chain, ew.IsNanOp, x), y, r)

@@ -360,3 +360,22 @@ def test_floor_division_is_torchs(tmp_path: Path) -> None:
     for where, got in run_targets(FloorDivide(), (x, y), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class FmaxFmin(torch.nn.Module):
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, i: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return torch.fmax(x, y), torch.fmin(x, y), torch.fmax(i, x), torch.fmin(i, i.flip(0))
+
+
+def test_fmax_fmin_ignore_nan(tmp_path: Path) -> None:
+    """fmax / fmin take the other operand where one is NaN (maximum / minimum give NaN),
+    NaN where both are; integers are the plain maximum / minimum, mixed types promote."""
+    x = torch.tensor([1.0, NAN, NAN, -2.0, INF, -INF, 3.0, 0.5])
+    y = torch.tensor([NAN, 2.0, NAN, -3.0, 1.0, 1.0, 3.0, -0.5])
+    i = torch.tensor([4, -1, 0, 7, 2, -9, 3, 1])
+    want = [t.numpy() for t in FmaxFmin()(x, y, i)]
+    for where, got in run_targets(FmaxFmin(), (x, y, i), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)

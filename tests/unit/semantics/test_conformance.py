@@ -1,7 +1,7 @@
 """A fixed sample of the OpInfo conformance suite (qopt/conformance.py), on every target.
 
 `benchmarks/conformance.py` runs the whole of torch's OpInfo database and writes
-docs/conformance.md; this runs 43 of its cases (tiny sample inputs across the op
+docs/conformance.md; this runs 44 of its cases (tiny sample inputs across the op
 families: elementwise, comparisons, reductions, views and scatters, nn layers) through
 torch.export, the interpreter, CoreML (the package read back) and Vulkan, and asserts
 what the table must show: no wrong result, no crash, no timeout. Every case chosen
@@ -64,6 +64,7 @@ SAMPLE: list[tuple[str, str, int]] = [
     ("hypot", "float32", 0),
     ("logaddexp2", "float32", 0),
     ("atanh", "int64", 0),
+    ("fmax", "float32", 0),
 ]
 
 
