@@ -97,6 +97,7 @@ BINARY_OPS = {
     "fmod": 20,
     "bitwise_left_shift": 21,
     "bitwise_right_shift": 22,
+    "trunc_divide": 23,
 }
 BINARY_BOOL_NAMES = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
 """The binary ops that write i32 0/1 (a contiguous code range: eq .. logical_or)."""

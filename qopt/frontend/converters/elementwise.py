@@ -58,7 +58,7 @@ for _op, _names in [
     (ew.ErfOp, ["erf"]),
     (ew.FloorOp, ["floor"]),
     (ew.TruncOp, ["trunc", "fix"]),
-    (ew.SignOp, ["sign"]),
+    (ew.SignOp, ["sign", "sgn"]),  # sgn: sign of a real tensor
     (ew.IsInfOp, ["isinf"]),
     (ew.IsFiniteOp, ["isfinite"]),
     (ew.SignbitOp, ["signbit"]),

@@ -174,6 +174,9 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
                 "bitwise_and": lambda: x & y,
                 "bitwise_or": lambda: x | y,
                 "bitwise_xor": lambda: x ^ y,
+                "trunc_divide": lambda: np.where(
+                    (x < 0) != (y < 0), -(np.abs(x) // np.abs(y)), np.abs(x) // np.abs(y)
+                ),  # 0 for y == 0, as numpy's and the shader's
                 "bitwise_left_shift": lambda: shift(x.astype(np.int32), y, left=True),
                 "bitwise_right_shift": lambda: shift(x.astype(np.int32), y, left=False),
             }[name]()
@@ -213,6 +216,7 @@ def binary_words(name: str, is_i32: bool, a: np.ndarray, b: np.ndarray, alpha: f
             "remainder": lambda: remainder_f32(x, y),
             "fmod": lambda: np.fmod(x, y),
             "floor_divide": lambda: np.floor_divide(x, y),  # the shader's floordiv_f
+            "trunc_divide": lambda: np.trunc(x / y),
         }
         return np.asarray(fns[name](), dtype=F32)
 

@@ -285,10 +285,7 @@ def lower_add_sub(lw: Lowering, op: el.AddOp | el.SubOp) -> Sequence[Buf]:
 def lower_div(lw: Lowering, op: el.DivOp) -> Sequence[Buf]:
     name = "div"
     if op.rounding_mode is not None:
-        mode = op.rounding_mode.data
-        if mode != "floor":
-            raise unsupported(op, f"div rounding_mode '{mode}'", "use floor or true division")
-        name = "floor_divide"
+        name = "floor_divide" if op.rounding_mode.data == "floor" else "trunc_divide"
     return _binary_op(lw, op, name)
 
 

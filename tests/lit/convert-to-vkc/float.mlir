@@ -158,3 +158,15 @@ func.func @shifts(%i: tensor<2x3xi32>, %j: tensor<3xi32>) -> (tensor<2x3xi32>, t
   %b = aten.bitwise_right_shift %i, %j : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
   func.return %a, %b : tensor<2x3xi32>, tensor<2x3xi32>
 }
+
+// -----
+
+// Truncating division is a binary kernel op (OP 23: trunc(x / y), i32 truncating).
+// CHECK-DAG:   vkc.kernel @binary_0 {kernel = "binary", {{.*}}spec = {OP = 23 : i64, DTYPE = 0 : i64, WG = 64 : i64}
+// CHECK-DAG:   vkc.kernel @binary_1 {kernel = "binary", {{.*}}spec = {OP = 23 : i64, DTYPE = 1 : i64, WG = 64 : i64}
+// CHECK-LABEL: func.func @trunc_division(
+func.func @trunc_division(%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>, %j: tensor<3xi32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
+  %a = aten.div %x, %y {rounding_mode = "trunc"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %b = aten.div %i, %j {rounding_mode = "trunc"} : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  func.return %a, %b : tensor<2x3xf32>, tensor<2x3xi32>
+}

@@ -379,3 +379,28 @@ def test_fmax_fmin_ignore_nan(tmp_path: Path) -> None:
     for where, got in run_targets(FmaxFmin(), (x, y, i), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class TruncDivide(torch.nn.Module):
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, i: torch.Tensor, j: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.div(x, y, rounding_mode="trunc"),
+            torch.div(i, j, rounding_mode="trunc"),
+            torch.sgn(x),
+        )
+
+
+def test_trunc_division_and_sgn(tmp_path: Path) -> None:
+    """div(rounding_mode='trunc') on every target (Vulkan refused it): trunc(x / y) on
+    floats (-0.0 for a negative quotient above -1), truncating integer division; sgn of
+    a real tensor is sign."""
+    x = torch.tensor([7.0, -7.0, 0.5, -0.5, INF, 1.0, NAN, -0.0, 1e30])
+    y = torch.tensor([2.0, 2.0, -3.0, 3.0, 2.0, 0.0, 1.0, 5.0, 3e-9])
+    i = torch.tensor([7, -7, 7, -7, 0, -2147483647, 100003])
+    j = torch.tensor([2, 2, -2, -2, 5, 3, -7])
+    want = [t.numpy() for t in TruncDivide()(x, y, i, j)]
+    for where, got in run_targets(TruncDivide(), (x, y, i, j), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)

@@ -498,8 +498,8 @@ class TruncDivision(torch.nn.Module):
 
 @pytest.mark.parametrize("model", [FloorDivision(), TruncDivision()], ids=["floor", "trunc"])
 def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
-    """Exact (integers bit for bit, floats the same floor / ceil of the same quotient);
-    Vulkan has no "trunc" mode (a clean error there)."""
+    """Exact (integers bit for bit, floats as torch: floor division from the exact fmod,
+    truncation of the quotient) on every target."""
     g = torch.Generator().manual_seed(8)
     x, y = torch.randn(3, 5, generator=g) * 4, torch.randn(3, 5, generator=g)
     a = torch.randint(-20, 20, (3, 5), generator=g)
@@ -508,7 +508,7 @@ def test_rounding_division(model: torch.nn.Module, tmp_path: Path) -> None:
     )
     a[0, :4] = torch.tensor([6, -6, 0, -7])  # exact multiples and zero
     b[0, :4] = torch.tensor([3, 3, -2, 7])
-    check(model, (x, y, a, b), tmp_path, 0.0, vulkan=isinstance(model, FloorDivision))
+    check(model, (x, y, a, b), tmp_path, 0.0)
 
 
 # ----- layer norm with run-time parameters, native forms (benchmarks/conformance.py) --------

@@ -359,6 +359,7 @@ BINARY_TORCH = {
     "remainder": torch.remainder,
     "fmod": torch.fmod,
     "floor_divide": torch.floor_divide,
+    "trunc_divide": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "bitwise_and": torch.bitwise_and,
     "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor,

@@ -491,6 +491,15 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
     binary("add", attrs="{alpha = 2.000000e+00 : f64} "),
     binary("sub", "i32", attrs="{alpha = 3.000000e+00 : f64} "),
     binary("div", attrs='{rounding_mode = "floor"} '),
+    one(
+        "div_trunc_f32_i32",
+        "%x: tensor<2x3xf32>, %y: tensor<3xf32>, %i: tensor<2x3xi32>, %j: tensor<3xi32>",
+        "tensor<2x3xf32>, tensor<2x3xi32>",
+        """%a = aten.div %x, %y {rounding_mode = "trunc"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+%b = aten.div %i, %j {rounding_mode = "trunc"} : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+%a, %b""",
+        low=1,
+    ),
     binary("pow"),
     *(
         binary(n, "i32")

@@ -338,6 +338,7 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
     // fills with the sign bit
     else if (op == BINARY_BITWISE_LEFT_SHIFT) r = (y < 0 || y >= 32) ? 0 : int(uint(x) << uint(y));
     else if (op == BINARY_BITWISE_RIGHT_SHIFT) r = x >> ((y < 0 || y >= 31) ? 31 : y);
+    else if (op == BINARY_TRUNC_DIVIDE) r = y == 0 ? 0 : (y == -1 ? -x : x / y);  // truncating
     return uint(r);
   }
   precise float x = uintBitsToFloat(aw), y = uintBitsToFloat(bw);
@@ -369,5 +370,6 @@ uint binary_op(int op, int dt, uint aw, uint bw, float alpha) {
   }
   else if (op == BINARY_FMOD) r = fmod_f(x, y);
   else if (op == BINARY_FLOOR_DIVIDE) r = floordiv_f(x, y);
+  else if (op == BINARY_TRUNC_DIVIDE) r = trunc(x / y);
   return floatBitsToUint(r);
 }
