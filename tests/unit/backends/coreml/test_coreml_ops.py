@@ -524,7 +524,7 @@ def _ops_model(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
 OPS_EXPECTED = {
     "hard_activations": {"coreml.sigmoid_hard", "coreml.mul", "coreml.leaky_relu"},
     "rounding": {"coreml.floor", "coreml.ceil", "coreml.abs", "coreml.select"},
-    "logs": {"coreml.log", "coreml.inverse", "coreml.reduce_max", "coreml.reduce_sum"},
+    "logs": {"coreml.log", "coreml.real_div", "coreml.reduce_max", "coreml.reduce_sum"},
     "remainder": {"coreml.mod", "coreml.select", "coreml.logical_xor"},
     "masked_fill": {"coreml.select"},
     "extremes": {"coreml.reduce_min", "coreml.reduce_max", "coreml.tile", "coreml.select"},
