@@ -32,7 +32,8 @@ def _sign(x: np.ndarray) -> np.ndarray:
 UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
     ew.NegOp: lambda x, op: -x,
     ew.AbsOp: lambda x, op: np.abs(x),
-    ew.ReluOp: lambda x, op: np.maximum(x, np.zeros((), x.dtype)),
+    # x < 0 ? 0 : x, torch's: -0.0 and NaN pass (numpy's maximum gives +0.0 for -0.0)
+    ew.ReluOp: lambda x, op: np.where(x < 0, np.zeros((), x.dtype), x),
     ew.SiluOp: lambda x, op: act.silu(x),
     ew.SigmoidOp: lambda x, op: act.sigmoid(x),
     ew.TanhOp: lambda x, op: np.tanh(x),
@@ -78,11 +79,15 @@ UNARY: dict[type[Operation], Callable[[np.ndarray, Any], np.ndarray]] = {
 
 
 def _clamp(x: np.ndarray, op: ew.ClampOp) -> np.ndarray:
+    """`min(max(x, lo), hi)` by comparisons, as torch: NaN and -0.0 pass a bound of 0 (numpy's
+    maximum gives +0.0), hi where lo > hi."""
     out = x
     if op.min is not None:
-        out = np.maximum(out, np.asarray(op.min.value.data).astype(x.dtype))
+        lo = np.asarray(op.min.value.data).astype(x.dtype)
+        out = np.where(out < lo, lo, out)
     if op.max is not None:
-        out = np.minimum(out, np.asarray(op.max.value.data).astype(x.dtype))
+        hi = np.asarray(op.max.value.data).astype(x.dtype)
+        out = np.where(out > hi, hi, out)
     return out
 
 

@@ -84,7 +84,7 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
         one = F32(1)
         fns: dict[str, Callable[[], np.ndarray]] = {
             "identity": lambda: x,
-            "relu": lambda: np.maximum(x, F32(0)),
+            "relu": lambda: np.where(x < 0, F32(0), x),
             "silu": lambda: act.silu(x),
             "sigmoid": lambda: act.sigmoid(x),
             "tanh": lambda: tanh_f32(x),
@@ -104,7 +104,7 @@ def unary_words(name: str, is_i32: bool, words: np.ndarray, pa: float, pb: float
             "floor": lambda: np.floor(x),
             "ceil": lambda: np.ceil(x),
             "round": lambda: np.round(x),
-            "clamp": lambda: np.minimum(np.maximum(x, a), b),
+            "clamp": lambda: clamp_f32(x, a, b),
             "leaky_relu": lambda: act.leaky_relu(x, float(a)),
             "hardswish": lambda: act.hardswish(x),
             "hardsigmoid": lambda: act.hardsigmoid(x),
@@ -136,6 +136,13 @@ def _binary_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
     is_i32 = spec_int(spec, "DTYPE", DTYPES["f32"]) == DTYPES["i32"]
     a, b = as_words(buffers["a"])[ia], as_words(buffers["b"])[ib]
     store(buffers, "out", binary_words(name, is_i32, a, b, push.get("alpha", 1.0)))
+
+
+def clamp_f32(x: np.ndarray, lo: np.float32, hi: np.float32) -> np.ndarray:
+    """The shader's float clamp: `x < lo ? lo : x`, then `> hi ? hi`, by comparisons (NaN
+    and -0.0 pass a bound of 0, hi where lo > hi)."""
+    r = np.where(x < lo, lo, x)
+    return np.where(r > hi, hi, r).astype(F32)
 
 
 def remainder_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:

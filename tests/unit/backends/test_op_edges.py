@@ -404,3 +404,23 @@ def test_trunc_division_and_sgn(tmp_path: Path) -> None:
     for where, got in run_targets(TruncDivide(), (x, y, i, j), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class Clamps(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.relu(x), F.relu6(x), F.hardtanh(x), torch.clamp(x, min=0.0), x.clamp(2.0, 1.0)
+
+
+def test_relu_and_clamp_keep_negative_zero(tmp_path: Path) -> None:
+    """relu / relu6 / hardtanh / clamp as torch's comparisons: -0.0 stays -0.0 (numpy's
+    maximum and the device's max gave +0.0), NaN passes, max where min > max; on the
+    interpreter and Vulkan (CoreML: MIL relu / clip, whose zero sign is the backend's)."""
+    x = torch.tensor([-0.0, 0.0, -1.0, 0.5, 7.0, NAN, -INF, INF, 1.5, -0.0])
+    want = [t.numpy() for t in Clamps()(x)]
+    runs = run_targets(Clamps(), (x,), tmp_path)
+    for where, got in runs.items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            if where == "coreml":  # values only
+                np.testing.assert_array_equal(np.asarray(g), w)
+            else:
+                assert_edges(f"{where} output {k}", g, w, 0.0)

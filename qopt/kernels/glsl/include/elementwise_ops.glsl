@@ -244,7 +244,7 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   precise float v = uintBitsToFloat(xw);
   precise float r = v;
   if (op == UNARY_IDENTITY) r = v;
-  else if (op == UNARY_RELU) r = isnan(v) ? v : max(v, 0.0);  // NaN stays NaN, as torch
+  else if (op == UNARY_RELU) r = v < 0.0 ? 0.0 : v;  // NaN and -0.0 stay, as torch
   else if (op == UNARY_SILU) r = v / (1.0 + exp(-v));
   else if (op == UNARY_SIGMOID) r = 1.0 / (1.0 + exp(-v));
   else if (op == UNARY_TANH) r = tanh_f(v);
@@ -266,7 +266,11 @@ uint unary_op(int op, int dt, uint xw, float pa, float pb) {
   else if (op == UNARY_FLOOR) r = floor(v);
   else if (op == UNARY_CEIL) r = ceil(v);
   else if (op == UNARY_ROUND) r = roundEven(v);
-  else if (op == UNARY_CLAMP) r = isnan(v) ? v : min(max(v, pa), pb);
+  else if (op == UNARY_CLAMP) {
+    // by comparisons, as torch: NaN and -0.0 (against a bound 0) pass, pb where pa > pb
+    r = v < pa ? pa : v;
+    r = r > pb ? pb : r;
+  }
   else if (op == UNARY_LEAKY_RELU) r = v > 0.0 ? v : v * pa;
   else if (op == UNARY_HARDSWISH) r = v * clamp(v + 3.0, 0.0, 6.0) / 6.0;
   else if (op == UNARY_HARDSIGMOID) r = isnan(v) ? v : clamp(v + 3.0, 0.0, 6.0) / 6.0;
