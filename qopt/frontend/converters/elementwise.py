@@ -228,11 +228,27 @@ def convert_rsub(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
 def convert_div(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     mode = args.get("rounding_mode")
     props: dict[str, Attribute] = {} if mode is None else {"rounding_mode": StringAttr(mode)}
+    if mode is not None:
+        _refuse_integer_division_by_zero(imp, node, args["other"])
     return _binary(imp, ew.DivOp, args["self"], args["other"], props)
+
+
+def _refuse_integer_division_by_zero(imp: Importer, node: Node, divisor: Any) -> None:
+    """An integer floor / trunc division, remainder or fmod by the number 0: torch raises
+    ZeroDivisionError, so the program is refused (a run-time zero gives 0 instead)."""
+    if (
+        not isinstance(divisor, Node)
+        and not isinstance(imp.result_type().get_element_type(), AnyFloat)
+        and divisor == 0
+    ):
+        raise imp.error(
+            f"integer {node.target} by 0 (torch raises ZeroDivisionError): fix the divisor"
+        )
 
 
 @CONVERTERS("aten.floor_divide.default", "aten.floor_divide.Scalar")
 def convert_floor_divide(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    _refuse_integer_division_by_zero(imp, node, args["other"])
     return _binary(
         imp,
         ew.DivOp,
@@ -256,7 +272,6 @@ def _simple_binary(op_type: type[ew.BinaryOp], *targets: str) -> None:
 
 for _op, _name in [
     (ew.MulOp, "mul"),
-    (ew.RemainderOp, "remainder"),
     (ew.EqOp, "eq"),
     (ew.NeOp, "ne"),
     (ew.LtOp, "lt"),
@@ -274,14 +289,15 @@ for _op, _name in [
 def convert_fmod(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """C's fmod; an integer fmod by the number 0 is refused (torch raises
     ZeroDivisionError; a tensor of zeros gives 0 at run time)."""
-    other = args["other"]
-    if (
-        not isinstance(other, Node)
-        and not isinstance(imp.result_type().get_element_type(), AnyFloat)
-        and other == 0
-    ):
-        raise imp.error("integer fmod by 0 (torch raises ZeroDivisionError): fix the divisor")
-    return _binary(imp, ew.FmodOp, args["self"], other)
+    _refuse_integer_division_by_zero(imp, node, args["other"])
+    return _binary(imp, ew.FmodOp, args["self"], args["other"])
+
+
+@CONVERTERS("aten.remainder.Tensor", "aten.remainder.Scalar")
+def convert_remainder(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """torch's remainder; an integer remainder by the number 0 is refused, as fmod's."""
+    _refuse_integer_division_by_zero(imp, node, args["other"])
+    return _binary(imp, ew.RemainderOp, args["self"], args["other"])
 
 
 @CONVERTERS(

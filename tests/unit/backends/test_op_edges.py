@@ -185,17 +185,35 @@ def test_fmod_and_remainder(tmp_path: Path) -> None:
             assert_edges(f"{where} output {k}", g, w, 1e-6 if where == "coreml" else 0.0)
 
 
-def test_integer_fmod_by_zero_is_refused() -> None:
-    """torch raises ZeroDivisionError for an integer fmod by the number 0: a clean
-    QoptError at import."""
+class ByZero(torch.nn.Module):
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
 
-    class ByZero(torch.nn.Module):
-        def forward(self, i: torch.Tensor) -> torch.Tensor:
-            return torch.fmod(i, 0)
+    def forward(self, i: torch.Tensor) -> torch.Tensor:
+        return self.fn(i)
 
-    ep = torch.export.export(ByZero(), (torch.tensor([1, 2]),))
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda i: torch.fmod(i, 0),
+        lambda i: torch.remainder(i, 0),
+        lambda i: i // 0,
+        lambda i: torch.div(i, 0, rounding_mode="trunc"),
+    ],
+    ids=["fmod", "remainder", "floor_divide", "div_trunc"],
+)
+def test_integer_division_by_the_number_zero_is_refused(
+    fn: Callable[[torch.Tensor], torch.Tensor],
+) -> None:
+    """torch raises ZeroDivisionError for an integer fmod / remainder / rounding division
+    by the number 0: a clean QoptError at import (floats divide: inf / NaN)."""
+    ep = torch.export.export(ByZero(fn), (torch.tensor([1, 2]),))
     with pytest.raises(qopt.QoptError, match="ZeroDivisionError"):
         qopt.import_program(ep)
+    ep = torch.export.export(ByZero(fn), (torch.tensor([1.0, 2.0]),))
+    qopt.import_program(ep)
 
 
 # ----- hypot, logaddexp, logaddexp2, asinh, acosh, atanh -----------------------------------
