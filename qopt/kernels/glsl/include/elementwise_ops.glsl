@@ -112,13 +112,29 @@ float log1p_f(float v) {
   return log_near1(u) * (v / (u - 1.0));
 }
 
-// tanh to a few ulp: expm1(2a) / (expm1(2a) + 2) of a = v clamped to [-15, 15] (tanh
-// rounds to +-1 beyond; the device's tanh loses its relative precision near 0); NaN
-// passes, -0.0 keeps its sign.
+// v's sign on r >= 0 (-0.0 and NaN keep theirs).
+float with_sign_of(float r, float v) {
+  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;
+}
+
+// tanh to a few ulp (Cephes' tanhf): a + a^3 P(a^2) for a = |v| < 0.625 (the device's
+// tanh loses its relative precision near 0), else 1 - 2 / (exp(2a) + 1) with a clamped to
+// 15 (tanh rounds to 1 beyond); v's sign, NaN passes.
 float tanh_f(float v) {
   if (isnan(v)) return v;
-  precise float e = expm1_f(2.0 * clamp(v, -15.0, 15.0));
-  return e / (e + 2.0);
+  precise float a = abs(v);
+  precise float r;
+  if (a < 0.625) {
+    precise float z = a * a;
+    precise float p = -5.70498872745e-3 * z + 2.06390887954e-2;
+    p = p * z - 5.37397155531e-2;
+    p = p * z + 1.33314422036e-1;
+    p = p * z - 3.33332819422e-1;
+    r = p * z * a + a;
+  } else {
+    r = 1.0 - 2.0 / (exp(2.0 * min(a, 15.0)) + 1.0);
+  }
+  return with_sign_of(r, v);
 }
 
 // e^a / 2 for a > 20 without overflowing early: (e^(a/2) / 2) e^(a/2) (finite to a = 89.4).
@@ -127,17 +143,24 @@ float half_exp(float a) {
   return (0.5 * h) * h;
 }
 
-// sinh to a few ulp: |v| <= 20: (e + e / (e + 1)) / 2 with e = expm1(|v|) (no cancellation
-// near 0, where the device's sinh loses it), half_exp above; v's sign (-0.0, NaN pass).
+// sinh to a few ulp (Cephes' sinhf): a + a^3 P(a^2) for a = |v| <= 1 (no cancellation
+// near 0, where the device's sinh loses it), (e - 1 / e) / 2 with e = exp(a) up to 20,
+// half_exp above; v's sign (-0.0, NaN pass).
 float sinh_f(float v) {
   precise float a = abs(v);
   precise float r;
-  if (a > 20.0) r = half_exp(a);
-  else {
-    precise float e = expm1_f(a);
-    r = 0.5 * (e + e / (e + 1.0));
+  if (a <= 1.0) {
+    precise float z = a * a;
+    precise float p = 2.03721912945e-4 * z + 8.33028376239e-3;
+    p = p * z + 1.66667160211e-1;
+    r = p * z * a + a;
+  } else if (a > 20.0) {
+    r = half_exp(a);
+  } else {
+    precise float e = exp(a);
+    r = 0.5 * e - 0.5 / e;
   }
-  return (floatBitsToUint(v) & 0x80000000u) != 0u ? -r : r;
+  return with_sign_of(r, v);
 }
 
 // cosh: (e + 1 / e) / 2 with e = exp(|v|), half_exp above 20 (finite to 89.4, where the
