@@ -19,6 +19,7 @@ from qopt.kernels.extents import (
     nonzero,
     one_of,
     spec_int,
+    uniform_block,
 )
 from qopt.kernels.push import STATIC_IO
 from qopt.kernels.spec import (
@@ -487,15 +488,8 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
         ext["bias"] = n
     ext["codes"], ext["codebook"] = lut_rows_extents(push, spec, n, k, "BN", "BK", "GK")
     ext["x"] = m * k
-    for name, flag, vec4s in (("codebook", "CB_UBO", "CBU_VEC4"), ("x", "X_UBO", "XU_VEC4")):
-        if int(spec[flag]) == 1:
-            words = 4 * int(spec[vec4s])
-            if words < ext[name]:
-                raise ValueError(
-                    f"{flag} reads {name} ({ext[name]} words) through a uniform block of "
-                    f"{words} words ({vec4s} too small)"
-                )
-            ext[name] = words
+    uniform_block(ext, spec, "codebook", "CB_UBO", "CBU_VEC4")
+    uniform_block(ext, spec, "x", "X_UBO", "XU_VEC4")
     return ext
 
 
