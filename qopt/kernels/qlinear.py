@@ -97,8 +97,8 @@ def q8ta_tile(m: int) -> dict[str, int]:
 def lut_tile(m: int, palette: bool = True) -> dict[str, int]:
     """NPW / MT of linear_lut for M rows (lavapipe): M = 1 8 weight rows; M > 1
     `balanced_mt` rows of x (each code looked up once for them) and 4 weight rows on the
-    vec4 path (`lut_uniform` or codes wider than 4 bits: NPW 4 x MT 8 1.0-1.1x faster than
-    8 x 8 at the Llama shapes), 8 on the select-tree palette path (`palette`: palettes in
+    vec4 path (`lut_uniform` or codes wider than 4 bits: NPW 4 x MT 8 1.03-1.1x faster
+    than 8 x 8 at the Llama shapes), 8 on the select-tree palette path (`palette`: palettes in
     registers, each x load feeds 8 rows)."""
     if m <= 1:
         return {"NPW": 8, "MT": 1}
@@ -135,8 +135,9 @@ def lut_uniform(entries: int) -> dict[str, int]:
     `LUT_UNIFORM_BYTES` (the codebook constant is then padded to whole vec4s, so the block
     lies inside it). Each code's entry is then one lookup in a table shared by the
     invocations (on lavapipe one vector gather, where a storage load is a per-lane loop
-    and the select tree 15 blends; a GPU's constant cache): at M = 1 on the Llama shapes
-    3.7-3.8x faster than the select tree. Else nothing (the spec defaults)."""
+    and the select tree 15 blends; cached on a GPU): at M = 1 on the Llama shapes with
+    torchao's [-1, 16] blocks 3.7-4.6x faster than the select tree, at M = 16 / 64 2.1-2.3x
+    (benchmarks/vulkan_kernels.py --llama). Else nothing (the spec defaults)."""
     vec4s = -(-entries // 4)
     if not 0 < 16 * vec4s <= LUT_UNIFORM_BYTES:
         return {}
