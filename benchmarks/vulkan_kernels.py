@@ -24,10 +24,14 @@ Targets (lavapipe, M = 1): int4 >= 2x unfused and >= 2.5x torch int4; int8 >= 2x
 unfused and >= 1.2x torch int8.
 
 `--llama` measures the weight-only kernels at the shapes of benchmarks/e2e.py's model
-instead ((N, K) = (2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048); M = 1, 16, 64).
+instead ((N, K) = (2048, 2048), (5632, 2048), (2048, 5632), (32000, 2048); M = 1, 16, 64),
+and linear_lut there under e2e's codebook4 weights (torchao's block [-1, 16]: one 16-entry
+palette per 16 columns, shared by all rows) with the specialization convert-to-vkc picks
+(`lut_tile`, `lut_uniform`, `x_uniform` where the tree has them), against torch float
+`F.linear` and the floor (`--no-lut` skips it, `--only-lut` runs only it).
 
     python benchmarks/vulkan_kernels.py [--quick] [--llama] [--runs 15] [--tune]
-        [--device NAME] [--no-others] [--only-others]
+        [--device NAME] [--no-others] [--only-others] [--no-lut] [--only-lut]
 """
 
 from __future__ import annotations
@@ -401,6 +405,89 @@ OTHER_KINDS = (
 )
 
 
+def lut_spec(m: int, k: int, entries: int, field_bits: int, block_cols: int) -> dict[str, int]:
+    """The linear_lut specialization convert-to-vkc picks for M rows of x and a codebook
+    of `entries` values (the catalogue's own functions where this tree has them)."""
+    import qopt.kernels.qlinear as qlinear
+
+    spec: dict[str, int] = {"FBITS": field_bits}
+    vec4 = getattr(qlinear, "lut_vec4", None)
+    uniform = getattr(qlinear, "lut_uniform", None)
+    uniforms: dict[str, int] = {}
+    if vec4 is not None and uniform is not None and vec4(field_bits, block_cols, k):
+        uniforms = {**uniform(entries), **qlinear.x_uniform(m, k)}
+    palette = "CB_UBO" not in uniforms and qlinear.lut_palette(field_bits, block_cols, k)
+    return known_spec("linear_lut", {**spec, **qlinear.lut_tile(m, palette), **uniforms})
+
+
+def run_lut(
+    dev: VulkanDevice,
+    bw: Bandwidth,
+    shapes: list[tuple[int, int]],
+    ms: tuple[int, ...],
+    runs: int,
+    rng: np.random.Generator,
+) -> None:
+    """linear_lut under codebook4 weights (4-bit codes, one 16-entry palette per 16
+    columns) at `shapes` and M in `ms`: GPU-timestamp and CPU ms, the floor (codes,
+    codebook, x and out bytes at the median copy bandwidth), torch float F.linear."""
+    rows = []
+    for n, k in shapes:
+        codes = rng.integers(0, 16, size=(n, k))
+        book = rng.standard_normal((1, k // 16, 16, 1)).astype(np.float32)
+        p = pack_lut(codes, book, 4)
+        entries = np.concatenate([p.codebook, np.zeros((-p.codebook.size) % 4, np.float32)])
+        w, cb, dummy = dev.upload(p.codes), dev.upload(entries), dev.buffer(16)
+        w_float = book[0, :, :, 0][np.arange(k)[None, :] // 16, codes]
+        wt = torch.from_numpy(w_float)
+        for m in ms:
+            bw.sample()
+            x_np = rng.standard_normal((m, k), dtype=np.float32)
+            x, out = dev.upload(x_np), dev.buffer(4 * m * n)
+            push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "BN": p.block_rows,
+                    "BK": p.block_cols, "GK": p.col_groups, "L": p.lut_size}  # fmt: skip
+            spec = lut_spec(m, k, p.codebook.size, p.field_bits, p.block_cols)
+            d = Dispatch("linear_lut", [x, w, cb, dummy, out], push, spec)
+            wall, cpu = cpu_per_run(dev, [d], runs)
+            y = dev.download(out, np.float32, (m, n))
+            ref = x_np.astype(np.float64) @ w_float.astype(np.float64).T
+            err = np.abs(y - ref).max() / max(np.abs(ref).max(), 1e-30)
+            assert err < 1e-4, f"linear_lut result wrong: rel err {err}"
+            xt = torch.from_numpy(x_np)
+            t_f32 = cpu_median(lambda: F.linear(xt, wt), runs)
+            floor_bytes = p.codes.nbytes + entries.nbytes + x_np.nbytes + 4 * m * n
+            rows.append((n, k, m, wall, cpu, t_f32, floor_bytes, spec))
+            x.free()
+            out.free()
+        for b in (w, cb, dummy):
+            b.free()
+    bwm = bw.median
+    print(
+        f"\nlinear_lut, codebook4 blocks [-1, 16] (floor at the median copy bandwidth of "
+        f"{len(bw.samples)} samples, {bwm / 1e9:.2f} GB/s; cpu = process CPU ms per run)"
+    )
+    header = (
+        f"{'N x K':>11}{'M':>4}{'wall ms':>9}{'cpu ms':>9}{'floor':>8}{'torch f32':>10}"
+        f"  {'wall/flr':>8}{'fus/tf32':>9}{'M/M1':>12}  spec"
+    )
+    print(header)
+    print("-" * len(header))
+    m1: dict[tuple[int, int], tuple[float, float]] = {}
+    for n, k, m, wall, cpu, t_f32, floor_bytes, spec in rows:
+        floor = floor_bytes / bwm
+        ratio = ""
+        if m == 1:
+            m1[(n, k)] = (cpu, wall)
+        elif (n, k) in m1:
+            ratio = f"{cpu / m1[(n, k)][0]:.1f}c/{wall / m1[(n, k)][1]:.1f}w"
+        tile = {a: b for a, b in spec.items() if a in ("NPW", "MT", "WG", "CB_UBO", "X_UBO")}
+        print(
+            f"{f'{n}x{k}':>11}{m:>4}{wall * 1e3:>9.2f}{cpu * 1e3:>9.2f}{floor * 1e3:>8.2f}"
+            f"{t_f32 * 1e3:>10.2f}  {wall / floor:>8.1f}{wall / t_f32:>9.2f}{ratio:>12}  {tile}",
+            flush=True,
+        )
+
+
 def run_others(dev: VulkanDevice, bw: Bandwidth, quick: bool, runs: int) -> None:
     """The other fused kernels at M = 1 and 16: one table, printed at the end with the
     floor from the median of the bandwidth samples."""
@@ -457,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--no-others", action="store_true", help="only linear_q4gsw / q8csw")
     ap.add_argument("--only-others", action="store_true", help="skip linear_q4gsw / q8csw")
+    ap.add_argument("--no-lut", action="store_true", help="--llama: skip linear_lut")
+    ap.add_argument("--only-lut", action="store_true", help="--llama: only linear_lut")
     args = ap.parse_args(argv)
     reason = vulkan_available(args.device)
     if reason:
@@ -473,8 +562,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {dev.name}; torch {torch.__version__}, {torch.get_num_threads()} threads")
     bw = Bandwidth(dev, max(3, runs // 3))
     with dev:
+        if args.llama and args.only_lut:
+            run_lut(dev, bw, shapes, ms, runs, rng)
+            return 0
         if not args.only_others:
             run_weight_only(dev, bw, shapes, rng, runs, args.tune, ms)
+        if args.llama and not args.no_lut:
+            run_lut(dev, bw, shapes, ms, runs, rng)
         if not args.no_others:
             run_others(dev, bw, args.quick, runs)
     return 0

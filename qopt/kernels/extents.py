@@ -188,6 +188,22 @@ def lut_rows_extents(
     return codes, (palette + 1) * lut
 
 
+def uniform_block(ext: Extents, spec: SpecValues, name: str, flag: str, vec4s: str) -> None:
+    """With `flag` 1 binding `name` is also read through a uniform block of `vec4s` vec4s
+    (`UniformView`, bound whole): it must cover the ext[name] words the kernel reads and
+    lie inside the buffer, so ext[name] becomes its 4 * vec4s words (ValueError if fewer
+    than the words read)."""
+    if int(spec[flag]) != 1:
+        return
+    words = 4 * int(spec[vec4s])
+    if words < ext[name]:
+        raise ValueError(
+            f"{flag} reads {name} ({ext[name]} words) through a uniform block of {words} "
+            f"words ({vec4s} too small)"
+        )
+    ext[name] = words
+
+
 def conv_extents(push: PushValues, spec: SpecValues, quantized: bool) -> Extents:
     """conv2d.glsl / conv2d_q8.glsl: output i < N*OC*OH*OW (n, oc, oh, ow), g = oc / (OC /
     groups), channels g*cg + c (c < cg = C / groups; OC need not divide evenly, so g can

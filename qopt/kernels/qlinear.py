@@ -19,6 +19,7 @@ from qopt.kernels.extents import (
     nonzero,
     one_of,
     spec_int,
+    uniform_block,
 )
 from qopt.kernels.push import STATIC_IO
 from qopt.kernels.spec import (
@@ -95,24 +96,52 @@ def q8ta_tile(m: int) -> dict[str, int]:
 
 def lut_tile(m: int, palette: bool = True) -> dict[str, int]:
     """NPW / MT of linear_lut for M rows (lavapipe): M = 1 8 weight rows; M > 1
-    `balanced_mt` rows of x (each code looked up once for them) and 8 weight rows on the
-    palette path (`lut_palette`: palettes in registers, each x load feeds 8 rows), 4 on
-    the gather path (each lookup a gather)."""
+    `balanced_mt` rows of x (each code looked up once for them) and 4 weight rows on the
+    vec4 path (`lut_uniform` or codes wider than 4 bits: NPW 4 x MT 8 1.03-1.1x faster
+    than 8 x 8 at the Llama shapes), 8 on the select-tree palette path (`palette`: palettes in
+    registers, each x load feeds 8 rows)."""
     if m <= 1:
         return {"NPW": 8, "MT": 1}
     return {"NPW": 8 if palette else 4, "MT": balanced_mt(m)}
 
 
 def lut_palette(field_bits: int, block_cols: int, cols: int) -> bool:
-    """Whether linear_lut takes its palette path: fields of at most 4 bits, palette blocks
-    of whole code words (`block_cols` a multiple of 32 / field_bits) tiling the `cols`
-    columns."""
+    """Whether linear_lut takes its select-tree palette path without a uniform codebook
+    (`lut_uniform` empty): fields of at most 4 bits, palette blocks of whole code words
+    (`block_cols` a multiple of 32 / field_bits) tiling the `cols` columns."""
     return (
         field_bits <= 4
         and block_cols > 0
         and block_cols % (32 // field_bits) == 0
         and cols % block_cols == 0
     )
+
+
+def lut_vec4(field_bits: int, block_cols: int, cols: int) -> bool:
+    """Whether linear_lut can take its vec4 path (`tile_v4`, the one that reads the uniform
+    blocks): palette blocks of whole code words and `cols` a multiple of 4."""
+    return block_cols > 0 and block_cols % (32 // field_bits) == 0 and cols % 4 == 0
+
+
+LUT_UNIFORM_BYTES = MAX_UNIFORM_BYTES
+"""The largest codebook (padded to whole vec4s) convert-to-vkc reads through linear_lut's
+uniform block (`lut_uniform`); a device with a smaller maxUniformBufferRange reads it
+through the storage buffer (`runtime._fit_uniforms`, bit-identical)."""
+
+
+def lut_uniform(entries: int) -> dict[str, int]:
+    """The CB_UBO / CBU_VEC4 specialization of linear_lut for a codebook of `entries` f32
+    values: read through the uniform block when its ceil(entries / 4) vec4s fit
+    `LUT_UNIFORM_BYTES` (the codebook constant is then padded to whole vec4s, so the block
+    lies inside it). Each code's entry is then one lookup in a table shared by the
+    invocations (on lavapipe one vector gather, where a storage load is a per-lane loop
+    and the select tree 15 blends; cached on a GPU): at M = 1 on the Llama shapes with
+    torchao's [-1, 16] blocks 3.7-4.6x faster than the select tree, at M = 16 / 64 2.1-2.3x
+    (benchmarks/vulkan_kernels.py --llama). Else nothing (the spec defaults)."""
+    vec4s = -(-entries // 4)
+    if not 0 < 16 * vec4s <= LUT_UNIFORM_BYTES:
+        return {}
+    return {"CB_UBO": 1, "CBU_VEC4": vec4s}
 
 
 def dq8ca_tile(m: int) -> dict[str, int]:
@@ -444,7 +473,9 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     """linear_lut.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
     M - 1 and N - 1) read x[m*K + k] for k < K, the codes of weight row n and its palettes
     (`lut_rows_extents`, k < K: the last word's codes at k >= K are skipped), bias[n]
-    (HAS_BIAS); writes out[m*N + n]."""
+    (HAS_BIAS); writes out[m*N + n]. With CB_UBO / X_UBO the uniform blocks (bound whole)
+    must cover every codebook entry / x value read and lie inside their buffers: 4 *
+    CBU_VEC4 / 4 * XU_VEC4 words."""
     m, n, k = ints(push, "M", "N", "K")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
@@ -458,6 +489,8 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
         ext["bias"] = n
     ext["codes"], ext["codebook"] = lut_rows_extents(push, spec, n, k, "BN", "BK", "GK")
     ext["x"] = m * k
+    uniform_block(ext, spec, "codebook", "CB_UBO", "CBU_VEC4")
+    uniform_block(ext, spec, "x", "X_UBO", "XU_VEC4")
     return ext
 
 
@@ -472,21 +505,41 @@ LINEAR_LUT = KernelSpec(
         binding("out", "f32", True),
     ),
     push=push_of("M", "N", "K", "row_words", "BN", "BK", "GK", "L"),
-    spec=(("FBITS", 4), ("HAS_BIAS", 0), ("WG", 64), ("NPW", 4), ("MT", 1)),
+    spec=(
+        ("FBITS", 4),
+        ("HAS_BIAS", 0),
+        ("WG", 64),
+        ("NPW", 4),
+        ("MT", 1),
+        ("CB_UBO", 0),
+        ("CBU_VEC4", 1),
+        ("X_UBO", 0),
+        ("XU_VEC4", 1),
+    ),
     workgroups=_linear_qw_workgroups,
     extents=guarded("linear_lut", _linear_lut_extents),
+    uniforms=(
+        UniformView("codebook", "CB_UBO", "CBU_VEC4"),
+        UniformView("x", "X_UBO", "XU_VEC4"),
+    ),
     spec_bounds={
         "FBITS": (1, 8),
         "HAS_BIAS": FLAG,
         "WG": WG_RANGE,
         "NPW": TILE_RANGE,
         "MT": TILE_RANGE,
+        "CB_UBO": FLAG,
+        "CBU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
+        "X_UBO": FLAG,
+        "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
     },
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
 f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size). NPW x MT
 tile per invocation as linear_qw (`lut_tile`); workgroups (ceil(N / (WG*NPW)),
-ceil(M/MT), 1).""",
+ceil(M/MT), 1). CB_UBO / CBU_VEC4: the codebook read through a uniform block of CBU_VEC4
+vec4s at descriptor 5 (`lut_uniform`); X_UBO / XU_VEC4: x through one at descriptor 6
+(`x_uniform`); every path gives the same bits.""",
 )
 
 

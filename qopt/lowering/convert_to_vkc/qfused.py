@@ -25,6 +25,8 @@ from qopt.kernels.qlinear import (
     linear_tile,
     lut_palette,
     lut_tile,
+    lut_uniform,
+    lut_vec4,
     q8ta_tile,
     x_uniform,
 )
@@ -273,9 +275,15 @@ def _linear_lut(
 ) -> Buf:
     packed = _lut(lw, op, op.weight, op.scale, scheme)
     codes = lw.constant(packed.codes, "u32", f"lut{packed.field_bits}")
-    book = lw.constant(packed.codebook, "f32")
+    # the vec4 path reads the codebook and x through uniform blocks where they fit (the
+    # codebook padded to whole vec4s: a block is bound whole)
+    vec4 = lut_vec4(packed.field_bits, packed.block_cols, k)
+    uniforms = {**lut_uniform(packed.codebook.size), **x_uniform(m, k)} if vec4 else {}
+    entries = packing.pad_to(packed.codebook, 4) if "CB_UBO" in uniforms else packed.codebook
+    book = lw.constant(entries, "f32")
     b, has_bias = _bias(lw, op.bias, book)
     out = lw.alloc((*shape_of(op.input)[:-1], n), "f32")
+    palette = "CB_UBO" not in uniforms and lut_palette(packed.field_bits, packed.block_cols, k)
     lw.dispatch(
         _pick(op, "linear_lut"),
         [x, codes, book, b, out],
@@ -292,7 +300,8 @@ def _linear_lut(
         {
             "FBITS": packed.field_bits,
             "HAS_BIAS": has_bias,
-            **lut_tile(m, lut_palette(packed.field_bits, packed.block_cols, k)),
+            **lut_tile(m, palette),
+            **uniforms,
         },
     )
     return out

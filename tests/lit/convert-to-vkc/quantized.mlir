@@ -76,6 +76,20 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// LUT linear with palette blocks of whole code words (1-bit codes, one 2-entry palette):
+// the vec4 path reads the codebook (padded to one vec4) and x through uniform blocks.
+// CHECK:       vkc.kernel @linear_lut_0 {kernel = "linear_lut", {{.*}}spec = {FBITS = 1 : i64, HAS_BIAS = 0 : i64, WG = 64 : i64, NPW = 8 : i64, MT = 1 : i64, CB_UBO = 1 : i64, CBU_VEC4 = 1 : i64, X_UBO = 1 : i64, XU_VEC4 = 8 : i64}
+// CHECK:         vkc.dispatch @linear_lut_0({{.*}}) {push = {M = 1 : i64, N = 2 : i64, K = 32 : i64, row_words = 4 : i64, BN = 2 : i64, BK = 32 : i64, GK = 1 : i64, L = 2 : i64}
+// CHECK-SAME:    !vkc.buffer<8xui32, "lut1">, !vkc.buffer<4xf32>
+func.func @forward(%x: tensor<1x32xf32>) -> tensor<1x2xf32> {
+  %c = arith.constant dense<1> : tensor<2x32xui8>
+  %book = arith.constant dense<[[[[0.5], [-2.0]]]]> : tensor<1x1x2x1xf32>
+  %y = qfused.linear %x, %c, %book {weight_scheme = #qfused.lut<nbits = 1, block = [-1, -1]>, kernel = "linear_lut1w"} : tensor<1x32xf32>, tensor<2x32xui8>, tensor<1x1x2x1xf32> -> tensor<1x2xf32>
+  func.return %y : tensor<1x2xf32>
+}
+
+// -----
+
 // Quantized conv2d (static input, requant) and quantized add, fused kernels;
 // a standalone dequantize of the result (dequantize kernel, BITS = 32).
 // CHECK:       vkc.kernel @conv2d_q8ta_q8csw_q8to_0 {kernel = "conv2d_q8ta_q8csw_q8to", {{.*}}spec = {ACT = 1 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, REQUANT = 1 : i64

@@ -602,6 +602,16 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         {"M": 3, "N": 9, "K": 64, **_lut_push(9, 64, 2, (3, 32), 3, "BN BK GK")},
         {"FBITS": 2, "NPW": 8, "MT": 2},
     ),
+    (  # the vec4 path: codebook and x through uniform blocks, 3-bit codes in 4-bit fields
+        "linear_lut",
+        {"M": 3, "N": 9, "K": 48, **_lut_push(9, 48, 3, (3, 16), 8, "BN BK GK")},
+        {"FBITS": 4, "NPW": 4, "MT": 2, "CB_UBO": 1, "CBU_VEC4": 18, "X_UBO": 1, "XU_VEC4": 36},
+    ),
+    (  # 8-bit codes: the vec4 path reading the storage buffers
+        "linear_lut",
+        {"M": 2, "N": 5, "K": 24, **_lut_push(5, 24, 8, (5, 8), 256, "BN BK GK")},
+        {"FBITS": 8, "NPW": 3, "MT": 2},
+    ),
     (
         "embedding_q4gsw",
         {"n": 5, "D": 64, "V": 9, "row_words": 8, "ngroups": 4},

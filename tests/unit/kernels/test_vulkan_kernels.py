@@ -32,6 +32,7 @@ from qopt.kernels.packing import (
     pack_affine,
     pack_bits,
     pack_lut,
+    pad_to,
     unpack_affine,
     unpack_bits,
 )
@@ -1134,6 +1135,92 @@ def test_lut_linear_and_embedding(dev, nbits: int, block, k: int, m: int, tile) 
     )
     close(got["out"], ref["out"], 0)
     tclose(ref["out"], w[idx], 0)
+
+
+def _lut_case(nbits: int, block: tuple[int, int], n: int, k: int, m: int):
+    """(inputs, push) of linear_lut for random codes of an [n, k] weight in blocks `block`
+    (-1: the whole dimension), the codebook padded to whole vec4s, and the x of M rows."""
+    br, bc = (n if block[0] < 0 else block[0]), (k if block[1] < 0 else block[1])
+    codes = RNG.integers(0, 2**nbits, (n, k))
+    cb = RNG.standard_normal((n // br, k // bc, 2**nbits, 1)).astype(F32)
+    p = pack_lut(codes, cb, nbits)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    bias = RNG.standard_normal(n).astype(F32)
+    inputs = {"x": x, "codes": p.codes, "codebook": pad_to(p.codebook, 4), "bias": bias}
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "BN": p.block_rows}
+    push |= {"BK": p.block_cols, "GK": p.col_groups, "L": p.lut_size}
+    return inputs, push, p
+
+
+@pytest.mark.parametrize(
+    "nbits,block,k,m,tile",
+    [
+        (4, (-1, 16), 64, 1, (8, 1)),  # torchao's blocks: one palette per 16 columns, M = 1
+        (3, (3, 8), 48, 3, (4, 2)),  # 8-entry palettes in 4-bit fields, M and N tile tails
+        (8, (2, 8), 24, 2, (3, 2)),  # 8-bit codes: the vec4 path from storage too
+        (1, (-1, -1), 64, 2, (2, 1)),  # one 2-entry palette: the codebook padded to a vec4
+        (2, (6, 8), 40, 5, (3, 3)),  # palette blocks narrower than a word: storage reads
+    ],
+)
+def test_lut_linear_uniform_codebook(dev, nbits, block, k, m, tile) -> None:
+    """CB_UBO / X_UBO 1 (codebook and x through uniform blocks at descriptors 5 and 6,
+    convert-to-vkc's `lut_uniform` / `x_uniform`) give the bits of the storage paths (the
+    select tree, the storage lookups): the same entry for each code, the same sums."""
+    from qopt.kernels.qlinear import lut_uniform, x_uniform
+
+    n = 6
+    inputs, push, p = _lut_case(nbits, block, n, k, m)
+    spec = {"FBITS": p.field_bits, "HAS_BIAS": 1, "NPW": tile[0], "MT": tile[1], "WG": 2}
+    storage, ref = run_kernel(dev, "linear_lut", inputs, {"out": (F32, m * n)}, push, spec)
+    ubo = spec | lut_uniform(p.codebook.size) | x_uniform(m, k)
+    assert ubo["CB_UBO"] == ubo["X_UBO"] == 1
+    uniform, _ = run_kernel(dev, "linear_lut", inputs, {"out": (F32, m * n)}, push, ubo)
+    np.testing.assert_array_equal(uniform["out"].view(np.uint32), storage["out"].view(np.uint32))
+    close(uniform["out"], ref["out"])
+
+
+def test_lut_uniform_limits() -> None:
+    """The codebook's uniform block must cover the palettes read (extents) and fit
+    MAX_UNIFORM_BYTES; `lut_uniform` picks it for codebooks of up to 16384 entries."""
+    from qopt.kernels.qlinear import lut_uniform
+
+    spec = kernels()["linear_lut"]
+    push = {"M": 1, "N": 8, "K": 64, "row_words": 8, "BN": 8, "BK": 16, "GK": 4, "L": 16}
+    words = [64, 64, 64, 0, 8]
+    spec.check_dispatch(push, {"CB_UBO": 1, "CBU_VEC4": 16}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="uniform block of 60 words"):
+        spec.check_dispatch(push, {"CB_UBO": 1, "CBU_VEC4": 15}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="binding codebook can touch 68 words"):
+        spec.check_dispatch(push, {"CB_UBO": 1, "CBU_VEC4": 17}, (1, 1, 1), words)
+    with pytest.raises(ValueError, match="uniform block of 12 words"):
+        spec.check_dispatch(push, {"X_UBO": 1, "XU_VEC4": 3}, (1, 1, 1), words)
+    assert lut_uniform(2048) == {"CB_UBO": 1, "CBU_VEC4": 512}
+    assert lut_uniform(6) == {"CB_UBO": 1, "CBU_VEC4": 2}
+    assert lut_uniform(16384) == {"CB_UBO": 1, "CBU_VEC4": 4096}
+    assert lut_uniform(16385) == lut_uniform(0) == {}
+
+
+def test_lut_uniform_codebook_over_the_device_limit(dev: VulkanDevice) -> None:
+    """A codebook block past maxUniformBufferRange (lowered to 256 bytes) is turned off
+    when the dispatch is recorded: the select-tree path writes the same bits."""
+    from qopt.kernels.qlinear import lut_uniform
+
+    inputs, push, p = _lut_case(4, (-1, 16), 8, 128, 1)
+    spec = {"FBITS": 4, "NPW": 8, **lut_uniform(p.codebook.size)}
+    names = ("x", "codes", "codebook", "bias")
+    outs = []
+    limit = dev.max_uniform_range
+    for cap in (limit, 256):
+        bufs = [dev.upload(inputs[name]) for name in names] + [dev.buffer(4 * 8)]
+        dev.max_uniform_range = cap
+        try:
+            dev.run([Dispatch("linear_lut", bufs, push, spec)])
+            outs.append(bufs[4].read(F32, 8))
+        finally:
+            dev.max_uniform_range = limit
+            for b in bufs:
+                b.free()
+    assert outs[0].tobytes() == outs[1].tobytes()
 
 
 @pytest.mark.parametrize(

@@ -862,6 +862,17 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         %y = qfused.linear %x, %c, %book {weight_scheme = #qfused.lut<nbits = 3, block = [-1, 4]>, kernel = "linear_lut3w"} : tensor<2x8xf32>, tensor<3x8xui8>, tensor<1x2x8x1xf32> -> tensor<2x3xf32>
         %y""",
     ),
+    one(  # palette blocks of whole words: codebook (padded to whole vec4s) and x uniform
+        "qfused_linear_lut_uniform",
+        "%x: tensor<2x8xf32>",
+        "tensor<2x3xf32>",
+        """
+        %c = arith.constant dense<[[0, 1, 2, 3, 4, 5, 6, 7], [7, 6, 5, 4, 3, 2, 1, 0], [1, 1, 1, 1, 2, 2, 2, 2]]> : tensor<3x8xui8>
+        %book = arith.constant dense<[[[[0.5], [-1.0], [0.25], [2.0], [1.5], [-0.5], [0.0], [3.0]]], [[[1.0], [1.0], [-2.0], [0.5], [0.5], [0.75], [-0.25], [1.0]]], [[[2.0], [-3.0], [0.125], [1.0], [0.5], [4.0], [-1.5], [0.25]]]]> : tensor<3x1x8x1xf32>
+        %b = arith.constant dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+        %y = qfused.linear %x, %c, %book bias %b {weight_scheme = #qfused.lut<nbits = 3, block = [1, -1]>, kernel = "linear_lut3w"} : tensor<2x8xf32>, tensor<3x8xui8>, tensor<3x1x8x1xf32> bias tensor<3xf32> -> tensor<2x3xf32>
+        %y""",
+    ),
     one(
         "qfused_embedding_q4gaw",
         "%idx: tensor<1x3xi64>",
