@@ -151,11 +151,24 @@ class _Merger:
         return moves_safely(first, second, reads | set(_outputs(first)))
 
     def _sweep(self) -> bool:
-        ops = [op for op in self.block.ops if isinstance(op, vkc.DispatchOp)]
-        for k, first in enumerate(ops):
-            if first.kernel_op().kernel.data not in ROW_KERNELS:
+        """The first pair (in block order: first dispatch, then second) that merges.
+        Only pairs of the same kernel symbol binding the same shared buffers can be
+        siblings (`_siblings`), so each dispatch is paired with the later ones of its
+        group alone: the same pairs in the same order as trying every later dispatch."""
+        groups: dict[tuple[Attribute, tuple[SSAValue, ...]], list[vkc.DispatchOp]] = {}
+        ordered: list[tuple[vkc.DispatchOp, list[vkc.DispatchOp]]] = []
+        for op in self.block.ops:
+            if not isinstance(op, vkc.DispatchOp):
                 continue
-            for second in ops[k + 1 :]:
+            role = ROW_KERNELS.get(op.kernel_op().kernel.data)
+            if role is None:
+                continue
+            key = (op.kernel, tuple(op.buffers[i] for i in role.shared))
+            group = groups.setdefault(key, [])
+            group.append(op)
+            ordered.append((op, group))
+        for first, group in ordered:
+            for second in group[group.index(first) + 1 :]:
                 if self._try(first, second):
                     return True
         return False

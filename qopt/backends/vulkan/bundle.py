@@ -496,6 +496,24 @@ def _sha(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: Below this many bytes in all, `_digests` hashes in this thread.
+PARALLEL_HASH_BYTES = 16 << 20
+
+
+def _digests(blobs: Sequence[memoryview]) -> list[str]:
+    """The SHA-256 of each blob, in order: several at once on threads when they are
+    large (hashlib releases the GIL while it hashes, so the constant buffers of a
+    large model hash on every core)."""
+    total = sum(b.nbytes for b in blobs)
+    workers = min(len(blobs), os.cpu_count() or 1, 8)
+    if total < PARALLEL_HASH_BYTES or workers < 2:
+        return [_sha(b) for b in blobs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_sha, blobs))
+
+
 def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
     """The `.qvk` file contents of `program` (compiling its kernels if needed), as the
     pieces that concatenate to it: the header and manifest, then each blob (SPIR-V,
@@ -506,10 +524,10 @@ def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
     blobs: list[bytes | memoryview] = []
     offset = 0
 
-    def add(data: bytes | memoryview) -> dict[str, Any]:
+    def add(data: bytes | memoryview, digest: str | None = None) -> dict[str, Any]:
         nonlocal offset
         size = data.nbytes if isinstance(data, memoryview) else len(data)
-        record = {"offset": offset, "size": size, "sha256": _sha(data)}
+        record = {"offset": offset, "size": size, "sha256": digest or _sha(data)}
         blobs.append(data)
         offset += size
         pad = (-offset) % 8
@@ -532,10 +550,11 @@ def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
                 "spirv": spirv_blobs[entry.glsl],
             }
         )
-    constants = []
-    for words in program.constants:
-        raw = np.ascontiguousarray(words).data.cast("B")  # the bytes tobytes() gives
-        constants.append({"dtype": words.dtype.name, **add(raw)})
+    raws = [np.ascontiguousarray(words).data.cast("B") for words in program.constants]
+    constants = [
+        {"dtype": words.dtype.name, **add(raw, digest)}
+        for words, raw, digest in zip(program.constants, raws, _digests(raws), strict=True)
+    ]
     manifest = {
         "magic": "qopt-vkbundle",
         "qopt_version": qopt_version(),
