@@ -56,7 +56,7 @@ import hashlib
 import json
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -514,12 +514,20 @@ def _digests(blobs: Sequence[memoryview]) -> list[str]:
         return list(pool.map(_sha, blobs))
 
 
-def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
+def _constant_views(program: BundleProgram) -> list[memoryview]:
+    """Each constant buffer's bytes (the bytes tobytes() gives), a view of its array."""
+    return [np.ascontiguousarray(words).data.cast("B") for words in program.constants]
+
+
+def bundle_parts(
+    program: BundleProgram, digests: Sequence[str] | None = None
+) -> list[bytes | memoryview]:
     """The `.qvk` file contents of `program` (compiling its kernels if needed), as the
     pieces that concatenate to it: the header and manifest, then each blob (SPIR-V,
     constant buffers) and its padding. Constant buffers are views of the program's
     arrays, not copies: writing the pieces one after the other (`write_bundle`) never
-    holds the file in memory."""
+    holds the file in memory. `digests`: the constant buffers' SHA-256 (hex), in
+    order, when the caller has them (else computed here)."""
     compile_spirv(program)
     blobs: list[bytes | memoryview] = []
     offset = 0
@@ -550,10 +558,12 @@ def bundle_parts(program: BundleProgram) -> list[bytes | memoryview]:
                 "spirv": spirv_blobs[entry.glsl],
             }
         )
-    raws = [np.ascontiguousarray(words).data.cast("B") for words in program.constants]
+    raws = _constant_views(program)
     constants = [
         {"dtype": words.dtype.name, **add(raw, digest)}
-        for words, raw, digest in zip(program.constants, raws, _digests(raws), strict=True)
+        for words, raw, digest in zip(
+            program.constants, raws, _digests(raws) if digests is None else digests, strict=True
+        )
     ]
     manifest = {
         "magic": "qopt-vkbundle",
@@ -583,10 +593,33 @@ def bundle_bytes(program: BundleProgram) -> bytes:
 
 def write_bundle(program: BundleProgram, path: str | os.PathLike[str]) -> int:
     """Write the `.qvk` file of `program` atomically, piece by piece (`bundle_parts`:
-    no copy of the constant buffers); returns its size in bytes."""
-    parts = bundle_parts(program)
-    write_atomically(path, parts)
-    return sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in parts)
+    no copy of the constant buffers); returns its size in bytes.
+
+    Large constants (`PARALLEL_HASH_BYTES` in all) are written while threads hash
+    them: the header and manifest, whose length does not depend on the digests (each
+    is 64 hex digits), are laid out with placeholder digests, the blobs written after
+    that many bytes, and the real header and manifest written at the front last (the
+    same bytes as `bundle_bytes`)."""
+    compile_spirv(program)
+    raws = _constant_views(program)
+    workers = min(len(raws), os.cpu_count() or 1, 8)
+    if sum(r.nbytes for r in raws) < PARALLEL_HASH_BYTES or workers < 2:
+        parts = bundle_parts(program)
+        write_atomically(path, parts)
+        return sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in parts)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_sha, raw) for raw in raws]
+        draft = bundle_parts(program, ["0" * 64] * len(raws))
+        head_size = len(draft[0])
+
+        def head() -> bytes:
+            final = bundle_parts(program, [f.result() for f in futures])
+            return bytes(final[0])  # write_atomically checks its size
+
+        write_atomically(path, draft[1:], head=(head_size, head))
+    return head_size + sum(p.nbytes if isinstance(p, memoryview) else len(p) for p in draft[1:])
 
 
 def _int(value: Any, what: str, low: int = 0, high: int | None = None) -> int:
@@ -1073,16 +1106,27 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -
 
 
 def write_atomically(
-    path: str | os.PathLike[str], data: bytes | Sequence[bytes | memoryview]
+    path: str | os.PathLike[str],
+    data: bytes | Sequence[bytes | memoryview],
+    head: tuple[int, Callable[[], bytes]] | None = None,
 ) -> None:
     """Write `data` (bytes, or pieces written one after the other) under a temporary
-    name and rename it into place."""
+    name and rename it into place. `head` (size, make): `data` goes after `size`
+    bytes, and `make()` (called once `data` is written) gives those bytes."""
     target = os.fspath(path)
     fd, tmp = temp_file_beside(target)  # 0644 under umask 022, as open() would make it
     try:
         with os.fdopen(fd, "wb") as f:
+            if head is not None:
+                f.seek(head[0])
             for piece in [data] if isinstance(data, bytes) else data:
                 f.write(piece)
+            if head is not None:
+                front = head[1]()
+                if len(front) != head[0]:
+                    raise AssertionError(f"write_atomically: head of {len(front)} bytes")
+                f.seek(0)
+                f.write(front)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

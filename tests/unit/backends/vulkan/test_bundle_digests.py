@@ -5,6 +5,7 @@ threshold."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,3 +21,32 @@ def test_digests_in_order(threshold: int, monkeypatch: pytest.MonkeyPatch) -> No
     views = [a.data.cast("B") for a in arrays]
     expected = [hashlib.sha256(a.tobytes()).hexdigest() for a in arrays]
     assert bundle._digests(views) == expected
+
+
+def test_overlapped_write_is_bundle_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write_bundle` with its blobs written while threads hash them (the threshold
+    lowered to 0) writes `bundle_bytes` exactly."""
+    import torch
+
+    import qopt
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = torch.nn.Linear(16, 24)
+            self.b = torch.nn.Linear(24, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(torch.relu(self.a(x)))
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        ep = torch.export.export(Net().eval(), (torch.randn(2, 16),), strict=False)
+    program = qopt.compile(ep, "vulkan").program
+    assert len(program.constants) >= 2
+    monkeypatch.setattr(bundle, "PARALLEL_HASH_BYTES", 0)
+    path = tmp_path / "m.qvk"
+    size = bundle.write_bundle(program, path)
+    expected = bundle.bundle_bytes(program)
+    assert path.read_bytes() == expected
+    assert size == len(expected)
