@@ -363,6 +363,10 @@ def _kernel_symbol(op: Operation, name: SymbolRefAttr) -> Operation | None:
     return found
 
 
+#: Per dispatch, what its checks read when they last passed (`DispatchOp.verify_`).
+_VERIFIED: weakref.WeakKeyDictionary[Operation, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
 @irdl_op_definition
 class DispatchOp(IRDLOperation):
     """Run kernel `kernel` on `buffers` (in binding order) with push constants
@@ -396,7 +400,35 @@ class DispatchOp(IRDLOperation):
                 values[key] = int(attr.value.data)
         return values
 
+    def _verified_inputs(self) -> tuple[object, ...]:
+        """Everything `verify_` reads, as objects compared by identity: the dispatch's
+        properties, the kernel op it names and that op's properties, and per buffer the
+        value, its type, its defining op with that op's `status`, and the op defining
+        the buffer it views. IR objects are immutable or change by replacement, so the
+        same objects mean the same verdict."""
+        kernel = _kernel_symbol(self, self.kernel)
+        inputs: list[object] = [self.workgroups, self.kernel, self.push, kernel]
+        if kernel is not None:
+            inputs += [kernel.properties.get(k) for k in ("kernel", "bindings", "push", "spec")]
+        for value in self.buffers:
+            owner = value.owner
+            status = owner.status if isinstance(owner, AllocOp) else None
+            inputs += [value, value.type, owner, status, root_buffer(value).owner]
+        return tuple(inputs)
+
     def verify_(self) -> None:
+        """The checks below (`_verify_dispatch`), skipped when nothing they read changed
+        since they last passed for this op (a pipeline verifies the module after every
+        pass; most dispatches are untouched by most passes)."""
+        inputs = self._verified_inputs()
+        last = _VERIFIED.get(self)
+        if last is not None and len(last) == len(inputs):
+            if all(a is b for a, b in zip(last, inputs, strict=True)):
+                return
+        self._verify_dispatch()
+        _VERIFIED[self] = inputs
+
+    def _verify_dispatch(self) -> None:
         groups = tuple(int(v) for v in self.workgroups.get_values())
         if len(groups) != 3 or any(not 1 <= g <= MAX_WORKGROUPS for g in groups):
             raise _error(
