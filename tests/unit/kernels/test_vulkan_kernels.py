@@ -534,7 +534,18 @@ def test_rms_norm_rows(dev: VulkanDevice) -> None:
         b = RNG.standard_normal((rows, cols)).astype(F32)
         w = RNG.standard_normal(cols + 3).astype(F32)
         for has_add, has_h in ((0, 0), (1, 1), (1, 0)):
-            push = {"rows": rows, "cols": cols, "alpha": 0.5, "eps": 1e-5, "w_off": 3}
+            push = {
+                "rows": rows,
+                "cols": cols,
+                "alpha": 0.5,
+                "eps": 1e-5,
+                "w_off": 3,
+                "qmin": 0,
+                "qmax": 0,
+                "q_eps": 0.0,
+                "q_qmin": 0,
+                "q_qmax": 0,
+            }
             outs = {"y": (F32, a.size), "h": (F32, a.size if has_h else 4)}
             spec = {"HAS_ADD": has_add, "HAS_H": has_h}
             got, ref = run_kernel(dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec)
@@ -545,6 +556,41 @@ def test_rms_norm_rows(dev: VulkanDevice) -> None:
             tclose(ref["y"], expect)
             if has_h:
                 tclose(ref["h"], h)
+
+
+def test_rms_norm_rows_quantizes(dev: VulkanDevice) -> None:
+    """rms_norm_rows with QUANT: the device bit for bit its reference, y as without
+    QUANT, and scale / zp / q bit for bit quantize_rows_dynamic of that y (every
+    mapping, both rounding orders)."""
+    for rows, cols in ((3, 5), (2, 300)):
+        a = RNG.standard_normal((rows, cols)).astype(F32)
+        b = RNG.standard_normal((rows, cols)).astype(F32)
+        w = RNG.standard_normal(cols).astype(F32)
+        norm = {"rows": rows, "cols": cols, "alpha": 1.0, "eps": 1e-5, "w_off": 0}
+        quant = {"qmin": -128, "qmax": 127, "eps": float(np.finfo(F32).eps)}
+        words = {"scale": (F32, rows), "zp": (np.int32, rows), "q": (np.int32, a.size)}
+        for mapping in MAPPINGS.values():
+            for zp_first in (0, 1):
+                push = {**norm, "qmin": -128, "qmax": 127, "q_eps": quant["eps"]}
+                push.update({"q_qmin": -100, "q_qmax": 100})
+                spec = {"HAS_ADD": 1, "HAS_H": 1, "QUANT": 1, "MAPPING": mapping}
+                spec["ZP_BEFORE_ROUND"] = zp_first
+                outs = {"y": (F32, a.size), "h": (F32, a.size), **words}
+                got, ref = run_kernel(
+                    dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec
+                )
+                for name in outs:
+                    assert got[name].tobytes() == ref[name].tobytes(), name
+                _, alone = run_kernel(
+                    dev,
+                    "quantize_rows_dynamic",
+                    {"x": ref["y"].reshape(rows, cols)},
+                    words,
+                    {"rows": rows, "cols": cols, **quant, "q_qmin": -100, "q_qmax": 100},
+                    {"MAPPING": mapping, "ZP_BEFORE_ROUND": zp_first},
+                )
+                for name in words:
+                    assert alone[name].tobytes() == ref[name].tobytes(), name
 
 
 @pytest.mark.parametrize(
