@@ -6,10 +6,25 @@
 // score = scale * q.k (+ mask[b, h, l, s] via strides mb/mh/ml/ms when HAS_MASK,
 // -inf above the diagonal when CAUSAL, torch's top-left alignment); online softmax
 // accumulated in the output row.
+// VMAP = 1: v read through a stride map (a transpose or slice vkc-fold-copies folded
+// in): v[VOFF + kvh*VSH + s*VSS + e*VSE] instead of v[(kvh*S + s)*EV + e]; OMAP = 1:
+// the output written through one (the transpose after attention):
+// out[OOFF + bh*OSH + l*OSL + e*OSE] instead of out[(bh*L + l)*EV + e]. The same f32
+// operations either way.
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int HAS_MASK = 0;
 layout(constant_id = 1) const int CAUSAL = 0;
 layout(constant_id = 2) const int WG = 64;
+layout(constant_id = 3) const int VMAP = 0;
+layout(constant_id = 4) const int VOFF = 0;
+layout(constant_id = 5) const int VSH = 0;
+layout(constant_id = 6) const int VSS = 0;
+layout(constant_id = 7) const int VSE = 0;
+layout(constant_id = 8) const int OMAP = 0;
+layout(constant_id = 9) const int OOFF = 0;
+layout(constant_id = 10) const int OSH = 0;
+layout(constant_id = 11) const int OSL = 0;
+layout(constant_id = 12) const int OSE = 0;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
@@ -25,9 +40,12 @@ void main() {
   for (uint row = gl_GlobalInvocationID.x; row < rows; row += gl_NumWorkGroups.x * WG) {
     uint bh = row / p.L, l = row % p.L;
     uint kvh = bh / p.G;
-    uint qb = row * p.E, ob = row * p.EV;
+    uint qb = row * p.E;
+    uint ob = OMAP == 1 ? uint(OOFF) + bh * uint(OSH) + l * uint(OSL) : row * p.EV;
+    uint ose = OMAP == 1 ? uint(OSE) : 1u;
+    uint vse = VMAP == 1 ? uint(VSE) : 1u;
     float m = -1.0 / 0.0, denom = 0.0;
-    for (uint e = 0; e < p.EV; ++e) o[ob + e] = 0.0;
+    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] = 0.0;
     uint send = CAUSAL == 1 ? min(p.S, l + 1) : p.S;
     for (uint s = 0; s < send; ++s) {
       uint kb = (kvh * p.S + s) * p.E;
@@ -42,11 +60,14 @@ void main() {
       float mn = max(m, d);
       float corr = exp(m - mn), w = exp(d - mn);
       denom = denom * corr + w;
-      uint vb = (kvh * p.S + s) * p.EV;
-      for (uint e = 0; e < p.EV; ++e) o[ob + e] = o[ob + e] * corr + w * v[vb + e];
+      uint vb = VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+      for (uint e = 0; e < p.EV; ++e) {
+        uint at = ob + e * ose;
+        o[at] = o[at] * corr + w * v[vb + e * vse];
+      }
       m = mn;
     }
     float inv = 1.0 / denom;
-    for (uint e = 0; e < p.EV; ++e) o[ob + e] *= inv;
+    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] *= inv;
   }
 }

@@ -540,6 +540,28 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         },
         {"HAS_MASK": 1, "CAUSAL": 1},
     ),
+    (
+        "sdpa",
+        {
+            "BH": 3,
+            "H": 3,
+            "L": 4,
+            "S": 5,
+            "E": 8,
+            "EV": 6,
+            "G": 1,
+            "scale": 0.5,
+            "mb": 0,
+            "mh": 0,
+            "ml": 0,
+            "ms": 0,
+        },
+        {
+            "CAUSAL": 1,
+            **{"VMAP": 1, "VOFF": 7, "VSH": 6, "VSS": 18, "VSE": 1},
+            **{"OMAP": 1, "OOFF": 2, "OSH": 6, "OSL": 18, "OSE": 1},
+        },
+    ),
     ("quantize_per_tensor", {"n": 21, "inv_scale": 20.0, "zp": 3, "qmin": -128, "qmax": 127}, {}),
     (
         "dequantize",

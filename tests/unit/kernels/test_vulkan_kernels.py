@@ -796,6 +796,30 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int, group: int) -> None:
     tclose(ref["out"], expect)
 
 
+def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
+    """VMAP / OMAP: v read out of a [S, heads, EV] layout with an offset and the output
+    written as [L, heads, EV] (the transposes vkc-fold-copies folds in): the device bit
+    for bit the row-major sdpa on the transposed copies, the reference close to it."""
+    h, lq, s, e = 3, 4, 5, 8
+    q = RNG.standard_normal((h, lq, e)).astype(F32)
+    k = RNG.standard_normal((h, s, e)).astype(F32)
+    raw = RNG.standard_normal(7 + s * h * e).astype(F32)  # v at offset 7: [s, h, e]
+    v = raw[7:].reshape(s, h, e).transpose(1, 0, 2)
+    push = {"BH": h, "H": h, "L": lq, "S": s, "E": e, "EV": e, "G": 1, "scale": 0.5}
+    push.update({"mb": 0, "mh": 0, "ml": 0, "ms": 0})
+    plain, _ = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": np.ascontiguousarray(v)}, {"out": (F32, q.size)}, push
+    )
+    maps = {"VMAP": 1, "VOFF": 7, "VSH": e, "VSS": h * e, "VSE": 1}
+    maps.update({"OMAP": 1, "OOFF": 0, "OSH": e, "OSL": h * e, "OSE": 1})
+    got, ref = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": raw}, {"out": (F32, q.size)}, push, maps
+    )
+    moved = plain["out"].reshape(h, lq, e).transpose(1, 0, 2).reshape(-1)
+    assert got["out"].tobytes() == moved.tobytes()
+    close(got["out"], ref["out"])
+
+
 # -- standalone quantization
 
 

@@ -241,6 +241,23 @@ def test_fold_copies_keeps_a_decode_step() -> None:
         assert same(a.run(*inputs), b.run(*inputs))
 
 
+def test_fold_copies_into_attention() -> None:
+    """TinyLlama w4g32 (2 layers, seq 16), normed and merged: each layer's v transpose
+    is read by its sdpa through a stride map (VMAP) and the attention output's
+    transpose written by the sdpa (OMAP): 4 copies -> 0; outputs bit-identical."""
+    module = fused(exported("w4g32"))
+    VkcFuseNormsPass().apply(make_context(), module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    folded = clone_module(module)
+    VkcFoldCopiesPass().apply(make_context(), folded)
+    folded.verify()
+    assert kinds(module).count("copy_strided") == 4
+    assert "copy_strided" not in kinds(folded)
+    assert len(kinds(folded)) == len(kinds(module)) - 4
+    inputs = random_inputs("llama", 3)
+    assert same(qopt.interpret(folded, *inputs), qopt.interpret(module, *inputs))
+
+
 def test_dispatch_fusions_on_the_device() -> None:
     """qopt-vulkan with every dispatch fusion off and on: bit-identical device outputs
     at seq 16 (TinyLlama w4g32) and over two decode steps (seq 1: w4g32, 12 dispatches
