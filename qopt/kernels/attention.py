@@ -23,13 +23,17 @@ def _sdpa_extents(push: PushValues, spec: SpecValues) -> Extents:
     s <= l, so s < min(S, L)) of key/value head kvh = bh / G: k[(kvh*S + s)*E + e] and
     v[(kvh*S + s)*EV + e], the mask at (bh / H)*mb + (bh % H)*mh + l*ml + s*ms
     (HAS_MASK), and reads/writes out[row*EV + e]; VMAP / OMAP: v at VOFF + kvh*VSH +
-    s*VSS + e*VSE, out at OOFF + bh*OSH + l*OSL + e*OSE instead."""
+    s*VSS + e*VSE, out at OOFF + bh*OSH + l*OSL + e*OSE instead. REG > 0 needs E = EV =
+    REG."""
     bh, heads, lq, s, e, ev = ints(push, "BH", "H", "L", "S", "E", "EV")
     rows = count(bh * lq, "BH * L")
     ext: Extents = dict.fromkeys(("q", "k", "v", "mask", "out"), 0)
     if rows == 0:
         return ext
     nonzero(push, "G")  # bh / G runs for every row
+    reg = int(spec["REG"])
+    if reg and not e == ev == reg:
+        raise ValueError(f"specialization constant REG = {reg} needs E = EV = {reg}")
     omap = int(spec["OMAP"]) == 1
     if not omap:
         ext["out"] = rows * ev
@@ -76,6 +80,7 @@ SDPA = KernelSpec(
         ("CAUSAL", 0),
         ("WG", 64),
         *((name, 0) for name in _MAP_SPEC),
+        ("REG", 0),
     ),
     workgroups=grid_workgroups(lambda p: int(p["BH"]) * int(p["L"])),
     extents=guarded("sdpa", _sdpa_extents),
@@ -85,6 +90,7 @@ SDPA = KernelSpec(
         "WG": WG_RANGE,
         "VMAP": FLAG,
         "OMAP": FLAG,
+        "REG": (0, 256),
         **{name: (0, (1 << 31) - 1) for name in _MAP_SPEC if name not in ("VMAP", "OMAP")},
     },
     doc="""scaled_dot_product_attention on rows: q [BH, L, E], k [BH / G, S, E], v [BH / G,
@@ -95,7 +101,9 @@ optional additive float mask read at b*mb + h*mh + l*ml + s*ms (b = bh / H,
 h = bh % H; 0 strides broadcast; boolean masks become 0/-inf at compile time);
 CAUSAL = torch's is_causal (top-left aligned); VMAP = 1: v read at VOFF + kvh*VSH +
 s*VSS + e*VSE, OMAP = 1: out written at OOFF + bh*OSH + l*OSL + e*OSE (a transpose
-folded in by vkc-fold-copies). One invocation per query row.""",
+folded in by vkc-fold-copies); REG > 0 (E = EV = REG): the query row and the output
+row accumulated in registers, the output written once (the same f32 operations). One
+invocation per query row.""",
 )
 
 

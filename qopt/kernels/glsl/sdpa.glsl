@@ -10,7 +10,9 @@
 // in): v[VOFF + kvh*VSH + s*VSS + e*VSE] instead of v[(kvh*S + s)*EV + e]; OMAP = 1:
 // the output written through one (the transpose after attention):
 // out[OOFF + bh*OSH + l*OSL + e*OSE] instead of out[(bh*L + l)*EV + e]. The same f32
-// operations either way.
+// operations either way. REG > 0 (E = EV = REG, convert-to-vkc picks it): the query row
+// and the output row in registers, the output written once at the end: the same f32
+// operations, without the per-key loads and stores of the output row.
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int HAS_MASK = 0;
 layout(constant_id = 1) const int CAUSAL = 0;
@@ -25,6 +27,8 @@ layout(constant_id = 9) const int OOFF = 0;
 layout(constant_id = 10) const int OSH = 0;
 layout(constant_id = 11) const int OSL = 0;
 layout(constant_id = 12) const int OSE = 0;
+layout(constant_id = 13) const int REG = 0;
+const int REGS = REG > 0 ? REG : 1;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
@@ -45,8 +49,36 @@ void main() {
     uint ose = OMAP == 1 ? uint(OSE) : 1u;
     uint vse = VMAP == 1 ? uint(VSE) : 1u;
     float m = -1.0 / 0.0, denom = 0.0;
-    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] = 0.0;
     uint send = CAUSAL == 1 ? min(p.S, l + 1) : p.S;
+    if (REG > 0) {
+      float qr[REGS];
+      float acc[REGS];
+      for (int e = 0; e < REG; ++e) {
+        qr[e] = q[qb + uint(e)];
+        acc[e] = 0.0;
+      }
+      for (uint s = 0; s < send; ++s) {
+        uint kb = (kvh * p.S + s) * p.E;
+        float d = 0.0;
+        for (int e = 0; e < REG; ++e) d += qr[e] * k[kb + uint(e)];
+        d *= p.scale;
+        if (HAS_MASK == 1) {
+          uint b = bh / p.H, h = bh % p.H;
+          d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
+        }
+        if (d == -1.0 / 0.0) continue;
+        float mn = max(m, d);
+        float corr = exp(m - mn), w = exp(d - mn);
+        denom = denom * corr + w;
+        uint vb = VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+        for (int e = 0; e < REG; ++e) acc[e] = acc[e] * corr + w * v[vb + uint(e) * vse];
+        m = mn;
+      }
+      float inv = 1.0 / denom;
+      for (int e = 0; e < REG; ++e) o[ob + uint(e) * ose] = acc[e] * inv;
+      continue;
+    }
+    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] = 0.0;
     for (uint s = 0; s < send; ++s) {
       uint kb = (kvh * p.S + s) * p.E;
       float d = 0.0;

@@ -547,7 +547,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             "H": 3,
             "L": 4,
             "S": 5,
-            "E": 8,
+            "E": 6,
             "EV": 6,
             "G": 1,
             "scale": 0.5,
@@ -558,6 +558,7 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         },
         {
             "CAUSAL": 1,
+            "REG": 6,
             **{"VMAP": 1, "VOFF": 7, "VSH": 6, "VSS": 18, "VSE": 1},
             **{"OMAP": 1, "OOFF": 2, "OSH": 6, "OSL": 18, "OSE": 1},
         },

@@ -799,7 +799,8 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int, group: int) -> None:
 def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
     """VMAP / OMAP: v read out of a [S, heads, EV] layout with an offset and the output
     written as [L, heads, EV] (the transposes vkc-fold-copies folds in): the device bit
-    for bit the row-major sdpa on the transposed copies, the reference close to it."""
+    for bit the row-major sdpa on the transposed copies, the reference close to it; REG
+    (rows in registers) bit for bit the same, with and without the maps."""
     h, lq, s, e = 3, 4, 5, 8
     q = RNG.standard_normal((h, lq, e)).astype(F32)
     k = RNG.standard_normal((h, s, e)).astype(F32)
@@ -818,6 +819,20 @@ def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
     moved = plain["out"].reshape(h, lq, e).transpose(1, 0, 2).reshape(-1)
     assert got["out"].tobytes() == moved.tobytes()
     close(got["out"], ref["out"])
+    # REG: the rows in registers, the same operations (both layouts)
+    regs, _ = run_kernel(
+        dev,
+        "sdpa",
+        {"q": q, "k": k, "v": np.ascontiguousarray(v)},
+        {"out": (F32, q.size)},
+        push,
+        {"REG": e},
+    )
+    assert regs["out"].tobytes() == plain["out"].tobytes()
+    regs, _ = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": raw}, {"out": (F32, q.size)}, push, {**maps, "REG": e}
+    )
+    assert regs["out"].tobytes() == moved.tobytes()
 
 
 # -- standalone quantization
