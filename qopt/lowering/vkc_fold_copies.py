@@ -181,17 +181,11 @@ class _Folder:
         p, s, q = (int(push[k]) for k in ("P", "S", "Q"))
         if p * s * q != copy.kernel.n or p * s * q == 0:
             return False
-        outer = (1,) * (RANK - 3) + (p, s, q)
         source = copy.source
-        found = compose(
-            outer, (0, row_major(outer)), copy.kernel.dims, (source.offset, source.strides)
-        )
+        found = self._composed((p, s, q), copy)
         if found is None:
             return False
-        offset, strides = found
-        limit = (1 << 31) - 1
-        if offset > limit or any(v > limit for v in strides):
-            return False
+        offset, (vsp, vss, vsq) = found
         if not moves_safely(copy.op, scatter, {source.buffer}):
             return False
         if source.buffer in dispatch_writes(scatter):
@@ -200,9 +194,9 @@ class _Folder:
             **spec,
             "VMAP": 1,
             "VOFF": offset,
-            "VSP": strides[RANK - 3],
-            "VSS": strides[RANK - 2],
-            "VSQ": strides[RANK - 1],
+            "VSP": vsp,
+            "VSS": vss,
+            "VSQ": vsq,
         }
         buffers = [source.buffer, *scatter.buffers[1:]]
         new = make_dispatch(self.symbols, "scatter_dim", new_spec, buffers, push, scatter)
