@@ -39,6 +39,31 @@ layout(push_constant) uniform P {
   uint mb; uint mh; uint ml; uint ms;
 } p;
 
+// One key of the online softmax: the score d of key s scaled and masked; false for a
+// masked-out key (-inf: skipped), else the running max m and denominator updated and
+// the factors corr (of what was accumulated) and w (of this key's v row).
+bool online_step(float d, uint bh, uint l, uint s, inout float m, inout float denom,
+                 out float corr, out float w) {
+  d *= p.scale;
+  if (HAS_MASK == 1) {
+    uint b = bh / p.H, h = bh % p.H;
+    d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
+  }
+  corr = 1.0;
+  w = 0.0;
+  if (d == -1.0 / 0.0) return false;
+  float mn = max(m, d);
+  corr = exp(m - mn);
+  w = exp(d - mn);
+  denom = denom * corr + w;
+  m = mn;
+  return true;
+}
+
+uint v_base(uint kvh, uint s) {
+  return VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+}
+
 void main() {
   uint rows = p.BH * p.L;
   for (uint row = gl_GlobalInvocationID.x; row < rows; row += gl_NumWorkGroups.x * WG) {
@@ -61,18 +86,10 @@ void main() {
         uint kb = (kvh * p.S + s) * p.E;
         float d = 0.0;
         for (int e = 0; e < REG; ++e) d += qr[e] * k[kb + uint(e)];
-        d *= p.scale;
-        if (HAS_MASK == 1) {
-          uint b = bh / p.H, h = bh % p.H;
-          d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
-        }
-        if (d == -1.0 / 0.0) continue;
-        float mn = max(m, d);
-        float corr = exp(m - mn), w = exp(d - mn);
-        denom = denom * corr + w;
-        uint vb = VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+        float corr, w;
+        if (!online_step(d, bh, l, s, m, denom, corr, w)) continue;
+        uint vb = v_base(kvh, s);
         for (int e = 0; e < REG; ++e) acc[e] = acc[e] * corr + w * v[vb + uint(e) * vse];
-        m = mn;
       }
       float inv = 1.0 / denom;
       for (int e = 0; e < REG; ++e) o[ob + uint(e) * ose] = acc[e] * inv;
@@ -83,21 +100,13 @@ void main() {
       uint kb = (kvh * p.S + s) * p.E;
       float d = 0.0;
       for (uint e = 0; e < p.E; ++e) d += q[qb + e] * k[kb + e];
-      d *= p.scale;
-      if (HAS_MASK == 1) {
-        uint b = bh / p.H, h = bh % p.H;
-        d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
-      }
-      if (d == -1.0 / 0.0) continue;
-      float mn = max(m, d);
-      float corr = exp(m - mn), w = exp(d - mn);
-      denom = denom * corr + w;
-      uint vb = VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+      float corr, w;
+      if (!online_step(d, bh, l, s, m, denom, corr, w)) continue;
+      uint vb = v_base(kvh, s);
       for (uint e = 0; e < p.EV; ++e) {
         uint at = ob + e * ose;
         o[at] = o[at] * corr + w * v[vb + e * vse];
       }
-      m = mn;
     }
     float inv = 1.0 / denom;
     for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] *= inv;
