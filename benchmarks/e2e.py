@@ -17,7 +17,12 @@ for one forward at each length:
 Ratios: qopt / torch float and qopt / torchao (below 1.0 = qopt faster). Calls of
 the three are interleaved, so background load hits them alike.
 
+With `--profile N` it also prints, per scheme and length, the N kernels with the most
+GPU time per call (dispatch timestamps, median over the repeats, summed over that
+kernel's dispatches) and the host time outside the GPU.
+
     python benchmarks/e2e.py [--quick] [--schemes w4g32 8da4w codebook4] [--seqs 1 64]
+                             [--profile N]
 """
 
 from __future__ import annotations
@@ -74,6 +79,31 @@ def median_time(call: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def print_profile(
+    artifact: Any, method: str, per_dispatch: list[list[float]], walls: list[float], top: int
+) -> None:
+    """The `top` kernels by GPU time per call of `method` (medians over the repeats)."""
+    program = artifact.program
+    steps = program.method_steps(program.method(method))
+    if not per_dispatch or any(len(times) != len(steps) for times in per_dispatch):
+        print(f"  {method}: no per-dispatch timestamps")
+        return
+    medians = [statistics.median(column) for column in zip(*per_dispatch, strict=True)]
+    by_kernel: dict[str, list[float]] = {}
+    for step, seconds in zip(steps, medians, strict=True):
+        entry = program.kernels[step.kernel]
+        by_kernel.setdefault(entry.kernel, []).append(seconds)
+    gpu = sum(medians)
+    host = statistics.median(w - sum(t) for w, t in zip(walls, per_dispatch, strict=True))
+    print(f"  {method}: GPU {gpu * 1e3:.2f} ms in {len(steps)} dispatches, host (wall - GPU, "
+          f"median) {host * 1e3:.2f} ms")  # fmt: skip
+    ranked = sorted(by_kernel.items(), key=lambda item: -sum(item[1]))
+    for name, times in ranked[:top]:
+        total = sum(times)
+        print(f"    {name:<24} {len(times):>3} x {total / len(times) * 1e3:8.3f} ms = "
+              f"{total * 1e3:8.2f} ms ({total / gpu:5.1%})")  # fmt: skip
+
+
 def main() -> None:
     quiet_third_party_logs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -81,6 +111,9 @@ def main() -> None:
     parser.add_argument("--schemes", nargs="*", default=["w4g32", "8da4w", "codebook4"])
     parser.add_argument("--seqs", nargs="*", type=int, default=[1, 64])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="print the N costliest kernels"
+    )
     args = parser.parse_args()
     if (reason := vulkan_available()) is not None:
         sys.exit(f"no Vulkan device: {reason}")
@@ -119,6 +152,7 @@ def main() -> None:
             start, stop = artifact.program.method(method).steps
             session.run(ids, method=method)  # warm-up: records the command buffer
             walls, gpus, floats, quants = [], [], [], []
+            per_dispatch: list[list[float]] = []
             with torch.no_grad():
                 float_model(tokens)  # warm-up
                 model(tokens)
@@ -127,8 +161,11 @@ def main() -> None:
                     session.run(ids, method=method)
                     walls.append(time.perf_counter() - t0)
                     gpus.append(artifact.gpu_seconds() or float("nan"))
+                    per_dispatch.append(list(artifact.last_times or []))
                     floats.append(median_time(lambda: float_model(tokens), 1))
                     quants.append(median_time(lambda: model(tokens), 1))
+            if args.profile:
+                print_profile(artifact, method, per_dispatch, walls, args.profile)
             et_s: float | str = "-"
             if et is not None and not isinstance(et, str) and seq == args.seqs[0]:
                 runner = et

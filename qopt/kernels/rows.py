@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qopt.kernels.extents import FLAG, always, guarded, rows_cols, rows_workgroups
-from qopt.kernels.opcodes import REDUCE_OPS
+from qopt.kernels.opcodes import MAPPINGS, REDUCE_OPS
 from qopt.kernels.spec import Extents, KernelSpec, PushValues, SpecValues, binding, push_of
 
 
@@ -87,15 +87,20 @@ the last dim of [rows, cols], optional weight/bias [cols]; push rows, cols, eps.
 
 def _rms_norm_extents(push: PushValues, spec: SpecValues) -> Extents:
     """rms_norm_rows.glsl: a[r * cols + c], y[r * cols + c] (r < rows, c < cols), the same
-    words of b (HAS_ADD) and h (HAS_H), w[w_off + c]."""
+    words of b (HAS_ADD), h (HAS_H) and q (QUANT), w[w_off + c], scale[r] and zp[r]
+    (QUANT)."""
     rows, cols = rows_cols(push)
     total = rows * cols
+    quant = int(spec["QUANT"]) == 1
     return {
         "a": total,
         "b": total if int(spec["HAS_ADD"]) == 1 else 0,
         "w": int(push["w_off"]) + cols if total else 0,
         "h": total if int(spec["HAS_H"]) == 1 else 0,
         "y": total,
+        "scale": rows if quant and total else 0,
+        "zp": rows if quant and total else 0,
+        "q": total if quant else 0,
     }
 
 
@@ -108,18 +113,47 @@ RMS_NORM_ROWS = KernelSpec(
         binding("w", "f32"),
         binding("h", "f32", True),
         binding("y", "f32", True),
+        binding("scale", "f32", True),
+        binding("zp", "i32", True),
+        binding("q", "i32", True),
     ),
-    push=(("rows", "u32"), ("cols", "u32"), ("alpha", "f32"), ("eps", "f32"), ("w_off", "u32")),
-    spec=(("HAS_ADD", 0), ("HAS_H", 0)),
+    push=(
+        ("rows", "u32"),
+        ("cols", "u32"),
+        ("alpha", "f32"),
+        ("eps", "f32"),
+        ("w_off", "u32"),
+        ("qmin", "i32"),
+        ("qmax", "i32"),
+        ("q_eps", "f32"),
+        ("q_qmin", "i32"),
+        ("q_qmax", "i32"),
+    ),
+    spec=(
+        ("HAS_ADD", 0),
+        ("HAS_H", 0),
+        ("QUANT", 0),
+        ("MAPPING", MAPPINGS["asymmetric"]),
+        ("ZP_BEFORE_ROUND", 0),
+    ),
     local_size=(32, 1, 1),
     workgroups=rows_workgroups,
     exact=always,
     extents=guarded("rms_norm_rows", _rms_norm_extents),
-    spec_bounds={"HAS_ADD": FLAG, "HAS_H": FLAG},
+    spec_bounds={
+        "HAS_ADD": FLAG,
+        "HAS_H": FLAG,
+        "QUANT": FLAG,
+        "MAPPING": (min(MAPPINGS.values()), max(MAPPINGS.values())),
+        "ZP_BEFORE_ROUND": FLAG,
+    },
     doc="""RMSNorm of [rows, cols] exactly as its decomposition computes it in f32
 (vkc-fuse-norms): h = a (+ alpha * b if HAS_ADD), y = (h * (1 / sqrt(mean(h * h) + eps)))
 * w[w_off + c], the mean as reduce_rows adds it (torch's CPU order); h also written to
-`h` if HAS_H. Bit-exact to reduce_rows + binary/unary.""",
+`h` if HAS_H. QUANT = 1 also quantizes y per row exactly as quantize_rows_dynamic does
+(MAPPING, ZP_BEFORE_ROUND; push qmin, qmax, q_eps for its scale / zp, q_qmin, q_qmax
+for q): scale[r], zp[r] and q[r, c] written. Bit-exact to reduce_rows + binary/unary
+(+ quantize_rows_dynamic).""",
 )
 
 

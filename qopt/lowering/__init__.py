@@ -50,6 +50,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VkcFuseNormsPass
 
+    def get_vkc_fuse_row_quant() -> type[ModulePass]:
+        from qopt.lowering.vkc_fuse_row_quant import VkcFuseRowQuantPass
+
+        return VkcFuseRowQuantPass
+
     def get_vkc_merge_siblings() -> type[ModulePass]:
         from qopt.lowering.vkc_merge_siblings import VkcMergeSiblingsPass
 
@@ -88,6 +93,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-to-vkc": get_convert_to_vkc,
         "vkc-fuse-elementwise": get_vkc_fuse_elementwise,
         "vkc-fuse-norms": get_vkc_fuse_norms,
+        "vkc-fuse-row-quant": get_vkc_fuse_row_quant,
         "vkc-fold-copies": get_vkc_fold_copies,
         "vkc-merge-siblings": get_vkc_merge_siblings,
         "vkc-plan-buffers": get_vkc_plan_buffers,

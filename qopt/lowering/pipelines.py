@@ -13,10 +13,10 @@ and `qopt.backends.coreml.compile_coreml` all run them.
         [, coreml-fp16 when compute-precision=fp16]
 
     qopt-vulkan{fallback=false fuse-elementwise=true fuse-norms=true merge-siblings=true
-                fold-copies=true}
+                fuse-row-quant=true fold-copies=true}
         fuse-quant, fold-constants, convert-to-vkc{schedule=false fallback=...},
         [vkc-fuse-elementwise,] [vkc-fuse-norms,] [vkc-merge-siblings,]
-        [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
+        [vkc-fuse-row-quant,] [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
 
 `qopt-opt` runs a pipeline as its sub-passes (`sub_passes`), so that
 `--print-between-passes`, `--print-ir-after` and `--time-passes` show each one; under
@@ -146,8 +146,8 @@ class QoptVulkanPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `convert-to-vkc{schedule=false}`,
     `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), `vkc-fuse-norms` (unless
     `fuse-norms=false`), `vkc-merge-siblings` (unless `merge-siblings=false`),
-    `vkc-fold-copies` (unless `fold-copies=false`), then `vkc-plan-buffers` and
-    `vkc-insert-barriers`."""
+    `vkc-fuse-row-quant` (unless `fuse-row-quant=false`), `vkc-fold-copies` (unless
+    `fold-copies=false`), then `vkc-plan-buffers` and `vkc-insert-barriers`."""
 
     name = "qopt-vulkan"
 
@@ -162,6 +162,9 @@ class QoptVulkanPipeline(ModulePass):
     elementwise dispatch, a residual add before it its own dispatch)."""
     merge_siblings: bool = True
     """Run vkc-merge-siblings (`merge-siblings=false`: one dispatch per linear)."""
+    fuse_row_quant: bool = True
+    """Run vkc-fuse-row-quant (`fuse-row-quant=false`: an 8da4w linear's per-token
+    quantization stays a dispatch of its own)."""
     fold_copies: bool = True
     """Run vkc-fold-copies (`fold-copies=false`: every copy_strided stays a dispatch)."""
 
@@ -172,6 +175,7 @@ class QoptVulkanPipeline(ModulePass):
         from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
         from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
         from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
+        from qopt.lowering.vkc_fuse_row_quant import VkcFuseRowQuantPass
         from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
         from qopt.lowering.vkc_merge_siblings import VkcMergeSiblingsPass
         from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
@@ -181,6 +185,8 @@ class QoptVulkanPipeline(ModulePass):
             fuse.append(VkcFuseNormsPass())
         if self.merge_siblings:
             fuse.append(VkcMergeSiblingsPass())
+        if self.fuse_row_quant:
+            fuse.append(VkcFuseRowQuantPass())
         if self.fold_copies:
             fuse.append(VkcFoldCopiesPass())
         return [

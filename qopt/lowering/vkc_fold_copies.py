@@ -1,4 +1,5 @@
-"""`vkc-fold-copies`: copies that move nothing, or that a scatter can read through.
+"""`vkc-fold-copies`: copies that move nothing, or that a scatter or an sdpa reads or
+writes through.
 
 Runs on vkc IR before buffers are planned (last of qopt-vulkan's dispatch fusions). A
 `copy_strided` dispatch C (what `vkc-fuse-elementwise` leaves of a transpose, a slice
@@ -12,10 +13,21 @@ or a reshape) writing a transient buffer d whole, d written by C alone:
   values, the scatter reads s through C's map instead (`VMAP = 1`: vals[VOFF + p*VSP +
   s*VSS + q*VSQ], C's map composed into the scatter's [P, S, Q] index space and checked
   to stay strided) and C goes; safe when no op between C and the scatter writes s (a
-  KV-cache update from a slice of a merged q/k/v projection, or a transposed v).
+  KV-cache update from a slice of a merged q/k/v projection, or a transposed v);
+- copies into attention: when d's one reader is an `sdpa` reading it as v (v's
+  transpose, or its slice of a merged q/k/v output), the sdpa reads s through C's map
+  composed into its [kv heads, S, EV] index space (`VMAP = 1`: v[VOFF + kvh*VSH +
+  s*VSS + e*VSE]) and C goes; safe when no op between C and the sdpa writes s;
+- copies out of attention: when s is the whole output of an `sdpa` (a transient
+  buffer it alone writes, read by C alone) and C moves every word of it once (a
+  permutation: the transpose of the attention output back to [batch, seq, heads,
+  dim]), the sdpa writes each output word where C put it (`OMAP = 1`: out[OOFF +
+  bh*OSH + l*OSL + e*OSE], C's inverse map, checked to be strided) and C goes; safe
+  when every reader of d comes after C and the sdpa reads no d.
 
 The words each reader sees are the ones C copied (copies move 32-bit words
-unchanged), so the program computes bit for bit what it did.
+unchanged; the sdpa runs the same f32 operations at other addresses), so the program
+computes bit for bit what it did.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -32,12 +45,15 @@ from xdsl.passes import ModulePass
 from qopt.dialects import vkc
 from qopt.kernels.extents import RANK
 from qopt.lowering.vkc_fuse_elementwise import (
+    MAX_COMPOSE,
     Kernel,
     KernelSymbols,
     Leaf,
     as_kernel,
     buffer_uses,
     compose,
+    digit_index,
+    dispatch_reads,
     dispatch_writes,
     drop_unused_kernels,
     erase_dispatch,
@@ -78,7 +94,12 @@ class _Folder:
                 if op.parent is not self.block or not isinstance(op, vkc.DispatchOp):
                     continue
                 copy = self._copy(op)
-                if copy is not None and (self._elide(copy) or self._into_scatter(copy)):
+                if copy is not None and (
+                    self._elide(copy)
+                    or self._into_scatter(copy)
+                    or self._into_sdpa(copy)
+                    or self._out_of_sdpa(copy)
+                ):
                     changed = True
                     self.folded += 1
         return self.folded
@@ -160,17 +181,11 @@ class _Folder:
         p, s, q = (int(push[k]) for k in ("P", "S", "Q"))
         if p * s * q != copy.kernel.n or p * s * q == 0:
             return False
-        outer = (1,) * (RANK - 3) + (p, s, q)
         source = copy.source
-        found = compose(
-            outer, (0, row_major(outer)), copy.kernel.dims, (source.offset, source.strides)
-        )
+        found = self._composed((p, s, q), copy)
         if found is None:
             return False
-        offset, strides = found
-        limit = (1 << 31) - 1
-        if offset > limit or any(v > limit for v in strides):
-            return False
+        offset, (vsp, vss, vsq) = found
         if not moves_safely(copy.op, scatter, {source.buffer}):
             return False
         if source.buffer in dispatch_writes(scatter):
@@ -179,9 +194,9 @@ class _Folder:
             **spec,
             "VMAP": 1,
             "VOFF": offset,
-            "VSP": strides[RANK - 3],
-            "VSS": strides[RANK - 2],
-            "VSQ": strides[RANK - 1],
+            "VSP": vsp,
+            "VSS": vss,
+            "VSQ": vsq,
         }
         buffers = [source.buffer, *scatter.buffers[1:]]
         new = make_dispatch(self.symbols, "scatter_dim", new_spec, buffers, push, scatter)
@@ -189,6 +204,140 @@ class _Folder:
         erase_dispatch(scatter)
         erase_dispatch(copy.op)
         return True
+
+    def _into_sdpa(self, copy: _Copy) -> bool:
+        """The copy's one reader an sdpa reading it as v: the sdpa reads the copy's
+        source through the composed map (VMAP) instead."""
+        if len({reader for reader, _ in copy.readers}) != 1 or len(copy.readers) != 1:
+            return False
+        sdpa, index = copy.readers[0]
+        kernel = sdpa.kernel_op()
+        if kernel.kernel.data != "sdpa" or index != 2:
+            return False
+        spec = kernel.spec_values()
+        if spec.get("VMAP", 0) != 0:
+            return False
+        push = sdpa.push_values()
+        bh, s, ev, group = (int(push[k]) for k in ("BH", "S", "EV", "G"))
+        if bh == 0 or group == 0 or s * ev == 0:
+            return False
+        heads = (bh - 1) // group + 1  # the key/value heads read
+        if heads * s * ev != copy.kernel.n:
+            return False
+        found = self._composed((heads, s, ev), copy)
+        if found is None:
+            return False
+        offset, (vsh, vss, vse) = found
+        if not moves_safely(copy.op, sdpa, {copy.source.buffer}):
+            return False
+        if copy.source.buffer in dispatch_writes(sdpa):
+            return False
+        new_spec = {**spec, "VMAP": 1, "VOFF": offset, "VSH": vsh, "VSS": vss, "VSE": vse}
+        buffers = list(sdpa.buffers)
+        buffers[2] = copy.source.buffer
+        new = make_dispatch(self.symbols, "sdpa", new_spec, buffers, push, sdpa)
+        self.block.insert_op_before(new, sdpa)
+        erase_dispatch(sdpa)
+        erase_dispatch(copy.op)
+        return True
+
+    def _out_of_sdpa(self, copy: _Copy) -> bool:
+        """The copy's source the whole output of an sdpa, read by nothing else and
+        copied word for word (a permutation: the transpose after attention): the sdpa
+        writes each output word where the copy put it (OMAP) and the copy goes."""
+        source = copy.source
+        root = source.buffer
+        owner = root.owner
+        if not isinstance(owner, vkc.AllocOp) or owner.is_status:
+            return False
+        uses = buffer_uses(root)
+        users = {user for user, _ in uses}
+        if copy.op not in users or len(users) != 2:
+            return False
+        (sdpa,) = users - {copy.op}
+        if not isinstance(sdpa, vkc.DispatchOp) or sdpa.parent is not self.block:
+            return False
+        kernel = sdpa.kernel_op()
+        if kernel.kernel.data != "sdpa" or kernel.spec_values().get("OMAP", 0) != 0:
+            return False
+        if [index for user, index in uses if user is sdpa] != [4] or sdpa.buffers[4] is not root:
+            return False
+        if dispatch_writes(sdpa) != {root}:
+            return False
+        push = sdpa.push_values()
+        bh, lq, ev = (int(push[k]) for k in ("BH", "L", "EV"))
+        n = copy.kernel.n
+        if bh * lq * ev != n or _buffer(root).numel != n or n == 0 or n > MAX_COMPOSE:
+            return False
+        # the copy's dest index of each source word: the inverse of its load map
+        loads = source.offset + digit_index(copy.kernel.dims, source.strides)
+        if int(loads.min()) != 0 or int(loads.max()) != n - 1:
+            return False
+        dest_of = np.full(n, -1, dtype=np.int64)
+        dest_of[loads] = np.arange(n, dtype=np.int64)
+        if (dest_of < 0).any():  # not a permutation
+            return False
+        found = _strided((bh, lq, ev), dest_of)
+        if found is None:
+            return False
+        offset, (osh, osl, ose) = found
+        order = {op: k for k, op in enumerate(self.block.ops)}
+        if order[sdpa] > order[copy.op]:
+            return False
+        if any(order[reader] < order[copy.op] for reader, _ in copy.readers):
+            return False
+        dest = copy.dest
+        if dest in dispatch_reads(sdpa):
+            return False
+        dest_owner = dest.owner
+        assert isinstance(dest_owner, vkc.AllocOp)
+        if order[dest_owner] > order[sdpa]:  # defined before its new writer
+            dest_owner.detach()
+            self.block.insert_op_before(dest_owner, sdpa)
+        spec = {**kernel.spec_values(), "OMAP": 1, "OOFF": offset}
+        spec.update({"OSH": osh, "OSL": osl, "OSE": ose})
+        buffers = [*sdpa.buffers[:4], dest]
+        new = make_dispatch(self.symbols, "sdpa", spec, buffers, push, sdpa)
+        self.block.insert_op_before(new, sdpa)
+        erase_dispatch(copy.op)
+        erase_dispatch(sdpa)
+        return True
+
+    def _composed(self, dims: tuple[int, ...], copy: _Copy) -> tuple[int, tuple[int, ...]] | None:
+        """The copy's load map read over `dims` (row-major over the copy's words), when
+        strided with offset and strides below 2^31; else None."""
+        outer = (1,) * (RANK - len(dims)) + dims
+        source = copy.source
+        found = compose(
+            outer, (0, row_major(outer)), copy.kernel.dims, (source.offset, source.strides)
+        )
+        if found is None:
+            return None
+        offset, strides = found
+        limit = (1 << 31) - 1
+        if offset > limit or any(v > limit for v in strides):
+            return None
+        return offset, tuple(strides[RANK - len(dims) :])
+
+
+def _strided(dims: tuple[int, ...], target: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+    """(offset, strides) with target[i] = offset + sum(digit_k(i) * strides_k) over
+    row-major `dims`, all in [0, 2^31); else None."""
+    offset = int(target[0])
+    strides = []
+    step = 1
+    steps = []
+    for d in reversed(dims):
+        steps.append(step)
+        step *= d
+    for d, at in zip(dims, reversed(steps), strict=True):
+        strides.append(0 if d == 1 else int(target[at]) - offset)
+    limit = (1 << 31) - 1
+    if offset < 0 or offset > limit or any(v < 0 or v > limit for v in strides):
+        return None
+    if not np.array_equal(target, offset + digit_index(dims, strides)):
+        return None
+    return offset, tuple(strides)
 
 
 def fold_function(module: ModuleOp, function: func.FuncOp) -> int:
@@ -198,8 +347,8 @@ def fold_function(module: ModuleOp, function: func.FuncOp) -> int:
 
 @dataclass(frozen=True)
 class VkcFoldCopiesPass(ModulePass):
-    """Drop identity copies and fold copies into the scatters reading them (module
-    docstring)."""
+    """Drop identity copies and fold copies into the scatters and attentions reading
+    them, or out of the attentions writing them (module docstring)."""
 
     name = "vkc-fold-copies"
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, f32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, f32, i32
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
@@ -66,6 +66,8 @@ _ADD = FUSED_OPS["binary"] + BINARY_OPS["add"]
 _MUL = FUSED_OPS["binary"] + BINARY_OPS["mul"]
 _RSQRT = UNARY_OPS["rsqrt"]
 _F32 = DTYPES["f32"]
+_NO_QUANT = {"qmin": 0, "qmax": 0, "q_eps": 0.0, "q_qmin": 0, "q_qmax": 0}
+"""rms_norm_rows' quantization push constants when QUANT = 0 (unused)."""
 
 
 @dataclass
@@ -219,18 +221,21 @@ class _Fuser:
                 return False
         else:
             producer, a, b, alpha, keep_h = None, x_root, x_root, 1.0, False
-        if keep_h:
-            h: SSAValue = x_root
-        else:
-            dummy = vkc.AllocOp(result_types=[vkc.BufferType.get((1,), f32)])
-            self.block.insert_op_before(dummy, tail_op)
-            h = dummy.result
+        h = x_root if keep_h else self._dummy(f32, tail_op)
+        unquantized = [self._dummy(f32, tail_op), self._dummy(i32, tail_op)]
         new = make_dispatch(
             self.symbols,
             "rms_norm_rows",
             {"HAS_ADD": int(producer is not None), "HAS_H": int(keep_h)},
-            [a, b, w, h, tail_kernel.out],
-            {"rows": rows, "cols": cols, "alpha": alpha, "eps": eps, "w_off": w_off},
+            [a, b, w, h, tail_kernel.out, *unquantized, self._dummy(i32, tail_op)],
+            {
+                "rows": rows,
+                "cols": cols,
+                "alpha": alpha,
+                "eps": eps,
+                "w_off": w_off,
+                **_NO_QUANT,
+            },
             tail_op,
         )
         self.block.insert_op_before(new, tail_op)
@@ -240,6 +245,12 @@ class _Fuser:
             erase_dispatch(producer)
         self.fused += 1
         return True
+
+    def _dummy(self, element: Attribute, before: Operation) -> SSAValue:
+        """A one-word buffer for a binding the kernel leaves alone."""
+        alloc = vkc.AllocOp(result_types=[vkc.BufferType.get((1,), element)])
+        self.block.insert_op_before(alloc, before)
+        return alloc.result
 
     def _quantize(self, choose: vkc.DispatchOp) -> bool:
         """choose_qparams_rows C and the quantize_rows Q of the same x with C's scale and

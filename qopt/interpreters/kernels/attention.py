@@ -17,7 +17,12 @@ def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
     kv_heads = (bh - 1) // group + 1  # query head i reads key/value head i // G
     q = f32s(buffers["q"])[: bh * lq * e].reshape(bh, lq, e).astype(np.float64)
     k = f32s(buffers["k"])[: kv_heads * s * e].reshape(kv_heads, s, e).astype(np.float64)
-    v = f32s(buffers["v"])[: kv_heads * s * ev].reshape(kv_heads, s, ev).astype(np.float64)
+    if spec_int(spec, "VMAP", 0) == 1:
+        vsh, vss, vse = (spec_int(spec, name, 0) for name in ("VSH", "VSS", "VSE"))
+        at = spec_int(spec, "VOFF", 0) + digit_address((kv_heads, s, ev), (vsh, vss, vse))
+        v = f32s(buffers["v"])[at].astype(np.float64)
+    else:
+        v = f32s(buffers["v"])[: kv_heads * s * ev].reshape(kv_heads, s, ev).astype(np.float64)
     k, v = k[np.arange(bh) // group], v[np.arange(bh) // group]
     scores = (q @ k.transpose(0, 2, 1)) * float(F32(push["scale"]))
     if spec_int(spec, "HAS_MASK", 0):
@@ -32,7 +37,24 @@ def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
         m = scores.max(axis=-1, keepdims=True)
         p = np.exp(scores - m)
         out = (p / p.sum(axis=-1, keepdims=True)) @ v
-    store(buffers, "out", out.astype(F32))
+    if spec_int(spec, "OMAP", 0) == 1:
+        osh, osl, ose = (spec_int(spec, name, 0) for name in ("OSH", "OSL", "OSE"))
+        at = spec_int(spec, "OOFF", 0) + digit_address((bh, lq, ev), (osh, osl, ose))
+        words = f32s(buffers["out"]).copy()
+        words[at] = out.astype(F32)
+        store(buffers, "out", words)
+    else:
+        store(buffers, "out", out.astype(F32))
+
+
+def digit_address(dims: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """The address sum(i_k * strides[k]) of every index of `dims`, shaped `dims`."""
+    at = np.zeros(dims, dtype=np.int64)
+    for axis, (d, stride) in enumerate(zip(dims, strides, strict=True)):
+        shape = [1] * len(dims)
+        shape[axis] = d
+        at = at + (np.arange(d, dtype=np.int64) * stride).reshape(shape)
+    return at
 
 
 REFERENCES: dict[str, Reference] = {"sdpa": _sdpa_ref}

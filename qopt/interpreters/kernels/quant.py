@@ -80,7 +80,7 @@ def _quantize_rows_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: S
     store(buffers, "q", q)
 
 
-def _quantize_dynamic_ref(
+def quantize_dynamic_ref(
     buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
 ) -> None:
     _choose_ref(buffers, push, spec)
@@ -93,5 +93,5 @@ REFERENCES: dict[str, Reference] = {
     "dequantize": _dequantize_ref,
     "choose_qparams_rows": _choose_ref,
     "quantize_rows": _quantize_rows_ref,
-    "quantize_rows_dynamic": _quantize_dynamic_ref,
+    "quantize_rows_dynamic": quantize_dynamic_ref,
 }

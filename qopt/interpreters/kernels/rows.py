@@ -1,4 +1,5 @@
-"""References of the row kernels: reduce_rows, softmax_rows, layer_norm_rows."""
+"""References of the row kernels: reduce_rows, softmax_rows, layer_norm_rows,
+rms_norm_rows."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 
 from qopt.interpreters.kernels.common import F32, f32s, rows_of, store
 from qopt.interpreters.kernels.elementwise import binary_words, unary_words
+from qopt.interpreters.kernels.quant import quantize_dynamic_ref
 from qopt.kernels.extents import spec_int
 from qopt.kernels.opcodes import REDUCE_OPS, opcode_name
 from qopt.kernels.spec import PushValues, Reference, SpecValues
@@ -87,6 +89,11 @@ def _rms_norm_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecVa
     if spec_int(spec, "HAS_H", 0) == 1:
         store(buffers, "h", h.reshape(-1))
     store(buffers, "y", np.asarray(y, F32).reshape(-1))
+    if spec_int(spec, "QUANT", 0) == 1:  # quantize_rows_dynamic of y
+        rows_of_y = {**buffers, "x": buffers["y"]}
+        quantize_dynamic_ref(rows_of_y, {**push, "eps": push["q_eps"]}, spec)
+        for name in ("scale", "zp", "q"):
+            buffers[name] = rows_of_y[name]
 
 
 REFERENCES: dict[str, Reference] = {

@@ -1,10 +1,7 @@
 #version 450
-// Per row of [rows, cols] (per-tensor: rows = 1): mn = min(min(x), 0), mx = max(max(x), 0);
-// MAPPING_ASYMMETRIC: scale = max((mx - mn) / (qmax - qmin), eps),
-//   zp = clamp(qmin - roundEven(mn / scale), qmin, qmax);
-// MAPPING_SYMMETRIC: scale = max(max(-mn, mx) / ((qmax - qmin) / 2), eps);
-// MAPPING_SYMMETRIC_NO_CLIPPING_ERR: scale = max(max(mn / qmin, mx / qmax), eps);
-// symmetric zp = int((qmax + qmin + 1) / 2). All in f32 (quant.choose_qparams).
+// Per row of [rows, cols] (per-tensor: rows = 1): mn = min(min(x), 0), mx = max(max(x), 0),
+// then scale and zero point as row_qparams.glsl computes them (MAPPING_ASYMMETRIC,
+// MAPPING_SYMMETRIC, MAPPING_SYMMETRIC_NO_CLIPPING_ERR; all in f32, quant.choose_qparams).
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const int MAPPING = MAPPING_ASYMMETRIC;
 layout(std430, binding = 0) readonly buffer In { float x[]; };
@@ -13,6 +10,8 @@ layout(std430, binding = 2) writeonly buffer Zp { int zp_out[]; };
 layout(push_constant) uniform P { uint rows; uint cols; int qmin; int qmax; float eps; } p;
 shared float rmin[64];
 shared float rmax[64];
+
+#include "row_qparams.glsl"
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -34,22 +33,9 @@ void main() {
       barrier();
     }
     if (t == 0) {
-      precise float mn = rmin[0], mx = rmax[0];
-      precise float scale;
+      float scale;
       int zp;
-      if (MAPPING == MAPPING_ASYMMETRIC) {
-        scale = max((mx - mn) / float(p.qmax - p.qmin), p.eps);
-        zp = int(clamp(float(p.qmin) - roundEven(mn / scale), float(p.qmin), float(p.qmax)));
-      } else {
-        if (MAPPING == MAPPING_SYMMETRIC) {
-          scale = max(-mn, mx) / (float(p.qmax - p.qmin) / 2.0);
-        } else {
-          precise float smin = mn / float(p.qmin), smax = mx / float(p.qmax);
-          scale = smin > smax ? smin : smax;
-        }
-        scale = max(scale, p.eps);
-        zp = int(float(p.qmax + p.qmin + 1) / 2.0);
-      }
+      row_qparams(rmin[0], rmax[0], p.qmin, p.qmax, p.eps, scale, zp);
       scale_out[r] = scale;
       zp_out[r] = zp;
     }

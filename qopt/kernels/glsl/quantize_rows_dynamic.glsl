@@ -17,8 +17,11 @@ layout(push_constant) uniform P {
 } p;
 shared float rmin[64];
 shared float rmax[64];
+
 shared float row_scale;
 shared int row_zp;
+
+#include "row_qparams.glsl"
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -40,22 +43,9 @@ void main() {
       barrier();
     }
     if (t == 0) {
-      precise float mn = rmin[0], mx = rmax[0];
-      precise float scale;
+      float scale;
       int zp;
-      if (MAPPING == MAPPING_ASYMMETRIC) {
-        scale = max((mx - mn) / float(p.qmax - p.qmin), p.eps);
-        zp = int(clamp(float(p.qmin) - roundEven(mn / scale), float(p.qmin), float(p.qmax)));
-      } else {
-        if (MAPPING == MAPPING_SYMMETRIC) {
-          scale = max(-mn, mx) / (float(p.qmax - p.qmin) / 2.0);
-        } else {
-          precise float smin = mn / float(p.qmin), smax = mx / float(p.qmax);
-          scale = smin > smax ? smin : smax;
-        }
-        scale = max(scale, p.eps);
-        zp = int(float(p.qmax + p.qmin + 1) / 2.0);
-      }
+      row_qparams(rmin[0], rmax[0], p.qmin, p.qmax, p.eps, scale, zp);
       scale_out[r] = scale;
       zp_out[r] = zp;
       row_scale = scale;

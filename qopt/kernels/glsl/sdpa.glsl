@@ -6,10 +6,29 @@
 // score = scale * q.k (+ mask[b, h, l, s] via strides mb/mh/ml/ms when HAS_MASK,
 // -inf above the diagonal when CAUSAL, torch's top-left alignment); online softmax
 // accumulated in the output row.
+// VMAP = 1: v read through a stride map (a transpose or slice vkc-fold-copies folded
+// in): v[VOFF + kvh*VSH + s*VSS + e*VSE] instead of v[(kvh*S + s)*EV + e]; OMAP = 1:
+// the output written through one (the transpose after attention):
+// out[OOFF + bh*OSH + l*OSL + e*OSE] instead of out[(bh*L + l)*EV + e]. The same f32
+// operations either way. REG > 0 (E = EV = REG, convert-to-vkc picks it): the query row
+// and the output row in registers, the output written once at the end: the same f32
+// operations, without the per-key loads and stores of the output row.
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int HAS_MASK = 0;
 layout(constant_id = 1) const int CAUSAL = 0;
 layout(constant_id = 2) const int WG = 64;
+layout(constant_id = 3) const int VMAP = 0;
+layout(constant_id = 4) const int VOFF = 0;
+layout(constant_id = 5) const int VSH = 0;
+layout(constant_id = 6) const int VSS = 0;
+layout(constant_id = 7) const int VSE = 0;
+layout(constant_id = 8) const int OMAP = 0;
+layout(constant_id = 9) const int OOFF = 0;
+layout(constant_id = 10) const int OSH = 0;
+layout(constant_id = 11) const int OSL = 0;
+layout(constant_id = 12) const int OSE = 0;
+layout(constant_id = 13) const int REG = 0;
+const int REGS = REG > 0 ? REG : 1;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
@@ -20,33 +39,76 @@ layout(push_constant) uniform P {
   uint mb; uint mh; uint ml; uint ms;
 } p;
 
+// One key of the online softmax: the score d of key s scaled and masked; false for a
+// masked-out key (-inf: skipped), else the running max m and denominator updated and
+// the factors corr (of what was accumulated) and w (of this key's v row).
+bool online_step(float d, uint bh, uint l, uint s, inout float m, inout float denom,
+                 out float corr, out float w) {
+  d *= p.scale;
+  if (HAS_MASK == 1) {
+    uint b = bh / p.H, h = bh % p.H;
+    d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
+  }
+  corr = 1.0;
+  w = 0.0;
+  if (d == -1.0 / 0.0) return false;
+  float mn = max(m, d);
+  corr = exp(m - mn);
+  w = exp(d - mn);
+  denom = denom * corr + w;
+  m = mn;
+  return true;
+}
+
+uint v_base(uint kvh, uint s) {
+  return VMAP == 1 ? uint(VOFF) + kvh * uint(VSH) + s * uint(VSS) : (kvh * p.S + s) * p.EV;
+}
+
 void main() {
   uint rows = p.BH * p.L;
   for (uint row = gl_GlobalInvocationID.x; row < rows; row += gl_NumWorkGroups.x * WG) {
     uint bh = row / p.L, l = row % p.L;
     uint kvh = bh / p.G;
-    uint qb = row * p.E, ob = row * p.EV;
+    uint qb = row * p.E;
+    uint ob = OMAP == 1 ? uint(OOFF) + bh * uint(OSH) + l * uint(OSL) : row * p.EV;
+    uint ose = OMAP == 1 ? uint(OSE) : 1u;
+    uint vse = VMAP == 1 ? uint(VSE) : 1u;
     float m = -1.0 / 0.0, denom = 0.0;
-    for (uint e = 0; e < p.EV; ++e) o[ob + e] = 0.0;
     uint send = CAUSAL == 1 ? min(p.S, l + 1) : p.S;
+    if (REG > 0) {
+      float qr[REGS];
+      float acc[REGS];
+      for (int e = 0; e < REG; ++e) {
+        qr[e] = q[qb + uint(e)];
+        acc[e] = 0.0;
+      }
+      for (uint s = 0; s < send; ++s) {
+        uint kb = (kvh * p.S + s) * p.E;
+        float d = 0.0;
+        for (int e = 0; e < REG; ++e) d += qr[e] * k[kb + uint(e)];
+        float corr, w;
+        if (!online_step(d, bh, l, s, m, denom, corr, w)) continue;
+        uint vb = v_base(kvh, s);
+        for (int e = 0; e < REG; ++e) acc[e] = acc[e] * corr + w * v[vb + uint(e) * vse];
+      }
+      float inv = 1.0 / denom;
+      for (int e = 0; e < REG; ++e) o[ob + uint(e) * ose] = acc[e] * inv;
+      continue;
+    }
+    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] = 0.0;
     for (uint s = 0; s < send; ++s) {
       uint kb = (kvh * p.S + s) * p.E;
       float d = 0.0;
       for (uint e = 0; e < p.E; ++e) d += q[qb + e] * k[kb + e];
-      d *= p.scale;
-      if (HAS_MASK == 1) {
-        uint b = bh / p.H, h = bh % p.H;
-        d += mask[b * p.mb + h * p.mh + l * p.ml + s * p.ms];
+      float corr, w;
+      if (!online_step(d, bh, l, s, m, denom, corr, w)) continue;
+      uint vb = v_base(kvh, s);
+      for (uint e = 0; e < p.EV; ++e) {
+        uint at = ob + e * ose;
+        o[at] = o[at] * corr + w * v[vb + e * vse];
       }
-      if (d == -1.0 / 0.0) continue;
-      float mn = max(m, d);
-      float corr = exp(m - mn), w = exp(d - mn);
-      denom = denom * corr + w;
-      uint vb = (kvh * p.S + s) * p.EV;
-      for (uint e = 0; e < p.EV; ++e) o[ob + e] = o[ob + e] * corr + w * v[vb + e];
-      m = mn;
     }
     float inv = 1.0 / denom;
-    for (uint e = 0; e < p.EV; ++e) o[ob + e] *= inv;
+    for (uint e = 0; e < p.EV; ++e) o[ob + e * ose] *= inv;
   }
 }

@@ -96,6 +96,13 @@ def _bool_mask_to_float(lw: Lowering, mask: Buf, dims: Sequence[int]) -> Buf:
     return out
 
 
+SDPA_MAX_REG = 128
+"""The largest head dim (E = EV) whose query row and output accumulator sdpa keeps in
+registers (its REG variant: on lavapipe every storage load and store is a loop over
+the SIMD lanes, and the row-major variant loads and stores its output row per key;
+REG halves the kernel's time at 64 tokens, head dim 128)."""
+
+
 @RULES(Sdpa)
 def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
     q_dims, k_dims, v_dims = shape_of(op.query), shape_of(op.key), shape_of(op.value)
@@ -133,6 +140,10 @@ def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
         "sdpa",
         [q, k, v, mask, out],
         [b * h, h, l, s, e, ev, group, scale, mb, mh, ml, ms],
-        {"HAS_MASK": int(mask_value is not None), "CAUSAL": causal},
+        {
+            "HAS_MASK": int(mask_value is not None),
+            "CAUSAL": causal,
+            "REG": e if e == ev and 0 < e <= SDPA_MAX_REG else 0,
+        },
     )
     return [out]

@@ -2,17 +2,18 @@
 // RUN: qopt-opt %s -p 'qopt-vulkan{fuse-norms=false}' --split-input-file | filecheck %s --check-prefix=OFF
 // vkc-fuse-norms: an RMSNorm left by vkc-fuse-elementwise as reduce_rows (mean of
 // squares) + one elementwise tail `(x * rsqrt(m + eps)) * w` becomes one rms_norm_rows
-// dispatch (eps a push constant, w read at an offset); a residual add writing x just
-// before is folded in (HAS_ADD), x still written (HAS_H) when something else reads it.
+// dispatch (eps a push constant, w read at an offset; QUANT = 0: the quantized-row
+// bindings get one-word placeholders); a residual add writing x just before is folded
+// in (HAS_ADD), x still written (HAS_H) when something else reads it.
 // With fuse-norms=false qopt-vulkan keeps reduce_rows and the tail. (Translation
 // validation and device checks: tests/unit/lowering/test_vkc_dispatch_fusions.py.)
 
-// CHECK:       vkc.kernel @[[N:rms_norm_rows_[0-9]+]] {kernel = "rms_norm_rows"{{.*}}spec = {HAS_ADD = 0 : i64, HAS_H = 0 : i64}
+// CHECK:       vkc.kernel @[[N:rms_norm_rows_[0-9]+]] {kernel = "rms_norm_rows"{{.*}}spec = {HAS_ADD = 0 : i64, HAS_H = 0 : i64, QUANT = 0 : i64, MAPPING = 0 : i64, ZP_BEFORE_ROUND = 0 : i64}
 // CHECK-LABEL: func.func @rms_norm
 // CHECK:         %[[X:[0-9]+]] = vkc.input %x
 // CHECK:         %[[W:[0-9]+]] = vkc.constant
 // CHECK:         %[[H:[0-9]+]] = vkc.alloc : !vkc.buffer<1xf32>
-// CHECK:         vkc.dispatch @[[N]](%[[X]], %[[X]], %[[W]], %[[H]], %{{.*}}) {push = {rows = 2 : i64, cols = 8 : i64, alpha = 1.000000e+00 : f32, eps = 1.000000e-05 : f32, w_off = 0 : i64}
+// CHECK:         vkc.dispatch @[[N]](%[[X]], %[[X]], %[[W]], %[[H]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) {push = {rows = 2 : i64, cols = 8 : i64, alpha = 1.000000e+00 : f32, eps = 1.000000e-05 : f32, w_off = 0 : i64, qmin = 0 : i32, qmax = 0 : i32, q_eps = 0.000000e+00 : f32, q_qmin = 0 : i32, q_qmax = 0 : i32}
 // CHECK-NOT:     vkc.dispatch
 // CHECK:         func.return
 // OFF-LABEL:   func.func @rms_norm
@@ -37,12 +38,12 @@ func.func @rms_norm(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // A residual add h = x + r before the norm, h also returned: HAS_ADD, HAS_H, the add's
 // dispatch gone; operands swapped (w * norm, eps + m) still match.
-// CHECK:       vkc.kernel @[[N:rms_norm_rows_[0-9]+]] {kernel = "rms_norm_rows"{{.*}}spec = {HAS_ADD = 1 : i64, HAS_H = 1 : i64}
+// CHECK:       vkc.kernel @[[N:rms_norm_rows_[0-9]+]] {kernel = "rms_norm_rows"{{.*}}spec = {HAS_ADD = 1 : i64, HAS_H = 1 : i64, QUANT = 0 : i64
 // CHECK-LABEL: func.func @residual
 // CHECK:         %[[X:[0-9]+]] = vkc.input %x
 // CHECK:         %[[R:[0-9]+]] = vkc.input %r
 // CHECK:         %[[H:[0-9]+]] = vkc.alloc : !vkc.buffer<2x8xf32>
-// CHECK:         vkc.dispatch @[[N]](%[[X]], %[[R]], %{{.*}}, %[[H]], %{{.*}})
+// CHECK:         vkc.dispatch @[[N]](%[[X]], %[[R]], %{{[0-9]+}}, %[[H]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
 // CHECK-NOT:     vkc.dispatch
 // CHECK:         vkc.output %[[H]]
 // OFF-LABEL:   func.func @residual

@@ -219,7 +219,8 @@ def test_check_dispatch_refuses_unsupported_variants_and_wrapping_indices() -> N
 def test_example_programs_fit_their_extents() -> None:
     """Every step of every example passes check_dispatch; a written binding's extent is
     its buffer's size (copy_strided and fused_elementwise write slices: then the steps
-    writing one buffer together reach its end; rms_norm_rows without HAS_H writes no h)."""
+    writing one buffer together reach its end; rms_norm_rows without HAS_H writes no h,
+    without QUANT no scale, zp, q)."""
     for pair in _pairs():
         prog = program(*pair)
         reached: dict[int, int] = {}
@@ -234,9 +235,10 @@ def test_example_programs_fit_their_extents() -> None:
                 where = (pair, index, spec.name, binding.name)
                 if spec.name in ("copy_strided", "fused_elementwise"):
                     assert 0 < extents[binding.name] <= size, where
-                elif (spec.name, binding.name) == ("rms_norm_rows", "h") and not values.get(
-                    "HAS_H"
-                ):  # no residual stream to write: a 1-word placeholder, never written
+                elif (spec.name == "rms_norm_rows") and (
+                    (binding.name == "h" and not values.get("HAS_H"))
+                    or (binding.name in ("scale", "zp", "q") and not values.get("QUANT"))
+                ):  # no residual stream / quantized rows to write: a 1-word placeholder
                     assert extents[binding.name] == 0, where
                     assert size == 1, where
                     continue
@@ -416,6 +418,10 @@ def _six(shape, **strides) -> dict[str, int]:
 # (kernel, push, spec): kernels and variants the examples do not dispatch (tiles, paths,
 # masks, groups, broadcasts, tails), run with random data in buffers of their extents
 # plus slack.
+_NO_QUANT = {"qmin": 0, "qmax": 0, "q_eps": 0.0, "q_qmin": 0, "q_qmax": 0}
+_ROW_QUANT = {"qmin": -128, "qmax": 127, "q_eps": 1e-7, "q_qmin": -128, "q_qmax": 127}
+
+
 DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("unary", {"n": 37, "a": -0.5, "b": 0.5}, {"OP": UNARY_OPS["clamp"], "WG": 8}),
     (
@@ -444,10 +450,19 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ("layer_norm_rows", {"rows": 2, "cols": 20, "eps": 1e-6}, {"RMS": 1, "HAS_BIAS": 0}),
     (
         "rms_norm_rows",
-        {"rows": 3, "cols": 45, "alpha": 1.0, "eps": 1e-5, "w_off": 2},
+        {"rows": 3, "cols": 45, "alpha": 1.0, "eps": 1e-5, "w_off": 2, **_NO_QUANT},
         {"HAS_ADD": 1, "HAS_H": 1},
     ),
-    ("rms_norm_rows", {"rows": 2, "cols": 7, "alpha": 1.0, "eps": 1e-6, "w_off": 0}, {}),
+    (
+        "rms_norm_rows",
+        {"rows": 2, "cols": 7, "alpha": 1.0, "eps": 1e-6, "w_off": 0, **_NO_QUANT},
+        {},
+    ),
+    (
+        "rms_norm_rows",
+        {"rows": 3, "cols": 45, "alpha": 1.0, "eps": 1e-5, "w_off": 1, **_ROW_QUANT},
+        {"HAS_ADD": 1, "QUANT": 1},
+    ),
     (
         "quantize_rows_dynamic",
         {
@@ -524,6 +539,29 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             "ms": 1,
         },
         {"HAS_MASK": 1, "CAUSAL": 1},
+    ),
+    (
+        "sdpa",
+        {
+            "BH": 3,
+            "H": 3,
+            "L": 4,
+            "S": 5,
+            "E": 6,
+            "EV": 6,
+            "G": 1,
+            "scale": 0.5,
+            "mb": 0,
+            "mh": 0,
+            "ml": 0,
+            "ms": 0,
+        },
+        {
+            "CAUSAL": 1,
+            "REG": 6,
+            **{"VMAP": 1, "VOFF": 7, "VSH": 6, "VSS": 18, "VSE": 1},
+            **{"OMAP": 1, "OOFF": 2, "OSH": 6, "OSL": 18, "OSE": 1},
+        },
     ),
     ("quantize_per_tensor", {"n": 21, "inv_scale": 20.0, "zp": 3, "qmin": -128, "qmax": 127}, {}),
     (

@@ -541,7 +541,18 @@ def test_rms_norm_rows(dev: VulkanDevice) -> None:
         b = RNG.standard_normal((rows, cols)).astype(F32)
         w = RNG.standard_normal(cols + 3).astype(F32)
         for has_add, has_h in ((0, 0), (1, 1), (1, 0)):
-            push = {"rows": rows, "cols": cols, "alpha": 0.5, "eps": 1e-5, "w_off": 3}
+            push = {
+                "rows": rows,
+                "cols": cols,
+                "alpha": 0.5,
+                "eps": 1e-5,
+                "w_off": 3,
+                "qmin": 0,
+                "qmax": 0,
+                "q_eps": 0.0,
+                "q_qmin": 0,
+                "q_qmax": 0,
+            }
             outs = {"y": (F32, a.size), "h": (F32, a.size if has_h else 4)}
             spec = {"HAS_ADD": has_add, "HAS_H": has_h}
             got, ref = run_kernel(dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec)
@@ -552,6 +563,41 @@ def test_rms_norm_rows(dev: VulkanDevice) -> None:
             tclose(ref["y"], expect)
             if has_h:
                 tclose(ref["h"], h)
+
+
+def test_rms_norm_rows_quantizes(dev: VulkanDevice) -> None:
+    """rms_norm_rows with QUANT: the device bit for bit its reference, y as without
+    QUANT, and scale / zp / q bit for bit quantize_rows_dynamic of that y (every
+    mapping, both rounding orders)."""
+    for rows, cols in ((3, 5), (2, 300)):
+        a = RNG.standard_normal((rows, cols)).astype(F32)
+        b = RNG.standard_normal((rows, cols)).astype(F32)
+        w = RNG.standard_normal(cols).astype(F32)
+        norm = {"rows": rows, "cols": cols, "alpha": 1.0, "eps": 1e-5, "w_off": 0}
+        quant = {"qmin": -128, "qmax": 127, "eps": float(np.finfo(F32).eps)}
+        words = {"scale": (F32, rows), "zp": (np.int32, rows), "q": (np.int32, a.size)}
+        for mapping in MAPPINGS.values():
+            for zp_first in (0, 1):
+                push = {**norm, "qmin": -128, "qmax": 127, "q_eps": quant["eps"]}
+                push.update({"q_qmin": -100, "q_qmax": 100})
+                spec = {"HAS_ADD": 1, "HAS_H": 1, "QUANT": 1, "MAPPING": mapping}
+                spec["ZP_BEFORE_ROUND"] = zp_first
+                outs = {"y": (F32, a.size), "h": (F32, a.size), **words}
+                got, ref = run_kernel(
+                    dev, "rms_norm_rows", {"a": a, "b": b, "w": w}, outs, push, spec
+                )
+                for name in outs:
+                    assert got[name].tobytes() == ref[name].tobytes(), name
+                _, alone = run_kernel(
+                    dev,
+                    "quantize_rows_dynamic",
+                    {"x": ref["y"].reshape(rows, cols)},
+                    words,
+                    {"rows": rows, "cols": cols, **quant, "q_qmin": -100, "q_qmax": 100},
+                    {"MAPPING": mapping, "ZP_BEFORE_ROUND": zp_first},
+                )
+                for name in words:
+                    assert alone[name].tobytes() == ref[name].tobytes(), name
 
 
 @pytest.mark.parametrize(
@@ -755,6 +801,45 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int, group: int) -> None:
         tq, tk, tv, attn_mask=torch.from_numpy(m) if mask else None, is_causal=bool(causal)
     )
     tclose(ref["out"], expect)
+
+
+def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
+    """VMAP / OMAP: v read out of a [S, heads, EV] layout with an offset and the output
+    written as [L, heads, EV] (the transposes vkc-fold-copies folds in): the device bit
+    for bit the row-major sdpa on the transposed copies, the reference close to it; REG
+    (rows in registers) bit for bit the same, with and without the maps."""
+    h, lq, s, e = 3, 4, 5, 8
+    q = RNG.standard_normal((h, lq, e)).astype(F32)
+    k = RNG.standard_normal((h, s, e)).astype(F32)
+    raw = RNG.standard_normal(7 + s * h * e).astype(F32)  # v at offset 7: [s, h, e]
+    v = raw[7:].reshape(s, h, e).transpose(1, 0, 2)
+    push = {"BH": h, "H": h, "L": lq, "S": s, "E": e, "EV": e, "G": 1, "scale": 0.5}
+    push.update({"mb": 0, "mh": 0, "ml": 0, "ms": 0})
+    plain, _ = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": np.ascontiguousarray(v)}, {"out": (F32, q.size)}, push
+    )
+    maps = {"VMAP": 1, "VOFF": 7, "VSH": e, "VSS": h * e, "VSE": 1}
+    maps.update({"OMAP": 1, "OOFF": 0, "OSH": e, "OSL": h * e, "OSE": 1})
+    got, ref = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": raw}, {"out": (F32, q.size)}, push, maps
+    )
+    moved = plain["out"].reshape(h, lq, e).transpose(1, 0, 2).reshape(-1)
+    assert got["out"].tobytes() == moved.tobytes()
+    close(got["out"], ref["out"])
+    # REG: the rows in registers, the same operations (both layouts)
+    regs, _ = run_kernel(
+        dev,
+        "sdpa",
+        {"q": q, "k": k, "v": np.ascontiguousarray(v)},
+        {"out": (F32, q.size)},
+        push,
+        {"REG": e},
+    )
+    assert regs["out"].tobytes() == plain["out"].tobytes()
+    regs, _ = run_kernel(
+        dev, "sdpa", {"q": q, "k": k, "v": raw}, {"out": (F32, q.size)}, push, {**maps, "REG": e}
+    )
+    assert regs["out"].tobytes() == moved.tobytes()
 
 
 # -- standalone quantization

@@ -47,6 +47,7 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
         "vkc-merge-siblings",
+        "vkc-fuse-row-quant",
         "vkc-fold-copies",
         "vkc-plan-buffers",
         "vkc-insert-barriers",
@@ -60,6 +61,8 @@ def test_pipelines_list_registered_passes() -> None:
     assert "vkc-fold-copies" not in [p.name for p in unfolded]
     unmerged = QoptVulkanPipeline(merge_siblings=False).passes()
     assert "vkc-merge-siblings" not in [p.name for p in unmerged]
+    unquantized = QoptVulkanPipeline(fuse_row_quant=False).passes()
+    assert "vkc-fuse-row-quant" not in [p.name for p in unquantized]
     for sub_pass in (*fp16, *vulkan):
         assert registered[sub_pass.name]() is type(sub_pass)
     with pytest.raises(QoptError, match="compute_precision must be 'fp32' or 'fp16'"):

@@ -1,4 +1,4 @@
-"""vkc-merge-siblings, vkc-fuse-norms and vkc-fold-copies: translation validation (interpret the vkc IR
+"""vkc-merge-siblings, vkc-fuse-norms, vkc-fuse-row-quant and vkc-fold-copies: translation validation (interpret the vkc IR
 before and after each pass: bit-identical outputs), fewer dispatches, idempotence, and
 on the Vulkan device bit-identical outputs with every dispatch fusion of qopt-vulkan on
 and off, at seq 16 (strided column loads) and at seq 1 (KV-cache decode steps)."""
@@ -25,6 +25,7 @@ from qopt.lowering.pipelines import QoptVulkanPipeline
 from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
 from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
 from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
+from qopt.lowering.vkc_fuse_row_quant import VkcFuseRowQuantPass
 from qopt.lowering.vkc_merge_siblings import ROW_KERNELS, VkcMergeSiblingsPass
 from qopt.resources import clone_module
 
@@ -150,6 +151,10 @@ LIT = Path(__file__).parents[2] / "lit"
     [
         ("vkc-fuse-norms/norms.mlir", [VkcFuseNormsPass]),
         ("vkc-merge-siblings/merge.mlir", [VkcMergeSiblingsPass]),
+        (
+            "vkc-fuse-row-quant/row_quant.mlir",
+            [VkcFuseNormsPass, VkcMergeSiblingsPass, VkcFuseRowQuantPass],
+        ),
     ],
 )
 def test_lit_cases_keep_their_outputs(lit: str, passes: list[type]) -> None:
@@ -193,6 +198,29 @@ def test_fuse_norms_keeps_a_dynamic_decode_step() -> None:
         assert same(a.run(*inputs), b.run(*inputs))
 
 
+def test_fuse_row_quant_keeps_a_dynamic_decode_step() -> None:
+    """An 8da4w decode step (seq 1), normed and merged: the per-token quantizations of
+    the two norms' outputs and the final norm's go into their rms_norm_rows (QUANT = 1;
+    3 dispatches fewer), the attention output's and the SiLU gate's stay; outputs
+    bit-identical over two steps; a second run changes nothing."""
+    module = fused(decode_step("8da4w"))
+    VkcFuseNormsPass().apply(make_context(), module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    quantized = clone_module(module)
+    VkcFuseRowQuantPass().apply(make_context(), quantized)
+    quantized.verify()
+    assert kinds(module).count("quantize_rows_dynamic") == 5
+    assert kinds(quantized).count("quantize_rows_dynamic") == 2
+    assert len(kinds(quantized)) == len(kinds(module)) - 3
+    a, b = qopt.session(module), qopt.session(quantized)
+    for step in range(2):
+        inputs = (np.array([[step + 3]]), np.array([step]))
+        assert same(a.run(*inputs), b.run(*inputs))
+    once = str(quantized)
+    VkcFuseRowQuantPass().apply(make_context(), quantized)
+    assert str(quantized) == once
+
+
 def test_fold_copies_keeps_a_decode_step() -> None:
     """A merged, normed decode step (seq 1, w4g32): the attention output's transpose
     (size-1 dims: an identity copy) becomes a view, v's copy out of the merged q/k/v
@@ -213,6 +241,23 @@ def test_fold_copies_keeps_a_decode_step() -> None:
         assert same(a.run(*inputs), b.run(*inputs))
 
 
+def test_fold_copies_into_attention() -> None:
+    """TinyLlama w4g32 (2 layers, seq 16), normed and merged: each layer's v transpose
+    is read by its sdpa through a stride map (VMAP) and the attention output's
+    transpose written by the sdpa (OMAP): 4 copies -> 0; outputs bit-identical."""
+    module = fused(exported("w4g32"))
+    VkcFuseNormsPass().apply(make_context(), module)
+    VkcMergeSiblingsPass().apply(make_context(), module)
+    folded = clone_module(module)
+    VkcFoldCopiesPass().apply(make_context(), folded)
+    folded.verify()
+    assert kinds(module).count("copy_strided") == 4
+    assert "copy_strided" not in kinds(folded)
+    assert len(kinds(folded)) == len(kinds(module)) - 4
+    inputs = random_inputs("llama", 3)
+    assert same(qopt.interpret(folded, *inputs), qopt.interpret(module, *inputs))
+
+
 def test_dispatch_fusions_on_the_device() -> None:
     """qopt-vulkan with every dispatch fusion off and on: bit-identical device outputs
     at seq 16 (TinyLlama w4g32) and over two decode steps (seq 1: w4g32, 12 dispatches
@@ -229,7 +274,13 @@ def test_dispatch_fusions_on_the_device() -> None:
         outputs = []
         for on in (False, True):
             module = qopt.import_program(ep)
-            pipeline = QoptVulkanPipeline(fuse_elementwise=on, fuse_norms=on, merge_siblings=on)
+            pipeline = QoptVulkanPipeline(
+                fuse_elementwise=on,
+                fuse_norms=on,
+                merge_siblings=on,
+                fuse_row_quant=on,
+                fold_copies=on,
+            )
             pipeline.apply(make_context(), module)
             artifact = compile_artifact(module)
             try:

@@ -61,6 +61,7 @@ VULKAN_PASSES = [
     "vkc-fuse-elementwise",
     "vkc-fuse-norms",
     "vkc-merge-siblings",
+    "vkc-fuse-row-quant",
     "vkc-fold-copies",
     "vkc-plan-buffers",
     "vkc-insert-barriers",
@@ -109,8 +110,8 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
         "qopt-opt: error: --print-ir-after: 'fold-constant' (did you mean 'fold-constants'?) "
         "is not a pass of the pipeline -p 'qopt-vulkan' (its passes: fuse-quant, "
         "fold-constants, convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
-        "vkc-merge-siblings, vkc-fold-copies, vkc-plan-buffers, vkc-insert-barriers, "
-        "qopt-vulkan)"
+        "vkc-merge-siblings, vkc-fuse-row-quant, vkc-fold-copies, vkc-plan-buffers, "
+        "vkc-insert-barriers, qopt-vulkan)"
     )
 
 
