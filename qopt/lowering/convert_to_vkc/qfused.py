@@ -26,6 +26,7 @@ from qopt.kernels.qlinear import (
     lut_palette,
     lut_tile,
     q8ta_tile,
+    w_texel,
     x_uniform,
 )
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -178,6 +179,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_BIAS": has_bias,
                 **linear_tile(m),
                 **x_uniform(m, k),
+                **w_texel(),
             },
         )
         return [out]
@@ -223,6 +225,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "HAS_BIAS": has_bias,
             **dq8ca_tile(m),
             **x_uniform(m, k),
+            **w_texel(),
         },
     )
     return [out]
