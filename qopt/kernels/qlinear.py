@@ -62,8 +62,9 @@ def linear_tile(m: int) -> dict[str, int]:
     32 rows no faster), `balanced_mt` rows of x sharing each decoded weight (MT 1 at M = 1)
     and WG 32 (more workgroups for N = 2048; as fast or faster than 64 at every measured
     shape). At M = 1 this tile with the weights read through the texel view (`w_texel`)
-    takes 0.70-0.81x the time of the register-tiled GEMV (gemv_sym, NPW 4, WG 64) on the
-    Llama shapes, and 0.86-1.0x without the texel view (benchmarks/linear_texel.py)."""
+    takes 0.72-0.80x (int4) / 0.91-0.94x (int8) the CPU time of the register-tiled GEMV
+    (gemv_sym, NPW 4, WG 64) on the Llama shapes; without the texel view (a device that
+    lacks it) 0.89-0.95x (int4) / 1.18-1.27x (int8) (benchmarks/linear_texel.py)."""
     return {"NPW": 16, "MT": balanced_mt(m) if m > 1 else 1, "WG": 32}
 
 
@@ -74,9 +75,10 @@ def w_texel() -> dict[str, int]:
     (bit-identical). lavapipe compiles a texel fetch through its sampler code, a gather
     per channel, where a storage load is a per-lane loop with a bounds check per
     component; GPUs read texel buffers through the texture cache. Measured at the Llama
-    shapes (benchmarks/linear_texel.py, CPU time): linear_q4gsw gemm_tile 0.76-0.84x at
-    M = 16 and 64, 0.70-0.81x at M = 1; linear_dq8ca_q4gsw 0.87-0.98x at M = 16 / 64 and
-    0.51-0.72x at M = 1 (with `dq8ca_tile`). The register-tiled GEMV with NPW 4 is ~1.1x
+    shapes (benchmarks/linear_texel.py, CPU time, against storage loads with the same
+    tile): linear_q4gsw 0.77-0.82x at M = 16 and 64, linear_q8csw 0.74-0.83x,
+    linear_dq8ca_q4gsw 0.72-0.91x; at M = 1 see `linear_tile` and `dq8ca_tile` (against
+    the GEMV they replace). The register-tiled GEMV with NPW 4 is ~1.1x
     slower with it (its four rows per lane are no gather win), so `linear_tile` no longer
     picks that path. A device without such texel buffers, or with fewer
     maxTexelBufferElements than the weight's 16-byte texels, gets the storage reads
@@ -136,9 +138,10 @@ def lut_palette(field_bits: int, block_cols: int, cols: int) -> bool:
 def dq8ca_tile(m: int) -> dict[str, int]:
     """NPW / MT / WG of linear_dq8ca for M rows: gemm_tile with the tile of `linear_tile`
     (16 weight rows, `balanced_mt` rows of x, WG 32: 1.1-1.15x faster than 8 rows at M =
-    16..64 on lavapipe, the same bits). At M = 1 (MT 1) it takes 0.69-1.04x the time of
-    gemv_fast (NPW 4, WG 64) with storage reads and 0.51-0.72x with the texel view
-    (`w_texel`); bit-identical to it (exact integer sums, f32 in group order)."""
+    16..64 on lavapipe, the same bits). At M = 1 (MT 1) it takes 0.50-0.59x the CPU time
+    of gemv_fast (NPW 4, WG 64) with the texel view (`w_texel`) and 0.72-0.77x with
+    storage reads (benchmarks/linear_texel.py); bit-identical to it (exact integer sums,
+    f32 in group order)."""
     return linear_tile(m)
 
 
