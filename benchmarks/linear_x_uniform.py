@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vulkan_kernels import M1_TILE, Case, cpu_per_run
+from vulkan_kernels import Case, cpu_per_run
 
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
 from qopt.kernels.qlinear import X_UNIFORM_BYTES, linear_tile
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             case = Case(dev, bits, n, k, rng)
             outs = [dev.buffer(4 * m * n), dev.buffer(4 * m * n)]
             t = linear_tile(m)
-            tile = M1_TILE if m == 1 else (t["NPW"], t["MT"], t.get("WG", 64))
+            tile = (t["NPW"], t["MT"], t.get("WG", 64))
             if args.dq8ca:
                 xs = [dev.upload(rng.integers(-128, 128, (m, k)).astype(np.int32))]
                 xs += [dev.upload(np.full(m, 0.01, np.float32)), dev.upload(np.zeros(m, np.int32))]
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 xs = [dev.upload(rng.standard_normal((m, k), dtype=np.float32))]
                 base = case.fused(xs[0], outs[0], m, tile)
+                base = Dispatch(base.kernel, base.buffers, base.push, {**base.spec, "X_UBO": 0})
             assert isinstance(base.buffers, list)
             ubo = Dispatch(
                 base.kernel,

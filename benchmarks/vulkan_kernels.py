@@ -54,8 +54,9 @@ from qopt.kernels import kernel_spec
 from qopt.kernels.packing import pack_affine, pack_lut
 from qopt.kernels.push import conv_out, static_io_push
 
-# (NPW, MT, WG) at M = 1: chosen with --tune on lavapipe (2 cores); M > 1: what
-# convert-to-vkc picks (qopt.kernels.qlinear.linear_tile; the spec defaults before it)
+# (NPW, MT, WG) at M = 1 before linear_tile covered M = 1 (the register-tiled GEMV, chosen
+# with --tune on lavapipe); the benchmarks time what convert-to-vkc picks
+# (qopt.kernels.qlinear.linear_tile; the spec defaults before it)
 M1_TILE = (4, 1, 64)
 TUNE_CANDIDATES = [(4, 1, 64), (4, 1, 128), (4, 1, 32), (2, 1, 64), (1, 1, 64), (8, 1, 64)]
 TUNE_CANDIDATES_M16 = [
@@ -74,6 +75,20 @@ def known_spec(kernel: str, spec: dict[str, int]) -> dict[str, int]:
     """`spec` without the constants kernel `kernel` does not have (an older catalogue)."""
     names = {name for name, _ in kernel_spec(kernel).spec}
     return {k: v for k, v in spec.items() if k in names}
+
+
+def picked_extras(m: int, k: int) -> dict[str, int]:
+    """The other specialization convert-to-vkc gives linear_qw / linear_dq8ca for x of
+    M x K: `x_uniform` (x through a uniform block) and `w_texel` (weights through a texel
+    view), where this catalogue has them."""
+    import qopt.kernels.qlinear as qlinear
+
+    out: dict[str, int] = {}
+    for name, args in (("x_uniform", (m, k)), ("w_texel", ())):
+        pick = getattr(qlinear, name, None)
+        if pick is not None:
+            out.update(pick(*args))
+    return out
 
 
 def tile_of(m: int, kind: str = "linear_tile") -> dict[str, int]:
@@ -186,7 +201,14 @@ class Case:
             {"M": m, "N": self.n, "K": self.k, "row_words": p.row_words, "ngroups": p.ngroups},
             known_spec(
                 "linear_q4gsw",
-                {"WBITS": self.bits, "GROUP_SIZE": self.group, "NPW": npw, "MT": mt, "WG": wg},
+                {
+                    "WBITS": self.bits,
+                    "GROUP_SIZE": self.group,
+                    "NPW": npw,
+                    "MT": mt,
+                    "WG": wg,
+                    **picked_extras(m, self.k),
+                },
             ),
         )
 
@@ -354,7 +376,9 @@ class Other:
             free += [xs, xz]
             p = self.aff
             push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
-            spec = known_spec(kind, {"WBITS": 4, "GROUP_SIZE": 32, **dq8ca_tile(m)})
+            spec = known_spec(
+                kind, {"WBITS": 4, "GROUP_SIZE": 32, **dq8ca_tile(m), **picked_extras(m, k)}
+            )
             d = Dispatch(kind, [x, xs, xz, self.w, self.s, self.dummy, self.dummy, out], push,
                          spec)  # fmt: skip
         else:  # matmul: float linear
@@ -594,11 +618,7 @@ def run_weight_only(
                 x = dev.upload(x_np)
                 out = dev.buffer(4 * m * n)
                 picked = tile_of(m)
-                tile = (
-                    M1_TILE
-                    if m == 1
-                    else (picked.get("NPW", 4), picked.get("MT", 1), picked.get("WG", 64))
-                )
+                tile = (picked.get("NPW", 4), picked.get("MT", 1), picked.get("WG", 64))
                 if tune:
                     cands = TUNE_CANDIDATES if m == 1 else TUNE_CANDIDATES_M16
                     timed = [

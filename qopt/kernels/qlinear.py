@@ -28,6 +28,7 @@ from qopt.kernels.spec import (
     KernelSpec,
     PushValues,
     SpecValues,
+    TexelView,
     UniformView,
     binding,
     push_of,
@@ -56,15 +57,34 @@ weight rows (the other paths: NPW * MT private floats)."""
 
 
 def linear_tile(m: int) -> dict[str, int]:
-    """The NPW / MT (/ WG) tile of linear_qw for M rows of x, measured on lavapipe: M = 1
-    the register-tiled GEMV (NPW 4, the spec's WG 64); M > 1 gemm_tile with 16 weight rows
-    per invocation (each x load feeds 16 rows: x loads dominate there; 1.2-1.8x faster
-    than 8 rows at M = 16..64 on the 2048 / 5632 / 32000-row Llama shapes, 32 rows no
-    faster), `balanced_mt` rows of x sharing each decoded weight and WG 32 (more
-    workgroups for N = 2048; as fast or faster than 64 at every measured shape)."""
-    if m <= 1:
-        return {"NPW": 4, "MT": 1}
-    return {"NPW": 16, "MT": balanced_mt(m), "WG": 32}
+    """The NPW / MT / WG tile of linear_qw for M rows of x, measured on lavapipe: gemm_tile
+    with 16 weight rows per invocation (each x load feeds 16 rows: x loads dominate there;
+    1.2-1.8x faster than 8 rows at M = 16..64 on the 2048 / 5632 / 32000-row Llama shapes,
+    32 rows no faster), `balanced_mt` rows of x sharing each decoded weight (MT 1 at M = 1)
+    and WG 32 (more workgroups for N = 2048; as fast or faster than 64 at every measured
+    shape). At M = 1 this tile with the weights read through the texel view (`w_texel`)
+    takes 0.72-0.80x (int4) / 0.91-0.94x (int8) the CPU time of the register-tiled GEMV
+    (gemv_sym, NPW 4, WG 64) on the Llama shapes; without the texel view (a device that
+    lacks it) 0.89-0.95x (int4) / 1.18-1.27x (int8) (benchmarks/linear_texel.py)."""
+    return {"NPW": 16, "MT": balanced_mt(m) if m > 1 else 1, "WG": 32}
+
+
+def w_texel() -> dict[str, int]:
+    """The W_TEXEL specialization of linear_qw and linear_dq8ca: their gemm_tile / GEMV
+    fast paths fetch the weight chunks from a uniform texel buffer over the weight buffer
+    (`TexelView`) instead of uvec4 storage loads, the same words in the same arithmetic
+    (bit-identical). lavapipe compiles a texel fetch through its sampler code, a gather
+    per channel, where a storage load is a per-lane loop with a bounds check per
+    component; GPUs read texel buffers through the texture cache. Measured at the Llama
+    shapes (benchmarks/linear_texel.py, CPU time, against storage loads with the same
+    tile): linear_q4gsw 0.77-0.82x at M = 16 and 64, linear_q8csw 0.74-0.83x,
+    linear_dq8ca_q4gsw 0.72-0.91x; at M = 1 see `linear_tile` and `dq8ca_tile` (against
+    the GEMV they replace). The register-tiled GEMV with NPW 4 is ~1.1x
+    slower with it (its four rows per lane are no gather win), so `linear_tile` no longer
+    picks that path. A device without such texel buffers, or with fewer
+    maxTexelBufferElements than the weight's 16-byte texels, gets the storage reads
+    (`runtime._fit_texels`, when the dispatch is recorded)."""
+    return {"W_TEXEL": 1}
 
 
 X_UNIFORM_BYTES = MAX_UNIFORM_BYTES
@@ -145,9 +165,12 @@ def lut_uniform(entries: int) -> dict[str, int]:
 
 
 def dq8ca_tile(m: int) -> dict[str, int]:
-    """NPW / MT (/ WG) of linear_dq8ca for M rows: M = 1 gemv_fast (NPW 4); M > 1
-    gemm_tile with the tile of `linear_tile` (16 weight rows, `balanced_mt` rows of x,
-    WG 32: 1.1-1.15x faster than 8 rows at M = 16..64 on lavapipe, the same bits)."""
+    """NPW / MT / WG of linear_dq8ca for M rows: gemm_tile with the tile of `linear_tile`
+    (16 weight rows, `balanced_mt` rows of x, WG 32: 1.1-1.15x faster than 8 rows at M =
+    16..64 on lavapipe, the same bits). At M = 1 (MT 1) it takes 0.50-0.59x the CPU time
+    of gemv_fast (NPW 4, WG 64) with the texel view (`w_texel`) and 0.72-0.77x with
+    storage reads (benchmarks/linear_texel.py); bit-identical to it (exact integer sums,
+    f32 in group order)."""
     return linear_tile(m)
 
 
@@ -164,7 +187,9 @@ def _linear_qw_extents(push: PushValues, spec: SpecValues) -> Extents:
       (the tiled loop clamps it to ngroups - 1: bounded by the unclamped value); the
       other chunks read x[m*K + k] for k < K only and groups min(k / GROUP_SIZE,
       ngroups - 1) for k < cpr*VPC;
-    bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path."""
+    bias[n] (HAS_BIAS) and out[m*N + n] for n < N, m < M in every path. The weight chunks
+    w4[n*cpr + c] (words below 4*N*cpr) are the same with W_TEXEL 1: texel n*cpr + c of
+    the texel view over w is those four words."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
     group = int(spec["GROUP_SIZE"])
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
@@ -234,10 +259,12 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             ("WG", 64),
             ("X_UBO", 0),
             ("XU_VEC4", 1),
+            ("W_TEXEL", 0),
         ),
         workgroups=_linear_qw_workgroups,
         extents=guarded(name, _linear_qw_extents),
         uniforms=(UniformView("x", "X_UBO", "XU_VEC4"),),
+        texels=(TexelView("w", "W_TEXEL"),),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -248,6 +275,7 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             "WG": WG_RANGE,
             "X_UBO": FLAG,
             "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
+            "W_TEXEL": FLAG,
         },
         doc=doc,
     )
@@ -262,7 +290,8 @@ group take the fast path), HAS_ZERO_POINT, HAS_BIAS, NPW (output columns per
 invocation, up to 16), MT (rows of x per invocation), WG (invocations per workgroup; see
 linear_qw.glsl; `linear_tile` gives the tile for M), X_UBO / XU_VEC4 (x read through a
 uniform block of XU_VEC4 vec4s, at least M*K/4, bound as descriptor 6 (`UniformView`);
-`x_uniform`); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
+`x_uniform`), W_TEXEL (w's chunks fetched from a uniform texel buffer over w, descriptor 7
+(`TexelView`); `w_texel`); workgroups (ceil(N / (WG*NPW)), ceil(M/MT), 1)."""
 
 
 LINEAR_Q4GSW = _linear_qw_spec(
@@ -358,7 +387,8 @@ def _linear_dq8ca_extents(push: PushValues, spec: SpecValues) -> Extents:
     [n*ngroups + g] (HAS_ZERO_POINT), whatever ngroups says; the per-element loop reads,
     for each g < ngroups, zeros[n*ngroups + g] (HAS_ZERO_POINT) and scales[n*ngroups + g],
     and for k in [g*GROUP_SIZE, min(K, (g + 1)*GROUP_SIZE)) (always below K, also if the
-    uint32 group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)]."""
+    uint32 group bounds wrap) xq[m*K + k] and the field w[n*row_words + k / (32 / WBITS)].
+    W_TEXEL 1 fetches the same chunks as texels of the texel view over w."""
     wbits = one_of(spec, "WBITS", AFFINE_BITS)
     group = int(spec["GROUP_SIZE"])
     m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
@@ -434,11 +464,13 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             ("WG", 64),
             ("X_UBO", 0),
             ("XU_VEC4", 1),
+            ("W_TEXEL", 0),
         ),
         workgroups=_linear_qw_workgroups,
         exact=always,
         extents=guarded(name, _linear_dq8ca_extents_x_uniform),
         uniforms=(UniformView("xq", "X_UBO", "XU_VEC4"),),
+        texels=(TexelView("w", "W_TEXEL"),),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -449,6 +481,7 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             "WG": WG_RANGE,
             "X_UBO": FLAG,
             "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
+            "W_TEXEL": FLAG,
         },
         doc=doc,
     )
@@ -460,7 +493,8 @@ per-group exact int32 accumulation, y = (sum_g f32(acc_g) * s[n, g]) * x_scale[m
 in f32 in group order (the reference reproduces that order). Spec NPW / MT: output
 columns x rows of x per invocation (`dq8ca_tile`: NPW 4, MT 1 for M = 1; NPW 16 and up
 to 8 rows for M > 1, each weight chunk decoded once for the MT rows). X_UBO / XU_VEC4:
-xq read through a uniform block at descriptor 8 as linear_qw's x (`x_uniform`)."""
+xq read through a uniform block at descriptor 8 as linear_qw's x (`x_uniform`). W_TEXEL:
+w's chunks fetched from a uniform texel buffer at descriptor 9 as linear_qw's (`w_texel`)."""
 
 
 LINEAR_DQ8CA_Q4GSW = _linear_dq8ca_spec("linear_dq8ca_q4gsw", 4, 32, _DQ8CA_DOC)

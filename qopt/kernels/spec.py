@@ -78,6 +78,28 @@ class UniformView:
         return 16 * int(spec[self.vec4s])
 
 
+TEXEL_FORMAT = "R32G32B32A32_UINT"
+"""The format of every texel view (`TexelView`): one uvec4 (16 bytes) per texel."""
+
+
+@dataclass(frozen=True)
+class TexelView:
+    """Storage binding `binding` (u32 words) bound a second time as a uniform texel buffer
+    (GLSL `usamplerBuffer`, format `TEXEL_FORMAT`: texel i is words 4i..4i+3) at
+    descriptor binding len(bindings) + len(uniforms) + j (the j-th texel view of the
+    kernel). Specialization constant `flag` (0 / 1) says whether the kernel reads through
+    it (`texelFetch` instead of the storage buffer's uvec4 loads: the same words, so the
+    two paths compute the same bits). The runtime binds a view of the whole buffer (at
+    most the device's maxTexelBufferElements texels) whatever `flag` is (the sampler is
+    statically used in the shader, so it must be bound), and turns `flag` off when it
+    records a dispatch on a device without uniform texel buffers of `TEXEL_FORMAT` or
+    whose maxTexelBufferElements is below the buffer's texels (`runtime._fit_views`); with
+    `flag` 1 the kernel's extents of `binding` cover every texel it fetches."""
+
+    binding: str
+    flag: str
+
+
 @dataclass(frozen=True)
 class Binding:
     name: str
@@ -146,6 +168,9 @@ class KernelSpec:
     uniforms: tuple[UniformView, ...] = ()
     """Storage bindings also read through uniform blocks (`UniformView`), in descriptor
     binding order after the storage bindings."""
+    texels: tuple[TexelView, ...] = ()
+    """Storage bindings also read through uniform texel buffers (`TexelView`), in
+    descriptor binding order after the uniform blocks."""
     exact: Callable[[SpecValues], bool] = _never_exact
     """Whether the device computes what the reference computes bit for bit (given the
     specialization values): integer arithmetic, or f32 adds/multiplies/divides/square

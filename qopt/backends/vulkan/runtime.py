@@ -94,6 +94,7 @@ class Buffer:
         usage = (
             vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
             | vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT  # for kernels' `UniformView`s
+            | vk.VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT  # and `TexelView`s
             | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
             | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
         )
@@ -102,6 +103,7 @@ class Buffer:
         )
         self.handle = vk.vkCreateBuffer(device.device, info, None)
         self.memory = None
+        self._texel_views: dict[tuple[int, int], Any] = {}
         try:
             req = vk.vkGetBufferMemoryRequirements(device.device, self.handle)
             index = device._memory_type(req.memoryTypeBits)
@@ -127,9 +129,27 @@ class Buffer:
         assert self.view is not None, "the buffer was freed"
         return self.view[: n * dtype.itemsize].view(dtype).copy()
 
+    def texel_view(self, fmt: int, texels: int) -> Any:
+        """A VkBufferView of this buffer's first `texels` texels in format `fmt` (created
+        once, destroyed with the buffer)."""
+        key = (fmt, texels)
+        view = self._texel_views.get(key)
+        if view is None:
+            if self.handle is None:
+                raise VulkanError("a dispatch uses a freed buffer")
+            vk = self.device.vk
+            size = texels * (16 if fmt == vk.VK_FORMAT_R32G32B32A32_UINT else 4)
+            info = vk.VkBufferViewCreateInfo(buffer=self.handle, format=fmt, offset=0, range=size)
+            view = vk.vkCreateBufferView(self.device.device, info, None)
+            self._texel_views[key] = view
+        return view
+
     def _destroy(self) -> None:
         vk = self.device.vk
         dev = self.device.device
+        for view in getattr(self, "_texel_views", {}).values():
+            vk.vkDestroyBufferView(dev, view, None)
+        self._texel_views = {}
         if getattr(self, "_map", None) is not None:
             self.view = None
             self._map = None
@@ -226,6 +246,46 @@ def _uniform_ranges(
     return out
 
 
+def _fit_texels(
+    dev: VulkanDevice,
+    spec: KernelSpec,
+    values: SpecValues,
+    names: Sequence[str],
+    bufs: Sequence[Buffer],
+) -> SpecValues:
+    """`values` with every texel view (`TexelView`) this device cannot give turned off
+    (flag 0): no uniform texel buffers of `TEXEL_FORMAT`, or fewer maxTexelBufferElements
+    than the viewed buffer's texels. The kernel then reads those words through its storage
+    buffer (the same words into the same arithmetic: the same bits)."""
+    out = dict(values)
+    for view in spec.texels:
+        if int(out.get(view.flag, dict(spec.spec)[view.flag])) != 1:
+            continue
+        buf = bufs[names.index(view.binding)]
+        if not dev.texel_format or buf.size // 16 > dev.max_texel_elements:
+            out[view.flag] = 0
+    return out
+
+
+def _texel_views(
+    dev: VulkanDevice, spec: KernelSpec, names: Sequence[str], bufs: Sequence[Buffer]
+) -> list[Any]:
+    """The VkBufferView of each of `spec`'s texel views for a dispatch: the viewed
+    buffer's first min(its texels, maxTexelBufferElements) texels of `TEXEL_FORMAT`, or,
+    on a device without that format (`_fit_texels` turned the view off: it is bound, not
+    read), of R32_UINT (a format every device offers for uniform texel buffers)."""
+    vk = dev.vk
+    out = []
+    for view in spec.texels:
+        buf = bufs[names.index(view.binding)]
+        if dev.texel_format:
+            fmt, texels = vk.VK_FORMAT_R32G32B32A32_UINT, buf.size // 16
+        else:
+            fmt, texels = vk.VK_FORMAT_R32_UINT, buf.size // 4
+        out.append(buf.texel_view(fmt, max(1, min(texels, dev.max_texel_elements))))
+    return out
+
+
 class Program:
     """Dispatches recorded once into one command buffer; `submit()` runs them
     (compute->compute barriers between dispatches) and waits."""
@@ -249,11 +309,10 @@ class Program:
     def _record(self, vk: Any, dispatches: Sequence[Dispatch]) -> None:
         dev = self.device
         resolved = []
-        n_descriptors = n_uniforms = 0
+        n_descriptors = n_uniforms = n_texels = 0
         for d in dispatches:
             spec = kernel_spec(d.kernel) if isinstance(d.kernel, str) else d.kernel
             values = _fit_uniforms(dev, spec, d.spec) if spec.uniforms else d.spec
-            pipe = dev.pipeline(spec, values)
             names = [b.name for b in spec.bindings]
             if isinstance(d.buffers, Mapping):
                 missing = [n for n in names if n not in d.buffers]
@@ -266,6 +325,9 @@ class Program:
                     raise VulkanError(
                         f"dispatch of {spec.name}: {len(bufs)} buffers for bindings {names}"
                     )
+            if spec.texels:
+                values = _fit_texels(dev, spec, values, names, bufs)
+            pipe = dev.pipeline(spec, values)
             spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
             groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
             groups = tuple(int(g) for g in groups)
@@ -274,9 +336,11 @@ class Program:
                 raise VulkanError(f"dispatch of {spec.name}: {groups} workgroups exceed {limit}")
             push = spec.push_bytes(d.push) if spec.push else b""
             uniforms = _uniform_ranges(dev, spec, spec_values, names, bufs)
-            resolved.append((pipe, bufs, push, groups, uniforms))
+            texels = _texel_views(dev, spec, names, bufs)
+            resolved.append((pipe, bufs, push, groups, uniforms, texels))
             n_descriptors += len(bufs)
             n_uniforms += len(uniforms)
+            n_texels += len(texels)
         n = max(1, len(resolved))
         sizes = [
             vk.VkDescriptorPoolSize(
@@ -287,6 +351,12 @@ class Program:
             sizes.append(
                 vk.VkDescriptorPoolSize(
                     type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, descriptorCount=n_uniforms
+                )
+            )
+        if n_texels:
+            sizes.append(
+                vk.VkDescriptorPoolSize(
+                    type=vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, descriptorCount=n_texels
                 )
             )
         pool_info = vk.VkDescriptorPoolCreateInfo(
@@ -302,7 +372,7 @@ class Program:
             )
             sets = list(vk.vkAllocateDescriptorSets(dev.device, alloc))
             writes = []
-            for ds, (_, bufs, _, _, uniforms) in zip(sets, resolved, strict=True):
+            for ds, (_, bufs, _, _, uniforms, texels) in zip(sets, resolved, strict=True):
                 kinds = [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * len(bufs)
                 ranges = [(b, b.size) for b in bufs]
                 kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER] * len(uniforms)
@@ -319,6 +389,16 @@ class Program:
                             pBufferInfo=[
                                 vk.VkDescriptorBufferInfo(buffer=b.handle, offset=0, range=nbytes)
                             ],
+                        )
+                    )
+                for j, view in enumerate(texels):
+                    writes.append(
+                        vk.VkWriteDescriptorSet(
+                            dstSet=ds,
+                            dstBinding=len(ranges) + j,
+                            descriptorCount=1,
+                            descriptorType=vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                            pTexelBufferView=[view],
                         )
                     )
             if writes:
@@ -354,7 +434,9 @@ class Program:
             vk.VK_ACCESS_HOST_WRITE_BIT,
             vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT,
         )
-        for i, ((pipe, _bufs, push, groups, _), ds) in enumerate(zip(resolved, sets, strict=True)):
+        for i, ((pipe, _bufs, push, groups, _, _), ds) in enumerate(
+            zip(resolved, sets, strict=True)
+        ):
             if i:
                 self._barrier(
                     vk,
@@ -586,6 +668,10 @@ class VulkanDevice:
         self.max_workgroups = tuple(int(limits.maxComputeWorkGroupCount[i]) for i in range(3))
         self.max_push_constants = int(limits.maxPushConstantsSize)
         self.max_uniform_range = int(limits.maxUniformBufferRange)
+        self.max_texel_elements = int(limits.maxTexelBufferElements)
+        fmt = vk.vkGetPhysicalDeviceFormatProperties(pd, vk.VK_FORMAT_R32G32B32A32_UINT)
+        self.texel_format = bool(fmt.bufferFeatures & vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT)
+        """Whether uniform texel buffers of `TEXEL_FORMAT` (R32G32B32A32_UINT) exist here."""
         self.device_type = int(props.deviceType)
         self._memory_props = vk.vkGetPhysicalDeviceMemoryProperties(pd)
         qinfo = vk.VkDeviceQueueCreateInfo(
@@ -687,6 +773,7 @@ class VulkanDevice:
         module = self.shader_module(spec.glsl)
         kinds = [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * len(spec.bindings)
         kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER] * len(spec.uniforms)
+        kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER] * len(spec.texels)
         bindings = [
             vk.VkDescriptorSetLayoutBinding(
                 binding=i,

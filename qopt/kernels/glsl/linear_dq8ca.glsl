@@ -12,7 +12,8 @@
 // * 32 / WBITS), chunks are decoded once into ivec4 lanes and used for all MT rows
 // (integer products summed in ivec4 lanes: the int32 sum is exact in any order, so the
 // result is bit-identical to the per-element loop); otherwise the per-element loop.
-// M = 1: gemv_fast (NPW <= 4, MT 1); M > 1: gemm_tile (`qopt.kernels.qlinear.dq8ca_tile`).
+// gemv_fast (NPW <= 4, MT 1) or gemm_tile (MT > 1 or NPW > 4); convert-to-vkc picks
+// gemm_tile for every M (`qopt.kernels.qlinear.dq8ca_tile`: NPW 16, MT 1 at M = 1).
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -27,6 +28,10 @@ layout(constant_id = 6) const int WG = 64;
 // component). X_UBO 0: the storage view xv (binding 8 bound, not read).
 layout(constant_id = 7) const int X_UBO = 0;
 layout(constant_id = 8) const int XU_VEC4 = 1;
+// W_TEXEL 1: gemv_fast / gemm_tile fetch the weight chunks w4[i] from the uniform texel
+// buffer wt (binding 9, texel i = w4[i]), as linear_qw.glsl's W_TEXEL (the same bits);
+// W_TEXEL 0: storage loads (wt bound, not read).
+layout(constant_id = 9) const int W_TEXEL = 0;
 const uint VPW = uint(32 / WBITS);  // values per word
 const uint VPC = 4u * VPW;          // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -41,6 +46,7 @@ layout(std430, binding = 5) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 7) writeonly buffer Out { float o[]; };
 layout(std140, binding = 8) uniform XU { ivec4 xu[XU_VEC4]; };
+layout(binding = 9) uniform usamplerBuffer wt;
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS - 1)); }
@@ -49,6 +55,12 @@ int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS -
 ivec4 xq4(uint i) {
   if (X_UBO == 1) return xu[i];
   return xv[i];
+}
+
+// weight chunk i of gemv_fast / gemm_tile: from the texel view when W_TEXEL
+uvec4 wq(uint i) {
+  if (W_TEXEL == 1) return texelFetch(wt, int(i));
+  return w4[i];
 }
 
 int hsum(ivec4 v) { return (v.x + v.y) + (v.z + v.w); }
@@ -96,17 +108,17 @@ void gemv_fast(uint m, uint n0, uint cpr) {
       ivec4 x3 = xq4(xi + 3u) - zx;
       ivec4 x4 = xq4(xi + 4u) - zx, x5 = xq4(xi + 5u) - zx, x6 = xq4(xi + 6u) - zx;
       ivec4 x7 = xq4(xi + 7u) - zx;
-      c0 = chunk4(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c0);
-      if (NPW > 1) c1 = chunk4(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c1);
-      if (NPW > 2) c2 = chunk4(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c2);
-      if (NPW > 3) c3 = chunk4(w4[r3 * cpr + c], zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c3);
+      c0 = chunk4(wq(r0 * cpr + c), zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c0);
+      if (NPW > 1) c1 = chunk4(wq(r1 * cpr + c), zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c1);
+      if (NPW > 2) c2 = chunk4(wq(r2 * cpr + c), zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c2);
+      if (NPW > 3) c3 = chunk4(wq(r3 * cpr + c), zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, x4, x5, x6, x7, c3);
     } else {
       ivec4 x0 = xq4(xi) - zx, x1 = xq4(xi + 1u) - zx, x2 = xq4(xi + 2u) - zx;
       ivec4 x3 = xq4(xi + 3u) - zx;
-      c0 = chunk8(w4[r0 * cpr + c], zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, c0);
-      if (NPW > 1) c1 = chunk8(w4[r1 * cpr + c], zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, c1);
-      if (NPW > 2) c2 = chunk8(w4[r2 * cpr + c], zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, c2);
-      if (NPW > 3) c3 = chunk8(w4[r3 * cpr + c], zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, c3);
+      c0 = chunk8(wq(r0 * cpr + c), zero_of(r0 * p.ngroups + g), x0, x1, x2, x3, c0);
+      if (NPW > 1) c1 = chunk8(wq(r1 * cpr + c), zero_of(r1 * p.ngroups + g), x0, x1, x2, x3, c1);
+      if (NPW > 2) c2 = chunk8(wq(r2 * cpr + c), zero_of(r2 * p.ngroups + g), x0, x1, x2, x3, c2);
+      if (NPW > 3) c3 = chunk8(wq(r3 * cpr + c), zero_of(r3 * p.ngroups + g), x0, x1, x2, x3, c3);
     }
     if (((c + 1u) * VPC) % uint(GROUP_SIZE) == 0u || c + 1u == cpr) {  // the group ends
       precise float t0 = float(hsum(c0)) * scales[r0 * p.ngroups + g];
@@ -160,7 +172,7 @@ int idot(ivec4 f, ivec4 x) { return (f.x * x.x + f.y * x.y) + (f.z * x.z + f.w *
   uvec4 q##r = uvec4(0u);                                                          \
   ivec4 zz##r = ivec4(0);                                                          \
   if (NPW > r) {                                                                   \
-    q##r = w4[nr##r * cpr + c];                                                    \
+    q##r = wq(nr##r * cpr + c);                                                    \
     zz##r = ivec4(zero_of(nr##r * p.ngroups + g));                                 \
   }
 #define DEC(r, j)                                                                  \

@@ -12,15 +12,15 @@
 // workgroup (uniform loads: cached on GPUs; lavapipe 22 still loads them lane by lane from
 // a storage buffer, with one vector gather from the uniform block of X_UBO below).
 // No shared memory and no barriers. workgroups = (ceil(N / (WG*NPW)), ceil(M / MT), 1).
-// M = 1 on lavapipe: NPW 4, WG 64 (the spec defaults) is ~4x faster than NPW 1; M > 1:
-// gemm_tile (MT > 1 or NPW > 4) decodes each weight word once for MT rows. lavapipe runs
+// gemv_sym (NPW <= 4, MT 1; the spec defaults NPW 4, WG 64 are ~4x faster than NPW 1) or
+// gemm_tile (MT > 1 or NPW > 4: each weight word decoded once for MT rows). lavapipe runs
 // 8 invocations as the lanes of one SIMD vector and every buffer load component as a
 // per-lane loop (uniform address or not), so the cost follows the load components per
 // invocation: per 128-bit chunk NPW * 5 for the weights and scales and MT * VPC for x
 // (VPC / 4 vec4 loads per row of x), against NPW * MT * VPC multiply-adds. The x loads
-// dominate unless NPW is large: convert-to-vkc picks NPW 16, WG 32 with MT up to 8 there
-// (`qopt.kernels.qlinear.linear_tile`; NPW 16 measured 1.2-1.8x faster than NPW 8 at
-// M = 16..64, NPW 32 no faster: its accumulators spill).
+// dominate unless NPW is large: convert-to-vkc picks gemm_tile with NPW 16, WG 32 and MT
+// up to 8 (`qopt.kernels.qlinear.linear_tile`; NPW 16 measured 1.2-1.8x faster than NPW 8
+// at M = 16..64, NPW 32 no faster: its accumulators spill), MT 1 at M = 1, with W_TEXEL.
 layout(local_size_x_id = 6) in;
 layout(constant_id = 0) const int WBITS = 4;
 layout(constant_id = 1) const int GROUP_SIZE = 32;
@@ -38,6 +38,13 @@ layout(constant_id = 6) const int WG = 64;
 // not read). The other paths always read the storage views.
 layout(constant_id = 7) const int X_UBO = 0;
 layout(constant_id = 8) const int XU_VEC4 = 1;
+// W_TEXEL 1: gemv_sym / gemm_tile fetch the weight chunks w4[i] from the uniform texel
+// buffer wt (binding 7: the same buffer viewed as R32G32B32A32_UINT texels, texel i = w4[i];
+// `TexelView`): lavapipe 22 compiles a texel fetch through its sampler code (a gather per
+// channel) where a storage load is a per-lane loop with a bounds check per component; GPUs
+// read it through the texture cache. The same words feed the same arithmetic: W_TEXEL 0
+// and 1 give the same bits. W_TEXEL 0: storage loads (wt is still bound, not read).
+layout(constant_id = 9) const int W_TEXEL = 0;
 const int VPW = 32 / WBITS;        // values per word
 const int VPC = 4 * VPW;           // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -49,6 +56,7 @@ layout(std430, binding = 3) readonly buffer Z { int zeros[]; };
 layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
 layout(std140, binding = 6) uniform XU { vec4 xu[XU_VEC4]; };
+layout(binding = 7) uniform usamplerBuffer wt;
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 
@@ -69,6 +77,12 @@ vec4 x4(uint k) { return xv[k >> 2]; }  // k % 4 == 0 (fast path requires K % 4 
 vec4 xq(uint i) {
   if (X_UBO == 1) return xu[i];
   return xv[i];
+}
+
+// weight chunk i of gemv_sym / gemm_tile: from the texel view when W_TEXEL
+uvec4 wq(uint i) {
+  if (W_TEXEL == 1) return texelFetch(wt, int(i));
+  return w4[i];
 }
 
 // sum over one full 128-bit chunk of (field - z) * x[xb + i] (no arrays: stays in registers)
@@ -142,10 +156,10 @@ void gemv_sym(uint m, uint n0, uint cpr, bool whole_row) {
   for (uint c = 0; c < cpr; ++c) {
     uint xi = xb + c * uint(VPC / 4);
     uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
-    p0 = sym_chunk(w4[r0 * cpr + c], xi, p0, zero_of(r0 * p.ngroups + g));
-    if (NPW > 1) p1 = sym_chunk(w4[r1 * cpr + c], xi, p1, zero_of(r1 * p.ngroups + g));
-    if (NPW > 2) p2 = sym_chunk(w4[r2 * cpr + c], xi, p2, zero_of(r2 * p.ngroups + g));
-    if (NPW > 3) p3 = sym_chunk(w4[r3 * cpr + c], xi, p3, zero_of(r3 * p.ngroups + g));
+    p0 = sym_chunk(wq(r0 * cpr + c), xi, p0, zero_of(r0 * p.ngroups + g));
+    if (NPW > 1) p1 = sym_chunk(wq(r1 * cpr + c), xi, p1, zero_of(r1 * p.ngroups + g));
+    if (NPW > 2) p2 = sym_chunk(wq(r2 * cpr + c), xi, p2, zero_of(r2 * p.ngroups + g));
+    if (NPW > 3) p3 = sym_chunk(wq(r3 * cpr + c), xi, p3, zero_of(r3 * p.ngroups + g));
     if (!whole_row) {
       a0 += scales[r0 * p.ngroups + g] * hsum(p0);
       p0 = vec4(0.0);
@@ -264,7 +278,7 @@ void store_out(uint m, uint n, float a) {
   uvec4 q##r = uvec4(0u);                                                          \
   float s##r = 0.0, z##r = 0.0;                                                    \
   if (NPW > r) {                                                                   \
-    q##r = w4[nr##r * cpr + c];                                                     \
+    q##r = wq(nr##r * cpr + c);                                                     \
     s##r = scales[nr##r * p.ngroups + g];                                           \
     z##r = zero_of(nr##r * p.ngroups + g);                                          \
   }

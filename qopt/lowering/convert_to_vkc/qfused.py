@@ -28,6 +28,7 @@ from qopt.kernels.qlinear import (
     lut_uniform,
     lut_vec4,
     q8ta_tile,
+    w_texel,
     x_uniform,
 )
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -180,6 +181,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_BIAS": has_bias,
                 **linear_tile(m),
                 **x_uniform(m, k),
+                **w_texel(),
             },
         )
         return [out]
@@ -225,6 +227,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "HAS_BIAS": has_bias,
             **dq8ca_tile(m),
             **x_uniform(m, k),
+            **w_texel(),
         },
     )
     return [out]

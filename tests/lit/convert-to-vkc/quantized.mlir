@@ -18,9 +18,10 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// The same linear at M = 1 (decode): x (8 floats, within the 65536-byte limit) read through
-// the uniform block of 2 vec4s (X_UBO, XU_VEC4).
-// CHECK:       vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", {{.*}}spec = {WBITS = 4 : i64, GROUP_SIZE = 4 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, NPW = 4 : i64, MT = 1 : i64, WG = 64 : i64, X_UBO = 1 : i64, XU_VEC4 = 2 : i64}
+// The same linear at M = 1 (decode): the 16-row tile with one row of x (NPW 16, MT 1,
+// WG 32), x (8 floats, within the 65536-byte limit) read through the uniform block of
+// 2 vec4s (X_UBO, XU_VEC4), the weights through the texel view (W_TEXEL).
+// CHECK:       vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", {{.*}}spec = {WBITS = 4 : i64, GROUP_SIZE = 4 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, NPW = 16 : i64, MT = 1 : i64, WG = 32 : i64, X_UBO = 1 : i64, XU_VEC4 = 2 : i64, W_TEXEL = 1 : i64}
 // CHECK:         vkc.dispatch @linear_q4gsw_0({{.*}}) {push = {M = 1 : i64, N = 3 : i64, K = 8 : i64, row_words = 4 : i64, ngroups = 2 : i64}
 func.func @forward(%x: tensor<1x8xf32>) -> tensor<1x3xf32> {
   %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>

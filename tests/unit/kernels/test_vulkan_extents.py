@@ -607,6 +607,14 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ),
     ("linear_q8csw", _qw_push(6, 11, 64, 8, 16), {"GROUP_SIZE": 16, "NPW": 2, "MT": 2, "WG": 4}),
     ("linear_q8csw", _qw_push(1, 5, 40, 8, 40), {"GROUP_SIZE": 40, "NPW": 1, "HAS_ZERO_POINT": 1}),
+    # weights through the texel view (W_TEXEL): gemv_sym, gemm_tile (16 rows at M = 1)
+    ("linear_q4gsw", _qw_push(1, 11, 128, 4, 32), {"NPW": 4, "WG": 2, "W_TEXEL": 1}),
+    ("linear_q4gsw", _qw_push(1, 37, 128, 4, 32), {"NPW": 16, "WG": 2, "W_TEXEL": 1}),
+    (
+        "linear_q8csw",
+        _qw_push(3, 11, 64, 8, 64),
+        {"GROUP_SIZE": 64, "NPW": 5, "MT": 2, "WG": 2, "W_TEXEL": 1, "HAS_ZERO_POINT": 1},
+    ),
     (
         "linear_q8ta_q8csw",
         {"M": 3, "N": 9, "K": 40, "row_words": packing.row_words(40, 8), **_static()},
@@ -625,6 +633,11 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
     ),
     ("linear_dq8ca_q4gsw", _qw_push(5, 7, 96, 4, 32), {"GROUP_SIZE": 32, "NPW": 2, "MT": 4}),
     ("linear_dq8ca_q8csw", _qw_push(3, 5, 48, 8, 48), {"GROUP_SIZE": 48, "NPW": 2, "MT": 2}),
+    (
+        "linear_dq8ca_q4gsw",
+        _qw_push(2, 9, 64, 4, 32),
+        {"GROUP_SIZE": 32, "NPW": 5, "WG": 2, "W_TEXEL": 1, "HAS_ZERO_POINT": 1},
+    ),
     (
         "linear_lut",
         {"M": 2, "N": 6, "K": 32, **_lut_push(6, 32, 3, (3, 16), 8, "BN BK GK")},

@@ -1554,3 +1554,104 @@ def test_uniform_view_over_the_device_limit_reads_storage(dev: VulkanDevice) -> 
             for b in bufs:
                 b.free()
     assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def _texel_case(name: str, bits: int, n: int, k: int, group: int, asym: bool, m: int):
+    """(inputs, push, spec) of a linear_qw or linear_dq8ca dispatch on random data."""
+    p = _weight(bits, n, k, group, asym)[3]
+    inputs = {"w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n).astype(F32)}
+    if asym:
+        inputs["zeros"] = p.zeros
+    if name.startswith("linear_dq8ca"):
+        inputs["xq"] = RNG.integers(-128, 128, (m, k)).astype(np.int32)
+        inputs["x_scale"] = (RNG.random(m) * 0.1 + 0.01).astype(F32)
+        inputs["x_zp"] = RNG.integers(-5, 6, m).astype(np.int32)
+    else:
+        inputs["x"] = RNG.standard_normal((m, k)).astype(F32)
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": 1}
+    return inputs, push, spec
+
+
+@pytest.mark.parametrize(
+    "name,bits,k,group,asym,m,tile,x_ubo",
+    [
+        ("linear_q4gsw", 4, 128, 32, False, 1, (4, 1, 64), 0),  # gemv_sym
+        ("linear_q4gsw", 4, 128, 32, True, 3, (5, 2, 4), 1),  # gemm_tile
+        ("linear_q8csw", 8, 64, 64, False, 3, (5, 2, 2), 1),
+        ("linear_dq8ca_q4gsw", 4, 64, 32, True, 2, (5, 1, 8), 1),  # gemm_tile
+        ("linear_dq8ca_q8csw", 8, 64, 32, False, 2, (4, 1, 8), 0),  # gemv_fast
+    ],
+)
+def test_weight_texel_view(dev, name, bits, k, group, asym, m, tile, x_ubo) -> None:
+    """W_TEXEL 1 (the weight chunks fetched from the texel view bound after the uniform
+    block) gives the bits of W_TEXEL 0 on the chunked paths (gemv_sym / gemv_fast and
+    gemm_tile), with x through storage or the uniform block; linear_dq8ca's bits are the
+    reference's, linear_qw's within tolerance."""
+    n = 11
+    inputs, push, spec = _texel_case(name, bits, n, k, group, asym, m)
+    spec |= {"NPW": tile[0], "MT": tile[1], "WG": tile[2]}
+    if x_ubo:
+        spec |= {"X_UBO": 1, "XU_VEC4": m * k // 4}
+    outs = []
+    for texel in (0, 1):
+        got, ref = run_kernel(
+            dev, name, inputs, {"out": (F32, m * n)}, push, {**spec, "W_TEXEL": texel}
+        )
+        outs.append(got["out"].view(np.uint32))
+    np.testing.assert_array_equal(outs[1], outs[0])
+    if name.startswith("linear_dq8ca"):
+        np.testing.assert_array_equal(got["out"], ref["out"])
+    else:
+        close(got["out"], ref["out"])
+
+
+def test_texel_view_choice_and_range() -> None:
+    """convert-to-vkc's choice: the 16-row gemm_tile at every M (MT 1 at M = 1) with the
+    weights through the texel view; W_TEXEL is a 0 / 1 flag (spec range)."""
+    from qopt.kernels.qlinear import dq8ca_tile, linear_tile, w_texel
+
+    assert w_texel() == {"W_TEXEL": 1}
+    assert linear_tile(1) == dq8ca_tile(1) == {"NPW": 16, "MT": 1, "WG": 32}
+    assert linear_tile(9) == {"NPW": 16, "MT": 5, "WG": 32}
+    for name in ("linear_q4gsw", "linear_dq8ca_q4gsw"):
+        spec = kernels()[name]
+        assert [(t.binding, t.flag) for t in spec.texels] == [("w", "W_TEXEL")]
+        with pytest.raises(ValueError, match="W_TEXEL = 2 is outside"):
+            spec.check_spec({"W_TEXEL": 2})
+
+
+def test_texel_view_off_where_the_device_cannot(dev: VulkanDevice, monkeypatch) -> None:
+    """On a device without uniform texel buffers of R32G32B32A32_UINT, or whose
+    maxTexelBufferElements is below the weight buffer's 16-byte texels, the runtime turns
+    W_TEXEL off when it records the dispatch (`_fit_texels`; the view is still bound, in
+    R32_UINT where the format is missing): the kernel reads the storage buffer and writes
+    the bits the texel path writes. At exactly the limit the texel path stays on."""
+    from qopt.backends.vulkan.runtime import _fit_texels
+
+    name, n, k, m = "linear_q4gsw", 11, 128, 3
+    inputs, push, spec = _texel_case(name, 4, n, k, 32, False, m)
+    spec |= {"NPW": 5, "MT": 2, "WG": 4, "W_TEXEL": 1}
+    kspec = kernels()[name]
+    names = [b.name for b in kspec.bindings]
+    texels = -(-inputs["w"].nbytes // 16)
+    cases = [
+        ("texel_format", True, 1),
+        ("max_texel_elements", texels, 1),
+        ("max_texel_elements", texels - 1, 0),
+        ("texel_format", False, 0),
+    ]
+    outs = []
+    for attr, value, flag in cases:
+        with monkeypatch.context() as mp:
+            mp.setattr(dev, attr, value)
+            w = dev.upload(inputs["w"])
+            try:
+                bufs = [w] * len(names)  # only the viewed binding's size matters
+                assert _fit_texels(dev, kspec, spec, names, bufs)["W_TEXEL"] == flag, attr
+            finally:
+                w.free()
+            got, _ = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
+        outs.append(got["out"].view(np.uint32))
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
