@@ -188,31 +188,25 @@ def _restricted_load(data: bytes | _MemberFile, what: str, limits: Limits) -> An
 
     payload = typing.cast(IO[bytes], io.BytesIO(data) if isinstance(data, bytes) else data)
     check_zip(payload, limits, what)
-    permitted = set(_get_allowed_globals())
-    allowed: list[type] = []
+    allowed = _allowed_subclasses()
+    permitted = set(_get_allowed_globals()) | {_global_name(t) for t in allowed}
     try:
         payload.seek(0)
         with zipfile.ZipFile(payload) as inner:
             pickles = [n for n in inner.namelist() if n.endswith(".pkl")]
             if not pickles:
                 raise QoptError(f"{what}: not a torch.save payload (no .pkl record)")
-            globs = list(  # in pickle order, once each
-                dict.fromkeys(g for name in pickles for g in _pickle_globals(inner.read(name)))
-            )
+            for name in pickles:
+                for glob in _pickle_globals(inner.read(name)):
+                    if glob not in permitted:
+                        raise QoptError(
+                            f"{what}: refusing to unpickle '{glob}', which needs full "
+                            f"pickle (it could run code); {_TRUST_HINT}"
+                        )
     except QoptError:
         raise
     except Exception as e:
         raise QoptError(f"{what}: unreadable pickled payload ({_first_line(e)})") from e
-    if not permitted.issuperset(globs):
-        # torchao (seconds to import) only for a payload naming more than torch's own
-        allowed = _allowed_subclasses()
-        permitted |= {_global_name(t) for t in allowed}
-    refused = [glob for glob in globs if glob not in permitted]
-    if refused:
-        raise QoptError(
-            f"{what}: refusing to unpickle '{refused[0]}', which needs full "
-            f"pickle (it could run code); {_TRUST_HINT}"
-        )
     # `safe_globals` removes its entries on exit, even ones registered before (torchao
     # registers IntxUnpackedToInt8Tensor at import): add only the missing ones.
     already = set(torch.serialization.get_safe_globals())

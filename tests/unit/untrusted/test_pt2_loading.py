@@ -271,24 +271,3 @@ def test_pickled_weights_read_from_the_archive_once(
             assert torch.equal(getattr(value, part), getattr(other, part))
         if not hasattr(value, "__tensor_flatten__"):
             assert torch.equal(value, other)
-
-
-def test_float_pt2_loads_without_torchao(tmp_path: Path):
-    """torchao (seconds to import) is imported only for payloads whose pickles name
-    more than torch's own globals: a float model's `.pt2` loads without it."""
-    import subprocess
-    import sys
-
-    path = _saved(tmp_path, examples.export_model("mlp", "float"), "float")
-    script = (
-        "import sys\n"
-        "from qopt.frontend.pt2 import load_pt2\n"
-        f"load_pt2({str(path)!r})\n"
-        "print('torchao' in sys.modules)\n"
-    )
-    root = Path(__file__).resolve().parents[3]
-    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONWARNINGS": "ignore"}
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
-    )
-    assert done.stdout.strip().splitlines()[-1] == "False"
