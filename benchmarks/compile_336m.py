@@ -41,6 +41,13 @@ protobuf (`write_int4_data` ~1 s of it) and the manifest digest of weight.bin; V
 largest remaining pass is vkc-fuse-elementwise (0.4-0.8 s). In-process profiles on a quiet
 moment: Vulkan compile + save 1.5 s against export 0.65 s, CoreML 3.4 s against 1.9 s;
 int4 repacking of the whole model 0.49 s -> 0.06 s; warm `.pt2` load 1.85 s -> 1.09 s.
+
+2026-12-02, later, a quiet machine after vkc-merge-siblings tried only mergeable pairs,
+the `.qvk` constants were hashed on threads while written and unchanged dispatches were
+not re-verified: export 0.52 s; Vulkan from the ExportedProgram 1.07 s (2.06x;
+convert-to-vkc 0.21, vkc-fuse-elementwise 0.13, vkc-merge-siblings 0.11, save 0.09),
+from the .pt2 1.66 s (3.18x); CoreML 1.38 s (2.65x; coremltools' MIL to protobuf 0.87);
+cold .pt2 -> .qvk 4.8 s, -> .mlpackage 5.5 s, `qopt-opt --help` 0.42 s.
 """
 
 from __future__ import annotations
