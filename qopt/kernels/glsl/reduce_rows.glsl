@@ -12,7 +12,7 @@
 // into 2 every 256, 2 into 3 every 4096); lanes then take the leftover vectors,
 // combine chains ((c0 + c1) + c2) + c3, and thread 0 adds the scalar tail and
 // the 8 lanes in order. Rows shorter than 8 use torch's scalar 4-chain order.
-// max/min use a tree (order does not matter).
+// max/min use a tree (order does not matter; a NaN propagates as in torch).
 // PRE = 1 reduces x * x instead of x (each element squared in f32 as it is read:
 // vkc-fuse-elementwise folds a pow(x, 2) / x * x producer in).
 layout(local_size_x = 32) in;
@@ -23,6 +23,14 @@ layout(std430, binding = 1) writeonly buffer Out { float y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
 shared float red[32];
 shared int ridx[32];
+
+// max (REDUCE_MAX) or min of a and b with torch's amax / amin rule: a NaN wins (GLSL's
+// max / min may return either operand when one is NaN)
+float extreme(float a, float b) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  return OP == REDUCE_MAX ? max(a, b) : min(a, b);
+}
 
 // whether (v, i) beats (b, j) for argmax (ARGMAX) or argmin: NaN first, then the
 // value, ties to the smaller index
@@ -94,11 +102,11 @@ void main() {
     if (OP >= REDUCE_MAX) {
       float acc = OP == REDUCE_MAX ? -1.0 / 0.0 : 1.0 / 0.0;
       for (uint c = t; c < p.cols; c += 32u)
-        acc = OP == REDUCE_MAX ? max(acc, ld(base + c)) : min(acc, ld(base + c));
+        acc = extreme(acc, ld(base + c));
       red[t] = acc;
       barrier();
       for (uint s = 16u; s > 0u; s >>= 1) {
-        if (t < s) red[t] = OP == REDUCE_MAX ? max(red[t], red[t + s]) : min(red[t], red[t + s]);
+        if (t < s) red[t] = extreme(red[t], red[t + s]);
         barrier();
       }
       if (t == 0u) y[r] = red[0];

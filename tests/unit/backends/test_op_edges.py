@@ -442,3 +442,29 @@ def test_relu_and_clamp_keep_negative_zero(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(np.asarray(g), w)
             else:
                 assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class ExtremesWithNan(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.amax(x, dim=0, keepdim=True),
+            torch.amin(x, dim=1),
+            torch.amax(x),
+            torch.max_pool2d(x[None, None], 2),
+        )
+
+
+def test_max_and_min_reductions_propagate_nan(tmp_path: Path) -> None:
+    """amax / amin (and max_pool2d) give NaN where a reduced slice holds a NaN, as torch
+    (the Vulkan reduction once took GLSL's max / min, which may drop a NaN), in every
+    position of the slice (first, middle, last) and in both tree halves."""
+    x = torch.arange(6 * 40, dtype=torch.float32).reshape(6, 40).sin() * 5.0
+    x[0, 0] = NAN
+    x[1, 17] = NAN
+    x[2, 39] = NAN
+    x[5, 3] = -INF
+    want = [t.numpy() for t in ExtremesWithNan()(x)]
+    assert np.isnan(want[0]).sum() == 3 and np.isnan(want[1]).sum() == 3
+    for where, got in run_targets(ExtremesWithNan(), (x,), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)
