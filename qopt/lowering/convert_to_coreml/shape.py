@@ -744,8 +744,9 @@ def _gather_along(lw: Lowering, op: indexing.GatherOp) -> Sequence[SSAValue]:
             f"int32, not {coreml.mil_dtype_name(out.get_element_type())}"
         )
     dims, idx_dims = list(shape_of(op.input)), list(shape_of(op.index))
-    if not dims:  # a 0-d gather: the value itself (the index must be 0)
-        return [lw.as_elem(op.input, out.get_element_type())]
+    if not dims:  # a 0-d gather: the value itself (the index must be 0), in the
+        # index's shape (torch: a 0-d input with a [1] index gives [1])
+        return [_reshaped(lw, lw.as_elem(op.input, out.get_element_type()), idx_dims)]
     axis = op.dim.value.data % len(dims)
     x = lw.as_elem(op.input, out.get_element_type())
     for d, (a, b) in enumerate(zip(dims, idx_dims, strict=True)):

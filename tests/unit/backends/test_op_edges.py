@@ -468,3 +468,18 @@ def test_max_and_min_reductions_propagate_nan(tmp_path: Path) -> None:
     for where, got in run_targets(ExtremesWithNan(), (x,), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class GatherScalar(torch.nn.Module):
+    def forward(self, x: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (torch.gather(x, 0, i),)
+
+
+def test_gather_of_a_0d_tensor_has_the_index_shape(tmp_path: Path) -> None:
+    """torch.gather of a 0-d input by a [1] index gives [1] (Core ML once returned the
+    0-d value itself)."""
+    x, i = torch.tensor(-8.5), torch.tensor([0])
+    want = [t.numpy() for t in GatherScalar()(x, i)]
+    assert want[0].shape == (1,)
+    for where, got in run_targets(GatherScalar(), (x, i), tmp_path).items():
+        assert_edges(where, got[0], want[0], 0.0)
