@@ -55,6 +55,8 @@ def _reshape(
 def _transpose(lw: Lowering, op: shape.TransposeOp | shape.PermuteOp) -> Sequence[SSAValue]:
     x = op.operands[0]
     rank = len(shape_of(x))
+    if rank == 0:  # a 0-d tensor's transpose / permute (dims 0 / -1) is the tensor itself
+        return [x]
     if isinstance(op, shape.TransposeOp):
         perm = list(range(rank))
         a, b = op.dim0.value.data % rank, op.dim1.value.data % rank

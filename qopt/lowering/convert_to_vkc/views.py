@@ -76,9 +76,10 @@ def lower_permute(lw: Lowering, op: sh.PermuteOp) -> Sequence[Buf]:
 def lower_transpose(lw: Lowering, op: sh.TransposeOp) -> Sequence[Buf]:
     rank = len(shape_of(op.input))
     perm = list(range(rank))
-    a = norm_dim(integer(op.dim0), rank)
-    b = norm_dim(integer(op.dim1), rank)
-    perm[a], perm[b] = perm[b], perm[a]
+    if rank:  # a 0-d tensor's transpose (dims 0 / -1) is the tensor itself
+        a = norm_dim(integer(op.dim0), rank)
+        b = norm_dim(integer(op.dim1), rank)
+        perm[a], perm[b] = perm[b], perm[a]
     return [_permuted(lw, op.input, perm)]
 
 

@@ -483,3 +483,18 @@ def test_gather_of_a_0d_tensor_has_the_index_shape(tmp_path: Path) -> None:
     assert want[0].shape == (1,)
     for where, got in run_targets(GatherScalar(), (x, i), tmp_path).items():
         assert_edges(where, got[0], want[0], 0.0)
+
+
+class TransposeScalar(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (torch.transpose(x, 0, -1) * 2.0, x.permute([]) + 1.0)
+
+
+def test_transpose_of_a_0d_tensor_is_the_tensor(tmp_path: Path) -> None:
+    """transpose(x, 0, -1) / permute([]) of a 0-d tensor are the tensor (CoreML and
+    Vulkan once failed with a ZeroDivisionError / IndexError inside the lowering)."""
+    x = torch.tensor(-3.25)
+    want = [t.numpy() for t in TransposeScalar()(x)]
+    for where, got in run_targets(TransposeScalar(), (x,), tmp_path).items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)
