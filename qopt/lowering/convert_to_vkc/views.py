@@ -102,16 +102,21 @@ def lower_slice(lw: Lowering, op: sh.SliceOp) -> Sequence[Buf]:
 
 
 @RULES(sh.SplitOp)
-def lower_split(lw: Lowering, op: sh.SplitOp) -> Sequence[Buf]:
-    """One strided copy per piece (a slice of `sizes[i]` along `dim`)."""
+def lower_split(lw: Lowering, op: sh.SplitOp) -> Sequence[Buf | np.ndarray]:
+    """One strided copy per piece (a slice of `sizes[i]` along `dim`); a zero-size
+    piece holds no data: an empty compile-time constant (its readers fold)."""
     x = lw.buffer(op.input)
     dims_in = shape_of(op.input)
     d = norm_dim(integer(op.dim), len(dims_in))
     strides = list(row_major(dims_in))
-    pieces, start = [], 0
+    pieces: list[Buf | np.ndarray] = []
+    start = 0
     for result in op.outputs:
         out_dims = shape_of(result)
-        pieces.append(copy_strided(lw, x, out_dims, strides, start * strides[d]))
+        if numel(out_dims) == 0:
+            pieces.append(np.zeros(out_dims, dtype_of(result)))
+        else:
+            pieces.append(copy_strided(lw, x, out_dims, strides, start * strides[d]))
         start += out_dims[d]
     return pieces
 

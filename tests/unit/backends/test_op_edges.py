@@ -498,3 +498,28 @@ def test_transpose_of_a_0d_tensor_is_the_tensor(tmp_path: Path) -> None:
     for where, got in run_targets(TransposeScalar(), (x,), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
+
+
+class SplitWithEmpty(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b, c = torch.split_with_sizes(x, [0, 3, 2])
+        return a, b * 2.0, c + 1.0
+
+
+def test_split_with_a_zero_size_piece(tmp_path: Path) -> None:
+    """A split whose pieces include a zero-size one: the empty piece returned as is, the
+    others computed (Vulkan once failed verifying a [0, ...] buffer inside the lowering);
+    Core ML refuses it cleanly."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    x = torch.arange(25, dtype=torch.float32).reshape(5, 5)
+    want = [t.numpy() for t in SplitWithEmpty()(x)]
+    ep = torch.export.export(SplitWithEmpty(), (x,))
+    runs = {"interp": list(qopt.interpret(qopt.import_program(ep), x))}
+    if vulkan_available() is None:
+        runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(x))
+    for where, got in runs.items():
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_edges(f"{where} output {k}", g, w, 0.0)
+    with pytest.raises(qopt.QoptError, match="empty piece"):  # Core ML tensors are never empty
+        qopt.compile(ep, target="coreml")
