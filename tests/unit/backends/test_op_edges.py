@@ -464,7 +464,8 @@ def test_max_and_min_reductions_propagate_nan(tmp_path: Path) -> None:
     x[2, 39] = NAN
     x[5, 3] = -INF
     want = [t.numpy() for t in ExtremesWithNan()(x)]
-    assert np.isnan(want[0]).sum() == 3 and np.isnan(want[1]).sum() == 3
+    assert np.isnan(want[0]).sum() == 3
+    assert np.isnan(want[1]).sum() == 3
     for where, got in run_targets(ExtremesWithNan(), (x,), tmp_path).items():
         for k, (g, w) in enumerate(zip(got, want, strict=True)):
             assert_edges(f"{where} output {k}", g, w, 0.0)
