@@ -55,11 +55,11 @@ from qopt.lowering.vkc_fuse_elementwise import (
     digit_index,
     dispatch_reads,
     dispatch_writes,
-    drop_unused_kernels,
     erase_dispatch,
     make_dispatch,
     moves_safely,
     op_writes,
+    rewrite_functions,
     row_major,
 )
 
@@ -353,12 +353,7 @@ class VkcFoldCopiesPass(ModulePass):
     name = "vkc-fold-copies"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        folded = 0
-        for function in list(op.ops):
-            if isinstance(function, func.FuncOp):
-                folded += fold_function(op, function)
-        if folded:
-            drop_unused_kernels(op)
+        rewrite_functions(op, fold_function)
 
 
 __all__ = ["VkcFoldCopiesPass", "fold_function"]

@@ -867,6 +867,17 @@ def fuse_function(module: ModuleOp, function: func.FuncOp) -> int:
     return _Fuser(module, function.body.block).run()
 
 
+def rewrite_functions(module: ModuleOp, rewrite: Callable[[ModuleOp, func.FuncOp], int]) -> None:
+    """Run a vkc pass's `rewrite` on every function of `module` (it returns how many
+    rewrites it made); if any, drop the kernel symbols no dispatch uses any more."""
+    done = 0
+    for function in list(module.ops):
+        if isinstance(function, func.FuncOp):
+            done += rewrite(module, function)
+    if done:
+        drop_unused_kernels(module)
+
+
 def drop_unused_kernels(module: ModuleOp) -> None:
     used = {op.kernel.root_reference.data for op in module.walk() if isinstance(op, vkc.DispatchOp)}
     for op in list(module.ops):
@@ -883,12 +894,7 @@ class VkcFuseElementwisePass(ModulePass):
     name = "vkc-fuse-elementwise"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fused = 0
-        for function in list(op.ops):
-            if isinstance(function, func.FuncOp):
-                fused += fuse_function(op, function)
-        if fused:
-            drop_unused_kernels(op)
+        rewrite_functions(op, fuse_function)
 
 
 __all__ = ["VkcFuseElementwisePass", "as_kernel", "compose", "fuse_function"]

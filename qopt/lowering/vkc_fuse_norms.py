@@ -55,10 +55,10 @@ from qopt.lowering.vkc_fuse_elementwise import (
     buffer_uses,
     digit_index,
     dispatch_writes,
-    drop_unused_kernels,
     erase_dispatch,
     make_dispatch,
     moves_safely,
+    rewrite_functions,
     row_major,
 )
 
@@ -364,12 +364,7 @@ class VkcFuseNormsPass(ModulePass):
     name = "vkc-fuse-norms"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fused = 0
-        for function in list(op.ops):
-            if isinstance(function, func.FuncOp):
-                fused += fuse_function(op, function)
-        if fused:
-            drop_unused_kernels(op)
+        rewrite_functions(op, fuse_function)
 
 
 __all__ = ["VkcFuseNormsPass", "fuse_function"]

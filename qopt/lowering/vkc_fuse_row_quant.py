@@ -30,9 +30,9 @@ from qopt.lowering.vkc_fuse_elementwise import (
     KernelSymbols,
     buffer_uses,
     dispatch_writes,
-    drop_unused_kernels,
     erase_dispatch,
     make_dispatch,
+    rewrite_functions,
 )
 
 
@@ -150,12 +150,7 @@ class VkcFuseRowQuantPass(ModulePass):
     name = "vkc-fuse-row-quant"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fused = 0
-        for function in list(op.ops):
-            if isinstance(function, func.FuncOp):
-                fused += fuse_function(op, function)
-        if fused:
-            drop_unused_kernels(op)
+        rewrite_functions(op, fuse_function)
 
 
 __all__ = ["VkcFuseRowQuantPass", "fuse_function"]

@@ -49,7 +49,6 @@ from qopt.lowering.vkc_fuse_elementwise import (
     buffer_uses,
     compose,
     dispatch_writes,
-    drop_unused_kernels,
     erase_dispatch,
     erase_unused,
     make_dispatch,
@@ -57,6 +56,7 @@ from qopt.lowering.vkc_fuse_elementwise import (
     moves_safely,
     norm_strides,
     rebuild,
+    rewrite_functions,
 )
 from qopt.resources import make_resource, weights_of
 
@@ -414,13 +414,8 @@ class VkcMergeSiblingsPass(ModulePass):
     name = "vkc-merge-siblings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        merged = 0
         blobs: _Blobs = {}
-        for function in list(op.ops):
-            if isinstance(function, func.FuncOp):
-                merged += merge_function(op, function, blobs)
-        if merged:
-            drop_unused_kernels(op)
+        rewrite_functions(op, lambda module, function: merge_function(module, function, blobs))
 
 
 __all__ = ["ROW_KERNELS", "VkcMergeSiblingsPass", "merge_function"]
