@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
-
-from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 from qopt.limits import Limits
 from qopt.version import qopt_version
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from qopt.backends.coreml import CoremlArtifact
     from qopt.backends.vulkan.artifact import VulkanArtifact
 
@@ -54,8 +55,16 @@ __all__ = [
 ]
 
 
+def _is_module(value: Any) -> bool:
+    """Whether `value` is an IR module (`builtin.module`). xDSL is not imported for
+    it: a module can exist only once xDSL's builtin dialect is, so loading and
+    running a `.qvk` stays free of the IR."""
+    builtin = sys.modules.get("xdsl.dialects.builtin")
+    return builtin is not None and isinstance(value, builtin.ModuleOp)
+
+
 def _module_argument(module: Any, function: str) -> ModuleOp:
-    if not isinstance(module, ModuleOp):
+    if not _is_module(module):
         raise QoptError(
             f"qopt.{function} takes a module (builtin.module) from qopt.import_program or "
             f"the parser, got {type(module).__name__}"
@@ -107,7 +116,7 @@ def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
     them (qopt/generation.py)."""
     from qopt.generation import generate as _generate
 
-    if isinstance(runner, ModuleOp):
+    if _is_module(runner):
         runner = session(runner)
     elif not hasattr(runner, "run") and hasattr(runner, "session"):
         runner = runner.session()
@@ -302,15 +311,12 @@ def compile(
         )  # fmt: skip
     artifact.report = report
     if verbose:
-        import sys
-
         print(report, file=sys.stderr)
     return artifact
 
 
 def _compile_warning(text: str) -> None:
     """A QoptWarning attributed to the caller's line (the first frame outside qopt)."""
-    import sys
     import warnings
 
     from qopt.report import QoptWarning

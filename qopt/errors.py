@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 class QoptError(DiagnosticException, ValueError):

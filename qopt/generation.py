@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from qopt.errors import QoptError
+from qopt.variants import variant_sizes
 
 
 def _logits(outputs: Sequence[np.ndarray], method: str) -> np.ndarray:
@@ -41,8 +42,6 @@ def _next_token(logits: np.ndarray) -> int:
 def _sizes(session: Any) -> list[tuple[int, ...]]:
     """The lengths `prefill` was compiled at (its size variants), [] if it takes any
     length in its Dim's range or has one fixed length."""
-    from qopt.dialects.signature import variant_sizes
-
     names = getattr(session, "function_names", None)
     return variant_sizes("prefill", list(names)) if names is not None else []
 

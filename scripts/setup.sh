@@ -27,9 +27,21 @@ if ! vulkan_tools_present; then
   fi
 fi
 
+# The kernel catalogue's SPIR-V, compiled once here (qopt/kernels/spirv/, package data):
+# compiling a model and loading a .qvk then run no shader tool. Incremental: only kernels
+# edited since the last build are compiled, so it runs on every set-up.
+build_kernels() {
+  if command -v glslangValidator >/dev/null 2>&1 && command -v spirv-val >/dev/null 2>&1; then
+    .venv/bin/python -m qopt.kernels.build --quiet
+  else
+    echo "note: glslang/spirv-tools missing: qopt's kernels are not prebuilt (Vulkan compiles need them)"
+  fi
+}
+
 stamp=.venv/.qopt-setup
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  build_kernels
   exit 0
 fi
 
@@ -39,5 +51,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[test]"
+build_kernels
 .venv/bin/python -c "import qopt, torch, torchao, xdsl; print('qopt ready: torch', torch.__version__, '| xdsl', xdsl.__version__ if hasattr(xdsl, '__version__') else '')"
 echo "$want" > "$stamp"

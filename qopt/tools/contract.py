@@ -7,16 +7,23 @@ no partial output file. User mistakes (QoptError, xDSL diagnostics and parse
 errors, bad files) print their message; resource exhaustion (MemoryError,
 RecursionError from deeply nested input) and Vulkan driver errors print what ran
 out; anything else is reported as an internal error, with the hint to rerun with
-`--debug`, which lets the traceback through.
+`--debug`, which lets the traceback through. Both tools take `--limits` and
+`--debug` (`add_common_arguments`); this module imports no IR, so `qopt-run` on a
+`.qvk` does not either.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+from qopt.errors import QoptError
+from qopt.limits import Limits
 
 #: Errors a user can cause; reported with their own message.
 USER_ERRORS = (DiagnosticException, ParseError, ValueError, OSError, ArgSpecParseError)
@@ -81,3 +88,34 @@ def fail(tool: str, error: BaseException) -> NoReturn:
         pass
     print(format_error(tool, error), file=sys.stderr)
     sys.exit(1)
+
+
+def writes_in_place(path: str) -> bool:
+    """True for an existing path that is not a regular file (`/dev/stdout`, a pipe):
+    it is written directly, never replaced by a renamed temporary file."""
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--limits` and `--debug`, shared by qopt-opt and qopt-run."""
+    parser.add_argument(
+        "--limits",
+        type=_limits_argument,
+        default=Limits(),
+        metavar="NAME=N,...",
+        help="raise qopt's bounds on what an input file may declare, e.g. "
+        "max_graph_nodes=5000000,max_expansion=8 (see qopt.limits.Limits)",
+    )
+    parser.add_argument(
+        "--debug",
+        default=False,
+        action="store_true",
+        help="show the traceback of an internal error",
+    )
+
+
+def _limits_argument(text: str) -> Limits:
+    try:
+        return Limits.parse(text)
+    except QoptError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -37,14 +37,8 @@ from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.report import CompileReport
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
-from qopt.tools.contract import run_tool
+from qopt.tools.contract import add_common_arguments, run_tool, writes_in_place
 from qopt.version import qopt_version
-
-
-def writes_in_place(path: str) -> bool:
-    """True for an existing path that is not a regular file (`/dev/stdout`, a pipe):
-    it is written directly, never replaced by a renamed temporary file."""
-    return os.path.exists(path) and not os.path.isfile(path)
 
 
 @dataclass(frozen=True)
@@ -588,33 +582,6 @@ def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:
             "nor convert-to-vkc"
         )
     return dataclasses.replace(pipeline, passes=passes)
-
-
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--limits` and `--debug`, shared by qopt-opt and qopt-run."""
-    parser.add_argument(
-        "--limits",
-        type=_limits_argument,
-        default=Limits(),
-        metavar="NAME=N,...",
-        help="raise qopt's bounds on what an input file may declare, e.g. "
-        "max_graph_nodes=5000000,max_expansion=8 (see qopt.limits.Limits)",
-    )
-    parser.add_argument(
-        "--debug",
-        default=False,
-        action="store_true",
-        help="show the traceback of an internal error",
-    )
-
-
-def _limits_argument(text: str) -> Limits:
-    from qopt.errors import QoptError
-
-    try:
-        return Limits.parse(text)
-    except QoptError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -23,19 +23,20 @@ import io
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from qopt.errors import QoptError
 from qopt.files import temp_file_beside
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
-from qopt.tools.contract import run_tool
-from qopt.tools.qopt_opt import add_common_arguments, writes_in_place
+from qopt.tools.contract import add_common_arguments, run_tool, writes_in_place
 from qopt.version import qopt_version
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 DEVICES = ("interp", "vulkan")
 

@@ -4,8 +4,9 @@ Every module belongs to one layer; it may import (at module level or inside a
 function: no lazy import hides an edge) only from its own layer or below:
 
     core        errors, limits, logs, dtypes, inputs, resources, context, version,
-                files, report (the compile report every stage fills), dialects (the
-                IR), kernels (the Vulkan kernel catalogue as data)
+                files, report (the compile report every stage fills), variants (size
+                variants by name), dialects (the IR), kernels (the Vulkan kernel
+                catalogue as data, its prebuilt SPIR-V and the command building it)
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
@@ -14,9 +15,11 @@ function: no lazy import hides an edge) only from its own layer or below:
 
 and no import cycle exists between modules. Within a layer, two finer rules: the
 kernel catalogue imports only itself and qopt.errors (it is data the dialect, the
-references and the runtime share), and the Vulkan runtime modules (bundle loading,
-runtime, artifact, SPIR-V) import no semantics and no passes, so a deployed
-runtime carries no compiler.
+references and the runtime share), and the Vulkan runtime modules (the `.qvk`
+format, its checks, runtime, artifact, SPIR-V) import no semantics and no passes, so
+a deployed runtime carries no compiler. Edges are not all: loading and running a
+`.qvk` in a fresh process is checked for the modules it actually imports
+(`test_loading_a_qvk_imports_no_compiler`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.version",
             "qopt.files",
             "qopt.report",
+            "qopt.variants",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),
@@ -204,9 +208,27 @@ def _within(name: str, *prefixes: str) -> bool:
                 "qopt.backends.vulkan.runtime",
                 "qopt.backends.vulkan.artifact",
                 "qopt.backends.vulkan.spirv",
+                "qopt.backends.vulkan.program",
+                "qopt.backends.vulkan.checks",
+                "qopt.backends.vulkan.qvk",
             ),
             None,
             ("qopt.interpreters", "qopt.numerics", "qopt.lowering", "qopt.frontend"),
+        ),
+        # The `.qvk` format (data model, reader, writer) reads no IR: host segments'
+        # IR is parsed by host.py, which checks.py imports only for them.
+        (
+            ("qopt.backends.vulkan.program", "qopt.backends.vulkan.qvk"),
+            None,
+            (
+                "qopt.dialects",
+                "qopt.context",
+                "qopt.resources",
+                "qopt.dtypes",
+                "qopt.report",
+                "qopt.backends.vulkan.bundle",
+                "qopt.backends.vulkan.host",
+            ),
         ),
     ],
 )
@@ -253,3 +275,64 @@ def test_a_compile_imports_only_what_its_target_needs() -> None:
         assert f"qopt.interpreters.{unwanted}" not in modules, pipeline
         assert f"qopt.dialects.{unwanted}" not in modules, pipeline
         assert not [m for m in modules if m.startswith("xdsl.interpreters")], pipeline
+
+
+#: The only xDSL modules a loaded `.qvk` may import: `QoptError`'s base class,
+#: `xdsl.utils.exceptions.DiagnosticException` (no IR; xDSL's tools catch it).
+XDSL_ALLOWED = {"xdsl", "xdsl.utils", "xdsl.utils.exceptions"}
+COMPILER = ("qopt.dialects", "qopt.lowering", "qopt.interpreters", "qopt.numerics",
+            "qopt.frontend", "qopt.context", "qopt.resources", "qopt.backends.vulkan.bundle",
+            "qopt.backends.vulkan.host", "qopt.tools.qopt_opt")  # fmt: skip
+
+
+def test_loading_a_qvk_imports_no_compiler(tmp_path: Path) -> None:
+    """The transitive imports of loading and running a `.qvk` (`qopt.load` + a call,
+    and `qopt-run x.qvk --device vulkan`) in a fresh process: no xDSL beyond
+    `XDSL_ALLOWED`, no dialect, pass, interpreter or frontend, no torch. (A bundle
+    with host segments is the exception: their IR is the interpreter's, test_vulkan_fallback.)"""
+    import subprocess
+    import sys
+
+    source = ROOT / "tests" / "lit" / "tools" / "qopt-run.mlir"
+    qvk, npz = tmp_path / "m.qvk", tmp_path / "in.npz"
+    build = (
+        "import sys, numpy as np\n"
+        "from qopt.tools.qopt_opt import main\n"
+        "np.savez(sys.argv[3], np.array([[1, -2, 3], [-4, 5, -6]], np.float32),\n"
+        "         np.array([1, 2, 3], np.float32))\n"
+        "try:\n    main([sys.argv[1], '-p', 'qopt-vulkan', '-t', 'vkbundle', '-o', sys.argv[2]])\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+    )
+    subprocess.run([sys.executable, "-c", build, str(source), str(qvk), str(npz)],
+                   check=True, timeout=300, capture_output=True)  # fmt: skip
+    api = (
+        "import sys, numpy as np, qopt\n"
+        "from qopt.backends.vulkan.runtime import vulkan_available\n"
+        "artifact = qopt.load(sys.argv[1])\n"
+        "if vulkan_available() is None:\n"
+        "    arrays = np.load(sys.argv[2])\n"
+        "    artifact(arrays['arr_0'], arrays['arr_1'])\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    cli = (
+        "import sys\n"
+        "from qopt.backends.vulkan.runtime import vulkan_available\n"
+        "from qopt.tools.qopt_run import main\n"
+        "if vulkan_available() is None:\n"
+        "    try:\n        main([sys.argv[1], '--inputs', sys.argv[2], '--device', 'vulkan'])\n"
+        "    except SystemExit as e:\n        assert not e.code, e.code\n"
+        "else:\n"
+        "    from qopt.backends.vulkan.artifact import VulkanArtifact\n"
+        "    VulkanArtifact.load(sys.argv[1])\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    for name, script in (("qopt.load", api), ("qopt-run", cli)):
+        done = subprocess.run([sys.executable, "-c", script, str(qvk), str(npz)],
+                              capture_output=True, text=True, check=True, timeout=300)  # fmt: skip
+        modules = (done.stdout if name == "qopt.load" else done.stderr).split()
+        assert "qopt.backends.vulkan.qvk" in modules, name
+        xdsl = sorted(m for m in modules if m.split(".")[0] == "xdsl")
+        assert set(xdsl) <= XDSL_ALLOWED, f"{name} imports {xdsl}"
+        compiler = [m for m in modules if _within(m, *COMPILER)]
+        assert not compiler, f"{name} imports {compiler}"
+        assert "torch" not in modules, name

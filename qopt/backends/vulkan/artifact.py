@@ -35,32 +35,32 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any, Self
+from math import prod
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from qopt.backends import format_bytes, format_method, format_tensor
-from qopt.backends.vulkan.bundle import (
+from qopt.backends.vulkan.program import (
     BundleProgram,
     FallbackOp,
     HostCall,
     Method,
     StatusCheck,
     abi_numpy,
-    bundle_bytes,
-    program_from_module,
-    read_bundle,
-    write_bundle,
 )
-from qopt.dialects.signature import logical_methods
-from qopt.dialects.tensors import numel
+from qopt.backends.vulkan.qvk import bundle_bytes, fill_spirv, read_bundle, write_bundle
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
-from qopt.report import CompileReport
+from qopt.variants import logical_methods
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from qopt.report import CompileReport
 
 ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
@@ -190,11 +190,8 @@ class VulkanArtifact:
 
     def _install_spirv(self, dev: Any) -> None:
         """Use the bundle's own SPIR-V (checked on load) for its kernels."""
-        from qopt.backends.vulkan.spirv import compile_kernel
-
+        fill_spirv(self.program)
         for entry in self.program.kernels:
-            if entry.spirv is None:
-                entry.spirv = compile_kernel(entry.glsl)
             dev.shader_module(entry.glsl, entry.spirv)
 
     def session(self) -> VulkanSession:
@@ -250,7 +247,7 @@ class VulkanSession:
         self._device = device = artifact.device
         program = artifact.program
         self.closed = False
-        self._states = [device.buffer(4 * max(numel(s.shape), 1)) for s in program.states]
+        self._states = [device.buffer(4 * max(prod(s.shape), 1)) for s in program.states]
         self._buffers = list(artifact._shared)
         for entry, buf in zip(program.states, self._states, strict=True):
             self._buffers[entry.buffer] = buf
@@ -300,8 +297,8 @@ class VulkanSession:
         entry = artifact.program.state(name)
         with artifact._lock:
             buf = self._states[artifact.program.states.index(entry)]
-            words = buf.read(abi_numpy(entry.dtype), max(numel(entry.shape), 1))
-        count = numel(entry.shape)
+            words = buf.read(abi_numpy(entry.dtype), max(prod(entry.shape), 1))
+        count = prod(entry.shape)
         return words[:count].astype(np.dtype(entry.dtype)).reshape(tuple(entry.shape))
 
     def _recording(self, method: Method) -> list[Any]:
@@ -395,9 +392,7 @@ class VulkanSession:
             outputs = []
             for tensor in program.method_outputs(m):
                 want = np.dtype(tensor.dtype)
-                raw = self._buffers[tensor.buffer].read(
-                    abi_numpy(tensor.dtype), numel(tensor.shape)
-                )
+                raw = self._buffers[tensor.buffer].read(abi_numpy(tensor.dtype), prod(tensor.shape))
                 outputs.append(raw.astype(want).reshape(tuple(tensor.shape)))
         return tuple(outputs)
 
@@ -439,8 +434,9 @@ def _to_abi(array: np.ndarray, dtype: str, index: int) -> np.ndarray:
 def compile_artifact(
     module: ModuleOp, device: str | int | None = None, validation: bool | None = None
 ) -> VulkanArtifact:
-    """A vkc module as a callable artifact (its kernels compiled to SPIR-V now)."""
-    from qopt.backends.vulkan.bundle import compile_spirv
+    """A vkc module as a callable artifact (its kernels compiled to SPIR-V now). The
+    compile side (bundle.py, which reads the IR) is imported here, not by loading."""
+    from qopt.backends.vulkan.bundle import compile_spirv, program_from_module
     from qopt.report import phase
 
     with phase("program build"):

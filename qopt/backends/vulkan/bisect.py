@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from qopt.backends.vulkan.bundle import BundleProgram, Method
+from qopt.backends.vulkan.program import BundleProgram, Method
 
 _WORD = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 

@@ -1,4 +1,4 @@
-"""The `.qvk` writer hashes large constant sets on threads (`bundle._digests`): the
+"""The `.qvk` writer hashes large constant sets on threads (`qvk._digests`): the
 digests come back in the blobs' order, equal to one-by-one hashing, whatever the
 threshold."""
 
@@ -10,17 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qopt.backends.vulkan import bundle
+from qopt.backends.vulkan import qvk
 
 
 @pytest.mark.parametrize("threshold", [0, 1 << 40])
 def test_digests_in_order(threshold: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bundle, "PARALLEL_HASH_BYTES", threshold)
+    monkeypatch.setattr(qvk, "PARALLEL_HASH_BYTES", threshold)
     rng = np.random.default_rng(0)
     arrays = [rng.integers(0, 2**32, size, dtype=np.uint32) for size in (5, 70000, 1, 3000, 0)]
     views = [a.data.cast("B") for a in arrays]
     expected = [hashlib.sha256(a.tobytes()).hexdigest() for a in arrays]
-    assert bundle._digests(views) == expected
+    assert qvk._digests(views) == expected
 
 
 def test_overlapped_write_is_bundle_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,9 +44,9 @@ def test_overlapped_write_is_bundle_bytes(tmp_path: Path, monkeypatch: pytest.Mo
         ep = torch.export.export(Net().eval(), (torch.randn(2, 16),), strict=False)
     program = qopt.compile(ep, "vulkan").program
     assert len(program.constants) >= 2
-    monkeypatch.setattr(bundle, "PARALLEL_HASH_BYTES", 0)
+    monkeypatch.setattr(qvk, "PARALLEL_HASH_BYTES", 0)
     path = tmp_path / "m.qvk"
-    size = bundle.write_bundle(program, path)
-    expected = bundle.bundle_bytes(program)
+    size = qvk.write_bundle(program, path)
+    expected = qvk.bundle_bytes(program)
     assert path.read_bytes() == expected
     assert size == len(expected)
