@@ -7,8 +7,10 @@ layouts the kernels read (packing.py). One module per kernel family exports its
 `SPECS`; `catalogue()` merges them (a kernel named twice, or a misplaced status
 binding, is an error). The vkc dialect's verifier, the convert-to-vkc lowering, the
 `.qvk` loader and the runtime read this table; the numpy references are attached by
-the semantics layer (`qopt.interpreters.kernels.kernels()`), and the GLSL sources,
-their SPIR-V and the runtime live in qopt/backends/vulkan/.
+the semantics layer (`qopt.interpreters.kernels.kernels()`). The GLSL sources are
+under glsl/ (source.py makes what is compiled); their SPIR-V is compiled once, at
+set-up, by build.py (`python -m qopt.kernels.build`) into spirv/ and read by
+prebuilt.py; the runtime lives in qopt/backends/vulkan/.
 
 This package imports numpy and qopt.errors only: nothing from the dialects,
 interpreters, lowering or backends.
