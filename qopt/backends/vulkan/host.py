@@ -167,7 +167,7 @@ def run_host_call(
     read: Callable[[int, np.dtype, int], np.ndarray],
     write: Callable[[int, np.ndarray], None],
 ) -> None:
-    """Run host segment `call` of `program` (a `bundle.BundleProgram` and one of its
+    """Run host segment `call` of `program` (a `program.BundleProgram` and one of its
     `HostCall`s): `read(buffer, dtype, count)` gives the first `count` 32-bit words
     of a buffer it reads (a constant is read from `program.constants`, never through
     `read`); `write(buffer, words)` stores the words of a result. Every read happens

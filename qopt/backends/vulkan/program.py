@@ -176,7 +176,7 @@ class BundleProgram:
     def method(self, name: str | None = None, shapes: Sequence[Sequence[int]] = ()) -> Method:
         """Method `name`; by default the only one, or `forward` (QoptError otherwise). A
         method compiled at several sizes (functions `<name>__<size>`) gives the size
-        variant whose inputs have `shapes` (qopt/dialects/signature.py)."""
+        variant whose inputs have `shapes` (qopt/variants.py)."""
         names = self.method_names()
         logical = logical_methods(names)
         if name is None:
