@@ -6,7 +6,7 @@ weight at its scheme's bit width: integer data / LUT codes at `bits` (per
 tensor, rounded up to a byte), scales and codebooks as floats, zero points at
 the data's bit width, and the float constants that stay float. Tensors of
 fewer than 10 elements are left out: Core ML stores them inline in the model
-spec, not in `weight.bin` (PATTERNS.md §3.5).
+spec, not in `weight.bin` (docs/interfaces.md, `weight.bin`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Option `target` is the minimum deployment target (`iOS18` default; `iOS16`,
 `iOS17`); it becomes the function's `coreml.opset` attribute.
 
-How each kind of quantization lowers (PATTERNS.md §2.8, §3):
+How each kind of quantization lowers (docs/ir.md, `coreml`):
 
 - Weight-only affine (`w4g32`, `w8c`, PT2E's per-channel weights): the packed
   integers stay packed, as a constexpr op feeding `linear` / `conv` / `gather`:
