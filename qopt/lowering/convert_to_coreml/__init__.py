@@ -109,10 +109,10 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
+from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
-from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_coreml import elementwise, layers, quant, reduction
 from qopt.lowering.convert_to_coreml import nn as nn_rules
 from qopt.lowering.convert_to_coreml import qfused as qfused_rules

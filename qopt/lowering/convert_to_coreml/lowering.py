@@ -43,10 +43,10 @@ from xdsl.rewriter import Rewriter
 from qopt.dialects import coreml, qfused
 from qopt.dialects.aten import nn
 from qopt.dialects.coreml import OPSET_ATTR, storage_dtype
+from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import element_type
 from qopt.errors import QoptError, where
-from qopt.interpreters.coreml import const_array
 from qopt.lowering.convert_to_coreml.rank import collapse_high_rank
 from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of

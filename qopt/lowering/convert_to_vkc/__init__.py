@@ -67,11 +67,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
+from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.interpreters import dialects_of, make_interpreter
-from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
     attention,
     elementwise,
