@@ -43,6 +43,7 @@ from qopt.errors import QoptError, where
 from qopt.kernels import KernelSpec, catalogue
 from qopt.kernels.abi import narrow
 from qopt.kernels.opcodes import BINARY_OPS, DTYPES, UNARY_OPS
+from qopt.lowering import rules
 from qopt.lowering.vkc_rewrite import (
     KernelKey,
     kernel_key,
@@ -379,23 +380,12 @@ Rule = Callable[[Lowering, OpT], Results]
 Rules = dict[type[Operation], Callable[[Lowering, Any], Results]]
 
 
-class RuleTable(Rules):
+class RuleTable(rules.RuleTable[Lowering, Results]):
     """One family's rules by op class: `@RULES(el.AddOp, el.SubOp)` registers a rule
-    typed by those classes. A class ruled twice is an error, here and when the pass
-    merges the families (`convert_to_vkc.get_rules`)."""
+    typed by those classes (qopt/lowering/rules.py). A class ruled twice is an error,
+    here and when the pass merges the families (`convert_to_vkc.get_rules`)."""
 
-    def __call__(self, *op_types: type[OpT]) -> Callable[[Rule[OpT]], Rule[OpT]]:
-        def register(fn: Rule[OpT]) -> Rule[OpT]:
-            for op_type in op_types:
-                self.add(op_type, fn)
-            return fn
-
-        return register
-
-    def add(self, op_type: type[OpT], fn: Rule[OpT]) -> None:
-        if op_type in self:
-            raise ValueError(f"convert-to-vkc: two rules for {op_type.name}")
-        self[op_type] = fn
+    pass_name = "convert-to-vkc"
 
 
 # ----- shapes and strides ------------------------------------------------------------------
