@@ -127,6 +127,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
 )
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.external_state import externalize_states
+from qopt.lowering.rules import merge_rules
 from qopt.resources import require_weights
 
 RULES = RuleTable()
@@ -136,17 +137,11 @@ RULES = RuleTable()
 @functools.cache
 def get_rules() -> Rules:
     """Every family's rules, merged (an op class ruled by two families is an error)."""
-    merged: Rules = {}
     families = (
         RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
         layers.RULES, qfused_rules.RULES, quant.RULES, state_rules.RULES,
     )  # fmt: skip
-    for table in families:
-        for op_type, fn in table.items():
-            if op_type in merged:
-                raise ValueError(f"convert-to-coreml: two rule tables lower {op_type.name}")
-            merged[op_type] = fn
-    return merged
+    return merge_rules("convert-to-coreml", families)
 
 
 @RULES(arith.ConstantOp)
