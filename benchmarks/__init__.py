@@ -1,1 +1,1 @@
-"""Benchmarks (DESIGN.md §5): scripts that print ratios side by side in one run."""
+"""Benchmarks (docs/architecture.md): scripts that print ratios side by side in one run."""

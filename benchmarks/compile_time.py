@@ -1,4 +1,4 @@
-"""Compile time and memory of `import_program` + `fuse` as graphs grow (DESIGN.md §5).
+"""Compile time and memory of `import_program` + `fuse` as graphs grow (docs/architecture.md).
 
 A benchmark, not a test: it prints one table and the ratios the performance
 contract asks for, side by side in one run.

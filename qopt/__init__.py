@@ -7,7 +7,7 @@ lowers it to Core ML (`qopt-coreml`: a `.mlpackage`) or Vulkan (`qopt-vulkan`: S
 kernels in a `.qvk`, run by qopt's runtime). Every level is textual IR with numpy
 semantics in the reference interpreter.
 
-Public API (DESIGN.md §2): `import_program` (one program, or a dict of methods),
+Public API (docs/interfaces.md): `import_program` (one program, or a dict of methods),
 `fuse`, `fold_constants`, `compile` (typed options; a `CoremlArtifact` or
 `VulkanArtifact` with `.save`, `.report`, `.session()`), `load` (a saved `.qvk` /
 `.mlpackage`), `interpret` (one call), `session` (calls keeping state), `generate`

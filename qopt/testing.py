@@ -28,9 +28,10 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Operation, SSAValue
 
+from qopt.dialects.queries import entry_function
 from qopt.frontend.converters import get_converters
 from qopt.frontend.importer import Importer
-from qopt.interpreters import check_inputs, entry_function, make_interpreter
+from qopt.interpreters import check_inputs, make_interpreter
 
 
 @dataclass

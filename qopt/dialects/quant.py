@@ -6,7 +6,7 @@ block size, as in MLIR's sub-channel `!quant.uniform` type: element
 `(i0, ..., i_{r-1})` uses parameter number `(i0 // b0, ..., i_{r-1} // b_{r-1})` of
 the reduced shape `(d0 / b0, ...)` in row-major order. Per-tensor is the whole
 shape, per-channel on axis a is 1 at a and full elsewhere, per-group G is
-`[1, G]`. Exact semantics (rounding, clamping, dtypes) are in PATTERNS.md §1.
+`[1, G]`. Exact semantics (rounding, clamping, dtypes): docs/ir.md, `quant`.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.queries import entry_function
 from qopt.dialects.signature import check_dynamic_sizes
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
@@ -101,16 +102,6 @@ def make_interpreter(
             functions = MLProgramFunctions(state)
         interpreter.register_implementations(functions)
     return interpreter
-
-
-def entry_function(module: ModuleOp, name: str = "forward") -> FuncOp:
-    for op in module.ops:
-        if isinstance(op, FuncOp) and op.sym_name.data == name:
-            return op
-    funcs = [op.sym_name.data for op in module.ops if isinstance(op, FuncOp)]
-    if len(funcs) == 1:
-        return next(op for op in module.ops if isinstance(op, FuncOp))
-    raise QoptError(f"the module has no function @{name} (functions: {funcs or 'none'})")
 
 
 def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -15,16 +13,7 @@ from xdsl.interpreter import (
     register_impls,
 )
 
-from qopt.resources import elements_array
-
-
-def constant_array(op: arith.ConstantOp) -> np.ndarray | int | float:
-    """The value of an `arith.constant`: a numpy array for a tensor literal
-    (`qopt.resources.elements_array`), the Python number of a scalar one."""
-    value = op.value
-    if isinstance(value, DenseResourceAttr | DenseIntOrFPElementsAttr):
-        return elements_array(value, op)
-    return value.value.data
+from qopt.dialects.queries import constant_array
 
 
 @register_impls

@@ -31,6 +31,7 @@ from xdsl.ir import Operation
 
 from qopt.dialects import coreml
 from qopt.dialects.coreml import storage_dtype
+from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters.aten_layers import attention
@@ -41,7 +42,6 @@ from qopt.numerics import activations as act
 from qopt.numerics.bits import unpack_bits
 from qopt.numerics.quant import DIVIDE, RECIPROCAL, dequantize, lut_to_dense, quantize
 from qopt.numerics.reductions import sequential_sum, torch_mean, torch_sum
-from qopt.resources import elements_array
 
 
 def _check_results(op: Operation, results: PythonValues) -> None:
@@ -78,11 +78,6 @@ def impl(op_type: type[Operation]) -> Callable[[Callable[..., PythonValues]], Op
 
 def unsupported(op: Operation, what: str) -> QoptError:
     return QoptError(f"coreml interpreter: {where(op)}: {what} is not supported")
-
-
-def const_array(op: coreml.ConstOp) -> np.ndarray:
-    """The value of a `coreml.const` (sub-byte types in 8-bit containers)."""
-    return elements_array(op.value, op, storage_dtype(elem_of(op.result)))
 
 
 def _ints(attr: Any) -> tuple[int, ...]:
@@ -715,7 +710,6 @@ CoremlFunctions = register_impls(CoremlFunctions)
 __all__ = [
     "CoremlFunctions",
     "blockwise_shift_scale",
-    "const_array",
     "lut_to_dense",
     "torch_quantize_rule",
 ]

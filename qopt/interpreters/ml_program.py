@@ -20,16 +20,9 @@ from xdsl.interpreter import (
 )
 
 from qopt.dialects import ml_program as mlp
-from qopt.dialects.tensors import dtype_of, shape_of
+from qopt.dialects.queries import initial_value
+from qopt.dialects.tensors import dtype_of
 from qopt.errors import QoptError
-from qopt.resources import elements_array
-
-
-def initial_value(op: mlp.GlobalOp) -> np.ndarray:
-    """A global's initial value (zeros of its type where it declares none)."""
-    if op.value is None:
-        return np.zeros(shape_of(op.type), dtype_of(op.type))
-    return elements_array(op.value, op).reshape(shape_of(op.type))
 
 
 class State:

@@ -15,22 +15,12 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
+from qopt.dialects.queries import methods_of
 from qopt.dialects.signature import logical_methods, pick_function
 from qopt.errors import QoptError
 from qopt.inputs import input_shapes
 from qopt.interpreters import call_function, check_inputs, make_interpreter, verify_for_run
 from qopt.interpreters.ml_program import State
-
-
-def methods_of(module: ModuleOp) -> list[str]:
-    """The module's public functions (its methods), in order."""
-    return [
-        op.sym_name.data
-        for op in module.ops
-        if isinstance(op, FuncOp)
-        and (op.sym_visibility is None or op.sym_visibility.data == "public")
-        and not op.is_declaration
-    ]
 
 
 def default_method(methods: Sequence[str], method: str | None) -> str:

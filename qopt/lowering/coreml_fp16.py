@@ -39,9 +39,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects import coreml
+from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
-from qopt.interpreters.coreml import const_array
 from qopt.resources import make_resource, weights_of
 
 _WEIGHTS = (coreml.ConstOp, coreml.ConstexprOp)

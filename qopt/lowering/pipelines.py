@@ -1,6 +1,6 @@
 """Named pipelines: everything from the import level down to one target.
 
-xDSL has no pipeline registry, so each pipeline is a ModulePass (STYLE.md §1.3):
+xDSL has no pipeline registry, so each pipeline is a ModulePass (docs/style.md):
 `passes()` lists its registered sub-passes, options forwarded, and `apply` runs
 them in order, verifying the module after each. These classes are the one
 definition of each target's pass order: `qopt-opt -p qopt-coreml`, `qopt.compile`

@@ -44,7 +44,7 @@ from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
 from qopt.kernels.extents import RANK
-from qopt.lowering.vkc_fuse_elementwise import (
+from qopt.lowering.vkc_rewrite import (
     MAX_COMPOSE,
     Kernel,
     KernelSymbols,

@@ -45,7 +45,7 @@ from xdsl.passes import ModulePass
 from qopt.dialects import vkc
 from qopt.errors import QoptError
 from qopt.kernels.opcodes import BINARY_OPS, DTYPES, FUSED_OPS, REDUCE_OPS, UNARY_OPS
-from qopt.lowering.vkc_fuse_elementwise import (
+from qopt.lowering.vkc_rewrite import (
     MAX_COMPOSE,
     Expr,
     KernelSymbols,

@@ -26,7 +26,7 @@ from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
-from qopt.lowering.vkc_fuse_elementwise import (
+from qopt.lowering.vkc_rewrite import (
     KernelSymbols,
     buffer_uses,
     dispatch_writes,

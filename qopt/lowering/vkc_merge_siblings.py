@@ -40,7 +40,7 @@ from qopt.dtypes import tensor_type
 from qopt.errors import QoptError
 from qopt.kernels import catalogue
 from qopt.kernels.extents import RANK
-from qopt.lowering.vkc_fuse_elementwise import (
+from qopt.lowering.vkc_rewrite import (
     Expr,
     Kernel,
     KernelSymbols,

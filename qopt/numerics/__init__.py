@@ -9,7 +9,7 @@ these functions, so a rounding or eps rule is written, and fixed, in one place:
 - `quant`: affine quantize / dequantize (per tensor, per channel, per block),
   dynamic choose_qparams and codebook (LUT) decoding, bit for bit with
   `torch.ops.quantized_decomposed.*` and `torchao.quantization.quant_primitives`
-  on integer results (PATTERNS.md §1). Where targets define a step differently
+  on integer results (docs/ir.md). Where targets define a step differently
   (MIL's quantize divides by the scale, torch multiplies by `f32(1 / scale)`) it
   is an explicit parameter.
 - `activations`: erf, sigmoid, SiLU, GELU (exact / tanh / sigmoid approximation),

@@ -1,4 +1,4 @@
-"""Sub-byte values as an LSB-first bit stream (PATTERNS.md §3.5).
+"""Sub-byte values as an LSB-first bit stream (docs/interfaces.md, `weight.bin`).
 
 Core ML writes sub-byte constants (`int4`, `uint1` ... `uint6` in `weight.bin`, and
 the iOS16 `constexpr_lut_to_dense` indices) this way: row-major elements, element

@@ -1,5 +1,5 @@
 """Affine quantization, dynamic quantization parameters and codebook decoding:
-numpy, bit for bit with torch on integer results (PATTERNS.md §1, §5).
+numpy, bit for bit with torch on integer results (docs/ir.md).
 
 Parameters are laid out by block size, as the `quant` ops describe them (MLIR's
 sub-channel `!quant.uniform`): element `(i0, ..., i_{r-1})` of a tensor of shape

@@ -1,4 +1,4 @@
-"""The command-line tools' error contract (DESIGN.md §2).
+"""The command-line tools' error contract (docs/interfaces.md, Errors).
 
 Every failure of `qopt-opt` and `qopt-run` ends the same way: a message on stderr
 that starts with `<tool>: error:` (a parse error adds its source line and caret;

@@ -406,7 +406,7 @@ class QoptOptMain(xDSLOptMain):
         return frontend.parse(self.ctx, chunk, self.get_input_name())
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
-        # Directories need overrides (STYLE §1.4): an .mlpackage is read by path.
+        # Directories need overrides (docs/style.md, the driver): an .mlpackage is read by path.
         path = self.args.input_file
         if path is not None and os.path.isdir(path) and path.rstrip("/").endswith(".mlpackage"):
             return io.BytesIO(b""), "mlpackage"

@@ -10,15 +10,16 @@ function: no lazy import hides an edge) only from its own layer or below:
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
-    driver      the public API (qopt/__init__.py), tools, demos, examples, testing, zoo,
-                conformance
+    driver      the public API (qopt/__init__.py) and its options, tools, demos, examples,
+                generation, testing, zoo, conformance
 
-and no import cycle exists between modules. Within a layer, two finer rules: the
-kernel catalogue imports only itself and qopt.errors (it is data the dialect, the
-references and the runtime share), and the Vulkan runtime modules (the `.qvk`
-format, its checks, runtime, artifact, SPIR-V) import no semantics and no passes, so
-a deployed runtime carries no compiler. Edges are not all: loading and running a
-`.qvk` in a fresh process is checked for the modules it actually imports
+Every module is placed by name (its own or its package's; the root `qopt` places
+only qopt/__init__.py), and no import cycle exists between modules. Within a layer,
+two finer rules: the kernel catalogue imports only itself and qopt.errors (it is data
+the dialect, the references and the runtime share), and the Vulkan runtime modules
+(the `.qvk` format, its checks, runtime, artifact, SPIR-V) import no semantics and no
+passes, so a deployed runtime carries no compiler. Edges are not all: loading and
+running a `.qvk` in a fresh process is checked for the modules it actually imports
 (`test_loading_a_qvk_imports_no_compiler`).
 """
 
@@ -58,7 +59,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "driver",
         (
-            "qopt",  # the package's own __init__: the public API
+            "qopt",  # the package's own __init__ only: the public API
+            "qopt.options",
             "qopt.tools",
             "qopt.demo",
             "qopt.demo_coreml",
@@ -84,14 +86,19 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
+def places(prefix: str, name: str) -> bool:
+    """Whether LAYERS' entry `prefix` places module `name`: the module of that name, and
+    every module under it when it names a package other than the root (`qopt` places
+    only qopt/__init__.py, so a new top-level module must be placed by name)."""
+    return name == prefix or (prefix != "qopt" and name.startswith(prefix + "."))
+
+
 def layer(name: str) -> int:
-    """The layer of module `name`: the longest prefix that names it."""
+    """The layer of module `name`: the longest entry that places it."""
     best: tuple[int, int] | None = None
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (name == prefix or name.startswith(prefix + ".")) and (
-                best is None or len(prefix) > best[1]
-            ):
+            if places(prefix, name) and (best is None or len(prefix) > best[1]):
                 best = (index, len(prefix))
     if best is None:
         raise AssertionError(f"{name} belongs to no layer: add it to LAYERS")
@@ -127,8 +134,30 @@ EDGES = {
 
 
 def test_every_module_has_a_layer() -> None:
+    unplaced = []
     for name in MODULES:
+        try:
+            layer(name)
+        except AssertionError:
+            unplaced.append(name)
+    assert not unplaced, f"modules in no layer (add them to LAYERS): {unplaced}"
+
+
+@pytest.mark.parametrize(
+    "name", ["qopt.brand_new", "qopt.brand_new.sub", "qoptx", "qopt.toolsx", "numpy"]
+)
+def test_an_unplaced_module_has_no_layer(name: str) -> None:
+    """No catch-all: a module LAYERS does not name (a new top-level module, a sibling
+    whose name merely starts like a placed one) is in no layer, and the test above
+    fails for it."""
+    with pytest.raises(AssertionError, match="belongs to no layer"):
         layer(name)
+
+
+def test_every_entry_places_a_module() -> None:
+    """Each LAYERS entry names a module or package that exists (no stale entries)."""
+    stale = [p for _, ps in LAYERS for p in ps if not any(places(p, m) for m in MODULES)]
+    assert not stale, f"LAYERS entries that place no module: {stale}"
 
 
 def test_imports_point_down() -> None:

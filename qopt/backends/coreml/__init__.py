@@ -32,6 +32,7 @@ from xdsl.ir import Attribute
 from qopt.backends import format_bytes, format_method, format_tensor
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR
+from qopt.dialects.queries import methods_of
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
@@ -68,7 +69,6 @@ class CoremlArtifact:
         """The program's methods (`forward`, or `prefill` and `decode` ...), in order
         (a method compiled at several sizes listed once)."""
         from qopt.dialects.signature import logical_methods
-        from qopt.interpreters.session import methods_of
 
         return logical_methods(methods_of(self.module))
 
@@ -182,7 +182,6 @@ def load_mlpackage_artifact(path: str | os.PathLike[str]) -> CoremlArtifact:
     to run one without Core ML (`qopt.load`)."""
     from qopt.backends.coreml.emitter import output_names_of
     from qopt.backends.coreml.reader import read_mlpackage
-    from qopt.interpreters.session import methods_of
 
     source = os.path.abspath(os.fspath(path))
     module = read_mlpackage(source)

@@ -75,14 +75,12 @@ from qopt.backends.coreml.reader import (
 )
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
+from qopt.dialects.coreml.queries import const_array
+from qopt.dialects.queries import entry_function, initial_value, methods_of
 from qopt.dialects.signature import output_names as recorded_output_names
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.files import default_modes
-from qopt.interpreters import entry_function
-from qopt.interpreters.coreml import const_array
-from qopt.interpreters.ml_program import initial_value
-from qopt.interpreters.session import methods_of
 from qopt.version import qopt_version
 
 

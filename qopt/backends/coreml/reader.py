@@ -12,7 +12,7 @@ name their file as `@model_path/<relative path>`, relative to the root model's
 directory (`@model_path/weights/weight.bin`).
 
 Constants come from immediate values or from blob files in the MILBlob storage
-format (PATTERNS.md §3.5): a 64-byte header `{count: u32, version: u32 = 2,
+format (docs/interfaces.md, `weight.bin`): a 64-byte header `{count: u32, version: u32 = 2,
 reserved}`, then per blob a 64-byte metadata record `{sentinel 0xDEADBEEF: u32,
 dtype: u32, size: u64, data offset: u64, padding bits: u64, reserved}` and the
 data; sub-byte data is an LSB-first bit stream (packing.py). Inputs MIL requires

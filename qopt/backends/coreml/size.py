@@ -6,7 +6,7 @@ weight at its scheme's bit width: integer data / LUT codes at `bits` (per
 tensor, rounded up to a byte), scales and codebooks as floats, zero points at
 the data's bit width, and the float constants that stay float. Tensors of
 fewer than 10 elements are left out: Core ML stores them inline in the model
-spec, not in `weight.bin` (PATTERNS.md §3.5).
+spec, not in `weight.bin` (docs/interfaces.md, `weight.bin`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
+from qopt.dialects.queries import constant_array
 from qopt.dialects.tensors import numel
 from qopt.dtypes import is_float
 
@@ -48,8 +49,6 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
             return 0
         counted.add(value)
         if zp and isinstance(value.owner, ConstantOp):
-            from qopt.interpreters.builtin import constant_array
-
             if not np.any(np.asarray(constant_array(value.owner))):
                 return 0
         return _bits_bytes(numel(value), bits)

@@ -15,7 +15,7 @@ class in this package and one numpy body in qopt/interpreters/coreml.py.
 
 The opset is the `coreml.opset` attribute (`"iOS16"`, `"iOS17"`, `"iOS18"`) of
 the enclosing `func.func`; a function without it is taken as iOS18. Verifiers
-check each op's opset and the dtype rules of PATTERNS.md §3, and that its result
+check each op's opset and the dtype rules of MIL (docs/ir.md), and that its result
 has the shape and element type MIL's type inference gives it (coremltools'
 `type_inference`; `CoremlOp.check_result`), so a package read from disk whose
 declared types disagree with its ops is refused before it is interpreted.

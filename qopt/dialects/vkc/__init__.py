@@ -1,4 +1,4 @@
-"""The `vkc` dialect: a program of Vulkan kernel calls (DESIGN.md §1).
+"""The `vkc` dialect: a program of Vulkan kernel calls (docs/ir.md).
 
 A vkc module holds
 

@@ -3,7 +3,7 @@
 Option `target` is the minimum deployment target (`iOS18` default; `iOS16`,
 `iOS17`); it becomes the function's `coreml.opset` attribute.
 
-How each kind of quantization lowers (PATTERNS.md §2.8, §3):
+How each kind of quantization lowers (docs/ir.md, `coreml`):
 
 - Weight-only affine (`w4g32`, `w8c`, PT2E's per-channel weights): the packed
   integers stay packed, as a constexpr op feeding `linear` / `conv` / `gather`:
@@ -109,10 +109,10 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
+from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
-from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_coreml import elementwise, layers, quant, reduction
 from qopt.lowering.convert_to_coreml import nn as nn_rules
 from qopt.lowering.convert_to_coreml import qfused as qfused_rules
@@ -127,6 +127,7 @@ from qopt.lowering.convert_to_coreml.lowering import (
 )
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
 from qopt.lowering.external_state import externalize_states
+from qopt.lowering.rules import merge_rules
 from qopt.resources import require_weights
 
 RULES = RuleTable()
@@ -136,17 +137,11 @@ RULES = RuleTable()
 @functools.cache
 def get_rules() -> Rules:
     """Every family's rules, merged (an op class ruled by two families is an error)."""
-    merged: Rules = {}
     families = (
         RULES, elementwise.RULES, nn_rules.RULES, shape_rules.RULES, reduction.RULES,
         layers.RULES, qfused_rules.RULES, quant.RULES, state_rules.RULES,
     )  # fmt: skip
-    for table in families:
-        for op_type, fn in table.items():
-            if op_type in merged:
-                raise ValueError(f"convert-to-coreml: two rule tables lower {op_type.name}")
-            merged[op_type] = fn
-    return merged
+    return merge_rules("convert-to-coreml", families)
 
 
 @RULES(arith.ConstantOp)

@@ -43,10 +43,11 @@ from xdsl.rewriter import Rewriter
 from qopt.dialects import coreml, qfused
 from qopt.dialects.aten import nn
 from qopt.dialects.coreml import OPSET_ATTR, storage_dtype
+from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import element_type
 from qopt.errors import QoptError, where
-from qopt.interpreters.coreml import const_array
+from qopt.lowering import rules
 from qopt.lowering.convert_to_coreml.rank import collapse_high_rank
 from qopt.numerics.bits import pack_bits
 from qopt.resources import make_resource, printable_inline, weights_of
@@ -650,23 +651,13 @@ Rule = Callable[[Lowering, OpT], Results]
 Rules = dict[type[Operation], Callable[[Lowering, Any], Results]]
 
 
-class RuleTable(Rules):
+class RuleTable(rules.RuleTable[Lowering, Results]):
     """One family's rules by op class: `@RULES(ew.AddOp, ew.SubOp)` registers a rule
-    typed by those classes, `RULES.add(cls, rule)` one built by a factory. A class
-    ruled twice is an error, here and when `get_rules` merges the families."""
+    typed by those classes, `RULES.add(cls, rule)` one built by a factory
+    (qopt/lowering/rules.py). A class ruled twice is an error, here and when
+    `get_rules` merges the families."""
 
-    def __call__(self, *op_types: type[OpT]) -> Callable[[Rule[OpT]], Rule[OpT]]:
-        def register(fn: Rule[OpT]) -> Rule[OpT]:
-            for op_type in op_types:
-                self.add(op_type, fn)
-            return fn
-
-        return register
-
-    def add(self, op_type: type[OpT], fn: Rule[OpT]) -> None:
-        if op_type in self:
-            raise ValueError(f"convert-to-coreml: two rules for {op_type.name}")
-        self[op_type] = fn
+    pass_name = "convert-to-coreml"
 
 
 __all__ = ["Lowering", "Results", "Rule", "RuleTable", "Rules", "mil_elem", "mil_tensor"]

@@ -53,9 +53,9 @@ from xdsl.ir import Attribute, SSAValue
 from qopt.dialects import coreml
 from qopt.dialects import ml_program as mlp
 from qopt.dialects.coreml import STATE_TYPES, mil_dtype_name, storage_dtype, type_name
+from qopt.dialects.queries import initial_value
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError
-from qopt.interpreters.ml_program import initial_value
 from qopt.lowering.convert_to_coreml.lowering import Lowering, RuleTable, mil_elem, mil_tensor
 from qopt.resources import make_resource, printable_inline, weights_of
 

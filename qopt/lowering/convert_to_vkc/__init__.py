@@ -67,11 +67,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
+from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.interpreters import dialects_of, make_interpreter
-from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
     attention,
     elementwise,
@@ -97,6 +97,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     unsupported,
 )
 from qopt.lowering.dynamic_windows import expand_dynamic_windows
+from qopt.lowering.rules import merge_rules
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
 from qopt.resources import require_weights
@@ -110,13 +111,7 @@ FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, st
 @functools.cache
 def get_rules() -> Rules:
     """Every family's rules, merged (an op class ruled by two families is an error)."""
-    merged: Rules = {}
-    for family in FAMILIES:
-        for op_type, fn in family.RULES.items():
-            if op_type in merged:
-                raise ValueError(f"convert-to-vkc: two rule tables lower {op_type.name}")
-            merged[op_type] = fn
-    return merged
+    return merge_rules("convert-to-vkc", (family.RULES for family in FAMILIES))
 
 
 def _fold(interpreter: Interpreter, op: Operation, args: Sequence[Any]) -> list[np.ndarray]:

@@ -23,21 +23,16 @@ from typing import Any, TypeVar
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DenseResourceAttr,
     DictionaryAttr,
-    FloatAttr,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
-    f32,
-    i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from qopt.dialects import vkc
@@ -48,7 +43,14 @@ from qopt.errors import QoptError, where
 from qopt.kernels import KernelSpec, catalogue
 from qopt.kernels.abi import narrow
 from qopt.kernels.opcodes import BINARY_OPS, DTYPES, UNARY_OPS
-from qopt.kernels.source import kernel_source
+from qopt.lowering import rules
+from qopt.lowering.vkc_rewrite import (
+    KernelKey,
+    kernel_key,
+    kernel_symbol_op,
+    push_attributes,
+    specialization,
+)
 from qopt.resources import make_resource, weights_of
 
 MAX_RANK = 6
@@ -99,9 +101,7 @@ class Lowering:
     module: ModuleOp
     ops: list[Operation] = field(default_factory=list)
     values: dict[SSAValue, Value] = field(default_factory=dict)
-    kernel_ops: dict[tuple[str, tuple[tuple[str, int], ...]], vkc.KernelOp] = field(
-        default_factory=dict
-    )
+    kernel_ops: dict[KernelKey, vkc.KernelOp] = field(default_factory=dict)
     constant_cache: dict[tuple[int, str, str], Buf] = field(default_factory=dict)
     keep_alive: list[np.ndarray] = field(default_factory=list)
     counter: int = 0
@@ -300,28 +300,12 @@ class Lowering:
         """The `vkc.kernel` symbol of kernel `name` specialised with `spec_values` (one
         per variant; it takes the location of the op that first asks for it)."""
         spec = self.kernel_spec(name)
-        full = {n: int(spec_values.get(n, default)) for n, default in spec.spec}
-        key = (name, tuple(sorted(full.items())))
+        full = specialization(spec, spec_values)
+        key = kernel_key(name, full)
         if key in self.kernel_ops:
             return self.kernel_ops[key]
-        try:
-            source_hash = hashlib.sha256(kernel_source(spec.glsl).encode()).hexdigest()[:16]
-        except QoptError:
-            source_hash = "missing"
         symbol = f"{name}_{len([k for k in self.kernel_ops if k[0] == name])}"
-        op = vkc.KernelOp(
-            properties={
-                "sym_name": StringAttr(symbol),
-                "kernel": StringAttr(name),
-                "glsl": StringAttr(spec.glsl),
-                "entry": StringAttr("main"),
-                "hash": StringAttr(source_hash),
-                "local_size": DenseArrayBase.from_list(i64, list(spec.local_size)),
-                "spec": DictionaryAttr({k: IntegerAttr(v, i64) for k, v in full.items()}),
-                "bindings": ArrayAttr([vkc.BindingAttr.of(b) for b in spec.bindings]),
-                "push": ArrayAttr([vkc.PushAttr.get(n, k) for n, k in spec.push]),
-            }
-        )
+        op = kernel_symbol_op(spec, full, symbol)
         if self.current is not None:
             op.location = self.current.location
         self.kernel_ops[key] = op
@@ -374,15 +358,7 @@ class Lowering:
             )
         values = kernel_op.spec_values()
         groups = tuple(int(g) for g in spec.workgroups(push, values))
-        push_attrs: dict[str, Attribute] = {}
-        for pname, kind in spec.push:
-            v = push[pname]
-            if kind == "f32":
-                push_attrs[pname] = FloatAttr(float(np.float32(v)), f32)
-            elif kind == "u32":
-                push_attrs[pname] = IntegerAttr(int(v), i64)
-            else:
-                push_attrs[pname] = IntegerAttr(int(v), i32)
+        push_attrs = push_attributes(spec, {pname: push[pname] for pname, _ in spec.push})
         op = vkc.DispatchOp(
             operands=[[buffers[b.name].value for b in spec.bindings]],
             properties={
@@ -404,23 +380,12 @@ Rule = Callable[[Lowering, OpT], Results]
 Rules = dict[type[Operation], Callable[[Lowering, Any], Results]]
 
 
-class RuleTable(Rules):
+class RuleTable(rules.RuleTable[Lowering, Results]):
     """One family's rules by op class: `@RULES(el.AddOp, el.SubOp)` registers a rule
-    typed by those classes. A class ruled twice is an error, here and when the pass
-    merges the families (`convert_to_vkc.get_rules`)."""
+    typed by those classes (qopt/lowering/rules.py). A class ruled twice is an error,
+    here and when the pass merges the families (`convert_to_vkc.get_rules`)."""
 
-    def __call__(self, *op_types: type[OpT]) -> Callable[[Rule[OpT]], Rule[OpT]]:
-        def register(fn: Rule[OpT]) -> Rule[OpT]:
-            for op_type in op_types:
-                self.add(op_type, fn)
-            return fn
-
-        return register
-
-    def add(self, op_type: type[OpT], fn: Rule[OpT]) -> None:
-        if op_type in self:
-            raise ValueError(f"convert-to-vkc: two rules for {op_type.name}")
-        self[op_type] = fn
+    pass_name = "convert-to-vkc"
 
 
 # ----- shapes and strides ------------------------------------------------------------------

@@ -6,7 +6,7 @@ its output.
 
 ExecuTorch: `q8ta_conv2d` / `q8ta_conv2d_pw` / `q8ta_conv2d_dw` (formerly
 `conv2d_q8ta_q8csw_q8to`), runtime-only `conv2d_q8ta_q8csw` and `conv2d_q8csw`
-(PATTERNS.md §2.5). qopt names the kernel from the schemes
+(docs/fusion-patterns.md). qopt names the kernel from the schemes
 (`conv2d_q8ta_q8csw_q8to`); `qfused.Conv2dOp.et_aliases()` gives the ET names.
 """
 

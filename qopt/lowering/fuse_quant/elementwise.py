@@ -1,10 +1,10 @@
 """Quantized add: `aten.add(DQ a, DQ b)` with static per-tensor parameters on both
 operands, then [relu | clamp] -> quantize (mandatory, as in ExecuTorch).
 
-ExecuTorch: `q8ta_add` (PATTERNS.md §2.6). Each operand follows `match_input`:
+ExecuTorch: `q8ta_add` (docs/fusion-patterns.md). Each operand follows `match_input`:
 the float input of a matching quantize (quantized in the kernel) or the integer
 tensor the dequantize reads. A fused relu is applied explicitly
-(`clamp_min = 0.0`), never left to the output zero point (PATTERNS.md §5.18).
+(`clamp_min = 0.0`), never left to the output zero point (docs/fusion-patterns.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ with a zero point) or a codebook (LUT, looking through torchao's ui8 -> i32 cast
 of the codes).
 
 ExecuTorch: `embedding_q4gsw` (torchao `dequantize_affine` -> embedding and
-`quantized_decomposed.embedding_4bit`, PATTERNS.md §2.7); ET-CoreML lowers the
-codebook form to `constexpr_lut_to_dense` -> `gather` (§2.8).
+`quantized_decomposed.embedding_4bit`, docs/fusion-patterns.md); ET-CoreML lowers the
+codebook form to `constexpr_lut_to_dense` -> `gather`.
 """
 
 from __future__ import annotations

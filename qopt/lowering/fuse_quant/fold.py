@@ -5,7 +5,7 @@ ExecuTorch's Vulkan FoldQDQ / remove passes drop Q/DQ pairs; qopt folds only the
 pairs whose removal keeps the integer result bit-exact: a dequantize whose
 result is quantized again *directly* (no float op in between) with the same
 static per-tensor parameters and storage type. Q -> DQ pairs around float ops
-are never folded (that would change the numerics, PATTERNS.md §5.22). A fused op
+are never folded (that would change the numerics, docs/fusion-patterns.md). A fused op
 with an output requant whose integers feed a DQ that feeds another fused op
 needs no folding here: `match_input` hands the integers to the consumer.
 

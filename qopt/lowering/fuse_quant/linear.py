@@ -3,7 +3,7 @@
 and an optional [relu | clamp] -> quantize on its output.
 
 ExecuTorch: `linear_q4gsw`, `linear_qcs4w`, `_weight_int8pack_mm`,
-`linear_q8ta_q8csw`, `q8ta_linear(_gemv)`, `linear_dq8ca_q4gsw` (PATTERNS.md §2.3-2.4).
+`linear_q8ta_q8csw`, `q8ta_linear(_gemv)`, `linear_dq8ca_q4gsw` (docs/fusion-patterns.md).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from xdsl.ir import Operation, SSAValue, TypeAttribute
 
 from qopt.dialects import qfused, quant
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.queries import constant_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import element_type, numpy_dtype
-from qopt.interpreters.builtin import constant_array
 from qopt.resources import WeightStore, make_resource, weights_of
 
 

@@ -1,5 +1,5 @@
 // RUN: qopt-opt %s -p fuse-quant --split-input-file | filecheck %s
-// fuse-quant, conv family (qopt/lowering/fuse_quant/conv.py; PATTERNS.md §2.5).
+// fuse-quant, conv family (qopt/lowering/fuse_quant/conv.py; docs/fusion-patterns.md).
 // The kernel name is qopt's scheme name; ExecuTorch's are `q8ta_conv2d`,
 // `q8ta_conv2d_pw`, `q8ta_conv2d_dw` (qfused.Conv2dOp.et_aliases()).
 

@@ -1,5 +1,5 @@
 // RUN: qopt-opt %s -p fuse-quant --split-input-file | filecheck %s
-// fuse-quant, quantized add (qopt/lowering/fuse_quant/elementwise.py; PATTERNS.md §2.6).
+// fuse-quant, quantized add (qopt/lowering/fuse_quant/elementwise.py; docs/fusion-patterns.md).
 
 // DQ(Q(a)) + DQ(Q(b)) -> Q: ET `q8ta_add`; both float inputs are quantized in the kernel.
 // CHECK-LABEL: func.func @add_float_inputs(

@@ -1,5 +1,5 @@
 // RUN: qopt-opt %s -p fuse-quant --split-input-file | filecheck %s
-// fuse-quant, embedding family (qopt/lowering/fuse_quant/embedding.py; PATTERNS.md §2.7).
+// fuse-quant, embedding family (qopt/lowering/fuse_quant/embedding.py; docs/fusion-patterns.md).
 
 // int4 per-group [1, G], symmetric (all-zero zero point dropped): ET `embedding_q4gsw`.
 // CHECK-LABEL: func.func @embedding_w4_group_sym(

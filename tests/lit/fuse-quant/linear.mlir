@@ -1,5 +1,5 @@
 // RUN: qopt-opt %s -p fuse-quant --split-input-file | filecheck %s
-// fuse-quant, linear family (qopt/lowering/fuse_quant/linear.py; PATTERNS.md §2.3-2.4).
+// fuse-quant, linear family (qopt/lowering/fuse_quant/linear.py; docs/fusion-patterns.md).
 
 // Weight-only int8 per-channel (PT2E dequantize_per_channel): ET `_weight_int8pack_mm`.
 // CHECK-LABEL: func.func @linear_w8_per_channel(

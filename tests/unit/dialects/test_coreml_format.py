@@ -1,5 +1,5 @@
 """Every `coreml` op has a custom assembly format, and tests/lit/coreml/ops.mlir
-round-trips each one (ARCHITECTURE-REVIEW: coreml printed only the generic form).
+round-trips each one (coreml used to print only the generic form).
 
 The lit file runs the round trips through qopt-opt; here the dialect is walked
 so that a new op without a format, or missing from the lit file, fails at once.

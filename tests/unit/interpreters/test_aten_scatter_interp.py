@@ -18,7 +18,7 @@ import torch
 
 import qopt
 from qopt.dialects.aten import indexing as ix
-from qopt.interpreters import entry_function
+from qopt.dialects.queries import entry_function
 
 aten = torch.ops.aten
 

@@ -32,9 +32,10 @@ from coremltools.optimize._utils import lut_to_dense as coremltools_lut_to_dense
 
 import qopt
 from qopt.context import parse_module
+from qopt.dialects.queries import entry_function
 from qopt.errors import QoptError
 from qopt.interpreters import coreml as coreml_interp
-from qopt.interpreters import entry_function, make_interpreter
+from qopt.interpreters import make_interpreter
 
 RNG = np.random.default_rng(0)
 

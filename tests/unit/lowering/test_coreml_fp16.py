@@ -22,8 +22,8 @@ from xdsl.dialects.func import FuncOp
 import qopt
 from qopt.context import make_context, parse_module
 from qopt.dialects import coreml
+from qopt.dialects.queries import entry_function
 from qopt.examples import export_model, random_inputs
-from qopt.interpreters import entry_function
 from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 from qopt.lowering.coreml_fp16 import CoremlFp16Pass, integer_regions
 from qopt.lowering.pipelines import QoptCoremlPipeline

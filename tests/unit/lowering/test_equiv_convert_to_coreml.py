@@ -39,8 +39,8 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 import qopt
 from qopt.context import make_context, parse_module
 from qopt.dialects import coreml
+from qopt.dialects.queries import entry_function
 from qopt.dtypes import numpy_dtype
-from qopt.interpreters import entry_function
 from qopt.interpreters.coreml import torch_quantize_rule
 from qopt.lowering.convert_to_coreml import ConvertToCoremlPass, get_rules
 

@@ -22,8 +22,8 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 
 import qopt
 from qopt.context import make_context, parse_module
+from qopt.dialects.queries import entry_function
 from qopt.dtypes import numpy_dtype
-from qopt.interpreters import entry_function
 from qopt.lowering.convert_to_vkc import FAMILIES, ConvertToVkcPass, get_rules
 
 
