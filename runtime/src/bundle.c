@@ -262,6 +262,7 @@ void qvk_bundle_close(qvk_bundle *b) {
   free(b->states);
   for (size_t i = 0; i < b->n_methods; i++) free(b->methods[i].name);
   free(b->methods);
+  for (size_t i = 0; i < b->n_logical; i++) free(b->logical[i]);
   free(b->logical);
   free(b->qopt_version);
   free(b->path);
@@ -889,23 +890,22 @@ static qvk_status refuse_host_calls(ctx_t *c, qvk_bundle *b, manifest_t *m) {
                   c->path, count, ops);
 }
 
+static size_t logical_len(const qvk_bundle *b, const char *name);
+
+/* the logical methods (size variants listed once under their method's name), in order */
 static qvk_status logical_methods(ctx_t *c, qvk_bundle *b) {
   ALLOC(b->logical, b->n_methods);
   for (size_t i = 0; i < b->n_methods; i++) {
     const char *name = b->methods[i].name;
-    size_t len = strlen(name);
-    if (qvk_variant_method(name, &len) != NULL) {
-      int own = 0; /* a function named like the method itself: no variant */
-      for (size_t j = 0; j < b->n_methods; j++) {
-        own |= strlen(b->methods[j].name) == len && memcmp(b->methods[j].name, name, len) == 0;
-      }
-      if (own) len = strlen(name);
-    }
+    size_t len = logical_len(b, name);
     int seen = 0;
     for (size_t j = 0; j < b->n_logical; j++) {
       seen |= strlen(b->logical[j]) == len && memcmp(b->logical[j], name, len) == 0;
     }
-    if (!seen) b->logical[b->n_logical++] = (char *)name; /* points into methods; len below */
+    if (seen) continue;
+    b->logical[b->n_logical] = dup_n(name, len);
+    if (b->logical[b->n_logical] == NULL) return qvk_fail(c->err, QVK_ERROR_MEMORY, "out of memory");
+    b->n_logical++;
   }
   return QVK_OK;
 }
@@ -1130,12 +1130,7 @@ static size_t logical_len(const qvk_bundle *b, const char *name) {
 size_t qvk_bundle_logical_count(const qvk_bundle *b) { return b->n_logical; }
 
 const char *qvk_bundle_logical_name(const qvk_bundle *b, size_t index) {
-  static _Thread_local char name[MAX_NAME * 4 + 1];
-  if (index >= b->n_logical) return NULL;
-  size_t len = logical_len(b, b->logical[index]);
-  memcpy(name, b->logical[index], len);
-  name[len] = '\0';
-  return name;
+  return index < b->n_logical ? b->logical[index] : NULL;
 }
 
 /* whether function `name` is a size variant of `method` */

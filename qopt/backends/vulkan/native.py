@@ -139,7 +139,9 @@ class NativeBundle:
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> NativeBundle:
         lib, err, out = _load(), _Error(), ctypes.c_void_p()
-        _check(lib.qvk_bundle_open_file(os.fsencode(path), ctypes.byref(out), ctypes.byref(err)), err)
+        _check(
+            lib.qvk_bundle_open_file(os.fsencode(path), ctypes.byref(out), ctypes.byref(err)), err
+        )
         return cls(int(out.value or 0))
 
     @classmethod
@@ -222,7 +224,9 @@ class NativeSession:
         self._lib = lib = bundle._lib
         err, out = _Error(), ctypes.c_void_p()
         choice = None if device is None else str(device).encode()
-        _check(lib.qvk_session_create(bundle.handle, choice, ctypes.byref(out), ctypes.byref(err)), err)
+        _check(
+            lib.qvk_session_create(bundle.handle, choice, ctypes.byref(out), ctypes.byref(err)), err
+        )
         self._handle: int | None = int(out.value or 0)
 
     @property
@@ -257,7 +261,9 @@ class NativeSession:
         tensors = (_Tensor * max(1, len(arrays)))()
         for t, a in zip(tensors, arrays, strict=False):
             if a.dtype.name not in DTYPES or a.ndim > MAX_RANK:
-                raise QoptError(f"the native runtime takes {', '.join(DTYPES)} arrays, got {a.dtype}")
+                raise QoptError(
+                    f"the native runtime takes {', '.join(DTYPES)} arrays, got {a.dtype}"
+                )
             t.dtype = DTYPES.index(a.dtype.name)
             t.rank = a.ndim
             for i, d in enumerate(a.shape):
@@ -266,12 +272,19 @@ class NativeSession:
         function = ctypes.c_size_t()
         name = None if method is None else method.encode()
         status = lib.qvk_bundle_pick_method(
-            self.bundle.handle, name, len(arrays), tensors, ctypes.byref(function), ctypes.byref(err)
+            self.bundle.handle,
+            name,
+            len(arrays),
+            tensors,
+            ctypes.byref(function),
+            ctypes.byref(err),
         )
         _check(status, err)
         outs = [np.empty(shape, dtype) for shape, dtype in self.bundle.outputs(function.value)]
         pointers = (ctypes.c_void_p * max(1, len(outs)))(*[o.ctypes.data for o in outs])
-        status = lib.qvk_session_run(self.handle, function.value, tensors, pointers, ctypes.byref(err))
+        status = lib.qvk_session_run(
+            self.handle, function.value, tensors, pointers, ctypes.byref(err)
+        )
         _check(status, err)
         return tuple(outs)
 

@@ -111,7 +111,8 @@ def test_qvk_run_writes_the_outputs(tmp_path: Path) -> None:
         check=False,
     )
     assert r.returncode == 1
-    assert r.stderr.startswith("qvk-run: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("qvk-run: error: "), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
     assert not bad.exists()
 
 
@@ -148,7 +149,8 @@ def test_kv_decoder_bit_identical_and_tokens(scheme: str, tmp_path: Path) -> Non
     qopt.compile(methods, target="vulkan").save(str(path))
     python = qopt.load(str(path)).session()
     with NativeBundle.open(path) as bundle, bundle.session() as native:
-        assert native.methods == python.methods and native.state_names == python.state_names
+        assert native.methods == python.methods
+        assert native.state_names == python.state_names
         calls = [("prefill", np.array([PROMPT]), np.arange(len(PROMPT)))]
         calls += [("decode", np.array([[t]]), np.array([8 + i])) for i, t in enumerate([3, 17, 40])]
         for method, tokens, positions in calls:
@@ -225,3 +227,107 @@ def test_index_status_word_names_the_op(tmp_path: Path) -> None:
             session.run(bad)
         assert same_bits(session.run(tokens)[0], qopt.load(str(path))(tokens)[0])
     assert str(native_error.value) == str(python_error.value)
+
+
+def test_host_segments_refused_naming_ops_and_option(tmp_path: Path) -> None:
+    """A version-4 bundle (host fallback) needs qopt's interpreter: one clear error."""
+    from qopt.dialects.aten.reduction import ProdOp
+    from qopt.lowering.convert_to_vkc import get_rules
+
+    if ProdOp in get_rules():
+        pytest.skip("aten.prod has a Vulkan kernel now: pick another op without one")
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x) * torch.prod(x + 1, dim=-1, keepdim=True)
+
+    ep = torch.export.export(Model(), (torch.randn(2, 8),))
+    data = qopt.compile(ep, target="vulkan", fallback=True).to_bytes()
+    with pytest.raises(qopt.QoptError) as error:
+        NativeBundle.from_bytes(data, "fallback.qvk")
+    message = str(error.value)
+    for part in ("aten.prod", "fallback=False", "--host-fallback"):
+        assert part in message
+    assert "\n" not in message
+
+
+def _structural_check_dispatch(self, push, spec, groups, buffer_words) -> None:
+    """KernelSpec.check_dispatch without its two Python-function parts (the workgroups
+    each kernel needs, the buffer extents): what the native loader checks too."""
+    from qopt.kernels.spec import MAX_WORKGROUPS
+
+    self.check_spec(spec)
+    self.check_push(push)
+    counts = [g for g in groups if isinstance(g, int) and not isinstance(g, bool)
+              and 1 <= g <= MAX_WORKGROUPS]  # fmt: skip
+    if len(groups) != 3 or len(counts) != len(groups):
+        raise ValueError("workgroup counts")
+    if len(buffer_words) != len(self.bindings):
+        raise ValueError("bindings")
+
+
+def test_crafted_bundles_refused_like_the_python_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `.qvk` mutants of the untrusted-input fuzzer (tests/unit/untrusted/fuzz_worker.py)
+    over three bundles (an MLP, a Llama, a two-method KV decoder): every mutant the Python
+    loader refuses for a structural reason, the native loader refuses, and the other way
+    round. The dispatch extents and workgroup counts (Python functions of each kernel) are
+    the documented difference: the native runtime bounds those accesses with
+    robustBufferAccess (docs/native-runtime.md); the count of such mutants is printed."""
+    import random
+
+    from qopt.backends.vulkan.bundle import load_bundle
+    from qopt.kernels.spec import KernelSpec
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit" / "untrusted"))
+    import fuzz_worker
+
+    seeds = {
+        "mlp.qvk": compiled("mlp", "w4g32"),
+        "llama.qvk": compiled("llama", "float"),
+        "kv.qvk": _kv_bundle(),
+    }
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"qvk-seeds-{os.getpid()}"
+    work.mkdir(exist_ok=True)
+    for name, data in seeds.items():
+        (work / name).write_bytes(data)
+    rng = random.Random(24)
+    mismatches, extents_only, total = [], 0, 0
+    for i in range(240):
+        seed = list(seeds)[i % len(seeds)]
+        data, kind, detail = fuzz_worker.mutate_qvk(rng, work / seed, "MARKER")
+        total += 1
+
+        def python(structural: bool, data: bytes = data) -> str | None:
+            with monkeypatch.context() as patch:
+                if structural:
+                    patch.setattr(KernelSpec, "check_dispatch", _structural_check_dispatch)
+                try:
+                    load_bundle(data, "m.qvk")
+                except qopt.QoptError as e:
+                    return str(e)
+            return None
+
+        try:
+            NativeBundle.from_bytes(data, "m.qvk").close()
+            native = None
+        except qopt.QoptError as e:
+            native = str(e)
+        structural = python(True)
+        if (native is None) != (structural is None):
+            mismatches.append(f"{seed} {kind} {detail}: python {structural!r} native {native!r}")
+        elif native is None and python(False) is not None:
+            extents_only += 1
+    print(f"{total} mutants; refused by the Python loader for extents/workgroups only (run "
+          f"bounded by robustBufferAccess natively): {extents_only}")  # fmt: skip
+    assert not mismatches, "\n".join(mismatches[:10])
+
+
+@functools.cache
+def _kv_bundle() -> bytes:
+    model = build_kv_llama(vocab_size=64, dim=32, n_layers=1, n_heads=4, hidden_dim=64,
+                           max_seq_len=16)  # fmt: skip
+    with torch.no_grad():
+        decode = torch.export.export(model, (torch.tensor([[3]]), torch.tensor([5])), strict=False)
+        prefill = torch.export.export(model, (torch.tensor([[1, 2, 3, 4]]), torch.arange(4)),
+                                      strict=False)  # fmt: skip
+    return qopt.compile({"forward": decode, "prefill": prefill}, target="vulkan").to_bytes()
