@@ -573,7 +573,7 @@ static qvk_status select_device(qvk_session *s, const char *choice, qvk_error *e
   char list[800] = "";
   for (size_t i = 0; i < n; i++) {
     size_t used = strlen(list);
-    snprintf(list + used, sizeof list - used, "%s%zu: %s", i ? ", " : "", i, names[i]);
+    snprintf(list + used, sizeof list - used, "%s%zu: %.200s", i ? ", " : "", i, names[i]);
   }
   size_t pick = 0;
   if (choice != NULL && choice[0] != '\0') {

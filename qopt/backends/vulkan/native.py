@@ -253,7 +253,8 @@ class NativeSession:
 
     def timings(self) -> dict[str, float]:
         t = self._lib.qvk_session_timings(self.handle)
-        return {name: float(getattr(t, name)) for name, _ in _Timings._fields_}
+        names = ("wall_seconds", "submit_seconds", "gpu_seconds", "record_seconds", "dispatches")
+        return {name: float(getattr(t, name)) for name in names}
 
     def run(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
         lib, err = self._lib, _Error()
