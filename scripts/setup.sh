@@ -53,6 +53,11 @@ build_runtime() {
   cmake -S runtime -B build/runtime -DCMAKE_BUILD_TYPE=Release \
     -DQOPT_PYTHON="$PWD/.venv/bin/python" >/dev/null
   cmake --build build/runtime -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+  if command -v clang >/dev/null 2>&1; then  # the ASan+UBSan build and the loader's fuzz harness
+    CC=clang cmake -S runtime -B build/runtime-asan -DCMAKE_BUILD_TYPE=Debug -DQVK_SANITIZE=ON \
+      -DQVK_FUZZ=ON -DQVK_CATALOGUE="$PWD/build/runtime/qvk_catalogue.c" >/dev/null
+    cmake --build build/runtime-asan -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+  fi
   mkdir -p .venv/lib
   cp build/runtime/qvk-run .venv/bin/qvk-run
   cp build/runtime/libqvk.so .venv/lib/libqvk.so
