@@ -54,7 +54,10 @@ typedef struct {
 
 static int is_int(json_object *v) { return v != NULL && json_object_get_type(v) == json_type_int; }
 
-/* a JSON integer >= low (and <= high when high >= 0); int64 overflow counts as too big */
+#define NO_HIGH INT64_MAX
+
+/* a JSON integer >= low (and <= high unless high is NO_HIGH: high < low refuses every
+   value, as Python's _int does for an empty range); int64 overflow counts as too big */
 static qvk_status get_int(ctx_t *c, json_object *v, const char *what, int64_t low, int64_t high,
                           int64_t *out) {
   *out = 0;
@@ -64,7 +67,7 @@ static qvk_status get_int(ctx_t *c, json_object *v, const char *what, int64_t lo
   }
   int64_t x = json_object_get_int64(v);
   if (x < low) return FAIL("%s must be an integer >= %" PRId64 ", got %" PRId64, what, low, x);
-  if (high >= 0 && x > high) return FAIL("%s must be at most %" PRId64 ", got %" PRId64, what, high, x);
+  if (high != NO_HIGH && x > high) return FAIL("%s must be at most %" PRId64 ", got %" PRId64, what, high, x);
   if (x == INT64_MAX) return FAIL("%s is too large", what);
   *out = x;
   return QVK_OK;
@@ -213,7 +216,7 @@ static qvk_status get_shape(ctx_t *c, json_object *v, const char *what, int *ran
   for (size_t i = 0; i < n; i++) {
     snprintf(buf, sizeof buf, "%s's dimension", what);
     int64_t d;
-    TRY(get_int(c, json_object_array_get_idx(v, i), buf, 0, -1, &d));
+    TRY(get_int(c, json_object_array_get_idx(v, i), buf, 0, NO_HIGH, &d));
     shape[i] = d;
     if (d != 0 && count > INT64_MAX / d) big = 1;
     else count *= d;
@@ -288,9 +291,9 @@ static qvk_status blob(ctx_t *c, json_object *rec, const char *what, const uint8
   TRY(get_record(c, rec, buf, keys, 0));
   int64_t lo, n;
   snprintf(buf, sizeof buf, "'%s': %s's offset", c->path, what);
-  TRY(get_int(c, member(rec, "offset"), buf, 0, -1, &lo));
+  TRY(get_int(c, member(rec, "offset"), buf, 0, NO_HIGH, &lo));
   snprintf(buf, sizeof buf, "'%s': %s's size", c->path, what);
-  TRY(get_int(c, member(rec, "size"), buf, 0, -1, &n));
+  TRY(get_int(c, member(rec, "size"), buf, 0, NO_HIGH, &n));
   if ((uint64_t)lo > n_blobs || (uint64_t)n > n_blobs - (uint64_t)lo) {
     return FAIL("'%s' is truncated (%s)", c->path, what);
   }
@@ -530,7 +533,7 @@ static qvk_status check_buffers(ctx_t *c, qvk_bundle *b, manifest_t *m, int64_t 
   b->n_slots = n;
   for (size_t i = 0; i < n; i++) {
     snprintf(buf, sizeof buf, "'%s': slot %zu's size", c->path, i);
-    TRY(get_int(c, json_object_array_get_idx(m->slots, i), buf, 0, -1, &b->slots[i]));
+    TRY(get_int(c, json_object_array_get_idx(m->slots, i), buf, 0, NO_HIGH, &b->slots[i]));
     *device_bytes += b->slots[i] > 4 ? b->slots[i] : 4;
   }
   TRY(get_list(c, m->buffers, "buffers", &n));
@@ -542,7 +545,7 @@ static qvk_status check_buffers(ctx_t *c, qvk_bundle *b, manifest_t *m, int64_t 
     snprintf(buf, sizeof buf, "'%s': buffer %zu", c->path, i);
     TRY(get_record(c, v, buf, keys, 0));
     snprintf(buf, sizeof buf, "'%s': buffer %zu's nbytes", c->path, i);
-    TRY(get_int(c, member(v, "nbytes"), buf, 0, -1, &r->nbytes));
+    TRY(get_int(c, member(v, "nbytes"), buf, 0, NO_HIGH, &r->nbytes));
     if (r->nbytes % 4) {
       return FAIL("'%s': buffer %zu: nbytes %" PRId64 " is not a whole number of 4-byte words",
                   c->path, i, r->nbytes);
@@ -573,12 +576,6 @@ static qvk_status check_buffers(ctx_t *c, qvk_bundle *b, manifest_t *m, int64_t 
       qvk_method_rec *mm = &b->methods[r->method];
       int64_t count = (int64_t)(mm->inputs[1] - mm->inputs[0]);
       snprintf(buf, sizeof buf, "'%s': buffer %zu's input index", c->path, i);
-      if (count == 0) {
-        /* Python: _int(..., 0, -1) refuses every value */
-        int64_t x;
-        TRY(get_int(c, member(v, "index"), buf, 0, -1, &x));
-        return FAIL("%s must be at most -1, got %" PRId64, buf, x);
-      }
       TRY(get_int(c, member(v, "index"), buf, 0, count - 1, &r->index));
       *device_bytes += big;
     } else if (str_eq(kind, "alloc") || str_eq(kind, "state")) {

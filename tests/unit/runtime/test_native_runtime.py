@@ -333,3 +333,29 @@ def _kv_bundle() -> bytes:
         prefill = torch.export.export(model, (torch.tensor([[1, 2, 3, 4]]), torch.arange(4)),
                                       strict=False)  # fmt: skip
     return qopt.compile({"forward": decode, "prefill": prefill}, target="vulkan").to_bytes()
+
+
+def test_kernels_checked_against_the_runtime_catalogue() -> None:
+    """A kernel the runtime does not carry, or SPIR-V that is not its catalogue's for the
+    kernel (rehashed, so only that check can refuse it), is refused naming the kernel and
+    both qopt versions; an empty kernel list with a dispatch is refused."""
+    sys.path.insert(0, str(ROOT / "tests" / "unit" / "untrusted"))
+    import fuzz_worker
+
+    from qopt.version import qopt_version
+
+    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    manifest["qopt_version"] = "9.9.9"
+    manifest["kernels"][0]["kernel"] = "linear_q2"
+    with pytest.raises(qopt.QoptError, match=rf"linear_q2.*qopt {qopt_version()}.*qopt 9\.9\.9"):
+        NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, blobs, version))
+    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    record = manifest["kernels"][0]["spirv"]
+    at = record["offset"] + record["size"] - 4
+    edited = blobs[:at] + bytes(b ^ 1 for b in blobs[at : at + 4]) + blobs[at + 4 :]
+    with pytest.raises(qopt.QoptError, match=r"SPIR-V is not this runtime's compilation"):
+        NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, edited, version))
+    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    manifest["kernels"] = []
+    with pytest.raises(qopt.QoptError, match=r"dispatch 0's kernel must be at most -1"):
+        NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, blobs, version))
