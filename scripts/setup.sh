@@ -50,17 +50,22 @@ build_runtime() {
     echo "note: cmake or glslang missing: the native runtime (qvk-run) is not built"
     return 0
   fi
-  cmake -S runtime -B build/runtime -DCMAKE_BUILD_TYPE=Release \
-    -DQOPT_PYTHON="$PWD/.venv/bin/python" >/dev/null
-  cmake --build build/runtime -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+  local jobs
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  if ! { cmake -S runtime -B build/runtime -DCMAKE_BUILD_TYPE=Release \
+      -DQOPT_PYTHON="$PWD/.venv/bin/python" >/dev/null && cmake --build build/runtime -j "$jobs" >/dev/null; }; then
+    echo "warning: the native runtime did not build (see the errors above): its tests will be skipped"
+    return 0
+  fi
   if command -v clang >/dev/null 2>&1; then  # the ASan+UBSan build and the loader's fuzz harness
     CC=clang cmake -S runtime -B build/runtime-asan -DCMAKE_BUILD_TYPE=Debug -DQVK_SANITIZE=ON \
-      -DQVK_FUZZ=ON -DQVK_CATALOGUE="$PWD/build/runtime/qvk_catalogue.c" >/dev/null
-    cmake --build build/runtime-asan -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+      -DQVK_FUZZ=ON -DQVK_CATALOGUE="$PWD/build/runtime/qvk_catalogue.c" >/dev/null \
+      && cmake --build build/runtime-asan -j "$jobs" >/dev/null \
+      || echo "warning: the sanitizer build of the native runtime failed: its tests will be skipped"
   fi
   mkdir -p .venv/lib
-  cp build/runtime/qvk-run .venv/bin/qvk-run
-  cp build/runtime/libqvk.so .venv/lib/libqvk.so
+  install -m 755 build/runtime/qvk-run .venv/bin/qvk-run  # a new file: running copies keep theirs
+  install -m 755 build/runtime/libqvk.so .venv/lib/libqvk.so
   echo "$want" > "$stamp"
   echo "native runtime ready: .venv/bin/qvk-run, .venv/lib/libqvk.so"
 }
