@@ -12,7 +12,7 @@ once with `prefill` (of `--prefill` tokens) and `decode`; for each runtime:
 - peak resident memory (ru_maxrss) growth of loading and opening a session.
 Ratios: Python / native wall time. The outputs are compared bit for bit on the way.
 
-    python benchmarks/native_runtime.py [--quick] [--runs 10] [--prefill 64]
+    python benchmarks/native_runtime.py [--quick | --tiny] [--runs 10] [--prefill 64]
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from qopt.logs import quiet_third_party_logs
 
 FULL = {"vocab_size": 32000, "dim": 2048, "n_layers": 4, "n_heads": 16, "hidden_dim": 5632,
         "max_seq_len": 512}  # fmt: skip
+TINY = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
+        "max_seq_len": 40}  # fmt: skip
 QUICK = {"vocab_size": 4096, "dim": 256, "n_layers": 2, "n_heads": 8, "hidden_dim": 704,
          "max_seq_len": 128}  # fmt: skip
 
@@ -76,6 +78,7 @@ def timed_calls(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small decoder (dim 256)")
+    parser.add_argument("--tiny", action="store_true", help="the demo's decoder (dim 32)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--prefill", type=int, default=64)
     args = parser.parse_args()
@@ -84,7 +87,7 @@ def main() -> int:
         if reason is not None:
             print(f"skipped: {reason}")
             return 0
-    config = QUICK if args.quick else FULL
+    config = TINY if args.tiny else QUICK if args.quick else FULL
     prompt = torch.arange(args.prefill).reshape(1, -1) % config["vocab_size"]
     example = (prompt, torch.arange(args.prefill))
     model = apply_scheme(build_kv_llama(**config), "w4g32", example)
