@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import platform
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +49,8 @@ def sanitizer_env() -> dict[str, str]:
     """Leak detection on; the Vulkan driver kept loaded (LD_PRELOAD) so that its own
     allocations are attributed to it, not to an unloaded module, and suppressed."""
     env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0"}
-    drivers = sorted(glob.glob("/usr/lib/*/libvulkan_lvp.so"))
+    arch = sysconfig.get_config_var("MULTIARCH") or f"{platform.machine()}-linux-gnu"
+    drivers = glob.glob(f"/usr/lib/{arch}/libvulkan_lvp.so")  # this machine's, not a multiarch one
     if drivers:
         env["LD_PRELOAD"] = drivers[0]
         suppressions = ROOT / "runtime" / "tests" / "lsan.supp"
