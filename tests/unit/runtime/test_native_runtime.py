@@ -359,3 +359,24 @@ def test_kernels_checked_against_the_runtime_catalogue() -> None:
     manifest["kernels"] = []
     with pytest.raises(qopt.QoptError, match=r"dispatch 0's kernel must be at most -1"):
         NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, blobs, version))
+
+
+def test_qvk_run_device_choice(tmp_path: Path) -> None:
+    """--device takes an index or a name substring, as QOPT_VULKAN_DEVICE; an unknown one
+    is one line naming the devices, exit 1."""
+    path = tmp_path / "mlp.qvk"
+    path.write_bytes(compiled("mlp", "float"))
+    np.save(tmp_path / "x.npy", random_inputs("mlp", 2)[0].numpy())
+    base = [qvk_run(), str(path), "--input", str(tmp_path / "x.npy")]
+    with NativeBundle.open(path) as bundle, bundle.session() as session:
+        name = session.device_name
+    for choice in ("0", name.split()[0].upper()):
+        r = subprocess.run([*base, "--device", choice], capture_output=True, text=True, check=False)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("output_0: float32[4, 32]")
+    r = subprocess.run(
+        [*base, "--device", "no-such-gpu"], capture_output=True, text=True, check=False
+    )
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1
+    assert f"no Vulkan device name contains 'no-such-gpu' (devices: 0: {name}" in r.stderr
