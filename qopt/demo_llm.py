@@ -5,8 +5,9 @@ buffers it mutates, written at `input_pos`; grouped-query attention), under each
 weight scheme, exported twice (`prefill` of the 8-token prompt, `decode` of one
 token), imported as one module with two methods sharing weights and caches,
 compiled for CoreML (the `.mlpackage` saved, read back and interpreted: no Core ML
-runtime on Linux) and for Vulkan (the `.qvk` saved, loaded and run on the device),
-and asked for 24 greedy tokens next to torch eager's and the interpreter's.
+runtime on Linux) and for Vulkan (the `.qvk` saved, loaded and run on the device, by
+qopt's Python runtime and by the native one, `qvk-run` of runtime/), and asked for 24
+greedy tokens next to torch eager's and the interpreter's.
 """
 
 from __future__ import annotations
@@ -36,6 +37,32 @@ def torch_tokens(model: torch.nn.Module) -> list[int]:
     return out
 
 
+def native_runner() -> str | None:
+    """The built `qvk-run` (runtime/, the native runtime), or None."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for path in (os.path.join(root, ".venv", "bin", "qvk-run"),
+                 os.path.join(root, "build", "runtime", "qvk-run")):  # fmt: skip
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def native_tokens(runner: str, bundle: str) -> list[int]:
+    """`qvk-run BUNDLE --generate N --prompt-ids ...`: the native runtime's tokens."""
+    import subprocess
+
+    import qopt
+
+    ids = ",".join(map(str, PROMPT))
+    done = subprocess.run(
+        [runner, bundle, "--generate", str(NEW_TOKENS), "--prompt-ids", ids],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise qopt.QoptError(done.stderr.strip() or f"qvk-run exited with {done.returncode}")
+    return [int(t) for t in done.stdout.strip().splitlines()[-1].split()]
+
+
 def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
     """Print each scheme's tokens per target; the number of mismatches."""
     import qopt
@@ -47,10 +74,15 @@ def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
         f"LLM: KV-cache Llama (dim {CONFIG['dim']}, {CONFIG['n_layers']} layers, cache "
         f"{CONFIG['max_seq_len']}), prefill {len(PROMPT)} tokens + {NEW_TOKENS - 1} decode steps"
     )
-    targets = ["interp", "coreml", "vulkan"]
+    targets = ["interp", "coreml", "vulkan", "native"]
+    runner_path = native_runner()
     if (reason := vulkan_available()) is not None:
         print(f"  vulkan skipped: {reason}")
         targets.remove("vulkan")
+        targets.remove("native")
+    elif runner_path is None:
+        print("  native skipped: qvk-run is not built (scripts/setup.sh builds it)")
+        targets.remove("native")
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for scheme in schemes:
@@ -68,14 +100,17 @@ def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
             for target in targets:
                 t0 = time.perf_counter()
                 try:
-                    if target == "interp":
-                        runner = qopt.session(qopt.fuse(qopt.import_program(methods)))
+                    if target == "native" and runner_path is not None:  # the C runtime
+                        got = native_tokens(runner_path, os.path.join(tmp, f"{scheme}.qvk"))
                     else:
-                        suffix = ".mlpackage" if target == "coreml" else ".qvk"
-                        path = os.path.join(tmp, f"{scheme}{suffix}")
-                        qopt.compile(methods, target=target).save(path)
-                        runner = qopt.load(path).session()
-                    got = qopt.generate(runner, PROMPT, NEW_TOKENS)
+                        if target == "interp":
+                            runner = qopt.session(qopt.fuse(qopt.import_program(methods)))
+                        else:
+                            suffix = ".mlpackage" if target == "coreml" else ".qvk"
+                            path = os.path.join(tmp, f"{scheme}{suffix}")
+                            qopt.compile(methods, target=target).save(path)
+                            runner = qopt.load(path).session()
+                        got = qopt.generate(runner, PROMPT, NEW_TOKENS)
                 except qopt.QoptError as e:
                     failures += 1
                     print(f"  {'':<10} {target:<7} FAILED: {e}")

@@ -1,0 +1,174 @@
+/* qvk: run qopt's Vulkan bundles (`.qvk`) without Python.
+
+   A bundle is checked whole when it is opened (the same structural checks as qopt's
+   Python loader, and every kernel's SPIR-V against the catalogue compiled into this
+   library); a session owns a Vulkan device, the bundle's constant buffers uploaded once,
+   its state buffers (a KV cache) and one recorded command buffer per method.
+
+       qvk_error err;
+       qvk_bundle *b;
+       if (qvk_bundle_open_file("model.qvk", &b, &err) != QVK_OK) puts(err.message);
+       qvk_session *s;
+       qvk_session_create(b, NULL, &s, &err);        // device: $QOPT_VULKAN_DEVICE or the first
+       size_t m;
+       qvk_bundle_pick_method(b, NULL, 1, &input, &m, &err);  // NULL: the only method / forward
+       qvk_session_run(s, m, &input, outputs, &err);  // caller-owned host buffers
+       qvk_session_destroy(s);
+       qvk_bundle_close(b);
+
+   Every function that can fail returns a qvk_status and, when `err` is not NULL, fills
+   it with the status and one line naming what failed, where, and what to do.
+   Objects are not thread-safe: use one session from one thread at a time. */
+#ifndef QVK_H
+#define QVK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define QVK_API __declspec(dllexport)
+#else
+#define QVK_API __attribute__((visibility("default")))
+#endif
+
+#define QVK_VERSION_MAJOR 0
+#define QVK_VERSION_MINOR 1
+
+typedef enum qvk_status {
+  QVK_OK = 0,
+  QVK_ERROR_ARGUMENT = 1,   /* a bad argument: unknown method, wrong shape or dtype, ... */
+  QVK_ERROR_IO = 2,         /* a file could not be read */
+  QVK_ERROR_BUNDLE = 3,     /* the bundle is refused (corrupted, crafted, other qopt) */
+  QVK_ERROR_UNSUPPORTED = 4, /* a valid bundle this runtime cannot run (host segments) */
+  QVK_ERROR_DEVICE = 5,     /* no usable Vulkan device, or the driver failed */
+  QVK_ERROR_INDEX = 6,      /* a run-time index check failed (a status word was set) */
+  QVK_ERROR_MEMORY = 7      /* out of host memory */
+} qvk_status;
+
+typedef struct qvk_error {
+  qvk_status status;
+  char message[1024];
+} qvk_error;
+
+typedef enum qvk_dtype {
+  QVK_FLOAT32 = 0,
+  QVK_FLOAT16 = 1,
+  QVK_FLOAT64 = 2,
+  QVK_INT8 = 3,
+  QVK_INT16 = 4,
+  QVK_INT32 = 5,
+  QVK_INT64 = 6,
+  QVK_UINT8 = 7,
+  QVK_BOOL = 8
+} qvk_dtype;
+
+#define QVK_MAX_RANK 16
+
+/* A tensor's description, or a host tensor (with `data`). Shapes are row-major;
+   a declared dim of -1 takes any size (none in the bundles qopt writes today). */
+typedef struct qvk_tensor {
+  qvk_dtype dtype;
+  int rank;
+  int64_t shape[QVK_MAX_RANK];
+  const void *data; /* inputs only: rank-major, dtype's bytes (bool: one byte 0/1) */
+} qvk_tensor;
+
+typedef struct qvk_bundle qvk_bundle;
+typedef struct qvk_session qvk_session;
+
+/* The bytes of one element of `dtype`, its numpy name ("float32", ...). */
+QVK_API size_t qvk_dtype_size(qvk_dtype dtype);
+QVK_API const char *qvk_dtype_name(qvk_dtype dtype);
+/* Elements of a tensor (product of its shape; 1 for rank 0). */
+QVK_API int64_t qvk_tensor_numel(const qvk_tensor *tensor);
+
+/* ----- bundles ----------------------------------------------------------------------- */
+
+/* Open and check a bundle file (read whole). */
+QVK_API qvk_status qvk_bundle_open_file(const char *path, qvk_bundle **out, qvk_error *err);
+/* Open and check a bundle in memory (copied: `data` may be freed afterwards); `name`
+   (may be NULL) is what error messages call it. */
+QVK_API qvk_status qvk_bundle_open_memory(const void *data, size_t size, const char *name,
+                                          qvk_bundle **out, qvk_error *err);
+/* Free a bundle (after every session made from it). NULL is fine. */
+QVK_API void qvk_bundle_close(qvk_bundle *bundle);
+
+/* The qopt that wrote the bundle (its manifest's `qopt_version`, "" if none) and the
+   qopt whose kernel catalogue this runtime carries. */
+QVK_API const char *qvk_bundle_qopt_version(const qvk_bundle *bundle);
+QVK_API const char *qvk_runtime_qopt_version(void);
+
+/* Functions of the bundle (every method and each size variant `name__N` by its own
+   name), in order, and their inputs and outputs. */
+QVK_API size_t qvk_bundle_method_count(const qvk_bundle *bundle);
+QVK_API const char *qvk_bundle_method_name(const qvk_bundle *bundle, size_t method);
+QVK_API size_t qvk_bundle_input_count(const qvk_bundle *bundle, size_t method);
+QVK_API size_t qvk_bundle_output_count(const qvk_bundle *bundle, size_t method);
+QVK_API qvk_tensor qvk_bundle_input(const qvk_bundle *bundle, size_t method, size_t index);
+QVK_API qvk_tensor qvk_bundle_output(const qvk_bundle *bundle, size_t method, size_t index);
+/* Logical methods (size variants listed once under their method's name), in order. */
+QVK_API size_t qvk_bundle_logical_count(const qvk_bundle *bundle);
+QVK_API const char *qvk_bundle_logical_name(const qvk_bundle *bundle, size_t index);
+/* The sizes `method` was compiled at (size variants with one dynamic size: `prefill__5`),
+   ascending, at most `cap` of them; returns how many there are. */
+QVK_API size_t qvk_bundle_variant_sizes(const qvk_bundle *bundle, const char *method,
+                                        int64_t *sizes, size_t cap);
+/* The function a call of logical method `name` (NULL: the only method, or `forward`) with
+   inputs shaped like `inputs` runs (its size variant picked by the shapes). */
+QVK_API qvk_status qvk_bundle_pick_method(const qvk_bundle *bundle, const char *name,
+                                          size_t n_inputs, const qvk_tensor *inputs,
+                                          size_t *method, qvk_error *err);
+
+/* Program states (a KV cache), by fully qualified name. */
+QVK_API size_t qvk_bundle_state_count(const qvk_bundle *bundle);
+QVK_API const char *qvk_bundle_state_name(const qvk_bundle *bundle, size_t index);
+QVK_API qvk_tensor qvk_bundle_state(const qvk_bundle *bundle, size_t index);
+
+/* Dispatches of a function (for reports). */
+QVK_API size_t qvk_bundle_dispatch_count(const qvk_bundle *bundle, size_t method);
+
+/* ----- sessions ---------------------------------------------------------------------- */
+
+/* A session of `bundle` on a Vulkan device: `device` is an index into the
+   compute-capable devices or a substring of a device name (NULL or "": the environment
+   variable QOPT_VULKAN_DEVICE, else the first device). Its states start at their
+   initial values. The bundle must outlive the session. */
+QVK_API qvk_status qvk_session_create(const qvk_bundle *bundle, const char *device,
+                                      qvk_session **out, qvk_error *err);
+/* The device's name. */
+QVK_API const char *qvk_session_device_name(const qvk_session *session);
+/* Run function `method` (qvk_bundle_pick_method): `inputs` in its argument order, each
+   of the declared shape and of a dtype that holds its values exactly as the declared one
+   (cast as qopt's Python runtime casts: no value may change); `outputs[i]` points to
+   caller-owned memory of numel * qvk_dtype_size bytes of output i (its declared dtype).
+   The states keep what the call left in them. Nothing is written to `outputs` on error. */
+QVK_API qvk_status qvk_session_run(qvk_session *session, size_t method,
+                                   const qvk_tensor *inputs, void *const *outputs,
+                                   qvk_error *err);
+/* Every state back to its initial value. */
+QVK_API qvk_status qvk_session_reset(qvk_session *session, qvk_error *err);
+/* Copy state `name`'s current value (its dtype, numel * dtype size bytes) into `out`. */
+QVK_API qvk_status qvk_session_read_state(qvk_session *session, const char *name, void *out,
+                                          size_t nbytes, qvk_error *err);
+
+typedef struct qvk_timings {
+  double wall_seconds;   /* the last run: from writing its inputs to its outputs read */
+  double submit_seconds; /* the last run: vkQueueSubmit to its fence */
+  double gpu_seconds;    /* the last run: sum of the dispatches' GPU time (timestamps; <0: none) */
+  double record_seconds; /* host time spent recording the method's command buffer (first run) */
+  size_t dispatches;     /* dispatches of the last run */
+} qvk_timings;
+QVK_API qvk_timings qvk_session_timings(const qvk_session *session);
+
+/* Free the session and every Vulkan object it made. NULL is fine. */
+QVK_API void qvk_session_destroy(qvk_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

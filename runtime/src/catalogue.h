@@ -1,0 +1,78 @@
+/* The kernel catalogue the runtime carries: generated at build time from qopt's
+   Python tables by runtime/gen_catalogue.py (qvk_catalogue.c in the build tree). */
+#ifndef QVK_CATALOGUE_H
+#define QVK_CATALOGUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { QVK_CAT_F32 = 0, QVK_CAT_I32 = 1, QVK_CAT_U32 = 2 };
+enum { QVK_PUSH_I32 = 0, QVK_PUSH_U32 = 1, QVK_PUSH_F32 = 2 };
+
+typedef struct {
+  const char *name;
+  int dtype;
+  int writes;
+  int is_status;
+} qvk_cat_binding;
+
+typedef struct {
+  const char *name;
+  int kind;
+} qvk_cat_push;
+
+typedef struct {
+  const char *name;
+  int32_t def;
+  long long lo, hi;
+  int has_bounds;
+} qvk_cat_spec;
+
+typedef struct {
+  int binding, flag, vec4s;
+} qvk_cat_uniform;
+
+typedef struct {
+  int binding, flag;
+} qvk_cat_texel;
+
+typedef struct {
+  const char *glsl;
+  const uint32_t *words;
+  size_t nbytes;
+} qvk_cat_source;
+
+typedef struct {
+  const char *name;
+  const char *glsl;
+  size_t source;
+  const qvk_cat_binding *bindings;
+  size_t n_bindings;
+  const qvk_cat_push *push;
+  size_t n_push;
+  const qvk_cat_spec *spec;
+  size_t n_spec;
+  const qvk_cat_uniform *uniforms;
+  size_t n_uniforms;
+  const qvk_cat_texel *texels;
+  size_t n_texels;
+  int local_size[3];
+} qvk_cat_kernel;
+
+typedef struct {
+  long long max_tensor_elements;
+  long long max_tensor_rank;
+  long long max_device_bytes;
+  long long max_dispatches;
+  long long max_manifest_bytes;
+  long long max_graph_nodes;
+} qvk_cat_limits;
+
+extern const char qvk_cat_qopt_version[];
+extern const qvk_cat_source qvk_cat_sources[];
+extern const size_t qvk_cat_source_count;
+extern const qvk_cat_kernel qvk_cat_kernels[];
+extern const size_t qvk_cat_kernel_count;
+extern const qvk_cat_limits qvk_cat_default_limits;
+
+#endif

@@ -1,0 +1,113 @@
+/* Internal declarations of the qvk runtime (not installed). */
+#ifndef QVK_INTERNAL_H
+#define QVK_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalogue.h"
+#include "qvk.h"
+
+enum buffer_kind { KIND_INPUT, KIND_CONSTANT, KIND_SLOT, KIND_ALLOC, KIND_STATUS, KIND_STATE };
+
+typedef struct {
+  int kind;
+  int64_t nbytes;
+  int64_t constant, slot, method, index, state;
+  char *what; /* status buffers: the op its check guards */
+} qvk_buffer_rec;
+
+typedef struct {
+  int64_t buffer;
+  qvk_dtype dtype;
+  int rank;
+  int64_t shape[QVK_MAX_RANK];
+  int64_t numel;
+} qvk_tensor_rec;
+
+typedef struct {
+  const qvk_cat_kernel *cat;
+  int32_t *spec; /* every specialization value (defaults filled in), cat->n_spec */
+} qvk_kernel_rec;
+
+typedef struct {
+  int64_t kernel;
+  int64_t *buffers;
+  size_t n_buffers;
+  uint32_t *push; /* the push-constant block's words, in declaration order */
+  uint32_t groups[3];
+} qvk_step_rec;
+
+typedef struct {
+  char *name;
+  int64_t buffer;
+  qvk_dtype dtype;
+  int rank;
+  int64_t shape[QVK_MAX_RANK];
+  int64_t numel;
+  int64_t initial; /* constant index, -1: zeros */
+} qvk_state_rec;
+
+typedef struct {
+  char *name;
+  size_t steps[2], inputs[2], outputs[2];
+} qvk_method_rec;
+
+typedef struct {
+  const uint8_t *bytes;
+  size_t nbytes;
+  int dtype; /* 0 float32, 1 int32, 2 uint32 */
+} qvk_constant_rec;
+
+struct qvk_bundle {
+  uint8_t *data; /* the whole file (owned); constants point into it */
+  size_t size;
+  char *path;
+  char *qopt_version;
+  uint32_t version;
+  qvk_kernel_rec *kernels;
+  size_t n_kernels;
+  qvk_constant_rec *constants;
+  size_t n_constants;
+  qvk_buffer_rec *buffers;
+  size_t n_buffers;
+  int64_t *slots;
+  size_t n_slots;
+  qvk_tensor_rec *inputs;
+  size_t n_inputs;
+  qvk_tensor_rec *outputs;
+  size_t n_outputs;
+  qvk_step_rec *steps;
+  size_t n_steps;
+  qvk_state_rec *states;
+  size_t n_states;
+  qvk_method_rec *methods;
+  size_t n_methods;
+  char **logical;
+  size_t n_logical;
+};
+
+/* errors */
+qvk_status qvk_fail(qvk_error *err, qvk_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* sha256.c */
+void qvk_sha256_hex(const uint8_t *data, size_t size, char out[65]);
+
+/* platform.c: the one platform-specific file */
+qvk_status qvk_read_file(const char *path, uint64_t max_bytes, uint8_t **data, size_t *size,
+                         qvk_error *err);
+double qvk_now(void);
+const char *qvk_getenv(const char *name);
+
+/* convert.c */
+qvk_dtype qvk_abi_dtype(qvk_dtype dtype); /* QVK_FLOAT32 or QVK_INT32 */
+qvk_status qvk_to_abi(const qvk_tensor *input, qvk_dtype declared, int64_t numel, size_t index,
+                      const char *where, void *words, qvk_error *err);
+void qvk_from_abi(const void *words, qvk_dtype dtype, int64_t numel, void *out);
+int qvk_dtype_parse(const char *name, size_t len, qvk_dtype *out);
+int qvk_is_variant_of(const char *name, const char *method, size_t method_len);
+const char *qvk_variant_method(const char *name, size_t *len);
+
+#endif
