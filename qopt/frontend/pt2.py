@@ -296,6 +296,14 @@ def sanitize_program(program: Any, limits: Limits, what: str) -> None:
                 raise QoptError(f"{what}: the range of {name} is not an object")
             for key in ("min_val", "max_val"):
                 _bounded_int(bounds.get(key), f"{what}: {key} of {name}", limits)
+            low, high = bounds.get("min_val"), bounds.get("max_val")
+            if high is not None and high > limits.max_tensor_elements:  # bounded like a shape
+                raise limits.exceeded(
+                    f"{what}: the largest size of {name} (a Dim's max_val)", high,
+                    "max_tensor_elements",
+                )  # fmt: skip
+            if low is not None and high is not None and low > high:
+                raise QoptError(f"{what}: the range of {name} is empty ([{low}, {high}])")
     if "guards_code" in program:
         program["guards_code"] = []
     expressions: dict[str, str] = {}

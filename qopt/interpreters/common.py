@@ -2,15 +2,85 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX
-from xdsl.interpreter import InterpreterFunctions, impl, register_impls
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
+from qopt.limits import active_limits
+
+
+def has_runtime_size(op: Operation) -> bool:
+    """Whether a result of `op` has a `?` dim (a size decided at run time)."""
+    return any(
+        isinstance(r.type, TensorType) and DYNAMIC_INDEX in r.type.get_shape() for r in op.results
+    )
+
+
+def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None:
+    """The element count each result of `op` will have at most when it runs on `args`,
+    derived BEFORE it runs from the operands' actual shapes by the op's own shape rule
+    (`qopt.dialects.aten.bounds.result_bound`: a `dynamic_slice` is at most its input,
+    a `view` holds its input's elements, any other aten op its `expected_shapes`).
+    None when no rule bounds a result (the op's results are then checked as soon as
+    they exist)."""
+    from qopt.dialects.aten.bounds import result_bound
+
+    shapes = {
+        v: tuple(np.shape(a)) for v, a in zip(op.operands, args, strict=False)
+        if isinstance(v.type, TensorType)
+    }  # fmt: skip
+    sizes: list[int] = []
+    for result in op.results:
+        if not isinstance(result.type, TensorType):
+            sizes.append(1)
+            continue
+        shape = shape_of(result)
+        if DYNAMIC_INDEX in shape:
+            try:
+                shape = result_bound(op, result, shapes)
+            except Exception:  # no rule, or operands it does not take: the op says so
+                return None
+        sizes.append(math.prod(max(int(d), 0) for d in shape))
+    return sizes
+
+
+class RuntimeSizes(Interpreter.Listener):
+    """The bound on every value whose size is decided at run time (a `?` result):
+    before an op with one runs, its results' sizes are derived from its operands'
+    actual shapes (`runtime_result_sizes`) and checked against the active limits'
+    `max_tensor_elements` (`qopt.limits.active_limits`), so a program (an `.mlir`,
+    a `.qvk` host segment, constant folding) cannot allocate past the limit first;
+    an op without a shape rule has its results checked as soon as they exist."""
+
+    def will_interpret_op(self, op: Operation, args: Sequence[Any]) -> None:
+        if not has_runtime_size(op):
+            return
+        sizes = runtime_result_sizes(op, args) or []
+        for i, count in enumerate(sizes):
+            _check_size(op, i, count)
+
+    def did_interpret_op(self, op: Operation, results: Sequence[Any]) -> None:
+        if not has_runtime_size(op):
+            return
+        for i, value in enumerate(results):
+            _check_size(op, i, int(np.size(value)))
+
+
+def _check_size(op: Operation, index: int, count: int) -> None:
+    limits = active_limits()
+    if count > limits.max_tensor_elements:
+        raise limits.exceeded(
+            f"{where(op)}: the element count of its result {index} (a size decided at run time)",
+            count,
+            "max_tensor_elements",
+        )
 
 
 def as_result(array: np.ndarray | np.generic, value: SSAValue) -> np.ndarray:

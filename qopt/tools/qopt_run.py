@@ -313,7 +313,11 @@ def run(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
     args = build_parser().parse_args(argv)
-    run_tool("qopt-run", lambda: run(args), argv)
+    def body() -> None:
+        with args.limits.applied():  # run-time sizes too (qopt.limits.active_limits)
+            run(args)
+
+    run_tool("qopt-run", body, argv)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ from qopt.dialects import vkc
 from qopt.dialects.signature import logical_methods, pick_function
 from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
-from qopt.errors import QoptError, where
+from qopt.errors import QoptError, one_line, where
 from qopt.files import temp_file_beside
 from qopt.kernels import catalogue, index_error_message
 from qopt.kernels.abi import narrow
@@ -413,8 +413,7 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
                 assert isinstance(type, vkc.BufferType)
                 if op.is_status:
                     what = op.what.data if op.what is not None else "a Vulkan index check"
-                    if len(what) > MAX_WHAT:  # a long path and module name: what a reader takes
-                        what = what[: MAX_WHAT - 3] + "..."
+                    what = one_line(what, MAX_WHAT)  # what a reader takes (`_check_buffers`)
                     ids[op.result] = new_buffer({"kind": "status", "nbytes": 4, "what": what})
                 elif op.slot is None:
                     ids[op.result] = new_buffer({"kind": "alloc", "nbytes": type.nbytes})
@@ -917,7 +916,9 @@ def _check_host_calls(
     from qopt.dtypes import numpy_dtype
 
     calls = _list(program.host_calls, f"'{path}': host segments")
-    limits.check(f"'{path}': the number of host segments", len(calls), "max_dispatches")
+    steps = limits.tally(f"'{path}': its dispatches and host segments together", "max_dispatches")
+    steps.add(len(program.steps) + len(calls))
+    host_ops = limits.tally(f"'{path}': the ops of its host segments together", "max_graph_nodes")
     last = (0, 0)
     for i, call in enumerate(calls):
         what = f"'{path}': host segment {i}"
@@ -952,6 +953,7 @@ def _check_host_calls(
                     f"{MAX_WHAT} characters"
                 )
         segment = parse_segment(call.ir, what, limits, device_bytes + limits.expansion_slack_bytes)
+        host_ops.add(sum(1 for _ in segment.module.walk()))  # what runs, not the names
         types = [(t, "argument") for t in segment.input_types]
         types += [(t, "result") for t in segment.result_types]
         if len(segment.input_types) != len(reads) or len(segment.result_types) != len(writes):
