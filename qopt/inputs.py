@@ -19,6 +19,7 @@ every member's declared shape checked against the bytes it holds before reading.
 from __future__ import annotations
 
 import os
+import warnings
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -46,11 +47,29 @@ def as_array(value: Any, what: str) -> np.ndarray:
 
 
 def coerce(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
-    """`array` as `dtype` if the cast keeps every value (see the module docstring)."""
+    """`array` as `dtype` if the cast keeps every value (see the module docstring); a
+    cast between kinds (integer to float, bool to a number, 0/1 to bool) says so, as a
+    `QoptWarning` (`qopt-run: warning: ...`), so that no input changes type silently."""
     dtype = np.dtype(dtype)
     src = array.dtype
     if src == dtype:
         return array
+    out = _cast(array, dtype, what)
+    if src.kind != dtype.kind and not {src.kind, dtype.kind} <= set("iu"):
+        from qopt.report import QoptWarning
+
+        warnings.warn(
+            QoptWarning(
+                f"{what} has dtype {src}, the program takes {dtype}: converted (every value "
+                f"is exact); pass {dtype} to skip the conversion"
+            ),
+            stacklevel=3,
+        )
+    return out
+
+
+def _cast(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    src = array.dtype
     wrong = QoptError(
         f"{what} has dtype {src}, expected {dtype}; convert it explicitly "
         f"(qopt casts inputs only when no value changes)"

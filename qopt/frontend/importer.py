@@ -67,7 +67,7 @@ from qopt.dialects.aten.base import DYNAMIC
 from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_dynamic_dims, set_output_names
 from qopt.dtypes import element_type
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.frontend.mutation import (
     IDENTITY_VIEWS,
     RESHAPE_VIEWS,
@@ -792,6 +792,12 @@ class Importer:
                 name = by_target.get(spec.target)
                 if name is None or name not in placeholders:
                     raise QoptError(f"the program mutates {spec.target}, which is no buffer")
+                if spec.target in self.mutation_outputs:  # one new value per buffer
+                    raise QoptError(
+                        f"the program writes buffer {quoted(spec.target)} twice (two "
+                        "BUFFER_MUTATION outputs), which torch.export never makes: only the "
+                        "last would be kept; re-export the program"
+                    )
                 self.mutation_outputs[spec.target] = placeholders[name]
                 self.mutated.add(placeholders[name])
         for base in self.mutated:

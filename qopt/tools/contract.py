@@ -18,6 +18,8 @@ from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
+from qopt.errors import one_line
+
 #: Errors a user can cause; reported with their own message.
 USER_ERRORS = (DiagnosticException, ParseError, ValueError, OSError, ArgSpecParseError)
 
@@ -27,12 +29,25 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def spec_syntax_error(error: ArgSpecParseError) -> str:
+    """xDSL's five-line pipeline/spec syntax error (a header, `pass-pipeline:1:C`, the
+    spec, a caret, the message) as one line: the spec, the column, the message."""
+    lines = str(error).splitlines()
+    if len(lines) < 5:
+        return " ".join(line.strip() for line in lines)
+    column = lines[1].rpartition(":")[2]
+    spec = one_line(lines[2], 200)
+    return f"bad pass pipeline or -f/-t spec '{spec}' at column {column}: {lines[-1].strip()}"
+
+
 def format_error(tool: str, error: BaseException) -> str:
     """The message the tool prints for `error` (see the module docstring)."""
     if isinstance(error, ParseError):
         context = error.span.print_with_context().rstrip("\n").split("\n")[1:]
         lines = [f"{tool}: error: {error.span.get_location()}: {error.msg}", *context]
         return "\n".join(lines)
+    if isinstance(error, ArgSpecParseError):  # -p/-f/-t syntax: one line, as every error
+        return f"{tool}: error: {spec_syntax_error(error)}"
     if isinstance(error, MemoryError):
         return (
             f"{tool}: error: out of memory: the input needs more memory than this machine "

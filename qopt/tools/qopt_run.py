@@ -22,6 +22,8 @@ import argparse
 import io
 import os
 import re
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -310,11 +312,20 @@ def run(args: argparse.Namespace) -> None:
         print(summary(f"arr_{i}", output))
 
 
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """qopt's warnings as `qopt-run: warning: ...` (an input's dtype converted)."""
+    from qopt.report import QoptWarning
+
+    if issubclass(category, QoptWarning):
+        print(f"qopt-run: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
     args = build_parser().parse_args(argv)
     def body() -> None:
-        with args.limits.applied():  # run-time sizes too (qopt.limits.active_limits)
+        with args.limits.applied(), warnings.catch_warnings():  # run-time sizes too
+            warnings.showwarning = _show_warning
             run(args)
 
     run_tool("qopt-run", body, argv)
