@@ -323,6 +323,7 @@ def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> Non
 def main(argv: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
     args = build_parser().parse_args(argv)
+
     def body() -> None:
         with args.limits.applied(), warnings.catch_warnings():  # run-time sizes too
             warnings.showwarning = _show_warning
