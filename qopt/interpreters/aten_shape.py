@@ -222,7 +222,12 @@ class AtenShapeFunctions(InterpreterFunctions):
     def run_repeat(
         self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues
     ) -> PythonValues:
-        return (as_result(np.tile(args[0], ints(op.repeats)), op.result),)
+        x, reps = np.asarray(args[0]), ints(op.repeats)
+        if 0 in reps or x.size == 0:  # np.tile builds the other dims' copies first
+            dims = (1,) * (len(reps) - x.ndim) + x.shape
+            shape = tuple(int(d) * int(r) for d, r in zip(dims, reps, strict=True))
+            return (as_result(np.empty(shape, x.dtype), op.result),)
+        return (as_result(np.tile(x, reps), op.result),)
 
     @impl(sh.RepeatInterleaveOp)
     def run_repeat_interleave(

@@ -28,8 +28,11 @@ def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None
     derived BEFORE it runs from the operands' actual shapes by the op's own shape rule
     (`qopt.dialects.aten.bounds.result_bound`: a `dynamic_slice` is at most its input,
     a `view` holds its input's elements, any other aten op its `expected_shapes`).
-    None when no rule bounds a result (the op's results are then checked as soon as
-    they exist)."""
+    None for an op without a shape rule (its results are checked as soon as they
+    exist); a QoptError for an aten op whose rule gives its `?` result no size (a
+    `full` of a `?` dim: nothing decides it), which qopt does not run."""
+    from qopt.dialects.aten import shape as sh
+    from qopt.dialects.aten.base import AtenOp, AtenOpBase
     from qopt.dialects.aten.bounds import result_bound
 
     shapes = {
@@ -43,11 +46,24 @@ def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None
             continue
         shape = shape_of(result)
         if DYNAMIC_INDEX in shape:
-            try:
-                shape = result_bound(op, result, shapes)
-            except Exception:  # no rule, or operands it does not take: the op says so
+            if isinstance(op, sh.ViewOp):  # a view holds its input's elements
+                sizes.append(math.prod(shapes.get(op.input, (0,))))
+                continue
+            if not isinstance(op, AtenOp):  # no shape rule: checked after it runs
                 return None
-        sizes.append(math.prod(max(int(d), 0) for d in shape))
+            try:
+                if type(op).expected_shapes is AtenOpBase.expected_shapes:
+                    raise QoptError("no shape rule")
+                shape = result_bound(op, result, shapes)
+            except QoptError:
+                raise QoptError(
+                    f"{where(op)}: nothing in the program decides the run-time size of its "
+                    f"result {result.type} (its operands' shapes do not), so qopt does not run it"
+                ) from None
+            except Exception:  # operands it does not take: the op says so when it runs
+                return None
+        dims = [max(int(d), 0) for d in shape]  # a dim past the limit even when empty
+        sizes.append(max(math.prod(dims), *dims, 0))
     return sizes
 
 

@@ -12,6 +12,7 @@ out; anything else is reported as an internal error, with the hint to rerun with
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -69,6 +70,18 @@ def format_error(tool: str, error: BaseException) -> str:
         + (f": {where}" if where else "")
         + " (a bug in qopt: rerun with --debug for the traceback and report it)"
     )
+
+
+def one_line_usage_errors(parser: argparse.ArgumentParser, tool: str) -> None:
+    """A command-line mistake (an unknown option, a bad --limits) as every other error:
+    one `<tool>: error:` line and exit status 1, not argparse's usage block and 2."""
+
+    def error(message: str) -> NoReturn:
+        print(f"{tool}: error: {one_line(message, 500)} (see {tool} --help)", file=sys.stderr)
+        sys.exit(1)
+
+    parser.prog = tool
+    parser.error = error  # pyright: ignore[reportAttributeAccessIssue] -- argparse's hook
 
 
 def run_tool(tool: str, body: Callable[[], None], argv: Sequence[str] | None) -> None:

@@ -39,7 +39,7 @@ from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.report import CompileReport
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
-from qopt.tools.contract import run_tool
+from qopt.tools.contract import one_line_usage_errors, run_tool
 from qopt.version import qopt_version
 
 
@@ -166,6 +166,7 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        one_line_usage_errors(arg_parser, "qopt-opt")
         for action in arg_parser._actions:  # argparse keeps no public handle on them
             if action.dest == "target":
                 action.type = self._target_argument

@@ -35,7 +35,7 @@ from qopt.files import temp_file_beside
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
-from qopt.tools.contract import run_tool
+from qopt.tools.contract import one_line_usage_errors, run_tool
 from qopt.tools.qopt_opt import add_common_arguments, writes_in_place
 from qopt.version import qopt_version
 
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qopt-run", description="Run a qopt module on npz inputs."
     )
+    one_line_usage_errors(parser, "qopt-run")
     parser.add_argument(
         "input_file",
         help="an .mlir module, a .pt2 file, a .qvk bundle or an .mlpackage (interpreted)",
