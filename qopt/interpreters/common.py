@@ -31,8 +31,9 @@ def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None
     None for an op without a shape rule (its results are checked as soon as they
     exist); a QoptError for an aten op whose rule gives its `?` result no size (a
     `full` of a `?` dim: nothing decides it), which qopt does not run."""
+    from qopt.dialects.aten import indexing as ix
     from qopt.dialects.aten import shape as sh
-    from qopt.dialects.aten.base import AtenOp, AtenOpBase
+    from qopt.dialects.aten.base import AtenOp, AtenOpBase, integer
     from qopt.dialects.aten.bounds import result_bound
 
     shapes = {
@@ -46,6 +47,12 @@ def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None
             continue
         shape = shape_of(result)
         if DYNAMIC_INDEX in shape:
+            if isinstance(op, ix.DynamicSliceOp) and op.length is not None and len(args) > 2:
+                x = shapes.get(op.input, ())  # a window: its length is an operand's value
+                d = integer(op.dim) % max(len(x), 1)
+                n = min(max(int(np.asarray(args[2]).reshape(-1)[0]), 0), x[d] if x else 0)
+                sizes.append(math.prod((*x[:d], n, *x[d + 1 :])))
+                continue
             if isinstance(op, sh.ViewOp):  # a view holds its input's elements
                 sizes.append(math.prod(shapes.get(op.input, (0,))))
                 continue

@@ -15,7 +15,7 @@
 
 // CHECK:       vkc.kernel @assert_true_0 {kernel = "assert_true"
 // CHECK-LABEL: func.func @forward(
-// CHECK:         %[[C:.*]] = vkc.alloc {status, what = "'aten.assert_scalar' at model.py:7 (u0 < 3)"} : !vkc.buffer<1xui32>
+// CHECK:         %[[C:.*]] = vkc.alloc {status, what = "'aten.assert_scalar' at model.py:7 ('u0 < 3')"} : !vkc.buffer<1xui32>
 // CHECK:         vkc.dispatch @assert_true_0(%{{.*}}, %[[C]])
 // CHECK:         vkc.dispatch @scatter_dim_
 // CHECK:         vkc.dispatch @gather_rows_
