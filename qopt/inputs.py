@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.limits import DEFAULT_LIMITS, Limits, check_zip
 
 
@@ -164,7 +164,7 @@ def load_npz(
             for info in z.infolist():
                 name = info.filename
                 if not name.endswith(".npy"):
-                    raise QoptError(f"inputs '{path}': member {name!r} is not an .npy array")
+                    raise QoptError(f"inputs '{path}': member {quoted(name)} is not an .npy array")
                 with z.open(info) as f:
                     version = np.lib.format.read_magic(f)
                     if version == (1, 0):
@@ -173,25 +173,25 @@ def load_npz(
                         header_of = np.lib.format.read_array_header_2_0
                     else:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} uses .npy format {version}"
+                            f"inputs '{path}': array {quoted(name)} uses .npy format {version}"
                         )
                     shape, fortran, dtype = header_of(f, max_header_size=10000)
                     header = f.tell()
                     if dtype.hasobject:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} holds Python objects (pickle)"
+                            f"inputs '{path}': array {quoted(name)} holds Python objects (pickle)"
                         )
                     count = 1
                     for d in shape:
                         count *= d
                     limits.check(
-                        f"inputs '{path}': the element count of {name!r}",
+                        f"inputs '{path}': the element count of {quoted(name)}",
                         count,
                         "max_tensor_elements",
                     )
                     if count * dtype.itemsize > info.file_size - header:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} declares shape {list(shape)} "
+                            f"inputs '{path}': array {quoted(name)} declares shape {list(shape)} "
                             f"({count * dtype.itemsize} bytes) but holds "
                             f"{info.file_size - header}: truncated or corrupted"
                         )

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -162,8 +162,6 @@ def active_limits() -> Limits:
 
 
 def _shown(value: object, width: int = 60) -> str:
-    from qopt.errors import quoted
-
     return quoted(value if isinstance(value, str) else repr(value), width)
 
 
@@ -176,7 +174,7 @@ def resolve(limits: Limits | str | None) -> Limits:
         return Limits.parse(limits)
     if not isinstance(limits, Limits):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
         raise QoptError(
-            f"limits must be a qopt.Limits or a 'name=value,...' string, got {limits!r}"
+            f"limits must be a qopt.Limits or a 'name=value,...' string, got {_shown(limits)}"
         )
     return limits
 
@@ -229,13 +227,15 @@ def check_zip(
             or ":" in parts[0]
             or any(p in ("..", ".") for p in parts)
         ):
-            raise QoptError(f"{what}: archive member {name!r} lies outside the archive's root")
+            raise QoptError(
+                f"{what}: archive member {quoted(name)} lies outside the archive's root"
+            )
         if name in names:
-            raise QoptError(f"{what}: archive member {name!r} appears twice")
+            raise QoptError(f"{what}: archive member {quoted(name)} appears twice")
         names.add(name)
         roots.add(parts[0])
         limits.check(
-            f"{what}: the uncompressed size of archive member {name!r}",
+            f"{what}: the uncompressed size of archive member {quoted(name)}",
             info.file_size,
             "max_member_bytes",
         )

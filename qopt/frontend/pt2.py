@@ -53,7 +53,7 @@ from typing import IO, Any
 
 import torch
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.frontend.shape_expr import canonical_shape_expr
 from qopt.limits import Limits, check_zip, resolve
 
@@ -264,7 +264,7 @@ def _bounded_int(value: Any, what: str, limits: Limits) -> None:
     if value is None:
         return
     if not isinstance(value, int) or isinstance(value, bool):
-        raise QoptError(f"{what} is {value!r}, not an integer")
+        raise QoptError(f"{what} is {quoted(repr(value))}, not an integer")
     if value.bit_length() > limits.max_int_bits:
         raise limits.exceeded(what + "'s size in bits", value.bit_length(), "max_int_bits")
 
@@ -359,7 +359,9 @@ def check_graph_targets(ep: torch.export.ExportedProgram, what: str) -> None:
                 continue
             if target in _SYM_OPS or target is operator.getitem:
                 continue
-            raise QoptError(f"{what}: node {node.name} calls {target!r}, which is not an operator")
+            raise QoptError(
+                f"{what}: node {node.name} calls {quoted(target)}, which is not an operator"
+            )
 
 
 # ----- JSON -> torch's schema dataclasses ------------------------------------------------
@@ -579,7 +581,7 @@ def _raw_tensor(reader: Any, entry: str, meta: Any, what: str, limits: Limits) -
     try:
         dtype = _SERIALIZE_TO_TORCH_DTYPE[ScalarType(tm.dtype)]
     except (KeyError, ValueError):
-        raise QoptError(f"{what}: unknown dtype code {tm.dtype!r}") from None
+        raise QoptError(f"{what}: unknown dtype code {quoted(repr(tm.dtype))}") from None
 
     def ints(values: Any, kind: str) -> list[int]:
         out: list[int] = []
