@@ -1944,7 +1944,9 @@ def mutate_round2(
                               "generate", "limits", "load", "read_mlpackage"))  # fmt: skip
     plan["arg"] = rng.randrange(len(BAD_ARGUMENTS))
     plan["arg2"] = rng.randrange(len(BAD_ARGUMENTS))
-    detail = f"{plan['api']}({BAD_ARGUMENTS[plan['arg']]!r:.60}, {BAD_ARGUMENTS[plan['arg2']]!r:.60})"
+    detail = (
+        f"{plan['api']}({BAD_ARGUMENTS[plan['arg']]!r:.60}, {BAD_ARGUMENTS[plan['arg2']]!r:.60})"
+    )
     return seed, work / f"m{index}{ext}", data, kind, detail, plan
 
 
