@@ -8,6 +8,14 @@ memory" (a missing bound); the Python API (`import_program`, `read_mlpackage`,
 `read_bundle`, `load_npz`, `interpret`) returns or raises `qopt.QoptError`; no payload
 runs (marker files); memory stays under `MEM_CAP` and each mutant under `SECONDS`.
 
+Round 2 (issue 27): the "round2" mutants (fuzz_worker.mutate_round2) exercise the
+surfaces added since: `?` sizes decided at run time, `Dim` ranges of a `.pt2`, `.qvk`
+host segments, prefill size variants under generation, `--limits` / pipeline / `-f`
+specs / `--report-json`, and public API arguments; `QOPT_FUZZ_FORMATS=round2` runs only
+them. The three bugs they found (np.tile building a zero repeat's other copies first,
+a `full` of a `?` dim, an empty result with a dim past int64) are fixed and pinned by
+tests/unit/untrusted/test_untrusted_round2.py.
+
 `test_fuzz_campaign` makes valid seeds from the built-in examples, mutates them
 (deterministically: mutant i of campaign C is a function of (C, i) alone; see
 tests/unit/untrusted/fuzz_worker.py for the mutators and how to rerun one mutant), and runs
