@@ -81,7 +81,7 @@ def one_line_usage_errors(parser: argparse.ArgumentParser, tool: str) -> None:
         sys.exit(1)
 
     parser.prog = tool
-    parser.error = error  # pyright: ignore[reportAttributeAccessIssue] -- argparse's hook
+    parser.error = error
 
 
 def run_tool(tool: str, body: Callable[[], None], argv: Sequence[str] | None) -> None:
