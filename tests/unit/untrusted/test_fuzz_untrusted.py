@@ -14,7 +14,9 @@ host segments, prefill size variants under generation, `--limits` / pipeline / `
 specs / `--report-json`, and public API arguments; `QOPT_FUZZ_FORMATS=round2` runs only
 them. The three bugs they found (np.tile building a zero repeat's other copies first,
 a `full` of a `?` dim, an empty result with a dim past int64) are fixed and pinned by
-tests/unit/untrusted/test_untrusted_round2.py.
+tests/unit/untrusted/test_untrusted_round2.py. After them, a campaign of 20,400 round-2
+mutants (`QOPT_FUZZ_FORMATS=round2 QOPT_FUZZ_CAMPAIGN=2027 QOPT_FUZZ_WORKERS=2`, 1236 s
+on the loaded 2-core machine) found nothing: 5,555 accepted, 14,845 refused cleanly.
 
 `test_fuzz_campaign` makes valid seeds from the built-in examples, mutates them
 (deterministically: mutant i of campaign C is a function of (C, i) alone; see
