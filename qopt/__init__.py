@@ -94,8 +94,10 @@ def import_program(
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[Any, ...]:
     """Run a module through the reference interpreter; numpy outputs in program order."""
+    from qopt import arguments
     from qopt.interpreters import interpret as _interpret
 
+    function = arguments.name(function, "interpret's function")
     return _interpret(_module_argument(module, "interpret"), *inputs, function=function)
 
 
@@ -124,7 +126,11 @@ def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
         raise QoptError(
             f"qopt.generate takes a session, a module or an artifact, got {type(runner).__name__}"
         )
-    return _generate(runner, [int(t) for t in prompt], int(max_new_tokens))
+    from qopt import arguments
+
+    prompt_ids = arguments.token_ids(prompt, "generate's prompt")
+    count = arguments.integer(max_new_tokens, "generate's max_new_tokens")
+    return _generate(runner, prompt_ids, count)
 
 
 def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:

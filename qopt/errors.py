@@ -19,6 +19,26 @@ class QoptError(DiagnosticException, ValueError):
     """
 
 
+#: Characters of a file-supplied string shown in a message (`quoted`).
+MAX_QUOTED = 80
+
+
+def one_line(text: object, width: int = MAX_QUOTED) -> str:
+    """A string that came from a file, as a message shows it: on one printable line
+    (control characters, ANSI escapes and newlines written as Python escapes), at
+    most `width` characters (the last three `...` when cut)."""
+    s = text if isinstance(text, str) else str(text)
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in s[: width + 1])
+    return shown if len(shown) <= width else shown[: max(width - 3, 0)] + "..."
+
+
+def quoted(text: object, width: int = MAX_QUOTED) -> str:
+    """`one_line(text, width)` in quotes: how every file-supplied string (a name, an
+    assert message) reaches a message, so that no file can write to the terminal or
+    flood it."""
+    return f"'{one_line(text, width)}'"
+
+
 def where(op: Operation) -> str:
     """`'aten.linear' at model.py:12` for an op with a file location, and
     ` in layers.0.mlp` after it for one named by the module that ran it."""
@@ -32,12 +52,17 @@ def describe_location(loc: object) -> str:
     from xdsl.dialects.builtin import FileLineColLoc, NameLoc
 
     module = ""
-    if isinstance(loc, NameLoc):
-        module = f" in {loc.desc.data}"
+    if isinstance(loc, NameLoc):  # names and file names come from the file
+        module = f" in {_bare(loc.desc.data)}"
         loc = loc.location
     if isinstance(loc, FileLineColLoc):
-        return f" at {loc.filename.data}:{loc.line.data}{module}"
+        return f" at {_bare(loc.filename.data)}:{loc.line.data}{module}"
     return module
+
+
+def _bare(text: str) -> str:
+    """A location's part (`model.py`, a module path) as a message shows it."""
+    return one_line(text, 200)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -53,7 +53,10 @@ def _prefill_chunks(session: Any, length: int, step: str) -> list[tuple[int, int
     compiled length that fits, a token no compiled length fits going to `step`:
     chunked prefill, the same cache and logits for a causal decoder that takes its
     positions as an input."""
-    sizes = sorted({s[0] for s in _sizes(session) if len(s) == 1}, reverse=True)
+    # The sizes come from the program (its variants' names, a file's metadata): only a
+    # size that takes at least one token is a piece, so every piece moves `start`
+    # on and the loop ends after at most `length` pieces, whatever the file says.
+    sizes = sorted({s[0] for s in _sizes(session) if len(s) == 1 and s[0] >= 1}, reverse=True)
     if not sizes or length in sizes:
         return [(0, length, "prefill")]
     chunks: list[tuple[int, int, str]] = []

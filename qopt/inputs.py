@@ -19,13 +19,14 @@ every member's declared shape checked against the bytes it holds before reading.
 from __future__ import annotations
 
 import os
+import warnings
 import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.limits import DEFAULT_LIMITS, Limits, check_zip
 
 
@@ -46,11 +47,29 @@ def as_array(value: Any, what: str) -> np.ndarray:
 
 
 def coerce(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
-    """`array` as `dtype` if the cast keeps every value (see the module docstring)."""
+    """`array` as `dtype` if the cast keeps every value (see the module docstring); a
+    cast between kinds (integer to float, bool to a number, 0/1 to bool) says so, as a
+    `QoptWarning` (`qopt-run: warning: ...`), so that no input changes type silently."""
     dtype = np.dtype(dtype)
     src = array.dtype
     if src == dtype:
         return array
+    out = _cast(array, dtype, what)
+    if src.kind != dtype.kind and not {src.kind, dtype.kind} <= set("iu"):
+        from qopt.report import QoptWarning
+
+        warnings.warn(
+            QoptWarning(
+                f"{what} has dtype {src}, the program takes {dtype}: converted (every value "
+                f"is exact); pass {dtype} to skip the conversion"
+            ),
+            stacklevel=3,
+        )
+    return out
+
+
+def _cast(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    src = array.dtype
     wrong = QoptError(
         f"{what} has dtype {src}, expected {dtype}; convert it explicitly "
         f"(qopt casts inputs only when no value changes)"
@@ -145,7 +164,7 @@ def load_npz(
             for info in z.infolist():
                 name = info.filename
                 if not name.endswith(".npy"):
-                    raise QoptError(f"inputs '{path}': member {name!r} is not an .npy array")
+                    raise QoptError(f"inputs '{path}': member {quoted(name)} is not an .npy array")
                 with z.open(info) as f:
                     version = np.lib.format.read_magic(f)
                     if version == (1, 0):
@@ -154,25 +173,25 @@ def load_npz(
                         header_of = np.lib.format.read_array_header_2_0
                     else:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} uses .npy format {version}"
+                            f"inputs '{path}': array {quoted(name)} uses .npy format {version}"
                         )
                     shape, fortran, dtype = header_of(f, max_header_size=10000)
                     header = f.tell()
                     if dtype.hasobject:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} holds Python objects (pickle)"
+                            f"inputs '{path}': array {quoted(name)} holds Python objects (pickle)"
                         )
                     count = 1
                     for d in shape:
                         count *= d
                     limits.check(
-                        f"inputs '{path}': the element count of {name!r}",
+                        f"inputs '{path}': the element count of {quoted(name)}",
                         count,
                         "max_tensor_elements",
                     )
                     if count * dtype.itemsize > info.file_size - header:
                         raise QoptError(
-                            f"inputs '{path}': array {name!r} declares shape {list(shape)} "
+                            f"inputs '{path}': array {quoted(name)} declares shape {list(shape)} "
                             f"({count * dtype.itemsize} bytes) but holds "
                             f"{info.file_size - header}: truncated or corrupted"
                         )

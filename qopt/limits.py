@@ -15,15 +15,19 @@ API raise them for one call.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import math
 import os
 import re
 import zipfile
+from collections.abc import Generator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -65,9 +69,23 @@ class Limits:
     max_manifest_bytes: int = 256 * MiB
     """The JSON manifest of a `.qvk` bundle, an `.mlpackage`'s Manifest.json."""
 
+    def __post_init__(self) -> None:
+        # One gate for every way a Limits is made (parse, the constructor, replace):
+        # a limit is a finite positive number (an integer but for max_expansion), so
+        # that no spelling (nan, inf, -1, True, "8") turns a check off or crashes it.
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            integer = f.type in ("int", int)
+            number = isinstance(value, int if integer else int | float)
+            if isinstance(value, bool) or not number or not math.isfinite(value) or value <= 0:
+                kind = "a positive integer" if integer else "a finite positive number"
+                raise QoptError(f"bad limit {f.name}={_shown(value)}: a limit is {kind}")
+
     @classmethod
     def parse(cls, spec: str) -> Limits:
         """`"name=value,name=value"` over the defaults; QoptError on a bad spec."""
+        if not isinstance(spec, str):  # pyright: ignore[reportUnnecessaryIsInstance] -- untyped callers
+            raise QoptError(f"limits must be a 'name=value,...' string, got {_shown(spec)}")
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values: dict[str, int | float] = {}
         for item in filter(None, (part.strip() for part in spec.split(","))):
@@ -75,19 +93,36 @@ class Limits:
             name = name.strip().replace("-", "_")
             if not sep or name not in fields:
                 raise QoptError(
-                    f"bad limit '{item}': use name=value with a name among "
+                    f"bad limit {_shown(item)}: use name=value with a name among "
                     f"{', '.join(sorted(fields))}"
                 )
+            integer = fields[name].type in ("int", int)
             try:
-                value: int | float = (
-                    float(text) if fields[name].type in ("float", float) else int(text, 0)
-                )
+                value: int | float = int(text.strip(), 0) if integer else float(text)
             except ValueError:
-                raise QoptError(f"bad limit '{item}': '{text}' is not a number") from None
-            if value <= 0:
-                raise QoptError(f"bad limit '{item}': limits are positive")
+                kind = "a positive integer" if integer else "a finite positive number"
+                raise QoptError(f"bad limit {_shown(item)}: {name} is {kind}") from None
+            if not math.isfinite(value) or value <= 0:
+                kind = "a positive integer" if integer else "a finite positive number"
+                raise QoptError(f"bad limit {_shown(item)}: {name} is {kind}")
             values[name] = value
         return cls(**values)  # pyright: ignore[reportArgumentType]
+
+    @contextlib.contextmanager
+    def applied(self) -> Generator[Limits]:
+        """These limits bound the run-time sizes of whatever runs within the block
+        (`active_limits()`: the interpreter, constant folding, host segments)."""
+        token = _active.set(self)
+        try:
+            yield self
+        finally:
+            _active.reset(token)
+
+    def tally(self, what: str, name: str) -> Tally:
+        """A running total bounded by the same limit `name` as each of its items: a
+        limit that bounds one item (a segment's ops, a method's steps) bounds their
+        sum too, so that many items each under it cannot add up past it."""
+        return Tally(self, what, name)
 
     def exceeded(self, what: str, value: float | str, name: str) -> QoptError:
         """The error for `what` (with `value`) over the bound `name`."""
@@ -103,18 +138,43 @@ class Limits:
             raise self.exceeded(what, value, name)
 
 
+@dataclass
+class Tally:
+    """A sum of items checked against one limit as it grows (`Limits.tally`)."""
+
+    limits: Limits
+    what: str
+    name: str
+    total: int = 0
+
+    def add(self, count: int) -> None:
+        self.total += count
+        self.limits.check(self.what, self.total, self.name)
+
+
 DEFAULT_LIMITS = Limits()
+_active: ContextVar[Limits] = ContextVar("qopt_limits", default=DEFAULT_LIMITS)
+
+
+def active_limits() -> Limits:
+    """The limits of the call in progress (`Limits.applied`; the defaults outside one)."""
+    return _active.get()
+
+
+def _shown(value: object, width: int = 60) -> str:
+    return quoted(value if isinstance(value, str) else repr(value), width)
 
 
 def resolve(limits: Limits | str | None) -> Limits:
-    """`limits` as given (a Limits, a spec string) or the defaults."""
+    """`limits` as given (a Limits, a spec string) or the limits in effect
+    (`active_limits`: the defaults outside `Limits.applied`)."""
     if limits is None:
-        return DEFAULT_LIMITS
+        return active_limits()
     if isinstance(limits, str):
         return Limits.parse(limits)
     if not isinstance(limits, Limits):  # pyright: ignore[reportUnnecessaryIsInstance] -- runtime guard: untyped callers
         raise QoptError(
-            f"limits must be a qopt.Limits or a 'name=value,...' string, got {limits!r}"
+            f"limits must be a qopt.Limits or a 'name=value,...' string, got {_shown(limits)}"
         )
     return limits
 
@@ -167,13 +227,15 @@ def check_zip(
             or ":" in parts[0]
             or any(p in ("..", ".") for p in parts)
         ):
-            raise QoptError(f"{what}: archive member {name!r} lies outside the archive's root")
+            raise QoptError(
+                f"{what}: archive member {quoted(name)} lies outside the archive's root"
+            )
         if name in names:
-            raise QoptError(f"{what}: archive member {name!r} appears twice")
+            raise QoptError(f"{what}: archive member {quoted(name)} appears twice")
         names.add(name)
         roots.add(parts[0])
         limits.check(
-            f"{what}: the uncompressed size of archive member {name!r}",
+            f"{what}: the uncompressed size of archive member {quoted(name)}",
             info.file_size,
             "max_member_bytes",
         )

@@ -27,6 +27,7 @@ symbol is then the int it takes at that size, so the function is static
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -66,7 +67,7 @@ from qopt.dialects.aten.base import DYNAMIC
 from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_dynamic_dims, set_output_names
 from qopt.dtypes import element_type
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.frontend.mutation import (
     IDENTITY_VIEWS,
     RESHAPE_VIEWS,
@@ -75,6 +76,7 @@ from qopt.frontend.mutation import (
     is_view,
     mutated_argument,
 )
+from qopt.limits import active_limits
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Constants with at most this many elements are printed inline (`dense<...>`).
@@ -170,9 +172,20 @@ def tensor_type_of(
             where = where() if callable(where) else where
             raise QoptError(f"dimension {d!r}{where} is neither an int nor a SymInt")
         shape.append(DYNAMIC if size is None else size)
+    _check_elements(shape, where)
     if t.dtype not in TORCH_TO_NUMPY:
         numpy_dtype_of(t.dtype, where() if callable(where) else where)
     return tensor_type(TORCH_TO_NUMPY[t.dtype], tuple(shape))
+
+
+def _check_elements(shape: Sequence[int], where: str | Callable[[], str] = "") -> None:
+    """A tensor the program makes (its static dims; a size variant's at its size)
+    within the active limits' `max_tensor_elements`, as a shape a file declares."""
+    count = math.prod(d for d in shape if d != DYNAMIC)
+    limits = active_limits()
+    if count > limits.max_tensor_elements:
+        where = where() if callable(where) else where
+        raise limits.exceeded(f"the element count of a tensor{where}", count, "max_tensor_elements")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -779,6 +792,12 @@ class Importer:
                 name = by_target.get(spec.target)
                 if name is None or name not in placeholders:
                     raise QoptError(f"the program mutates {spec.target}, which is no buffer")
+                if spec.target in self.mutation_outputs:  # one new value per buffer
+                    raise QoptError(
+                        f"the program writes buffer {quoted(spec.target)} twice (two "
+                        "BUFFER_MUTATION outputs), which torch.export never makes: only the "
+                        "last would be kept; re-export the program"
+                    )
                 self.mutation_outputs[spec.target] = placeholders[name]
                 self.mutated.add(placeholders[name])
         for base in self.mutated:

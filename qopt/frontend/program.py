@@ -11,8 +11,10 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
+from qopt import arguments
 from qopt.dialects.signature import variant_name
 from qopt.errors import QoptError
+from qopt.limits import resolve
 
 
 def import_program(
@@ -47,12 +49,14 @@ def import_program(
             )
     else:
         methods = {"forward": ep_or_path}
-    with phase("load"):
+    bounds = resolve(limits)
+    dynamic_sizes = arguments.dynamic_sizes(dynamic_sizes)
+    with bounds.applied(), phase("load"):
         programs = {
-            name: import_source(value, trust_pickle=trust_pickle, limits=limits)
+            name: import_source(value, trust_pickle=trust_pickle, limits=bounds)
             for name, value in methods.items()
         }
-    with phase("import"):
+    with bounds.applied(), phase("import"):
         return _import_loaded(programs, ep_or_path, static, dynamic_sizes)
 
 

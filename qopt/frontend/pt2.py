@@ -53,7 +53,7 @@ from typing import IO, Any
 
 import torch
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, quoted
 from qopt.frontend.shape_expr import canonical_shape_expr
 from qopt.limits import Limits, check_zip, resolve
 
@@ -264,7 +264,7 @@ def _bounded_int(value: Any, what: str, limits: Limits) -> None:
     if value is None:
         return
     if not isinstance(value, int) or isinstance(value, bool):
-        raise QoptError(f"{what} is {value!r}, not an integer")
+        raise QoptError(f"{what} is {quoted(repr(value))}, not an integer")
     if value.bit_length() > limits.max_int_bits:
         raise limits.exceeded(what + "'s size in bits", value.bit_length(), "max_int_bits")
 
@@ -296,6 +296,14 @@ def sanitize_program(program: Any, limits: Limits, what: str) -> None:
                 raise QoptError(f"{what}: the range of {name} is not an object")
             for key in ("min_val", "max_val"):
                 _bounded_int(bounds.get(key), f"{what}: {key} of {name}", limits)
+            low, high = bounds.get("min_val"), bounds.get("max_val")
+            if high is not None and high > limits.max_tensor_elements:  # bounded like a shape
+                raise limits.exceeded(
+                    f"{what}: the largest size of {name} (a Dim's max_val)", high,
+                    "max_tensor_elements",
+                )  # fmt: skip
+            if low is not None and high is not None and low > high:
+                raise QoptError(f"{what}: the range of {name} is empty ([{low}, {high}])")
     if "guards_code" in program:
         program["guards_code"] = []
     expressions: dict[str, str] = {}
@@ -351,7 +359,9 @@ def check_graph_targets(ep: torch.export.ExportedProgram, what: str) -> None:
                 continue
             if target in _SYM_OPS or target is operator.getitem:
                 continue
-            raise QoptError(f"{what}: node {node.name} calls {target!r}, which is not an operator")
+            raise QoptError(
+                f"{what}: node {node.name} calls {quoted(target)}, which is not an operator"
+            )
 
 
 # ----- JSON -> torch's schema dataclasses ------------------------------------------------
@@ -571,7 +581,7 @@ def _raw_tensor(reader: Any, entry: str, meta: Any, what: str, limits: Limits) -
     try:
         dtype = _SERIALIZE_TO_TORCH_DTYPE[ScalarType(tm.dtype)]
     except (KeyError, ValueError):
-        raise QoptError(f"{what}: unknown dtype code {tm.dtype!r}") from None
+        raise QoptError(f"{what}: unknown dtype code {quoted(repr(tm.dtype))}") from None
 
     def ints(values: Any, kind: str) -> list[int]:
         out: list[int] = []

@@ -94,14 +94,24 @@ def make_interpreter(
     `State` if None: one call on the initial state). `calls=False`: one that only runs
     single ops (`run_op`: constant folding), without xDSL's `func` table; `dialects`:
     the tables of those dialects only (`all_functions`)."""
-    interpreter = Interpreter(module)
+    from qopt.interpreters.common import RuntimeSizes
+
+    interpreter = Interpreter(module, listeners=(RuntimeSizes(),))
     if state is not None:  # what every state op of the interpreter reads (`state_of`)
         interpreter.set_data(MLProgramFunctions, "state", state)
     for functions in all_functions(calls, dialects):
         if isinstance(functions, MLProgramFunctions):
             functions = MLProgramFunctions(state)
         interpreter.register_implementations(functions)
+    if calls and wanted_aten(dialects):  # a whole-function run: sizes as the inputs need
+        from qopt.interpreters.aten_shape import LAZY_WINDOWS, AtenShapeFunctions
+
+        interpreter.set_data(AtenShapeFunctions, LAZY_WINDOWS, True)
     return interpreter
+
+
+def wanted_aten(dialects: Collection[str] | None) -> bool:
+    return dialects is None or "aten" in dialects
 
 
 def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:

@@ -15,7 +15,7 @@ from xdsl.ir import Operation
 
 from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten.base import integer, norm_dim
-from qopt.errors import QoptError, where
+from qopt.errors import QoptError, quoted, where
 from qopt.interpreters.common import as_result
 
 
@@ -61,6 +61,6 @@ class AtenScalarFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: sc.AssertScalarOp, args: PythonValues
     ) -> PythonValues:
         if not bool(np.asarray(args[0])):
-            text = op.message.data if op.message is not None else "a run-time assertion"
+            text = quoted(op.message.data) if op.message is not None else "a run-time assertion"
             raise _fail(op, f"the exported program's assertion failed: {text}")
         return ()

@@ -13,7 +13,7 @@ from xdsl.interpreter import (
     impl,
     register_impls,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import shape as sh
@@ -97,14 +97,40 @@ def _index_copy(op: ix.IndexCopyOp, x: np.ndarray, index: object, source: object
     return out
 
 
-def _arange(op: sh.ArangeOp) -> np.ndarray:
+def _arange(op: sh.ArangeOp, window: tuple[int, int] | None = None) -> np.ndarray:
+    """The op's values; with `window` (begin, length), only those."""
     dtype = dtype_of(op.result)
     start, end, step = (sh.scalar_value(a) for a in (op.start, op.end, op.step))
     n = sh.arange_length(start, end, step, op.is_int64())
-    i = np.arange(n, dtype=np.int64)
+    i = np.arange(n, dtype=np.int64) if window is None else np.arange(*window, dtype=np.int64)
     if dtype.kind in "iu":
         return (int(start) + i * int(step)).astype(dtype)
     return (float(start) + i.astype(np.float64) * float(step)).astype(dtype)
+
+
+LAZY_WINDOWS = "lazy_windows"
+"""The interpreter data key (set by `make_interpreter` for whole-function runs) under
+which creation ops at a bound are not materialised (`_windowed`)."""
+
+
+def _windowed(interpreter: Interpreter, op: Operation) -> bool:
+    """Whether `op` (an `arange` or `full` without operands, how the importer makes a
+    tensor of a run-time size: at its `Dim`'s bound, then cut) is used only by windows
+    (`dynamic_slice`) in a whole-function run: it is then never built at its bound: it
+    runs as a zero-byte placeholder and each window computes its own values, so that a
+    program costs what its run-time sizes need, not what its ranges allow."""
+    uses = list(op.results[0].uses)
+    return (
+        bool(uses)
+        and interpreter.get_data(AtenShapeFunctions, LAZY_WINDOWS, lambda: False)
+        and all(isinstance(u.operation, ix.DynamicSliceOp) and u.index == 0 for u in uses)
+    )
+
+
+def _placeholder(value: SSAValue, fill: object = 0) -> np.ndarray:
+    """A read-only array of `value`'s type holding no memory (every element `fill`)."""
+    dtype = dtype_of(value)
+    return np.broadcast_to(np.asarray(fill, dtype=dtype), shape_of(value))
 
 
 def _window(op: Operation, start: int, length: int, size: int, dim: int) -> int:
@@ -196,7 +222,12 @@ class AtenShapeFunctions(InterpreterFunctions):
     def run_repeat(
         self, interpreter: Interpreter, op: sh.RepeatOp, args: PythonValues
     ) -> PythonValues:
-        return (as_result(np.tile(args[0], ints(op.repeats)), op.result),)
+        x, reps = np.asarray(args[0]), ints(op.repeats)
+        if 0 in reps or x.size == 0:  # np.tile builds the other dims' copies first
+            dims = (1,) * (len(reps) - x.ndim) + x.shape
+            shape = tuple(int(d) * int(r) for d, r in zip(dims, reps, strict=True))
+            return (as_result(np.empty(shape, x.dtype), op.result),)
+        return (as_result(np.tile(x, reps), op.result),)
 
     @impl(sh.RepeatInterleaveOp)
     def run_repeat_interleave(
@@ -244,6 +275,11 @@ class AtenShapeFunctions(InterpreterFunctions):
         n = int(np.asarray(length[0])) if length else shape_of(op.result)[d]
         begin = _window(op, int(np.asarray(start)), n, x.shape[d], d)
         index = (slice(None),) * d + (slice(begin, begin + n),)
+        owner = op.input.owner
+        if isinstance(owner, sh.ArangeOp | sh.FullOp) and _windowed(interpreter, owner):
+            if isinstance(owner, sh.ArangeOp):  # 1-d: this window's values only
+                return (as_result(_arange(owner, (begin, n)), op.result),)
+            return (as_result(np.array(x[index]), op.result),)  # a real array, not a view
         return (as_result(x[index], op.result),)
 
     @impl(sh.SelectOp)
@@ -412,10 +448,14 @@ class AtenShapeFunctions(InterpreterFunctions):
     def run_arange(
         self, interpreter: Interpreter, op: sh.ArangeOp, args: PythonValues
     ) -> PythonValues:
+        if _windowed(interpreter, op):
+            return (_placeholder(op.result),)
         return (as_result(_arange(op), op.result),)
 
     @impl(sh.FullOp)
     def run_full(self, interpreter: Interpreter, op: sh.FullOp, args: PythonValues) -> PythonValues:
         dtype = dtype_of(op.result)
         fill = _fill(sh.scalar_value(op.value), dtype)
+        if _windowed(interpreter, op):
+            return (_placeholder(op.result, fill),)
         return (np.full(shape_of(op.result), fill, dtype=dtype),)

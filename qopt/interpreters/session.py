@@ -15,6 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
+from qopt import arguments
 from qopt.dialects.queries import methods_of
 from qopt.dialects.signature import logical_methods, pick_function
 from qopt.errors import QoptError
@@ -81,7 +82,7 @@ class Session:
     def run(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
         """Run `method` (the only one, or `forward`, by default) on numpy or torch
         inputs; its state updates stay for the next call."""
-        func = self._function(method, inputs)
+        func = self._function(arguments.optional_name(method, "method"), inputs)
         arrays = check_inputs(func, inputs)
         results = call_function(self._interpreter, func, arrays)
         return tuple(np.array(r) for r in results)
@@ -92,4 +93,4 @@ class Session:
 
     def read_state(self, name: str) -> np.ndarray:
         """A copy of the current value of state `name`."""
-        return self.state.read(name)
+        return self.state.read(arguments.name(name, "read_state's name"))

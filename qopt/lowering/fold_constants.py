@@ -70,6 +70,7 @@ class FoldConstantsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from qopt.interpreters import dialects_of, make_interpreter
+        from qopt.interpreters.common import has_runtime_size, runtime_result_sizes
 
         require_weights(op, self.name)
         # single ops of the module's dialects only: no func table, no other target's
@@ -88,6 +89,9 @@ class FoldConstantsPass(ModulePass):
             if not all(v in known for v in candidate.operands):
                 continue
             sizes = [numel(r.type) for r in candidate.results]
+            if has_runtime_size(candidate):  # `?` results: their size from the operands
+                args = tuple(known[v] for v in candidate.operands)
+                sizes = runtime_result_sizes(candidate, args) or [self.max_elements + 1]
             budget = sum(numel(v.type) for v in candidate.operands)
             is_light = all(v in light for v in candidate.operands)
             if max(sizes, default=0) > self.max_elements:

@@ -22,7 +22,7 @@ from typing import NoReturn
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-from qopt.errors import QoptError
+from qopt.errors import QoptError, one_line
 from qopt.limits import Limits
 
 #: Errors a user can cause; reported with their own message.
@@ -34,12 +34,25 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def spec_syntax_error(error: ArgSpecParseError) -> str:
+    """xDSL's five-line pipeline/spec syntax error (a header, `pass-pipeline:1:C`, the
+    spec, a caret, the message) as one line: the spec, the column, the message."""
+    lines = str(error).splitlines()
+    if len(lines) < 5:
+        return " ".join(line.strip() for line in lines)
+    column = lines[1].rpartition(":")[2]
+    spec = one_line(lines[2], 200)
+    return f"bad pass pipeline or -f/-t spec '{spec}' at column {column}: {lines[-1].strip()}"
+
+
 def format_error(tool: str, error: BaseException) -> str:
     """The message the tool prints for `error` (see the module docstring)."""
     if isinstance(error, ParseError):
         context = error.span.print_with_context().rstrip("\n").split("\n")[1:]
         lines = [f"{tool}: error: {error.span.get_location()}: {error.msg}", *context]
         return "\n".join(lines)
+    if isinstance(error, ArgSpecParseError):  # -p/-f/-t syntax: one line, as every error
+        return f"{tool}: error: {spec_syntax_error(error)}"
     if isinstance(error, MemoryError):
         return (
             f"{tool}: error: out of memory: the input needs more memory than this machine "
@@ -61,6 +74,18 @@ def format_error(tool: str, error: BaseException) -> str:
         + (f": {where}" if where else "")
         + " (a bug in qopt: rerun with --debug for the traceback and report it)"
     )
+
+
+def one_line_usage_errors(parser: argparse.ArgumentParser, tool: str) -> None:
+    """A command-line mistake (an unknown option, a bad --limits) as every other error:
+    one `<tool>: error:` line and exit status 1, not argparse's usage block and 2."""
+
+    def error(message: str) -> NoReturn:
+        print(f"{tool}: error: {one_line(message, 500)} (see {tool} --help)", file=sys.stderr)
+        sys.exit(1)
+
+    parser.prog = tool
+    parser.error = error
 
 
 def run_tool(tool: str, body: Callable[[], None], argv: Sequence[str] | None) -> None:

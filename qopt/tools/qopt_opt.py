@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import io
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,12 +33,18 @@ from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from qopt.context import load_qopt_dialects, resource_slot
+from qopt.errors import QoptError
 from qopt.files import temp_file_beside
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
 from qopt.report import CompileReport
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
-from qopt.tools.contract import add_common_arguments, run_tool, writes_in_place
+from qopt.tools.contract import (
+    add_common_arguments,
+    one_line_usage_errors,
+    run_tool,
+    writes_in_place,
+)
 from qopt.version import qopt_version
 
 
@@ -62,19 +69,27 @@ class AtomicOutput:
     def __init__(self, path: str):
         self.path = path
         self.tmp_path: str | None = None
-        if writes_in_place(path):
-            self.stream: IO[str] = open(path, "w")
-            return
-        fd, self.tmp_path = temp_file_beside(path)
+        try:
+            if writes_in_place(path):
+                self.stream: IO[str] = open(path, "w")
+                return
+            fd, self.tmp_path = temp_file_beside(path)
+        except OSError as e:  # name the file asked for, never the temporary one
+            raise QoptError(f"cannot write '{path}': {e.strerror or e}") from None
         self.stream = os.fdopen(fd, "w")
 
     def commit(self) -> None:
-        self.stream.close()
-        if self.tmp_path is not None:
-            os.replace(self.tmp_path, self.path)
+        try:
+            self.stream.close()
+            if self.tmp_path is not None:
+                os.replace(self.tmp_path, self.path)
+        except OSError as e:
+            self.discard()
+            raise QoptError(f"cannot write '{self.path}': {e.strerror or e}") from None
 
     def discard(self) -> None:
-        self.stream.close()
+        with contextlib.suppress(OSError):
+            self.stream.close()
         if self.tmp_path is not None and os.path.exists(self.tmp_path):
             os.unlink(self.tmp_path)
 
@@ -96,6 +111,7 @@ class QoptOptMain(xDSLOptMain):
 
     _output: AtomicOutput | None = None
     _report: CompileReport | None = None
+    _package_written: bool = False
 
     def __init__(
         self,
@@ -143,11 +159,13 @@ class QoptOptMain(xDSLOptMain):
             from qopt.backends.coreml.target import write_mlpackage as write
 
             write(module, self.args.output_file)
+            self._package_written = True
 
         self.available_targets["mlpackage"] = write_mlpackage
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        one_line_usage_errors(arg_parser, "qopt-opt")
         for action in arg_parser._actions:  # argparse keeps no public handle on them
             if action.dest == "target":
                 action.type = self._target_argument
@@ -454,26 +472,45 @@ class QoptOptMain(xDSLOptMain):
             return super().output_resulting_program(prog)
 
     def run(self) -> None:
-        """xDSL's run under a compile report; then -v's report, --time-passes' table,
-        --report-json's file."""
+        """xDSL's run under a compile report and the --limits; then -v's report,
+        --time-passes' table, --report-json's file. The outputs (-o, --report-json) appear
+        together or not at all: both are opened (as temporary files) before any work, so
+        an unwritable one fails the run first, and renamed into place only when every
+        one of them is written."""
         report = self.report
+        extra = None if self.args.report_json is None else AtomicOutput(self.args.report_json)
         try:
-            with report.active():
+            with report.active(), self.limits.applied():
                 super().run()
+            if extra is not None:
+                extra.stream.write(report.to_json() + "\n")
+                extra.stream.flush()
         except BaseException:
             if self._output is not None:
                 self._output.discard()
+            if extra is not None:
+                extra.discard()
+            self._remove_package()
             raise
-        if self._output is not None:
-            self._output.commit()
+        try:
+            if extra is not None:
+                extra.commit()
+            if self._output is not None:
+                self._output.commit()
+        except BaseException:
+            if extra is not None and os.path.exists(extra.path):
+                os.unlink(extra.path)
+            raise
         if self.args.verbose:
             print(report, file=sys.stderr)
         if self.args.time_passes:
             print(report.timing_tree(), file=sys.stderr)
-        if self.args.report_json is not None:
-            out = AtomicOutput(self.args.report_json)
-            out.stream.write(report.to_json() + "\n")
-            out.commit()
+
+    def _remove_package(self) -> None:
+        """A `-t mlpackage` directory this run wrote (at -o), after a later failure."""
+        path = self.args.output_file
+        if self._package_written and path and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class ListPassesAction(argparse.Action):

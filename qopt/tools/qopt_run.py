@@ -22,6 +22,8 @@ import argparse
 import io
 import os
 import re
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,12 @@ from qopt.files import temp_file_beside
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
-from qopt.tools.contract import add_common_arguments, run_tool, writes_in_place
+from qopt.tools.contract import (
+    add_common_arguments,
+    one_line_usage_errors,
+    run_tool,
+    writes_in_place,
+)
 from qopt.version import qopt_version
 
 if TYPE_CHECKING:
@@ -45,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qopt-run", description="Run a qopt module on npz inputs."
     )
+    one_line_usage_errors(parser, "qopt-run")
     parser.add_argument(
         "input_file",
         help="an .mlir module, a .pt2 file, a .qvk bundle or an .mlpackage (interpreted)",
@@ -311,10 +319,24 @@ def run(args: argparse.Namespace) -> None:
         print(summary(f"arr_{i}", output))
 
 
+def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+    """qopt's warnings as `qopt-run: warning: ...` (an input's dtype converted)."""
+    from qopt.report import QoptWarning
+
+    if issubclass(category, QoptWarning):
+        print(f"qopt-run: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
     args = build_parser().parse_args(argv)
-    run_tool("qopt-run", lambda: run(args), argv)
+
+    def body() -> None:
+        with args.limits.applied(), warnings.catch_warnings():  # run-time sizes too
+            warnings.showwarning = _show_warning
+            run(args)
+
+    run_tool("qopt-run", body, argv)
 
 
 if __name__ == "__main__":

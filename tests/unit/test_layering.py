@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "core",
         (
             "qopt.errors",
+            "qopt.arguments",
             "qopt.limits",
             "qopt.logs",
             "qopt.dtypes",

@@ -100,7 +100,7 @@ from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.signature import set_output_names
-from qopt.errors import QoptError
+from qopt.errors import QoptError, one_line, quoted
 from qopt.limits import DEFAULT_LIMITS
 from qopt.numerics.bits import packed_nbytes, unpack_bits
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
@@ -201,16 +201,12 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 
 def _line(text: str) -> str:
     """`text` on one printable line, at most `_MAX_MESSAGE` characters."""
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: _MAX_MESSAGE + 1])
-    return out if len(out) <= _MAX_MESSAGE else out[:_MAX_MESSAGE] + "..."
+    return one_line(text, _MAX_MESSAGE)
 
 
 def _name(text: object, limit: int = _MAX_NAME) -> str:
     """A package-supplied name, quoted, shortened and made printable."""
-    s = str(text)
-    if len(s) > limit:
-        s = s[:limit] + "..."
-    return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in s) + "'"
+    return quoted(text, limit)
 
 
 def _inside(real: str, root: str) -> bool:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from qopt import arguments
 from qopt.backends import format_bytes, format_method, format_tensor
 from qopt.backends.vulkan.program import (
     BundleProgram,
@@ -294,7 +295,7 @@ class VulkanSession:
         """A copy of the current value of state `name` (downloaded from the device), in
         its shape and dtype."""
         artifact = self._alive()
-        entry = artifact.program.state(name)
+        entry = artifact.program.state(arguments.name(name, "read_state's name"))
         with artifact._lock:
             buf = self._states[artifact.program.states.index(entry)]
             words = buf.read(abi_numpy(entry.dtype), max(prod(entry.shape), 1))
@@ -361,7 +362,7 @@ class VulkanSession:
         its state updates stay on the device for the next call."""
         artifact = self._alive()
         program = artifact.program
-        m = program.method(method, input_shapes(inputs))
+        m = program.method(arguments.optional_name(method, "method"), input_shapes(inputs))
         tensors = program.method_inputs(m)
         signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in tensors]
         what = "the Vulkan program" if len(program.methods) == 1 else f"method {m.name}"

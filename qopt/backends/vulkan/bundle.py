@@ -54,7 +54,7 @@ from qopt.backends.vulkan.qvk import (
 from qopt.dialects import vkc
 from qopt.dialects.tensors import numel
 from qopt.dtypes import numpy_dtype
-from qopt.errors import QoptError, where
+from qopt.errors import QoptError, one_line, where
 from qopt.kernels.abi import narrow
 from qopt.report import active_report, phase
 from qopt.resources import elements_array
@@ -192,8 +192,7 @@ def program_from_module(module: ModuleOp) -> BundleProgram:
                 assert isinstance(type, vkc.BufferType)
                 if op.is_status:
                     what = op.what.data if op.what is not None else "a Vulkan index check"
-                    if len(what) > MAX_WHAT:  # a long path and module name: what a reader takes
-                        what = what[: MAX_WHAT - 3] + "..."
+                    what = one_line(what, MAX_WHAT)  # what a reader takes (`_check_buffers`)
                     ids[op.result] = new_buffer({"kind": "status", "nbytes": 4, "what": what})
                 elif op.slot is None:
                     ids[op.result] = new_buffer({"kind": "alloc", "nbytes": type.nbytes})

@@ -319,7 +319,9 @@ def _check_host_calls(
     host memory than the program's device memory (plus `expansion_slack_bytes`); sets
     each call's `segment`."""
     calls = as_list(program.host_calls, f"'{path}': host segments")
-    limits.check(f"'{path}': the number of host segments", len(calls), "max_dispatches")
+    steps = limits.tally(f"'{path}': its dispatches and host segments together", "max_dispatches")
+    steps.add(len(program.steps) + len(calls))
+    host_ops = limits.tally(f"'{path}': the ops of its host segments together", "max_graph_nodes")
     if not calls:
         return
     # The host fallback's IR is parsed with qopt's dialects: the one place a bundle
@@ -361,6 +363,7 @@ def _check_host_calls(
                     f"{MAX_WHAT} characters"
                 )
         segment = parse_segment(call.ir, what, limits, device_bytes + limits.expansion_slack_bytes)
+        host_ops.add(sum(1 for _ in segment.module.walk()))  # what runs, not the names
         types = [(t, "argument") for t in segment.input_types]
         types += [(t, "result") for t in segment.result_types]
         if len(segment.input_types) != len(reads) or len(segment.result_types) != len(writes):

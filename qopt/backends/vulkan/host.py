@@ -13,6 +13,7 @@ as Python. `HostSegmentIR.run` runs it on the words read from the device buffers
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,13 +138,24 @@ def parse_segment(
     for t in (*signature.inputs.data, *signature.outputs.data):
         if not isinstance(t, TensorType) or any(int(d) < 0 for d in t.get_shape()):
             raise QoptError(f"{what}: its arguments and results must be static tensors")
+    # Every value's largest size, a `?` one's derived from the static arguments by its
+    # op's shape rule (qopt.dialects.aten.bounds; no rule: refused), before any runs.
+    from qopt.dialects.aten.bounds import upper_bounds
+
+    try:
+        bounds = upper_bounds(function)
+    except QoptError as e:
+        raise QoptError(f"{what}: {e}") from None
+    except VerifyException as e:
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise QoptError(f"{what}: its IR does not verify: {first}") from None
+    except Exception as e:  # untrusted IR: whatever the bound rules trip on is refused
+        raise QoptError(f"{what}: no bound on its values' sizes ({type(e).__name__})") from None
     value_bytes = 0
     for op in ops:
         for value in op.results:
             if isinstance(value.type, TensorType):
-                count = 1
-                for d in value.type.get_shape():
-                    count *= max(int(d), 0)
+                count = math.prod(max(int(d), 0) for d in bounds.get(value, ()))
                 limits.check(f"{what}: a tensor's elements", count, "max_tensor_elements")
                 value_bytes += 8 * count
     if value_bytes > max_bytes:

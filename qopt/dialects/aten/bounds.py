@@ -49,11 +49,17 @@ def upper_bounds(func: FuncOp) -> dict[SSAValue, Shape]:
     for op in func.body.walk():
         for result in op.results:
             declared = shape_of(result)
-            bounds[result] = declared if DYNAMIC not in declared else _bound(op, result, bounds)
+            bounds[result] = (
+                declared if DYNAMIC not in declared else result_bound(op, result, bounds)
+            )
     return bounds
 
 
-def _bound(op: Operation, result: SSAValue, bounds: dict[SSAValue, Shape]) -> Shape:
+def result_bound(op: Operation, result: SSAValue, bounds: dict[SSAValue, Shape]) -> Shape:
+    """The largest shape of `op`'s `?` result `result` when its operands have (at most)
+    the shapes `bounds` gives them (the interpreter passes their actual shapes to bound
+    a result before the op runs, qopt.interpreters.common.RuntimeSizes); a QoptError
+    if no rule bounds it."""
     declared = shape_of(result)
     if isinstance(op, ix.DynamicSliceOp):
         x = bounds[op.input]
@@ -85,4 +91,4 @@ def _bound(op: Operation, result: SSAValue, bounds: dict[SSAValue, Shape]) -> Sh
     return derived
 
 
-__all__ = ["upper_bounds"]
+__all__ = ["result_bound", "upper_bounds"]

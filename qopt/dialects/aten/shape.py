@@ -35,6 +35,7 @@ from xdsl.irdl import (
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.aten.base import (
+    DYNAMIC,
     SYMBOLIC_SIZE,
     AtenOp,
     Shape,
@@ -47,6 +48,7 @@ from qopt.dialects.aten.base import (
     show,
 )
 from qopt.dialects.tensors import elem_of
+from qopt.dialects.tensors import shape_of as declared_shape
 from qopt.dtypes import is_bool
 
 INT64_MAX = 2**63 - 1
@@ -662,6 +664,13 @@ class FullOp(AtenOp):
     assembly_format = "attr-dict `:` type($result)"
     value = prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
+
+    def check(self) -> None:
+        if DYNAMIC in declared_shape(self.result):  # its type is its only size
+            raise self.fail(
+                f"its result {self.result.type} has a `?` dim, which nothing decides: a full "
+                "of a run-time size is a full at the bound, then a dynamic_slice"
+            )
 
 
 OPS: list[type] = [

@@ -8,6 +8,7 @@ split `aten.split` (its piece sizes read from the result types).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import is_bool, is_float
 from qopt.frontend.converters.table import ConverterTable
 from qopt.frontend.importer import Importer, node_location, static_int
+from qopt.limits import active_limits
 
 CONVERTERS = ConverterTable()
 
@@ -953,12 +955,20 @@ def _bound_shape(imp: Importer, node: Node, result: TensorType) -> list[int]:
             bound.append(size)
             continue
         limits = imp.symbol_range(val.shape[d])
-        if limits is None or not 0 <= limits[1] <= 1 << 31:
+        if limits is None or not 0 <= limits[1] <= active_limits().max_tensor_elements:
             raise imp.error(
                 f"dim {d} of the result ({val.shape[d]}) has no bound: qopt creates tensors of "
                 "a dynamic size at a bounded Dim's max"
             )
         bound.append(limits[1])
+    count = math.prod(bound)
+    if count > active_limits().max_tensor_elements:  # a Dim's range, bounded like a shape
+        raise imp.error(
+            f"its result at the bound of its dynamic dims {bound} would have {count} elements, "
+            f"over qopt's limit max_tensor_elements={active_limits().max_tensor_elements}: "
+            "export with a smaller Dim max, import static sizes (dynamic_sizes=[...]), or "
+            "raise --limits max_tensor_elements=N if the program is genuine"
+        )
     return bound
 
 

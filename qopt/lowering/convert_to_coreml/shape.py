@@ -29,7 +29,7 @@ from qopt.dialects import coreml
 from qopt.dialects.aten import indexing, scalar, shape
 from qopt.dialects.coreml import storage_dtype
 from qopt.dialects.tensors import elem_of, shape_of
-from qopt.errors import QoptError, where
+from qopt.errors import QoptError, quoted, where
 from qopt.lowering.convert_to_coreml.lowering import (
     Lowering,
     RuleTable,
@@ -120,7 +120,7 @@ def _assert_scalar(lw: Lowering, op: scalar.AssertScalarOp) -> Sequence[SSAValue
     qopt's interpreter and the Vulkan target report as errors. A condition known at
     compile time to be false is an error now."""
     if (cond := lw.array(op.condition)) is not None and not bool(cond.reshape(-1)[0]):
-        message = f" ({op.message.data})" if op.message is not None else ""
+        message = f" ({quoted(op.message.data)})" if op.message is not None else ""
         raise QoptError(
             f"convert-to-coreml: {where(op)}: asserts{message}, which is false for every input"
         )

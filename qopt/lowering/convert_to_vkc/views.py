@@ -27,7 +27,7 @@ from qopt.dialects.aten import scalar as sc
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import flag, integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
-from qopt.errors import where
+from qopt.errors import quoted, where
 from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
@@ -272,7 +272,7 @@ def lower_assert_scalar(lw: Lowering, op: sc.AssertScalarOp) -> Sequence[Buf]:
     """A run-time check torch recorded (`torch._check`, `.item()`'s range): assert_true
     sets a status word when it fails, an error naming the check after the call. A
     condition known at compile time is checked now."""
-    message = f" ({op.message.data})" if op.message is not None else ""
+    message = f" ({quoted(op.message.data)})" if op.message is not None else ""
     found = lw.values[op.condition]
     if not isinstance(found, Buf):
         if not bool(np.asarray(found).reshape(-1)[0]):

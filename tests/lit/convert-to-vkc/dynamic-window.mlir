@@ -15,7 +15,7 @@
 
 // CHECK:       vkc.kernel @assert_true_0 {kernel = "assert_true"
 // CHECK-LABEL: func.func @forward(
-// CHECK:         %[[C:.*]] = vkc.alloc {status, what = "'aten.assert_scalar' at model.py:7 (u0 < 3)"} : !vkc.buffer<1xui32>
+// CHECK:         %[[C:.*]] = vkc.alloc {status, what = "'aten.assert_scalar' at model.py:7 ('u0 < 3')"} : !vkc.buffer<1xui32>
 // CHECK:         vkc.dispatch @assert_true_0(%{{.*}}, %[[C]])
 // CHECK:         vkc.dispatch @scatter_dim_
 // CHECK:         vkc.dispatch @gather_rows_
@@ -23,7 +23,7 @@
 
 // OK: arr_0: shape [2, 2] float32 min=1 max=2
 
-// BAD: 'aten.assert_scalar' at model.py:7 (u0 < 3): a run-time check recorded at export failed
+// BAD: 'aten.assert_scalar' at model.py:7 ('u0 < 3'): a run-time check recorded at export failed
 // BAD-REF: the value is 3, outside the range [0, 2] the exported program asserts for it
 
 // COREML-LABEL: func.func @forward(

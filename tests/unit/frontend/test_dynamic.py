@@ -407,5 +407,5 @@ def test_targets_run_item_and_narrow() -> None:
             (got,) = artifact(x.numpy(), np.array([start]))
             np.testing.assert_array_equal(got, model(x, torch.tensor([start])).numpy())
         if target == "vulkan":
-            with pytest.raises(qopt.QoptError, match=r"\(u\d+ <= 6\): a run-time check"):
+            with pytest.raises(qopt.QoptError, match=r"\('u\d+ <= 6'\): a run-time check"):
                 artifact(x.numpy(), np.array([7]))

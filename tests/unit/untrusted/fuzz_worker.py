@@ -45,10 +45,16 @@ from typing import Any
 
 __test__ = False  # not a test module (pytest collects only test_*.py anyway)
 
-FORMATS = ("pt2", "mlir", "qvk", "mlpackage", "npz")
+FORMATS = ("pt2", "mlir", "qvk", "mlpackage", "npz", "round2")
 #: Which format mutant i has: a fixed cycle, so every format is in every prefix.
-FORMAT_CYCLE = ("pt2", "qvk", "mlir", "npz", "mlpackage", "pt2", "qvk", "mlir", "npz",
-                "mlpackage", "pt2")  # fmt: skip
+#: "round2": the surfaces of issue 27 (run-time sizes, Dim ranges, host segments,
+#: methods and size variants with generation, options, API arguments; `mutate_round2`).
+#: `QOPT_FUZZ_FORMATS=round2` (comma-separated) restricts a campaign to some formats.
+FORMAT_CYCLE = ("pt2", "qvk", "mlir", "npz", "mlpackage", "round2", "pt2", "qvk", "mlir",
+                "npz", "mlpackage", "pt2")  # fmt: skip
+_ONLY = tuple(f for f in os.environ.get("QOPT_FUZZ_FORMATS", "").split(",") if f)
+if _ONLY:
+    FORMAT_CYCLE = tuple(f for f in FORMAT_CYCLE if f in _ONLY) or FORMAT_CYCLE
 DEFAULT_CAMPAIGN = 20240601
 OOM_MARKERS = ("out of memory", "can't allocate memory", "unable to allocate", "memoryerror")
 
@@ -64,6 +70,9 @@ PROGRAM_INPUTS = {
     "llama.qvk": "llama_in.npz",
     "kv.qvk": "kv_in.npz",
     "mlp.mlpackage": "mlp_in.npz",
+    "dynz.pt2": "dynz_in.npz",
+    "host.qvk": "host_in.npz",
+    "host.mlir": "host_in.npz",
 }
 SEEDS_BY_FORMAT = {
     "pt2": ("mlp.pt2", "mlp.pt2", "llama.pt2", "dyn.pt2"),
@@ -118,10 +127,50 @@ def make_seeds(directory: str | os.PathLike[str]) -> Path:
         prefill = torch.export.export(kv, (torch.tensor([[1, 2, 3, 4]]), torch.arange(4)),
                                       strict=False)  # fmt: skip
     qopt.compile({"forward": decode, "prefill": prefill}, target="vulkan").save(str(out / "kv.qvk"))
+    make_round2_seeds(out)
     np.savez(out / "kv_in.npz", np.array([[3]]), np.array([5]))
     np.savez(out / "mlp_in.npz", *[t.numpy() for t in examples.random_inputs("mlp")])
     np.savez(out / "llama_in.npz", *[t.numpy() for t in examples.random_inputs("llama")])
     return out
+
+
+HOST_PROGRAM = """func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %a = aten.relu %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %p = aten.prod %a {dims = array<i64: 1>, keepdim = true} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+  %e = aten.add %a, %p : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  func.return %e : tensor<2x4xf32>
+}
+"""
+"""A program with an op without a Vulkan kernel (prod): its `.qvk` has a host segment."""
+
+
+def make_round2_seeds(out: Path) -> None:
+    """The seeds of the round-2 surfaces: a program creating tensors of a Dim's size
+    (dynz.pt2), a bundle with a host segment (host.qvk)."""
+    import numpy as np
+    import torch
+
+    from qopt.tools.qopt_opt import main as opt_main
+
+    class CreatesAtRunTime(torch.nn.Module):
+        """`arange` and `zeros` of a Dim's run-time size (made at the Dim's bound)."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            n = x.shape[0]
+            return x + torch.arange(n).float()[:, None] + torch.zeros(n, 8)
+
+    dyn = torch.export.export(CreatesAtRunTime(), (torch.randn(4, 8),),
+                              dynamic_shapes=({0: torch.export.Dim("b", min=1, max=64)},))  # fmt: skip
+    torch.export.save(dyn, str(out / "dynz.pt2"))
+    np.savez(out / "dynz_in.npz", np.random.default_rng(0).standard_normal((4, 8), np.float32))
+    (out / "host.mlir").write_text(HOST_PROGRAM)
+    np.savez(out / "host_in.npz", np.random.default_rng(1).standard_normal((2, 4), np.float32))
+    np.savez(out / "empty_in.npz")
+    np.savez(out / "x23_in.npz", np.arange(6, dtype=np.float32).reshape(2, 3))
+    with contextlib.suppress(SystemExit):
+        opt_main([str(out / "host.mlir"), "-p", "qopt-vulkan", "--host-fallback", "-t",
+                  "vkbundle", "-o", str(out / "host.qvk")])  # fmt: skip
+    assert (out / "host.qvk").exists()
 
 
 # ----- zip files, written by hand (duplicate names, lying sizes, zip64) --------------------
@@ -1700,6 +1749,334 @@ def known_bug(fmt: str, path: str) -> KnownBug | None:
     return next((b for b in KNOWN_BUGS if b.detect and fmt in b.formats and b.detect(data)), None)
 
 
+# ----- round 2: run-time sizes, Dim ranges, host segments, variants, options, API ------
+
+
+#: Sizes a file may give where qopt sizes something: 0, small, at and past the limits.
+SIZES = (0, 1, 2, 3, 7, 64, 1000, 1 << 20, 1 << 29, 1 << 31, (1 << 31) + 1, 1 << 33, 1 << 40,
+         1 << 62, (1 << 63) - 1)  # fmt: skip
+#: `--limits` specs: nonsense, edge values, and small real ones that trip the checks.
+LIMIT_SPECS = (
+    "max_expansion=nan", "max_expansion=inf", "max_expansion=-1", "max_expansion=0",
+    "max_expansion=1e999", "max_graph_nodes=1.5", "max_graph_nodes=nan", "max_graph_nodes=0x10",
+    "max_graph_nodes=-0", "max_graph_nodes=99999999999999999999999", "max_tensor_elements=1",
+    "max_tensor_elements=100", "max_graph_nodes=3", "max_graph_nodes=20", "max_dispatches=2",
+    "max_device_bytes=64", "max_tensor_rank=1", "max_nodes=3", "max_graph_nodes", "=",
+    ",,,", "max_graph_nodes=1,max_graph_nodes=2", "max_expansion=\x1b[2J", "max_expansion=1e-300",
+)  # fmt: skip
+#: Pass pipelines and -f / -t specs with syntax errors or odd options.
+SPEC_TEXTS = (
+    "fold-constants{", "fold-constants{max-elements=}", "fold-constants{max-elements=x}",
+    "fold-constants{max-elements=-1}", "fold-constants}", "{", "\"", "a,,b", "fuse-quant{x=1}",
+    "qopt-vulkan{fallback=maybe}", "fold-constants{max-elements=99999999999999999999}",
+    "fold-constants,fold-constants,fold-constants", "",
+)  # fmt: skip
+FRONTEND_SPECS = (
+    "pt2{dynamic_sizes=", "pt2{dynamic_sizes=0}", "pt2{dynamic_sizes=-1}", "pt2{dynamic_sizes=x}",
+    "pt2{dynamic_sizes=2.7}", "pt2{dynamic_sizes=99999999999}", "pt2{nope=1}", "pt2{", "mlir{",
+    "pt2{dynamic_sizes=1,2,3}", "pt2{dynamic_sizes=4}",
+)  # fmt: skip
+#: Values a caller may pass where the API takes a name, a size, a list of sizes.
+BAD_ARGUMENTS: tuple[Any, ...] = (
+    {}, [], (), None, float("nan"), float("inf"), -1, 0, 2.7, True, "", "x" * 5000, "\x1b[2J",
+    b"bytes", object(), 1 << 70, [float("nan")], [None], [2.7], [True], [-1], [0], [1 << 40],
+    {"s0": [float("nan")]}, {"forward": {"x": []}}, {"": [1]}, {1: [2]}, [[1]], "1,2", 3,
+)  # fmt: skip
+
+#: The limits the run-time-size and Dim-range mutants run under: what the defaults
+#: allow (2**31 elements, 8 GiB a tensor) does not fit the worker's MEM_CAP, and the
+#: mechanism under test is the bound, whatever its value.
+FUZZ_LIMITS = "max_tensor_elements=33554432"
+
+_R2_KINDS = ("runtime-size", "dim-range", "host-segment", "variants", "options", "api-args")
+#: Their weights: the cheap ones (an `.mlir` of a few ops, an API call) most, those that
+#: load a `.pt2` (~0.3 s) or start a Vulkan session (~3 s) least.
+_R2_WEIGHTS = (35, 2, 15, 10, 8, 30)
+
+
+def _runtime_size_program(rng: random.Random) -> tuple[str, str]:
+    """An `.mlir` whose ops make results of a size decided at run time (`?`)."""
+    a, b = rng.choice(SIZES), rng.choice(SIZES)
+    how = rng.choice(("arange", "repeat", "repeat-dyn", "interleave", "full", "chain", "dyn-arg"))
+    arg, rtype = "tensor<2x3xf32>", "tensor<?x?xf32>"
+    attrs = ""
+    if how in ("repeat-dyn", "dyn-arg"):
+        low, high = (rng.choice((0, 1, 2)), rng.choice(SIZES)) if how == "repeat-dyn" else (
+            rng.choice(SIZES), rng.choice(SIZES))  # fmt: skip
+        arg = 'tensor<?x3xf32> {qopt.dims = ["s0", ""]}'
+        attrs = f" attributes {{qopt.symbols = {{s0 = array<i64: {low}, {high}>}}}}"
+    xtype = arg.split(" {")[0]
+    if how == "arange":
+        step = rng.choice((1, 1, -1, 0, 3, 1 << 40))
+        start = -a if rng.random() < 0.2 else 0
+        lines = [f"  %a = aten.arange {{start = {start} : i64, end = {b} : i64, step = {step} : "
+                 "i64} : tensor<?xi64>",
+                 "  %r = aten.unsqueeze %a {dim = 1 : i64} : (tensor<?xi64>) -> tensor<?x1xi64>",
+                 "  %f = aten.to %r : (tensor<?x1xi64>) -> tensor<?x1xf32>"]  # fmt: skip
+        result, rtype = "%f", "tensor<?x1xf32>"
+    elif how == "interleave":
+        lines = [f"  %r = aten.repeat_interleave %x {{repeats = {a} : i64, dim = 0 : i64}} : "
+                 f"({xtype}) -> tensor<?x3xf32>"]  # fmt: skip
+        result, rtype = "%r", "tensor<?x3xf32>"
+    elif how == "full":
+        lines = [f"  %r = aten.full {{value = 1.0 : f64}} : tensor<{b}x?xf32>"]
+        result, rtype = "%r", f"tensor<{b}x?xf32>"
+    else:  # repeat, chain, repeat-dyn, dyn-arg: a repeat (of a `?` argument: its range)
+        if how == "dyn-arg":
+            a, b = 1, 1
+        lines = [f"  %r = aten.repeat %x {{repeats = array<i64: {a}, {b}>}} : ({xtype}) -> "
+                 "tensor<?x?xf32>"]  # fmt: skip
+        result = "%r"
+        if how == "chain":
+            lines.append("  %s = aten.add %r, %r : (tensor<?x?xf32>, tensor<?x?xf32>) -> "
+                         "tensor<?x?xf32>")  # fmt: skip
+            result = "%s"
+    text = (f"func.func @forward(%x: {arg}) -> {rtype}{attrs} {{\n" + "\n".join(lines)
+            + f"\n  func.return {result} : {rtype}\n}}\n")  # fmt: skip
+    return text, f"{how} a={a} b={b}"
+
+
+def _generation_program(rng: random.Random) -> tuple[str, str]:
+    """A decode and prefill size variants (`prefill__N`) returning fixed logits."""
+    sizes = sorted({rng.choice((0, 0, 1, 2, 3, 4, 5, 9)) for _ in range(rng.randint(1, 3))})
+    funcs = ["func.func @decode(%t: tensor<1x1xi64>, %p: tensor<1xi64>) -> tensor<1x1x8xf32> {\n"
+             "  %l = aten.full {value = 1.0 : f64} : tensor<1x1x8xf32>\n"
+             "  func.return %l : tensor<1x1x8xf32>\n}\n"]  # fmt: skip
+    for n in sizes:
+        funcs.append(
+            f"func.func @prefill__{n}(%t: tensor<1x{n}xi64>, %p: tensor<{n}xi64>) -> "
+            f"tensor<1x{n}x8xf32> {{\n  %l = aten.full {{value = 1.0 : f64}} : tensor<1x{n}x8xf32>\n"
+            f"  func.return %l : tensor<1x{n}x8xf32>\n}}\n"
+        )
+    return "".join(funcs), f"prefill sizes {sizes}"
+
+
+def _host_segment_edit(rng: random.Random, manifest: dict[str, Any]) -> str:
+    calls = manifest.get("host_calls") or []
+    if not calls:
+        return "no host segment"
+    call = rng.choice(calls)
+    how = rng.choice(("inject", "inject", "many-ops", "duplicate", "ops-names", "arange"))
+    ir: str = call["ir"]
+    arg = re.search(r"%([\w]+): tensor<2x(\d+)xf32>", ir)
+    if how in ("inject", "arange", "many-ops") and arg:
+        name, cols = arg.group(1), arg.group(2)
+        a, b = rng.choice(SIZES), rng.choice(SIZES)
+        if how == "inject":
+            line = (f"  %zz = aten.repeat %{name} {{repeats = array<i64: {a}, {b}>}} : "
+                    f"(tensor<2x{cols}xf32>) -> tensor<?x?xf32>\n")  # fmt: skip
+        elif how == "arange":
+            line = (f"  %zz = aten.arange {{start = 0 : i64, end = {b} : i64, step = 1 : i64}} : "
+                    "tensor<?xi64>\n")  # fmt: skip
+        else:
+            count = rng.choice((10, 100, 300))
+            line = "".join(f"  %zz{k} = aten.relu %{name} : (tensor<2x{cols}xf32>) -> "
+                           f"tensor<2x{cols}xf32>\n" for k in range(count))  # fmt: skip
+            a = count
+        at = ir.rindex("func.return")
+        at = ir.rindex("\n", 0, at) + 1
+        call["ir"] = ir[:at] + line + ir[at:]
+        return f"{how} {a} {b}"
+    if how == "duplicate":
+        n = rng.choice((2, 10, 50))
+        manifest["host_calls"] = calls + [copy.deepcopy(call) for _ in range(n)]
+        return f"duplicate x{n}"
+    call["ops"] = [rng.choice(("\x1b[2J", "a\nb", "x" * 5000, "aten.prod"))] * rng.choice((1, 9))
+    return "ops-names"
+
+
+def mutate_round2(
+    rng: random.Random, seeds: Path, work: Path, index: int
+) -> tuple[str, Path, bytes | None, str, str, dict[str, Any]]:
+    """(seed, path, bytes, kind, detail, plan) of a round-2 mutant: the file, and in
+    `plan` what to call on it (`round2_calls`)."""
+    kind = rng.choices(_R2_KINDS, weights=_R2_WEIGHTS)[0]
+    plan: dict[str, Any] = {"kind": kind}
+    if kind == "runtime-size":
+        text, detail = _runtime_size_program(rng)
+        return "x23_in.npz", work / f"m{index}.mlir", text.encode(), kind, detail, plan
+    if kind == "dim-range":
+        seed = rng.choice(("dynz.pt2", "dynz.pt2", "dyn.pt2"))
+        members = zip_members(seeds / seed)
+        i = _member(members, "models/model.json")
+        program = json.loads(members[i][1])
+        ranges = program.get("range_constraints") or {}
+        edits = []
+        for name, bounds in ranges.items():
+            for key in ("min_val", "max_val"):
+                if rng.random() < 0.6:
+                    bounds[key] = rng.choice((*SIZES, -1, None))
+                    edits.append(f"{name}.{key}={bounds[key]}")
+        members[i] = (members[i][0], json.dumps(program).encode())
+        plan["sizes"] = rng.choice(("1", "4", "0", "64", str(1 << 31), "1,2,3"))
+        return seed, work / f"m{index}.pt2", rezip(members), kind, "; ".join(edits), plan
+    if kind == "host-segment":
+        manifest, blobs, version = qvk_parse((seeds / "host.qvk").read_bytes())
+        detail = _host_segment_edit(rng, manifest)
+        plan["limits"] = rng.choice((None, None, "max_graph_nodes=50", "max_tensor_elements=64"))
+        data = qvk_build(manifest, blobs, version)
+        return "host.qvk", work / f"m{index}.qvk", data, kind, detail, plan
+    if kind == "variants":
+        plan["prompt"] = ",".join(str(rng.randrange(8)) for _ in range(rng.randint(1, 7)))
+        if rng.random() < 0.95:
+            text, detail = _generation_program(rng)
+            return "empty_in.npz", work / f"m{index}.mlir", text.encode(), kind, detail, plan
+        manifest, blobs, version = qvk_parse((seeds / "kv.qvk").read_bytes())
+        names = [rng.choice(("prefill__0", "prefill__1", "prefill__4", "prefill__-1", "decode",
+                             "prefill", f"prefill__{1 << 40}", "prefill__0__0"))
+                 for _ in manifest["methods"]]  # fmt: skip
+        for method, new in zip(manifest["methods"], names, strict=True):
+            method["name"] = new
+        data = qvk_build(manifest, blobs, version)
+        return "kv.qvk", work / f"m{index}.qvk", data, kind, f"methods {names}", plan
+    seed = rng.choices(("mlp.mlir", "host.mlir", "dynz.pt2"), weights=(4, 4, 1))[0]
+    plan["seed"] = seed
+    data = (seeds / seed).read_bytes()
+    ext = Path(seed).suffix
+    if kind == "options":
+        plan["limits"] = rng.choice(LIMIT_SPECS)
+        plan["pipeline"] = rng.choice((*SPEC_TEXTS, None, None))
+        plan["frontend"] = rng.choice((*FRONTEND_SPECS, None)) if ext == ".pt2" else None
+        plan["report"] = rng.choice(("missing-dir", "a-dir", "ok", None))
+        detail = json.dumps({k: v for k, v in plan.items() if k != "kind"})
+        return seed, work / f"m{index}{ext}", data, kind, detail, plan
+    plan["api"] = rng.choice(("read_state", "run-method", "interpret", "dynamic_sizes",
+                              "generate", "limits", "load", "read_mlpackage"))  # fmt: skip
+    plan["arg"] = rng.randrange(len(BAD_ARGUMENTS))
+    plan["arg2"] = rng.randrange(len(BAD_ARGUMENTS))
+    detail = (
+        f"{plan['api']}({BAD_ARGUMENTS[plan['arg']]!r:.60}, {BAD_ARGUMENTS[plan['arg2']]!r:.60})"
+    )
+    return seed, work / f"m{index}{ext}", data, kind, detail, plan
+
+
+def round2_calls(
+    m: Mutant, rng: random.Random, out_dir: Path, seeds: Path, vulkan: bool
+) -> list[Call]:
+    """What to run on a round-2 mutant (its `plan`)."""
+    import qopt
+
+    plan = m.plan or {}
+    kind, path = plan.get("kind"), m.path
+    out_mlir, out_npz = str(out_dir / "out.mlir"), str(out_dir / "out.npz")
+    inputs = m.inputs or ""
+    calls: list[Call] = []
+    bounded = qopt.Limits.parse(FUZZ_LIMITS)
+    if kind == "runtime-size":
+
+        def api_mlir() -> Any:
+            with bounded.applied():
+                return qopt.interpret(_load(path), *_arrays(inputs))
+
+        calls.append(Call("interpret", "api", api_mlir))
+        calls.append(Call("qopt-opt -p fold-constants", "qopt-opt",
+                          argv=[path, "-p", "fold-constants", "-o", out_mlir, "--limits",
+                                FUZZ_LIMITS], out=out_mlir))  # fmt: skip
+        calls.append(Call("qopt-run", "qopt-run", argv=[path, "--inputs", inputs, "--outputs",
+                                                        out_npz, "--limits", FUZZ_LIMITS],
+                          out=out_npz))  # fmt: skip
+    elif kind == "dim-range":
+
+        def api_pt2() -> Any:
+            module = qopt.import_program(path, limits=bounded)
+            with bounded.applied():
+                return qopt.interpret(module, *_arrays(inputs))
+
+        calls.append(Call("import_program+interpret", "api", api_pt2))
+        calls.append(Call("qopt-run", "qopt-run", argv=[path, "--inputs", inputs, "--outputs",
+                                                        out_npz, "--limits", FUZZ_LIMITS],
+                          out=out_npz))  # fmt: skip
+        spec = f"pt2{{dynamic_sizes={plan['sizes']}}}"
+        calls.append(Call(f"qopt-opt -f {spec} -p fold-constants", "qopt-opt",
+                          argv=[path, "-f", spec, "-p", "fold-constants", "-o", out_mlir,
+                                "--limits", FUZZ_LIMITS], out=out_mlir))  # fmt: skip
+    elif kind == "host-segment":
+        from qopt.backends.vulkan.bundle import read_bundle
+
+        limits = ["--limits", plan["limits"]] if plan.get("limits") else []
+        limits += ["--device", "vulkan"] if vulkan else []
+        calls.append(Call("read_bundle", "api", lambda: read_bundle(path)))
+        calls.append(Call("qopt-run", "qopt-run", argv=[path, "--inputs", inputs, "--outputs",
+                                                        out_npz, *limits], out=out_npz))  # fmt: skip
+    elif kind == "variants":
+        argv = [path, "--generate", "3", "--prompt-ids", plan["prompt"]]
+        calls.append(Call("qopt-run --generate", "qopt-run", argv=argv))
+        if path.endswith(".mlir"):
+            prompt = [int(t) for t in plan["prompt"].split(",")]
+            calls.append(Call("generate", "api", lambda: qopt.generate(
+                qopt.session(_load(path)), prompt, 3)))  # fmt: skip
+    elif kind == "options":
+        argv = [path]
+        if plan.get("frontend"):
+            argv += ["-f", plan["frontend"]]
+        if plan.get("pipeline") is not None:
+            argv += ["-p", plan["pipeline"]]
+        argv += ["--limits", plan["limits"]]
+        extra: list[str] = []
+        if plan.get("report") == "missing-dir":
+            argv += ["--report-json", str(out_dir / "missing" / "r.json")]
+        elif plan.get("report") == "a-dir":
+            argv += ["--report-json", str(out_dir)]
+        elif plan.get("report") == "ok":
+            extra.append(str(out_dir / "r.json"))
+            argv += ["--report-json", extra[-1]]
+        calls.append(Call("qopt-opt " + " ".join(argv[1:]), "qopt-opt",
+                          argv=[*argv, "-o", out_mlir], out=out_mlir, extra=extra))  # fmt: skip
+        run_inputs = str(seeds / PROGRAM_INPUTS[plan["seed"]])
+        calls.append(Call("qopt-run --limits", "qopt-run",
+                          argv=[path, "--inputs", run_inputs, "--outputs", out_npz, "--limits",
+                                plan["limits"]], out=out_npz))  # fmt: skip
+    else:
+        calls.append(Call(f"api {plan['api']}", "api", _api_call(plan, path, seeds)))
+    return calls
+
+
+def _load(path: str) -> Any:
+    """The module of an `.mlir` mutant (qopt-run's loader; a text that does not parse or
+    verify is a QoptError here, as the tools report it)."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    import qopt
+    from qopt.tools.qopt_run import load_module
+
+    try:
+        return load_module(path)
+    except (DiagnosticException, ParseError) as e:
+        if isinstance(e, qopt.QoptError):
+            raise
+        raise qopt.QoptError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+
+
+def _api_call(plan: dict[str, Any], path: str, seeds: Path) -> Callable[[], Any]:
+    import qopt
+
+    arg, arg2 = BAD_ARGUMENTS[plan["arg"]], BAD_ARGUMENTS[plan["arg2"]]
+    api = plan["api"]
+
+    def call() -> Any:
+        if api == "dynamic_sizes":
+            return qopt.import_program(str(seeds / "dynz.pt2"), dynamic_sizes=arg)
+        if api == "limits":
+            if isinstance(arg, str):
+                return qopt.Limits.parse(arg)
+            return qopt.Limits(max_graph_nodes=arg, max_expansion=arg2)
+        if api == "load":
+            return qopt.load(arg)
+        if api == "read_mlpackage":
+            return qopt.read_mlpackage(arg)
+        module = _program_module(str(seeds / "mlp.mlir"))
+        x = _arrays(str(seeds / "mlp_in.npz"))
+        if api == "read_state":
+            return qopt.session(module).read_state(arg)
+        if api == "run-method":
+            return qopt.session(module).run(*x, method=arg)
+        if api == "interpret":
+            return qopt.interpret(module, *x, function=arg)
+        return qopt.generate(qopt.session(module), arg, arg2)
+
+    return call
+
+
 # ----- mutants and their runs -------------------------------------------------------------
 
 
@@ -1714,12 +2091,24 @@ class Mutant:
     program: str | None = None  # npz: the program to run; others: None
     inputs: str | None = None  # the npz of the program's inputs
     error: str | None = None  # the generator itself failed (a fuzzer bug)
+    plan: dict[str, Any] | None = None  # round2: what to call (`round2_calls`)
 
 
 def generate(index: int, campaign: int, seeds: Path, work: Path, marker: str) -> Mutant:
     """Mutant `index` of `campaign` (deterministic), written under `work`."""
     rng = random.Random(f"{campaign}:{index}")
     fmt = FORMAT_CYCLE[index % len(FORMAT_CYCLE)]
+    if fmt == "round2":
+        m = Mutant(index, fmt, "", "", "", str(work / f"m{index}"))
+        try:
+            seed, path, data, m.kind, m.detail, m.plan = mutate_round2(rng, seeds, work, index)
+            m.seed, m.path = seed, str(path)
+            if data is not None:
+                path.write_bytes(data)
+            m.inputs = str(seeds / (PROGRAM_INPUTS.get(seed) or seed))
+        except Exception as e:  # a fuzzer bug
+            m.error = "".join(traceback.format_exception(e)[-3:])
+        return m
     seed = rng.choice(SEEDS_BY_FORMAT[fmt])
     ext = {"pt2": ".pt2", "mlir": ".mlir", "qvk": ".qvk", "mlpackage": ".mlpackage",
            "npz": ".npz"}[fmt]  # fmt: skip
@@ -1758,6 +2147,7 @@ class Call:
     fn: Callable[[], Any] | None = None
     argv: list[str] = field(default_factory=list)
     out: str | None = None  # the output path that must not exist after a failure
+    extra: list[str] = field(default_factory=list)  # other outputs (--report-json): the same
 
 
 def _arrays(npz: str) -> list[Any]:
@@ -1785,6 +2175,8 @@ def calls_for(m: Mutant, rng: random.Random, out_dir: Path, vulkan: bool) -> lis
     from qopt.inputs import load_npz
 
     path = m.path
+    if m.format == "round2":
+        return round2_calls(m, rng, out_dir, Path(m.inputs or "").parent, vulkan)
     calls: list[Call] = []
     out_mlir, out_npz = str(out_dir / "out.mlir"), str(out_dir / "out.npz")
     run_args = ["--inputs", m.inputs or "", "--outputs", out_npz]
@@ -1931,7 +2323,9 @@ def run_call(call: Call) -> dict[str, Any]:
             leftovers = [n for n in os.listdir(directory) if n.startswith(".")]
             result["leftovers"] = leftovers
             if code != 0:
-                result["out_exists"] = os.path.exists(call.out)
+                result["out_exists"] = os.path.exists(call.out) or any(
+                    os.path.exists(extra) for extra in call.extra
+                )
         if result["outcome"] == "other" and "--debug" not in call.argv:
             result["debug"] = _debug_traceback(call)
     return result

@@ -94,10 +94,48 @@ def test_limits_parse() -> None:
     assert Limits.parse("") == Limits()
     with pytest.raises(QoptError, match="use name=value with a name among"):
         Limits.parse("max_nodes=3")
-    with pytest.raises(QoptError, match="is not a number"):
+    with pytest.raises(QoptError, match="max_graph_nodes is a positive integer"):
         Limits.parse("max_graph_nodes=many")
-    with pytest.raises(QoptError, match="limits are positive"):
+    with pytest.raises(QoptError, match="max_graph_nodes is a positive integer"):
         Limits.parse("max_graph_nodes=0")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["max_expansion=nan", "max_expansion=inf", "max_expansion=-inf", "max_expansion=1e999",
+     "max_expansion=0", "max_expansion=-2", "max_graph_nodes=1.5", "max_graph_nodes=inf",
+     "max_graph_nodes=nan", "max_graph_nodes=-1", "max_graph_nodes=1e3"],
+)  # fmt: skip
+def test_limits_accept_only_finite_positive_numbers(spec: str) -> None:
+    """Issue 27 class 7: nan turned the zip-bomb check off, inf was an internal error;
+    every way a Limits is made (parse, the constructor) takes finite positive numbers
+    only (integers but for max_expansion)."""
+    with pytest.raises(QoptError, match=r"^bad limit .*(positive integer|finite positive number)"):
+        Limits.parse(spec)
+    name, _, text = spec.partition("=")
+    value = float(text) if "." in text or text.strip("-").isalpha() or "e" in text else int(text)
+    with pytest.raises(QoptError, match=r"^bad limit"):
+        Limits(**{name: value})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(QoptError, match=r"^bad limit"):
+        Limits(max_graph_nodes=True)
+
+
+def test_nan_limit_cannot_disable_the_zip_bomb_check() -> None:
+    bomb = _zip({"a/x": bytes(1 << 20)}, zipfile.ZIP_DEFLATED)
+    with pytest.raises(QoptError, match="zip bomb"):
+        check_zip(bomb, Limits(expansion_slack_bytes=1 << 10), "bomb")
+    with pytest.raises(QoptError, match="bad limit"):
+        check_zip(bomb, Limits.parse("max_expansion=nan,expansion_slack_bytes=1024"), "bomb")
+
+
+def test_a_limit_bounds_the_sum_of_its_items() -> None:
+    """Issue 27 class 4: `Limits.tally` checks a running total against the same limit
+    as each item."""
+    tally = Limits(max_graph_nodes=10).tally("the ops of all segments together", "max_graph_nodes")
+    for _ in range(5):
+        tally.add(2)
+    with pytest.raises(QoptError, match="ops of all segments together is 11, over"):
+        tally.add(1)
 
 
 def _zip(entries: dict[str, bytes], compression: int = zipfile.ZIP_STORED) -> bytes:

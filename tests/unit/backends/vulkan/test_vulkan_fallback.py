@@ -265,6 +265,46 @@ def test_crafted_host_segment_is_refused(
         load_bundle(_edit(data, edit, version))
 
 
+def test_host_ops_are_bounded_in_total() -> None:
+    """Issue 27 class 4: the host-op limit bounds each segment and all of them together
+    (36,000 host ops passed `--limits max_graph_nodes=1000` as many small segments)."""
+    from qopt.backends.vulkan.bundle import load_bundle
+    from qopt.limits import Limits
+
+    data = bundle()
+    per_segment = len(list(parse_module(_segment(json.loads(data[12:12 + struct.unpack_from(
+        "<I", data, 8)[0]]))["ir"]).walk()))  # fmt: skip
+    limits = Limits(max_graph_nodes=3 * per_segment)
+    load_bundle(data, limits=limits)
+
+    def copies(m: dict[str, Any]) -> None:
+        m["host_calls"] = [dict(_segment(m)) for _ in range(4)]
+
+    with pytest.raises(QoptError, match="the ops of its host segments together is"):
+        load_bundle(_edit(data, copies), limits=limits)
+
+
+def test_what_qopt_opt_writes_qopt_run_reads() -> None:
+    """A status buffer's text (an assert's message, from the file: a newline, escapes,
+    thousands of characters) is written as one printable line a reader takes."""
+    from qopt.backends.vulkan.bundle import bundle_bytes, load_bundle, program_from_module
+
+    bundle()  # skips without glslang
+    message = "\\1B[2J" + "x" * 3000 + "\\nnext line"
+    module = parse_module(f"""func.func @forward(%x: tensor<4xi64>) -> tensor<4xi64> {{
+      %c = aten.select %x {{dim = 0 : i64, index = 0 : i64}} : (tensor<4xi64>) -> tensor<i64>
+      %z = arith.constant dense<0> : tensor<i64>
+      %b = aten.ge %c, %z : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      aten.assert_scalar %b {{message = "{message}"}} : tensor<i1>
+      func.return %x : tensor<4xi64>
+    }}""")
+    ConvertToVkcPass().apply(make_context(), module)
+    program = load_bundle(bundle_bytes(program_from_module(module)))
+    (status,) = [b for b in program.buffers if b["kind"] == "status"]
+    assert status["what"].isprintable()
+    assert "\\x1b[2J" in status["what"]
+
+
 def test_bundle_without_segments_stays_version_3() -> None:
     from qopt.backends.vulkan.bundle import bundle_bytes, load_bundle, program_from_module
 
