@@ -189,12 +189,21 @@ def convert_matrix_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operati
 @CONVERTERS("aten.expand.default", "aten.expand_as.default")
 def convert_expand(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x, y = shape_of(imp.value(args["self"])), imp.result_type().get_shape()
+    source = args["self"].meta.get("val") if isinstance(args["self"], Node) else None
+    val = node.meta.get("val")
     for i, size in enumerate(y):
         j = i - (len(y) - len(x))
-        if size == DYNAMIC and (j < 0 or x[j] != DYNAMIC):
+        same = (
+            j >= 0
+            and x[j] == DYNAMIC
+            and isinstance(source, torch.Tensor)
+            and isinstance(val, torch.Tensor)
+            and (_expr_of_size(val.shape[i]) - _expr_of_size(source.shape[j])).simplify() == 0
+        )
+        if size == DYNAMIC and not same:
             raise imp.error(
                 f"expands dim {i} to a dynamic size: qopt expands only to static sizes (a "
-                "dynamic dim must already be the input's)"
+                "dynamic dim must already be the input's, the same size)"
             )
     return _unary(imp, sh.ExpandOp, args["self"])
 
