@@ -935,16 +935,26 @@ def convert_full(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     are unspecified in torch). The shape and dtype come from the result type."""
     target = str(node.target)
     value = _FILL.get(target, args.get("fill_value", args.get("s")))
-    if isinstance(value, Node):
-        raise imp.error("the fill value must be a constant")
     result = imp.result_type()
-    props = {"value": _scalar(value, result)}
-    if DYNAMIC not in result.get_shape():
-        return sh.FullOp.create(result_types=[result], properties=props)
+    elem = result.get_element_type()
+    shape = result.get_shape()
     # A dynamic size: filled at its bound, then the run-time window of each `?` dim.
-    bound = _bound_shape(imp, node, result)
-    full = sh.FullOp.create(result_types=[TensorType(result.get_element_type(), bound)],
-                            properties=props)  # fmt: skip
+    bound = _bound_shape(imp, node, result) if DYNAMIC in shape else list(shape)
+    if isinstance(value, Node):  # a run-time scalar (`x.shape[0]`, `.item()`)
+        fill = imp.value(value)
+        if shape_of(fill):
+            raise imp.error("the fill value must be a number")
+        if elem_of(fill) != elem:
+            cast = ew.CastOp.create(operands=[fill], result_types=[TensorType(elem, [])])
+            fill = _insert(imp, node, cast)
+        full = sh.ExpandOp.create(operands=[fill], result_types=[TensorType(elem, bound)])
+        if DYNAMIC not in shape:
+            return full
+    else:
+        props = {"value": _scalar(value, result)}
+        full = sh.FullOp.create(result_types=[TensorType(elem, bound)], properties=props)
+        if DYNAMIC not in shape:
+            return full
     sizes = args.get("size")
     if not isinstance(sizes, list | tuple):  # `*_like`: the sizes of `self`
         like = imp.value(args["self"])

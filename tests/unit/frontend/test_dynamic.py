@@ -220,12 +220,16 @@ def test_narrow_decode_matches_torch(scheme: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("update", "scheme"), [("index_copy", "float"), ("narrow", "float"), ("narrow", "w4g32")]
+    ("update", "scheme"),
+    [("index_copy", "float"), ("index_put", "float"), ("narrow", "float"), ("narrow", "w4g32")],
 )
 def test_dynamic_prefill_then_decode_matches_torch(update: str, scheme: str) -> None:
     """A prefill exported with `Dim("seq", 1..31)` on the token and position dims and
-    a decode (S = 1), imported as one module: prompts of 1, 5 and 17 tokens each go
-    through one prefill call, then decode to 32 tokens; torch eager's tokens."""
+    a decode (S = 1), imported as one module: prompts of 1, 5, 17 and 31 (the Dim's
+    max) tokens each go through one prefill call, then decode to 32 tokens; torch
+    eager's tokens. `index_put`: ExecuTorch's `k_cache[:, :, input_pos] = k`, whose
+    run-time index length the interpreter once took from the `?` type (a numpy
+    ValueError at every length)."""
     example = (torch.tensor([[5, 9, 2, 33, 7]]), torch.arange(5))
     model = apply_scheme(build_kv_llama(update=update, **CONFIG), scheme, example)
     prefill = _export(model, *example, dynamic_shapes=_seq_dim())
@@ -240,7 +244,7 @@ def test_dynamic_prefill_then_decode_matches_torch(update: str, scheme: str) -> 
     assert not symbol_ranges(_function(module, "decode"))
 
     session = qopt.session(module)
-    for length in (1, 5, 17):
+    for length in (1, 5, 17, 31):
         prompt = [int(t) for t in torch.randint(0, 64, (length,), generator=torch.Generator().manual_seed(length))]  # fmt: skip
         want = _greedy(_torch_step(model), prompt, 32 - length)
         session.reset()
