@@ -227,14 +227,27 @@ class _SizesAsValues(torch.nn.Module):
         return y.reshape(n, 4) + self.seen + torch.full((4,), n)
 
 
+class _SizesAsShapes(torch.nn.Module):
+    """`x.shape[0]` as an op's size argument: a reversed `arange` (run-time start),
+    an `expand` grown to it, constant padding to the Dim's max, `arange` of step 2."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        rows = torch.arange(n - 1, -1, -1, dtype=torch.float32)[:, None]
+        y = x * rows + x[:1].expand(n, 4) + torch.arange(0, 2 * n, 2)[:, None]
+        padded = torch.nn.functional.pad(y, (1, 0, 8 - n, 0), value=-1.0)
+        return padded.sum(0)[1:] * padded[0, 1:] + y.sum(0)
+
+
+@pytest.mark.parametrize("model_type", [_SizesAsValues, _SizesAsShapes])
 @pytest.mark.parametrize("target", ["interpreter", "coreml", "vulkan"])
-def test_sizes_used_as_values_match_torch(target: str, tmp_path) -> None:
+def test_sizes_used_as_values_match_torch(target: str, model_type: type, tmp_path) -> None:
     """Issue 27: `x * 2 + x.shape[0]` (and the other forms of `_SizesAsValues`)
     compiled at `dynamic_sizes=[2, 3]` failed at import ('argument sym_size_int_1
     is not a tensor value'); each size now matches torch eager, the interpreter
-    at the Dim's bounds too with `?` dims, and `-f 'pt2{dynamic_sizes=2,3}'`
-    imports the same variants."""
-    model = _SizesAsValues()
+    at the Dim's bounds too with `?` dims (where `_SizesAsShapes` was refused),
+    and `-f 'pt2{dynamic_sizes=2,3}'` imports the same variants."""
+    model = model_type()
     dim = torch.export.Dim("n", min=1, max=8)
     ep = _export(model, torch.randn(3, 4), dynamic_shapes=({0: dim},))
     rng = np.random.default_rng(0)
