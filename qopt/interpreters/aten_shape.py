@@ -70,11 +70,12 @@ def _index_put(op: ix.IndexPutOp, x: np.ndarray, indices: list[object], values: 
     # The indexing result has the index shape B in place of the indexed dims when they
     # are adjacent, else in front: bring B to the front and flatten it.
     indexed = ix.index_shape(x.shape, [grid[0].shape], dims)
+    values = np.asarray(values)
     try:
-        target = np.broadcast_to(np.asarray(values), indexed)
+        target = np.broadcast_to(values, indexed)
     except ValueError:
         raise QoptError(
-            f"{where(op)}: values of shape {list(np.shape(values))} do not broadcast to the "
+            f"{where(op)}: values of shape {list(values.shape)} do not broadcast to the "
             f"indexing result's shape {list(indexed)} (torch raises a shape mismatch too)"
         ) from None
     b_rank = grid[0].ndim

@@ -125,9 +125,7 @@ def convert_sym_numel(imp: Importer, node: Node, args: dict[str, Any]) -> int | 
             operands=[x], result_types=[I64], properties={"dim": IntegerAttr(d, i64)}
         )
         size_value = _insert(imp, node, op)
-        mul = ew.MulOp.create(
-            operands=[size_value, imp.scalar_operand(total)], result_types=[I64]
-        )
+        mul = ew.MulOp.create(operands=[size_value, imp.scalar_operand(total)], result_types=[I64])
         total = _insert(imp, node, mul)
     return total
 

@@ -306,7 +306,10 @@ def _qwen2_static_cache():
 
 
 def _hf_export(wrapper: torch.nn.Module, length: int, dynamic: bool):
-    kwargs = {"input_ids": torch.arange(1, length + 1)[None], "cache_position": torch.arange(length)}
+    kwargs = {
+        "input_ids": torch.arange(1, length + 1)[None],
+        "cache_position": torch.arange(length),
+    }
     seq = torch.export.Dim("seq", min=1, max=16)
     shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
     with torch.no_grad():
