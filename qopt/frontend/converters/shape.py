@@ -918,6 +918,9 @@ def _runtime_pad(
         before, after = amounts[2 * i], amounts[2 * i + 1]
         if isinstance(before, int) and isinstance(after, int):
             continue
+        # the constant one of the pair is in `value` already
+        before = 0 if isinstance(before, int) else before
+        after = 0 if isinstance(after, int) else after
         if op is not None:
             value = _insert(imp, node, op)
         src = value

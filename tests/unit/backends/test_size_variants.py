@@ -229,13 +229,14 @@ class _SizesAsValues(torch.nn.Module):
 
 class _SizesAsShapes(torch.nn.Module):
     """`x.shape[0]` as an op's size argument: a reversed `arange` (run-time start),
-    an `expand` grown to it, constant padding to the Dim's max, `arange` of step 2."""
+    an `expand` grown to it, constant padding by it (a run-time and a constant amount
+    on one dim), `arange` of step 2."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[0]
         rows = torch.arange(n - 1, -1, -1, dtype=torch.float32)[:, None]
         y = x * rows + x[:1].expand(n, 4) + torch.arange(0, 2 * n, 2)[:, None]
-        padded = torch.nn.functional.pad(y, (1, 0, 8 - n, 0), value=-1.0)
+        padded = torch.nn.functional.pad(y, (1, 0, 8 - n, 1), value=-1.0)
         return padded.sum(0)[1:] * padded[0, 1:] + y.sum(0)
 
 
