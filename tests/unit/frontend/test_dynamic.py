@@ -413,3 +413,31 @@ def test_targets_run_item_and_narrow() -> None:
         if target == "vulkan":
             with pytest.raises(qopt.QoptError, match=r"\(u\d+ <= 6\): a run-time check"):
                 artifact(x.numpy(), np.array([7]))
+
+
+def test_index_put_takes_its_shapes_at_run_time() -> None:
+    """`aten.index_put` with `?` index and values dims (ExecuTorch's
+    `k_cache[:, :, input_pos] = k` under a Dim): the interpreter takes the indexing
+    result's shape from the run-time index, as torch does (it took the `?` from the
+    type: numpy's ValueError at every length); values that do not broadcast to it are
+    a QoptError, as torch raises."""
+    module = parse_module(
+        """
+func.func @forward(%x: tensor<6x4xf32>, %i: tensor<?xi64> {qopt.dims = ["s0"]},
+                   %v: tensor<?x4xf32> {qopt.dims = ["s1"]}) -> tensor<6x4xf32>
+    attributes {qopt.symbols = {s0 = array<i64: 1, 6>, s1 = array<i64: 1, 6>}} {
+  %r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 0>} : (tensor<6x4xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<6x4xf32>
+  func.return %r : tensor<6x4xf32>
+}
+"""
+    )
+    x = np.zeros((6, 4), np.float32)
+    for n, k in ((3, 3), (1, 1), (3, 1), (6, 6)):
+        index = np.array([5, 0, 2, 1, 3, 4][:n])
+        values = np.arange(k * 4, dtype=np.float32).reshape(k, 4)
+        want = torch.zeros(6, 4)
+        want[torch.from_numpy(index)] = torch.from_numpy(values)
+        (got,) = qopt.interpret(module, x, index, values)
+        np.testing.assert_array_equal(got, want.numpy())
+    with pytest.raises(qopt.QoptError, match=r"values of shape \[3, 4\] do not broadcast"):
+        qopt.interpret(module, x, np.array([5, 0]), np.zeros((3, 4), np.float32))
