@@ -704,7 +704,7 @@ class Importer:
         target = str(node.target)
         if target in DROPPED_TARGETS:
             return
-        args = self._normalized_args(node)
+        args = {k: self._known(a) for k, a in self._normalized_args(node).items()}
         if node in self.written:
             self._call_converter(node, args, Importer._convert_in_place)
             return
@@ -1020,6 +1020,18 @@ class Importer:
             else:
                 out[arg.name] = None
         return out
+
+    def _known(self, arg: Any) -> Any:
+        """An argument with each SymInt / SymBool / SymFloat node whose value is known
+        at import (a static size, or any size of a size variant, `specialized`)
+        replaced by that number, in lists too: converters see the ints a static
+        export gives, whichever way a size reached them."""
+        if isinstance(arg, Node):
+            value = self.values.get(self.resolve(arg))
+            return value if isinstance(value, bool | int | float) else arg
+        if isinstance(arg, list | tuple):
+            return type(arg)(self._known(a) for a in arg)
+        return arg
 
     def _outputs(self, node: Node) -> list[SSAValue]:
         specs = self.ep.graph_signature.output_specs

@@ -60,11 +60,24 @@ def _index_put(op: ix.IndexPutOp, x: np.ndarray, indices: list[object], values: 
         for d, i in zip(dims, indices, strict=True)
     ]
     wrapped = [np.where(i < 0, i + x.shape[d], i) for d, i in zip(dims, checked, strict=True)]
-    grid = np.broadcast_arrays(*wrapped)
+    # The shapes at run time (an index or the values may have `?` dims).
+    try:
+        grid = np.broadcast_arrays(*wrapped)
+    except ValueError:
+        shapes = " and ".join(str(list(i.shape)) for i in wrapped)
+        raise QoptError(f"{where(op)}: index tensors of shapes {shapes} do not broadcast") from None
     count = grid[0].size
     # The indexing result has the index shape B in place of the indexed dims when they
     # are adjacent, else in front: bring B to the front and flatten it.
-    target = np.broadcast_to(np.asarray(values), op.indexed_shape())
+    indexed = ix.index_shape(x.shape, [grid[0].shape], dims)
+    values = np.asarray(values)
+    try:
+        target = np.broadcast_to(values, indexed)
+    except ValueError:
+        raise QoptError(
+            f"{where(op)}: values of shape {list(values.shape)} do not broadcast to the "
+            f"indexing result's shape {list(indexed)} (torch raises a shape mismatch too)"
+        ) from None
     b_rank = grid[0].ndim
     adjacent = list(dims) == list(range(dims[0], dims[0] + len(dims)))
     if adjacent and dims[0]:
@@ -152,15 +165,17 @@ def _window(op: Operation, start: int, length: int, size: int, dim: int) -> int:
 
 def _expanded_shape(op: sh.ExpandOp, shape: tuple[int, ...]) -> tuple[int, ...]:
     """The result shape of `expand`: a `?` dim of the result keeps the input's size
-    there (an expand never grows a dynamic dim from 1: the importer refuses it)."""
+    there, whatever it is at run time (1 included: the importer takes a `?` result
+    dim only over the same size of the input), never grown from a static 1."""
     target = shape_of(op.result)
+    declared = shape_of(op.input)
     offset = len(target) - len(shape)
     out: list[int] = []
     for i, d in enumerate(target):
         if d != DYNAMIC_INDEX:
             out.append(d)
             continue
-        if i < offset or shape[i - offset] == 1:
+        if i < offset or declared[i - offset] == 1:
             raise QoptError(f"{where(op)}: expands a dim to a dynamic size (?) it cannot know")
         out.append(shape[i - offset])
     return tuple(out)

@@ -117,11 +117,19 @@ class ViewOp(AtenOp):
 
     def expected_shapes(self) -> Sequence[Shape]:
         x, y = shape_of(self.input), shape_of(self.result)
-        # Element counts compare when both sides have as many `?` dims (the same
-        # symbolic sizes); `[?, ?] -> [?]` (two symbols flattened) is not checked.
-        if x.count(SYMBOLIC_SIZE) == y.count(SYMBOLIC_SIZE) and numel(x) != numel(y):
-            if SYMBOLIC_SIZE in x:
+        # Element counts compare when both sides have as many `?` dims: static ones
+        # exactly; with `?` dims (the same symbols, a `?` of the result taking what
+        # the others leave), one side's static part must divide the other's
+        # (`[?, 4] -> [?]` flattens, `[?] -> [?, 4]` unflattens); `[?, ?] -> [?]`
+        # (two symbols flattened) is not checked.
+        if x.count(SYMBOLIC_SIZE) != y.count(SYMBOLIC_SIZE):
+            return [y]
+        if SYMBOLIC_SIZE in x:
+            px = math.prod(d for d in x if d != SYMBOLIC_SIZE)
+            py = math.prod(d for d in y if d != SYMBOLIC_SIZE)
+            if px != py and (px == 0 or py == 0 or (px % py and py % px)):
                 raise self.fail(f"cannot view {show(x)} as {show(y)}: the element counts differ")
+        elif numel(x) != numel(y):
             raise self.fail(
                 f"cannot view {list(x)} ({numel(x)} elements) as {list(y)} ({numel(y)} elements)"
             )

@@ -141,6 +141,8 @@ def convert_shrink(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
 
 
 def _clamp(imp: Importer, x: Any, lo: Any, hi: Any) -> Operation:
+    if isinstance(lo, Node) or isinstance(hi, Node):
+        return _runtime_clamp(imp, x, lo, hi)
     props: dict[str, Attribute] = {}
     for name, bound in (("min", lo), ("max", hi)):
         if bound is None:
@@ -151,6 +153,40 @@ def _clamp(imp: Importer, x: Any, lo: Any, hi: Any) -> Operation:
     return ew.ClampOp.create(
         operands=[imp.value(x)], result_types=[imp.result_type()], properties=props
     )
+
+
+def _runtime_clamp(imp: Importer, x: Any, lo: Any, hi: Any) -> Operation:
+    """`clamp` with a bound computed at run time (a SymInt: `max=x.shape[0]`):
+    `minimum(maximum(x, lo), hi)` in the result's dtype, as torch clamps."""
+    result = imp.result_type()
+    elem = result.get_element_type()
+    value = imp.value(x)
+    if elem_of(value) != elem:
+        cast = ew.CastOp.create(operands=[value], result_types=[TensorType(elem, shape_of(value))])
+        value = _insert(imp, cast)
+    op: Operation | None = None
+    for op_type, bound in ((ew.MaximumOp, lo), (ew.MinimumOp, hi)):
+        if bound is None:
+            continue
+        if op is not None:
+            value = _insert(imp, op)
+        limit = imp.operand(bound, like=value)
+        if shape_of(limit):
+            raise imp.error("a clamp bound must be a number")
+        if elem_of(limit) != elem:
+            cast = ew.CastOp.create(operands=[limit], result_types=[TensorType(elem, [])])
+            limit = _insert(imp, cast)
+        op = op_type.create(operands=[value, limit], result_types=[result])
+    assert op is not None
+    return op
+
+
+def _insert(imp: Importer, op: Operation) -> SSAValue:
+    """Insert an intermediate op at the current node's line."""
+    if imp.node is not None and (loc := node_location(imp.node)) is not None:
+        op.location = loc
+    imp.builder.insert(op)
+    return op.results[0]
 
 
 @CONVERTERS("aten.clamp.default")

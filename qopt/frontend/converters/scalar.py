@@ -111,6 +111,25 @@ def convert_sym_size(imp: Importer, node: Node, args: dict[str, Any]) -> int | S
     return _insert(imp, node, op)
 
 
+@CONVERTERS("aten.sym_numel.default")
+def convert_sym_numel(imp: Importer, node: Node, args: dict[str, Any]) -> int | SSAValue:
+    """`x.numel()`: the product of its static dims, times each dynamic dim's
+    `aten.sym_size`."""
+    x = imp.value(args["self"])
+    shape = shape_of(x)
+    total: int | SSAValue = math.prod(d for d in shape if d >= 0)
+    for d, size in enumerate(shape):
+        if size >= 0:
+            continue
+        op = sc.SymSizeOp.create(
+            operands=[x], result_types=[I64], properties={"dim": IntegerAttr(d, i64)}
+        )
+        size_value = _insert(imp, node, op)
+        mul = ew.MulOp.create(operands=[size_value, imp.scalar_operand(total)], result_types=[I64])
+        total = _insert(imp, node, mul)
+    return total
+
+
 # ----- arithmetic and comparisons on SymInts / SymBools -------------------------
 
 #: Python's operator on constants, and the aten op on run-time scalars.
@@ -120,6 +139,7 @@ _BINARY: dict[Any, tuple[Callable[[Any, Any], Any], type[Operation], bool]] = {
     operator.mul: (operator.mul, ew.MulOp, False),
     operator.floordiv: (operator.floordiv, ew.DivOp, False),
     operator.mod: (operator.mod, ew.RemainderOp, False),
+    operator.pow: (operator.pow, ew.PowOp, False),
     operator.ge: (operator.ge, ew.GeOp, True),
     operator.gt: (operator.gt, ew.GtOp, True),
     operator.le: (operator.le, ew.LeOp, True),

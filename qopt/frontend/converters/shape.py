@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     i32,
     i64,
@@ -191,14 +192,51 @@ def convert_matrix_t(imp: Importer, node: Node, args: dict[str, Any]) -> Operati
 @CONVERTERS("aten.expand.default", "aten.expand_as.default")
 def convert_expand(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     x, y = shape_of(imp.value(args["self"])), imp.result_type().get_shape()
+    source = args["self"].meta.get("val") if isinstance(args["self"], Node) else None
+    val = node.meta.get("val")
     for i, size in enumerate(y):
         j = i - (len(y) - len(x))
-        if size == DYNAMIC and (j < 0 or x[j] != DYNAMIC):
-            raise imp.error(
-                f"expands dim {i} to a dynamic size: qopt expands only to static sizes (a "
-                "dynamic dim must already be the input's)"
-            )
+        same = (
+            j >= 0
+            and x[j] == DYNAMIC
+            and isinstance(source, torch.Tensor)
+            and isinstance(val, torch.Tensor)
+            and (_expr_of_size(val.shape[i]) - _expr_of_size(source.shape[j])).simplify() == 0
+        )
+        if size == DYNAMIC and not same:
+            return _expand_to_runtime_sizes(imp, node, args, x)
     return _unary(imp, sh.ExpandOp, args["self"])
+
+
+def _expand_to_runtime_sizes(
+    imp: Importer, node: Node, args: dict[str, Any], x: Sequence[int]
+) -> Operation:
+    """`expand` that grows a dim to a run-time size (`x[:1].expand(n, 4)`): expanded
+    to the Dim's bound there, then cut to the run-time size (`_windows`); a `?` dim
+    the input already has at the same size stays `?`."""
+    result = imp.result_type()
+    y = result.get_shape()
+    if "other" in args:  # expand_as: the sizes of `other`
+        other = imp.value(args["other"])
+        sizes: list[Any] = [_size_of(imp, node, other, d) for d in range(len(y))]
+    else:
+        sizes = list(args["size"])
+    bound = _bound_shape(imp, node, result)
+    offset = len(y) - len(x)
+    shape = [
+        DYNAMIC if i >= offset and x[i - offset] == DYNAMIC and size == DYNAMIC else bound[i]
+        for i, size in enumerate(y)
+    ]
+    for i, size in enumerate(sizes):
+        if shape[i] == DYNAMIC or y[i] != DYNAMIC:
+            continue
+        if isinstance(size, int) and size < 0:
+            raise imp.error(f"expand size -1 for dim {i}, which the input does not have")
+    grown = sh.ExpandOp.create(
+        operands=[imp.value(args["self"])],
+        result_types=[TensorType(result.get_element_type(), shape)],
+    )
+    return _windows(imp, node, _insert(imp, node, grown), result, sizes)
 
 
 @CONVERTERS("aten.repeat.default")
@@ -826,11 +864,103 @@ def convert_pad(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     if mode != "constant":
         raise imp.error(f"pad mode '{mode}' is not supported: only 'constant' padding is")
     value = args.get("value")
-    props = {
-        "pad": _array(args["pad"]),
-        "value": _scalar(0 if value is None else value, imp.result_type()),
-    }
+    if isinstance(value, Node):
+        raise imp.error("the pad value must be a constant")
+    fill = _scalar(0 if value is None else value, imp.result_type())
+    if any(isinstance(p, Node) for p in args["pad"]):
+        return _runtime_pad(imp, node, args, fill)
+    props = {"pad": _array(args["pad"]), "value": fill}
     return _unary(imp, sh.ConstantPadNdOp, args["self"], props)
+
+
+def _runtime_pad(
+    imp: Importer, node: Node, args: dict[str, Any], fill: FloatAttr | IntegerAttr
+) -> Operation:
+    """Constant padding by run-time amounts (`F.pad(x, (0, 0, 0, max - x.shape[0]))`):
+    the constant pairs first (`aten.constant_pad_nd`), then per dim padded at run
+    time the fill at that dim's size (at its bound if `?`) with `x` written at the
+    `before` offset (`aten.dynamic_update_slice`), cut to the run-time size. The
+    run-time amounts must be sizes (never negative, as torch's range shows them)
+    and the other dims of the tensor static."""
+    x = imp.value(args["self"])
+    pad = list(args["pad"])
+    rank = len(shape_of(x))
+    if len(pad) % 2 or len(pad) // 2 > rank:
+        raise imp.error(f"pad {pad} needs pairs for at most {rank} dims")
+    amounts: list[int | SSAValue] = []
+    for p in pad:
+        if isinstance(p, Node):
+            low = imp.symbol_range(p.meta.get("val"))
+            if low is None or low[0] < 0:
+                raise imp.error(
+                    f"pads by {p.name}, computed at run time and maybe negative: qopt pads by "
+                    "run-time amounts that are sizes (torch._check(amount >= 0))"
+                )
+        amounts.append(imp.symint(p, "a pad amount"))
+    elem = imp.result_type().get_element_type()
+    static = [a if isinstance(a, int) else 0 for a in amounts]
+    value = x
+    if any(static):
+        shape = list(shape_of(x))
+        for i in range(len(static) // 2):
+            d = rank - 1 - i
+            if shape[d] != DYNAMIC:
+                shape[d] += static[2 * i] + static[2 * i + 1]
+        padded = sh.ConstantPadNdOp.create(
+            operands=[x],
+            result_types=[TensorType(elem, shape)],
+            properties={"pad": _array(static), "value": fill},
+        )
+        value = _insert(imp, node, padded)
+    result = imp.result_type()
+    bound = _bound_shape(imp, node, result)
+    op: Operation | None = None
+    for i in range(len(amounts) // 2):
+        d = rank - 1 - i
+        before, after = amounts[2 * i], amounts[2 * i + 1]
+        if isinstance(before, int) and isinstance(after, int):
+            continue
+        # the constant one of the pair is in `value` already
+        before = 0 if isinstance(before, int) else before
+        after = 0 if isinstance(after, int) else after
+        if op is not None:
+            value = _insert(imp, node, op)
+        src = value
+        shape = list(shape_of(src))
+        if any(size == DYNAMIC for k, size in enumerate(shape) if k != d):
+            raise imp.error(
+                f"pads dim {d} by a run-time amount while another dim is dynamic: qopt pads "
+                "by run-time amounts along the only dynamic dim"
+            )
+        shape[d] = bound[d]
+        base = _insert(imp, node, sh.FullOp.create(
+            result_types=[TensorType(elem, shape)], properties={"value": fill}))  # fmt: skip
+        op = ix.DynamicUpdateSliceOp.create(
+            operands=[base, src, imp.scalar_operand(before)],
+            result_types=[TensorType(elem, shape)],
+            properties={"dim": _int(d)},
+        )
+        if result.get_shape()[d] == DYNAMIC:  # cut to before + size + after
+            value = _insert(imp, node, op)
+            total: int | SSAValue = 0
+            for part in (before, _size_of(imp, node, src, d), after):
+                if isinstance(total, int) and isinstance(part, int):
+                    total += part
+                    continue
+                add = ew.AddOp.create(
+                    operands=[imp.scalar_operand(total), imp.scalar_operand(part)],
+                    result_types=[TensorType(i64, [])],
+                )
+                total = _insert(imp, node, add)
+            out = [*shape]
+            out[d] = DYNAMIC
+            op = ix.DynamicSliceOp.create(
+                operands=[value, imp.scalar_operand(0), imp.scalar_operand(total)],
+                result_types=[TensorType(elem, out)],
+                properties={"dim": _int(d)},
+            )
+    assert op is not None
+    return op
 
 
 @CONVERTERS("aten.diff.default")
@@ -880,27 +1010,49 @@ def convert_arange(imp: Importer, node: Node, args: dict[str, Any]) -> Operation
         props = {k: _scalar(v, result) for k, v in zip(names, bounds, strict=True)}
         return sh.ArangeOp.create(result_types=[result], properties=props)
     start, end, step = bounds
-    if isinstance(start, SSAValue) or isinstance(step, SSAValue) or step != 1:
-        raise imp.error("arange with a run-time start or step: qopt takes a run-time end only")
-    if not isinstance(start, int) or result.get_shape() != (DYNAMIC,):
-        raise imp.error("arange with a run-time end needs an integer start")
+    if isinstance(step, SSAValue) or not isinstance(step, int) or step == 0:
+        raise imp.error("arange with a run-time or non-integer step: qopt takes a constant one")
+    if isinstance(start, float) or isinstance(end, float) or result.get_shape() != (DYNAMIC,):
+        raise imp.error("arange with a run-time bound needs integer bounds")
     (bound,) = _bound_shape(imp, node, result)
-    props = {
-        "start": _scalar(start, result),
-        "end": _scalar(start + bound, result),
-        "step": _scalar(1, result),
-    }
-    iota = sh.ArangeOp.create(
-        result_types=[TensorType(result.get_element_type(), [bound])], properties=props
-    )
-    length: int | SSAValue = end
-    if start != 0:
-        sub = ew.SubOp.create(
-            operands=[imp.scalar_operand(end), imp.scalar_operand(start)],
-            result_types=[TensorType(i64, [])],
+    elem = result.get_element_type()
+    scalar = TensorType(i64, [])
+
+    def arith(op_type: type[Operation], lhs: int | SSAValue, rhs: int | SSAValue) -> SSAValue:
+        op = op_type.create(
+            operands=[imp.scalar_operand(lhs), imp.scalar_operand(rhs)], result_types=[scalar]
         )
-        length = _insert(imp, node, sub)
-    return _windows(imp, node, _insert(imp, node, iota), result, [length])
+        return _insert(imp, node, op)
+
+    if isinstance(start, int):  # start, start + step, ... at the bound
+        props = {
+            "start": _scalar(start, result),
+            "end": _scalar(start + bound * step, result),
+            "step": _scalar(step, result),
+        }
+        iota = _insert(imp, node, sh.ArangeOp.create(
+            result_types=[TensorType(elem, [bound])], properties=props))  # fmt: skip
+    else:  # a run-time start: step * i (int64) + start, in the result's dtype
+        props = {"start": _int(0), "end": _int(bound * step), "step": _int(step)}
+        steps = _insert(imp, node, sh.ArangeOp.create(
+            result_types=[TensorType(i64, [bound])], properties=props))  # fmt: skip
+        add = ew.AddOp.create(operands=[steps, start], result_types=[TensorType(i64, [bound])])
+        iota = _insert(imp, node, add)
+        if elem != i64:
+            cast = ew.CastOp.create(operands=[iota], result_types=[TensorType(elem, [bound])])
+            iota = _insert(imp, node, cast)
+    # torch's length: ceil((end - start) / step), its sign checked at export
+    span = arith(ew.SubOp, end, start) if step > 0 else arith(ew.SubOp, start, end)
+    length = span
+    if abs(step) != 1:
+        length = arith(ew.AddOp, span, abs(step) - 1)
+        div = ew.DivOp.create(
+            operands=[length, imp.scalar_operand(abs(step))],
+            result_types=[scalar],
+            properties={"rounding_mode": StringAttr("floor")},
+        )
+        length = _insert(imp, node, div)
+    return _windows(imp, node, iota, result, [length])
 
 
 _FILL = {
@@ -928,16 +1080,26 @@ def convert_full(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     are unspecified in torch). The shape and dtype come from the result type."""
     target = str(node.target)
     value = _FILL.get(target, args.get("fill_value", args.get("s")))
-    if isinstance(value, Node):
-        raise imp.error("the fill value must be a constant")
     result = imp.result_type()
-    props = {"value": _scalar(value, result)}
-    if DYNAMIC not in result.get_shape():
-        return sh.FullOp.create(result_types=[result], properties=props)
+    elem = result.get_element_type()
+    shape = result.get_shape()
     # A dynamic size: filled at its bound, then the run-time window of each `?` dim.
-    bound = _bound_shape(imp, node, result)
-    full = sh.FullOp.create(result_types=[TensorType(result.get_element_type(), bound)],
-                            properties=props)  # fmt: skip
+    bound = _bound_shape(imp, node, result) if DYNAMIC in shape else list(shape)
+    if isinstance(value, Node):  # a run-time scalar (`x.shape[0]`, `.item()`)
+        fill = imp.value(value)
+        if shape_of(fill):
+            raise imp.error("the fill value must be a number")
+        if elem_of(fill) != elem:
+            cast = ew.CastOp.create(operands=[fill], result_types=[TensorType(elem, [])])
+            fill = _insert(imp, node, cast)
+        full = sh.ExpandOp.create(operands=[fill], result_types=[TensorType(elem, bound)])
+        if DYNAMIC not in shape:
+            return full
+    else:
+        props = {"value": _scalar(value, result)}
+        full = sh.FullOp.create(result_types=[TensorType(elem, bound)], properties=props)
+        if DYNAMIC not in shape:
+            return full
     sizes = args.get("size")
     if not isinstance(sizes, list | tuple):  # `*_like`: the sizes of `self`
         like = imp.value(args["self"])
@@ -985,13 +1147,14 @@ def _size_of(imp: Importer, node: Node, x: SSAValue, d: int) -> int | SSAValue:
 def _windows(
     imp: Importer, node: Node, value: SSAValue, result: TensorType, sizes: list[Any]
 ) -> Operation:
-    """`value` (at its bound) cut to the run-time size of each `?` dim of `result`:
-    an `aten.dynamic_slice` from 0 per dim, the last one returned."""
+    """`value` (at its bound) cut to the run-time size of each `?` dim of `result`
+    that `value` has at its bound: an `aten.dynamic_slice` from 0 per dim, the last
+    one returned."""
     zero = imp.scalar_operand(0)
     shape = list(shape_of(value))
     op: Operation | None = None
     for d, size in enumerate(result.get_shape()):
-        if size != DYNAMIC:
+        if size != DYNAMIC or shape[d] == DYNAMIC:  # static, or already its size
             continue
         if op is not None:
             value = _insert(imp, node, op)

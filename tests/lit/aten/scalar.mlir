@@ -53,3 +53,21 @@ func.func @prefill(%tokens: tensor<1x?xi64> {qopt.dims = ["", "s0"]}, %input_pos
   %new = aten.dynamic_update_slice %cache, %t, %s {dim = 2 : i64} : (tensor<1x2x40x4xf32>, tensor<1x2x?x4xf32>, tensor<i64>) -> tensor<1x2x40x4xf32>
   func.return %new : tensor<1x2x40x4xf32>
 }
+
+// A size used as a value: `x.reshape(-1) * x.numel()` and `torch.full_like(x,
+// x.shape[0])` at a `?` dim (flattening a `?` dim into one `?`, a 0-d run-time
+// fill broadcast by aten.expand), and the unflatten back.
+// CHECK-LABEL: func.func @sizes_as_values(
+// CHECK-NEXT:    %[[N:.*]] = aten.sym_size %{{.*}} {dim = 0 : i64} : (tensor<?x4xf32>) -> tensor<i64>
+// CHECK-NEXT:    %[[FLAT:.*]] = aten.view %{{.*}} : (tensor<?x4xf32>) -> tensor<?xf32>
+// CHECK-NEXT:    %[[BACK:.*]] = aten.view %[[FLAT]] : (tensor<?xf32>) -> tensor<?x2xf32>
+// CHECK-NEXT:    %[[F:.*]] = aten.to %[[N]] : (tensor<i64>) -> tensor<f32>
+// CHECK-NEXT:    %{{.*}} = aten.expand %[[F]] : (tensor<f32>) -> tensor<8x4xf32>
+func.func @sizes_as_values(%x: tensor<?x4xf32> {qopt.dims = ["s0", ""]}) -> tensor<8x4xf32> attributes {qopt.symbols = {s0 = array<i64: 1, 8>}} {
+  %n = aten.sym_size %x {dim = 0 : i64} : (tensor<?x4xf32>) -> tensor<i64>
+  %flat = aten.view %x : (tensor<?x4xf32>) -> tensor<?xf32>
+  %back = aten.view %flat : (tensor<?xf32>) -> tensor<?x2xf32>
+  %f = aten.to %n : (tensor<i64>) -> tensor<f32>
+  %full = aten.expand %f : (tensor<f32>) -> tensor<8x4xf32>
+  func.return %full : tensor<8x4xf32>
+}

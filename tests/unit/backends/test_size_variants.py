@@ -196,3 +196,164 @@ def test_qopt_run_picks_the_variant(tmp_path) -> None:
         done = subprocess.run(args, capture_output=True, text=True)
         assert done.returncode == 1
         assert "compiled for the sizes 2, 5" in done.stderr, done.stderr
+
+
+# ----- sizes used as values, at every size of the Dim ---------------------------
+
+
+def _vulkan_or_skip() -> None:
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    if (reason := vulkan_available()) is not None:
+        print(f"Vulkan part skipped: {reason}")
+        pytest.skip(reason)
+
+
+class _SizesAsValues(torch.nn.Module):
+    """`x.shape[0]` used as a tensor value every way a size reaches an op: a scalar
+    operand (`x * 2 + x.shape[0]`), a fill value, a clamp bound, `numel`, a power,
+    a float buffer written with it, and `reshape(-1)` of the dynamic dim."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        self.seen.copy_(n)
+        y = x * 2 + n
+        y = y + torch.full_like(x, n) - torch.clamp(x * 10, max=n)
+        y = y.reshape(-1) * x.numel() + n**2
+        return y.reshape(n, 4) + self.seen + torch.full((4,), n)
+
+
+class _SizesAsShapes(torch.nn.Module):
+    """`x.shape[0]` as an op's size argument: a reversed `arange` (run-time start),
+    an `expand` grown to it, constant padding by it (a run-time and a constant amount
+    on one dim), `arange` of step 2."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        rows = torch.arange(n - 1, -1, -1, dtype=torch.float32)[:, None]
+        y = x * rows + x[:1].expand(n, 4) + torch.arange(0, 2 * n, 2)[:, None]
+        padded = torch.nn.functional.pad(y, (1, 0, 8 - n, 1), value=-1.0)
+        return padded.sum(0)[1:] * padded[0, 1:] + y.sum(0)
+
+
+@pytest.mark.parametrize("model_type", [_SizesAsValues, _SizesAsShapes])
+@pytest.mark.parametrize("target", ["interpreter", "coreml", "vulkan"])
+def test_sizes_used_as_values_match_torch(target: str, model_type: type, tmp_path) -> None:
+    """Issue 27: `x * 2 + x.shape[0]` (and the other forms of `_SizesAsValues`)
+    compiled at `dynamic_sizes=[2, 3]` failed at import ('argument sym_size_int_1
+    is not a tensor value'); each size now matches torch eager, the interpreter
+    at the Dim's bounds too with `?` dims (where `_SizesAsShapes` was refused),
+    and `-f 'pt2{dynamic_sizes=2,3}'` imports the same variants."""
+    model = model_type()
+    dim = torch.export.Dim("n", min=1, max=8)
+    ep = _export(model, torch.randn(3, 4), dynamic_shapes=({0: dim},))
+    rng = np.random.default_rng(0)
+
+    def want(x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return copy.deepcopy(model)(torch.from_numpy(x)).numpy()
+
+    if target == "interpreter":
+        session, sizes = qopt.session(qopt.import_program(ep)), (1, 2, 3, 8)
+    else:
+        if target == "vulkan":
+            _vulkan_or_skip()
+        artifact = qopt.compile(ep, target, dynamic_sizes=[2, 3])
+        if target == "coreml":
+            artifact = qopt.load(artifact.save(str(tmp_path / "m.mlpackage")))
+        session, sizes = artifact.session(), (2, 3)
+    for n in sizes:
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        (got,) = session.run(x)
+        np.testing.assert_allclose(got, want(x), rtol=1e-6, atol=1e-5, err_msg=f"size {n}")
+    if target == "vulkan":
+        from qopt.tools.qopt_opt import main as opt_main
+
+        path = str(tmp_path / "m.pt2")
+        torch.export.save(ep, path)
+        out = str(tmp_path / "m.qvk")
+        opt_main([path, "-f", "pt2{dynamic_sizes=2,3}", "-p", "qopt-vulkan", "-t", "vkbundle",
+                  "-o", out])  # fmt: skip
+        loaded = qopt.load(out).session()
+        x = rng.standard_normal((3, 4)).astype(np.float32)
+        np.testing.assert_allclose(loaded.run(x)[0], want(x), rtol=1e-6, atol=1e-5)
+
+
+def _qwen2_static_cache():
+    """A tiny Qwen2 (random weights, from a config) in transformers'
+    `TorchExportableModuleWithStaticCache`, and a fresh copy maker for torch eager."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    torch.manual_seed(0)
+    config = transformers.Qwen2Config(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    model = transformers.Qwen2ForCausalLM(config).eval()
+    model.generation_config = transformers.GenerationConfig(
+        use_cache=True, cache_implementation="static", max_length=40,
+        cache_config={"batch_size": 1, "max_cache_len": 40, "device": "cpu"},
+    )  # fmt: skip
+
+    def fresh() -> torch.nn.Module:
+        return TorchExportableModuleWithStaticCache(copy.deepcopy(model))
+
+    return fresh
+
+
+def _hf_export(wrapper: torch.nn.Module, length: int, dynamic: bool):
+    kwargs = {
+        "input_ids": torch.arange(1, length + 1)[None],
+        "cache_position": torch.arange(length),
+    }
+    seq = torch.export.Dim("seq", min=1, max=16)
+    shapes = {"input_ids": {1: seq}, "cache_position": {0: seq}} if dynamic else None
+    with torch.no_grad():
+        return torch.export.export(
+            wrapper, args=(), kwargs=kwargs, dynamic_shapes=shapes, strict=False
+        )
+
+
+@pytest.mark.parametrize("target", ["interpreter", "coreml", "vulkan"])
+def test_transformers_static_cache_prefill_with_a_dim(target: str, tmp_path) -> None:
+    """Issue 22 item 6: a transformers static-cache decoder (Qwen2 shape) whose
+    prefill is exported with `Dim("seq", 1..16)` as users write it, and its decode.
+    The interpreter refused length 1 (an expand to the `?` length, which is 1) and
+    both targets failed to import the size variants (`cumulative_length.add_(seq_len)`
+    with the length a number); now prefill logits at lengths 1, 5 and 16 (the
+    bounds included) and prefill + decode generation equal torch eager's."""
+    fresh = _qwen2_static_cache()
+    wrapper = fresh()  # both methods from one wrapper, as its buffers are shared
+    prefill = _hf_export(wrapper, 4, dynamic=True)
+    decode = _hf_export(wrapper, 1, dynamic=False)
+    methods = {"prefill": prefill, "decode": decode}
+    if target == "interpreter":
+        session = qopt.session(qopt.import_program(methods))
+    else:
+        if target == "vulkan":
+            _vulkan_or_skip()
+        artifact = qopt.compile(methods, target, dynamic_sizes=[1, 5, 16])
+        if target == "coreml":
+            artifact = qopt.load(artifact.save(str(tmp_path / "m.mlpackage")))
+        session = artifact.session()
+    for length in (1, 5, 16):
+        prompt = [(7 * i + length) % 64 for i in range(length)]
+        eager = fresh()
+        with torch.no_grad():
+            want = eager(input_ids=torch.tensor([prompt]), cache_position=torch.arange(length))
+            tokens = [int(want[0, -1].argmax())]
+            for pos in range(length, length + 5):
+                step = eager(
+                    input_ids=torch.tensor([[tokens[-1]]]), cache_position=torch.tensor([pos])
+                )
+                tokens.append(int(step[0, -1].argmax()))
+        session.reset()
+        (got,) = session.run(np.array([prompt]), np.arange(length), method="prefill")
+        np.testing.assert_allclose(got, want.numpy(), atol=2e-4, rtol=0, err_msg=str(length))
+        session.reset()
+        assert qopt.generate(session, prompt, 6) == tokens, length

@@ -220,12 +220,16 @@ def test_narrow_decode_matches_torch(scheme: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("update", "scheme"), [("index_copy", "float"), ("narrow", "float"), ("narrow", "w4g32")]
+    ("update", "scheme"),
+    [("index_copy", "float"), ("index_put", "float"), ("narrow", "float"), ("narrow", "w4g32")],
 )
 def test_dynamic_prefill_then_decode_matches_torch(update: str, scheme: str) -> None:
     """A prefill exported with `Dim("seq", 1..31)` on the token and position dims and
-    a decode (S = 1), imported as one module: prompts of 1, 5 and 17 tokens each go
-    through one prefill call, then decode to 32 tokens; torch eager's tokens."""
+    a decode (S = 1), imported as one module: prompts of 1, 5, 17 and 31 (the Dim's
+    max) tokens each go through one prefill call, then decode to 32 tokens; torch
+    eager's tokens. `index_put`: ExecuTorch's `k_cache[:, :, input_pos] = k`, whose
+    run-time index length the interpreter once took from the `?` type (a numpy
+    ValueError at every length)."""
     example = (torch.tensor([[5, 9, 2, 33, 7]]), torch.arange(5))
     model = apply_scheme(build_kv_llama(update=update, **CONFIG), scheme, example)
     prefill = _export(model, *example, dynamic_shapes=_seq_dim())
@@ -240,7 +244,7 @@ def test_dynamic_prefill_then_decode_matches_torch(update: str, scheme: str) -> 
     assert not symbol_ranges(_function(module, "decode"))
 
     session = qopt.session(module)
-    for length in (1, 5, 17):
+    for length in (1, 5, 17, 31):
         prompt = [int(t) for t in torch.randint(0, 64, (length,), generator=torch.Generator().manual_seed(length))]  # fmt: skip
         want = _greedy(_torch_step(model), prompt, 32 - length)
         session.reset()
@@ -409,3 +413,31 @@ def test_targets_run_item_and_narrow() -> None:
         if target == "vulkan":
             with pytest.raises(qopt.QoptError, match=r"\('u\d+ <= 6'\): a run-time check"):
                 artifact(x.numpy(), np.array([7]))
+
+
+def test_index_put_takes_its_shapes_at_run_time() -> None:
+    """`aten.index_put` with `?` index and values dims (ExecuTorch's
+    `k_cache[:, :, input_pos] = k` under a Dim): the interpreter takes the indexing
+    result's shape from the run-time index, as torch does (it took the `?` from the
+    type: numpy's ValueError at every length); values that do not broadcast to it are
+    a QoptError, as torch raises."""
+    module = parse_module(
+        """
+func.func @forward(%x: tensor<6x4xf32>, %i: tensor<?xi64> {qopt.dims = ["s0"]},
+                   %v: tensor<?x4xf32> {qopt.dims = ["s1"]}) -> tensor<6x4xf32>
+    attributes {qopt.symbols = {s0 = array<i64: 1, 6>, s1 = array<i64: 1, 6>}} {
+  %r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 0>} : (tensor<6x4xf32>, tensor<?xi64>, tensor<?x4xf32>) -> tensor<6x4xf32>
+  func.return %r : tensor<6x4xf32>
+}
+"""
+    )
+    x = np.zeros((6, 4), np.float32)
+    for n, k in ((3, 3), (1, 1), (3, 1), (6, 6)):
+        index = np.array([5, 0, 2, 1, 3, 4][:n])
+        values = np.arange(k * 4, dtype=np.float32).reshape(k, 4)
+        want = torch.zeros(6, 4)
+        want[torch.from_numpy(index)] = torch.from_numpy(values)
+        (got,) = qopt.interpret(module, x, index, values)
+        np.testing.assert_array_equal(got, want.numpy())
+    with pytest.raises(qopt.QoptError, match=r"values of shape \[3, 4\] do not broadcast"):
+        qopt.interpret(module, x, np.array([5, 0]), np.zeros((3, 4), np.float32))
