@@ -45,14 +45,18 @@ def render(
 ) -> str:
     now = counts(outcomes, targets)
     lines = [header, ""]
-    lines.append("| target | pass | unsupported | wrong | crash | timeout | skipped |"
-                 + (" pass before |" if before else ""))
+    lines.append(
+        "| target | pass | unsupported | wrong | crash | timeout | skipped |"
+        + (" pass before |" if before else "")
+    )
     lines.append("|---|--:|--:|--:|--:|--:|--:|" + ("--:|" if before else ""))
     old = counts(before, targets) if before else None
     for t in targets:
         row = now[t]
         lines.append(
-            f"| {t} | " + " | ".join(str(row[s]) for s in (*STATUSES, "skip")) + " |"
+            f"| {t} | "
+            + " | ".join(str(row[s]) for s in (*STATUSES, "skip"))
+            + " |"
             + (f" {old[t]['pass']} |" if old else "")
         )
     by_key: dict[str, dict[str, Outcome]] = {}
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             if line
         ]
     else:
-        sink = open(args.jsonl, "a") if args.jsonl else None  # noqa: SIM115
+        sink = open(args.jsonl, "a") if args.jsonl else None
         try:
             for function in FUNCTIONS:
                 if args.names and not re.fullmatch(args.names, function.name):
@@ -128,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                         sink.write(json.dumps(o.to_json()) + "\n")
                         sink.flush()
                 print(
-                    f"{function.name:28} "
-                    + " ".join(f"{o.target}={o.status}" for o in results),
+                    f"{function.name:28} " + " ".join(f"{o.target}={o.status}" for o in results),
                     flush=True,
                 )
         finally:

@@ -135,7 +135,11 @@ for _name, _f, _in in [
     ("isfinite", lambda x: torch.isfinite(x / (x > 0)), X),
     ("isnan", lambda x: torch.isnan(torch.log(x)), X),
     ("nan_to_num", lambda x: torch.nan_to_num(torch.log(x)), X),
-    ("logit", lambda x: torch.logit(x, 1e-3), lambda g: (torch.rand(2, 3, 8, generator=g) * 0.9 + 0.05,)),
+    (
+        "logit",
+        lambda x: torch.logit(x, 1e-3),
+        lambda g: (torch.rand(2, 3, 8, generator=g) * 0.9 + 0.05,),
+    ),
     ("sinc", torch.sinc, X),
     ("deg2rad", torch.deg2rad, X),
     ("xlogy", torch.xlogy, _with(_pos(2, 3, 8), _rand(2, 3, 8))),
@@ -271,9 +275,17 @@ for _name, _f, _in in [
         lambda x, i, s: x.scatter_add(1, i, s),
         _with(X, _randint(3, 2, 3, 8), _randn(2, 3, 8)),
     ),
-    ("index_add", lambda x, i, s: x.index_add(0, i, s), _with(_r(5, 4), _randint(5, 3), _randn(3, 4))),
+    (
+        "index_add",
+        lambda x, i, s: x.index_add(0, i, s),
+        _with(_r(5, 4), _randint(5, 3), _randn(3, 4)),
+    ),
     ("indexing_tensor", lambda x, i: x[:, i], _with(X, _randint(3, 4))),
-    ("index_put", lambda x, i, v: x.index_put((i,), v), _with(_r(6, 4), _randint(6, 2), _randn(2, 4))),
+    (
+        "index_put",
+        lambda x, i, v: x.index_put((i,), v),
+        _with(_r(6, 4), _randint(6, 2), _randn(2, 4)),
+    ),
     ("narrow", lambda x: x.narrow(-1, 2, 4), X),
     ("select", lambda x: x.select(1, 2), X),
     ("slice_step", lambda x: x[:, :, 1::2], X),
@@ -330,7 +342,11 @@ for _name, _f, _in in [
 for _name, _f, _in in [
     ("layer_norm", lambda x, w, b: F.layer_norm(x, (8,), w, b), _with(X, _randn(8), _randn(8))),
     ("layer_norm_no_affine", lambda x: F.layer_norm(x, (3, 8)), X),
-    ("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), _with(_r(2, 4, 5), _randn(4), _randn(4))),
+    (
+        "group_norm",
+        lambda x, w, b: F.group_norm(x, 2, w, b),
+        _with(_r(2, 4, 5), _randn(4), _randn(4)),
+    ),
     (
         "batch_norm_eval",
         lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False),
@@ -386,7 +402,11 @@ for _name, _f, _in in [
     ("interpolate_bicubic", lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), IMG),
     ("interpolate_linear", lambda x: F.interpolate(x, scale_factor=2, mode="linear"), SEQ),
     ("interpolate_nearest1d", lambda x: F.interpolate(x, size=24), SEQ),
-    ("interpolate_nearest_exact", lambda x: F.interpolate(x, size=(5, 6), mode="nearest-exact"), IMG),
+    (
+        "interpolate_nearest_exact",
+        lambda x: F.interpolate(x, size=(5, 6), mode="nearest-exact"),
+        IMG,
+    ),
     ("interpolate_area", lambda x: F.interpolate(x, size=(4, 4), mode="area"), IMG),
     ("upsample_bilinear_down", lambda x: F.interpolate(x, size=(5, 5), mode="bilinear"), IMG),
 ]:
@@ -397,11 +417,27 @@ for _name, _f, _in in [
     ("linear", F.linear, _with(X, _randn(5, 8), _randn(5))),
     ("bilinear", F.bilinear, _with(_r(2, 4), _randn(2, 3), _randn(5, 4, 3), _randn(5))),
     ("conv1d", lambda x, w: F.conv1d(x, w, padding=1), _with(SEQ, _randn(4, 3, 3))),
-    ("conv2d", lambda x, w, b: F.conv2d(x, w, b, stride=2), _with(IMG, _randn(4, 3, 3, 3), _randn(4))),
-    ("conv2d_groups", lambda x, w: F.conv2d(x, w, groups=3, padding=1), _with(IMG, _randn(3, 1, 3, 3))),
+    (
+        "conv2d",
+        lambda x, w, b: F.conv2d(x, w, b, stride=2),
+        _with(IMG, _randn(4, 3, 3, 3), _randn(4)),
+    ),
+    (
+        "conv2d_groups",
+        lambda x, w: F.conv2d(x, w, groups=3, padding=1),
+        _with(IMG, _randn(3, 1, 3, 3)),
+    ),
     ("conv2d_dilation", lambda x, w: F.conv2d(x, w, dilation=2), _with(IMG, _randn(2, 3, 3, 3))),
-    ("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=2), _with(SEQ, _randn(3, 2, 3))),
-    ("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w, stride=2), _with(IMG, _randn(3, 2, 2, 2))),
+    (
+        "conv_transpose1d",
+        lambda x, w: F.conv_transpose1d(x, w, stride=2),
+        _with(SEQ, _randn(3, 2, 3)),
+    ),
+    (
+        "conv_transpose2d",
+        lambda x, w: F.conv_transpose2d(x, w, stride=2),
+        _with(IMG, _randn(3, 2, 2, 2)),
+    ),
     (
         "scaled_dot_product_attention",
         F.scaled_dot_product_attention,
@@ -421,7 +457,11 @@ for _name, _f, _in in [
     ("mm", torch.mm, _rr((3, 4), (4, 5))),
     ("bmm", torch.bmm, _rr((2, 3, 4), (2, 4, 5))),
     ("einsum_bmm", lambda a, b: torch.einsum("bij,bjk->bik", a, b), _rr((2, 3, 4), (2, 4, 5))),
-    ("einsum_attention", lambda q, k: torch.einsum("bhqd,bhkd->bhqk", q, k), _rr((1, 2, 3, 4), (1, 2, 5, 4))),
+    (
+        "einsum_attention",
+        lambda q, k: torch.einsum("bhqd,bhkd->bhqk", q, k),
+        _rr((1, 2, 3, 4), (1, 2, 5, 4)),
+    ),
     ("einsum_outer", lambda a, b: torch.einsum("i,j->ij", a, b), _rr((3,), (4,))),
     ("outer", torch.outer, _rr((3,), (4,))),
     ("dot", torch.dot, _rr((5,), (5,))),
@@ -454,15 +494,35 @@ for _name, _f, _in in [
     ("nll_loss", lambda a, t: F.nll_loss(a.log_softmax(-1), t), _with(_r(4, 5), _randint(5, 4))),
     ("binary_cross_entropy", lambda a, b: F.binary_cross_entropy(a.sigmoid(), b.sigmoid()), _PAIR),
     ("bce_with_logits", lambda a, b: F.binary_cross_entropy_with_logits(a, b.sigmoid()), _PAIR),
-    ("kl_div", lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"), _PAIR),
+    (
+        "kl_div",
+        lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"),
+        _PAIR,
+    ),
     ("soft_margin_loss", F.soft_margin_loss, _PAIR),
-    ("margin_ranking_loss", lambda a, b, y: F.margin_ranking_loss(a, b, y.sign()), _rr((6,), (6,), (6,))),
+    (
+        "margin_ranking_loss",
+        lambda a, b, y: F.margin_ranking_loss(a, b, y.sign()),
+        _rr((6,), (6,), (6,)),
+    ),
     ("hinge_embedding_loss", lambda a, y: F.hinge_embedding_loss(a, y.sign()), _PAIR),
-    ("cosine_embedding_loss", lambda a, b, y: F.cosine_embedding_loss(a, b, y.sign()), _rr((4, 5), (4, 5), (4,))),
+    (
+        "cosine_embedding_loss",
+        lambda a, b, y: F.cosine_embedding_loss(a, b, y.sign()),
+        _rr((4, 5), (4, 5), (4,)),
+    ),
     ("triplet_margin_loss", F.triplet_margin_loss, _rr((4, 5), (4, 5), (4, 5))),
     ("poisson_nll_loss", F.poisson_nll_loss, _PAIR),
-    ("gaussian_nll_loss", lambda a, b, v: F.gaussian_nll_loss(a, b, v.exp()), _rr((4, 5), (4, 5), (4, 5))),
-    ("multilabel_soft_margin_loss", lambda a, b: F.multilabel_soft_margin_loss(a, (b > 0).float()), _PAIR),
+    (
+        "gaussian_nll_loss",
+        lambda a, b, v: F.gaussian_nll_loss(a, b, v.exp()),
+        _rr((4, 5), (4, 5), (4, 5)),
+    ),
+    (
+        "multilabel_soft_margin_loss",
+        lambda a, b: F.multilabel_soft_margin_loss(a, (b > 0).float()),
+        _PAIR,
+    ),
 ]:
     add(_name, "loss", _f, _in)
 
@@ -474,8 +534,14 @@ def case(function: Function, seed: int = 0) -> Case:
     """The function as a conformance case (inputs from a seeded generator)."""
     generator = torch.Generator().manual_seed(seed)
     inputs = function.inputs(generator)
-    return Case(function.name, str(inputs[0].dtype).removeprefix("torch."), 0,
-                FunctionModule(function.fn), inputs, function.family)
+    return Case(
+        function.name,
+        str(inputs[0].dtype).removeprefix("torch."),
+        0,
+        FunctionModule(function.fn),
+        inputs,
+        function.family,
+    )
 
 
 def cases(names: set[str] | None = None) -> Iterator[Case]:
