@@ -309,6 +309,9 @@ class ConvertToVkcPass(ModulePass):
         from qopt.lowering.fuse_quant import check_mid_level
 
         check_mid_level(op, self.name)
+        from qopt.lowering.compose import compose
+
+        compose(op, "vulkan")  # forms of ops the kernels lack, in ops they have
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already
