@@ -22,7 +22,6 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    FloatAttr,
     IntegerAttr,
     ModuleOp,
     TensorType,
