@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--jsonl", default=None)
     parser.add_argument("--before", default=None, help="JSONL of an earlier run")
+    parser.add_argument(
+        "--before-label", default="an earlier run", help="what --before ran (a commit)"
+    )
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
             "`run_decompositions`), checked against torch eager on every target. `unsupported` "
             "is a clean `QoptError`; `wrong` and `crash` are bugs."
         )
+        if before:
+            header += f" `pass before`: the same list on {args.before_label}."
         Path(args.out).write_text(render(outcomes, before, targets, header))
     return 0
 
