@@ -69,7 +69,7 @@ from xdsl.passes import ModulePass
 from qopt.dialects import vkc
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of, shape_of
-from qopt.errors import QoptError
+from qopt.errors import QoptError, where
 from qopt.interpreters import dialects_of, make_interpreter
 from qopt.interpreters.builtin import constant_array
 from qopt.lowering.convert_to_vkc import (
@@ -228,9 +228,11 @@ def lower_function(
             try:
                 results = fn(lowering, op)
             except QoptError as refusal:
+                text = str(refusal)
+                if not text.startswith("convert-to-vkc:"):  # a helper's, without the op
+                    text = f"convert-to-vkc: {where(op)}: {text}"
                 raise QoptError(
-                    f"{refusal}; or run it on the host with fallback=True "
-                    "(qopt-opt --host-fallback)"
+                    f"{text}; or run it on the host with fallback=True (qopt-opt --host-fallback)"
                 ) from None
         for result, value in zip(op.results, results, strict=True):
             wrong_type = isinstance(value, Buf) and (value.dtype == "f32") != (

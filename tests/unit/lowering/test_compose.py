@@ -175,3 +175,20 @@ def test_every_target_has_a_table() -> None:
     for table in COMPOSITIONS.values():
         for kind in table:
             assert kind.name in covered, f"{kind.name} has a composition without a case"
+
+
+def test_a_decomposition_beyond_the_kernels_rank_is_a_clean_refusal() -> None:
+    """adaptive_max_pool3d imports through torch's decomposition, whose rank-8
+    intermediates the Vulkan kernels cannot address: a QoptError naming the op (it
+    was a ValueError from the lowering's stride helper)."""
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    fn = lambda x: F.adaptive_max_pool3d(x, 2)  # noqa: E731
+    inputs = (_r(1, 2, 4, 4, 4),)
+    ep = torch.export.export(Fn(fn), inputs)
+    (got,) = qopt.interpret(qopt.import_program(ep), *inputs)
+    np.testing.assert_allclose(got, fn(*inputs).numpy(), rtol=1e-6)
+    if (reason := vulkan_available()) is not None:
+        pytest.skip(f"no Vulkan device: {reason}")
+    with pytest.raises(qopt.QoptError, match=r"convert-to-vkc: .*rank-8 tensor"):
+        qopt.compile(ep, "vulkan")
