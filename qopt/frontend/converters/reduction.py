@@ -143,3 +143,25 @@ def _softmax(op_type: type[red.SoftmaxLikeOp], *targets: str, safe: bool = False
 _softmax(red.SoftmaxOp, "aten.softmax.int", "aten._softmax.default")
 _softmax(red.SoftmaxOp, "aten._safe_softmax.default", safe=True)
 _softmax(red.LogSoftmaxOp, "aten.log_softmax.int", "aten._log_softmax.default")
+
+
+@CONVERTERS("aten.sort.default", "aten.sort.stable", "aten.topk.default")
+def convert_sort(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`sort(x, dim, descending)` (stable or not: qopt's is stable) and
+    `topk(x, k, dim, largest, sorted)`: `aten.sort`, with `k` for topk."""
+    props: dict[str, Attribute] = {"dim": IntegerAttr(int(args.get("dim", -1)), i64)}
+    if str(node.target) == "aten.topk.default":
+        if not args.get("sorted", True):
+            raise imp.error(
+                "topk(sorted=False) leaves its results in an order torch does not specify; "
+                "use sorted=True"
+            )
+        props["k"] = IntegerAttr(imp.static(args["k"], "topk's k"), i64)
+        descending = args.get("largest", True)
+    else:
+        descending = args.get("descending", False)
+    if descending:
+        props["descending"] = BoolAttr.from_bool(True)
+    return red.SortOp.create(
+        operands=[imp.value(args["self"])], result_types=imp.result_types(), properties=props
+    )

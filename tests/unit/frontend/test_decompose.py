@@ -210,3 +210,29 @@ def test_graph_without_unknown_ops_is_not_copied() -> None:
     graph, records = decompose_graph(ep.graph, get_converters())
     assert graph is ep.graph
     assert records == {}
+
+
+def test_sort_and_topk_match_torch() -> None:
+    """aten.sort (the op sort, topk, argsort, msort and kthvalue import to) against
+    torch: NaN above every number, ties in input order (torch's stable sort), ints."""
+    x = _r(3, 7)
+    x[0, 2] = float("nan")
+    x[1, 1] = x[1, 5] = 0.25
+    ints = _ints(3, 7)
+    cases: list[tuple[Callable[..., object], torch.Tensor]] = [
+        (lambda t: torch.sort(t, dim=-1, stable=True), x),
+        (lambda t: torch.sort(t, dim=0, descending=True, stable=True), x),
+        (lambda t: torch.sort(t, dim=1, descending=True, stable=True), ints),
+        (lambda t: torch.topk(t, 3, dim=-1), _r(3, 7)),
+        (lambda t: torch.topk(t, 2, dim=0, largest=False), torch.randperm(12).reshape(3, 4)),
+        (lambda t: torch.argsort(t, dim=-1, stable=True), ints),
+        (lambda t: torch.kthvalue(t, 3, 1, keepdim=True), _r(2, 5)),
+    ]
+    for fn, t in cases:
+        _check(fn, (t,))
+
+
+def test_topk_unsorted_is_refused() -> None:
+    ep = torch.export.export(Fn(lambda t: torch.topk(t, 2, sorted=False)), (_r(4, 5),))
+    with pytest.raises(qopt.QoptError, match=r"sorted=False"):
+        qopt.import_program(ep)
