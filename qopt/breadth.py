@@ -250,6 +250,7 @@ for _name, _f, _in in [
 for _name, _f, _in in [
     ("topk", lambda x: torch.topk(x, 3, dim=-1), X),
     ("topk_smallest", lambda x: torch.topk(x, 2, dim=1, largest=False), X),
+    ("topk_values", lambda x: torch.topk(x, 3, dim=-1).values, X),
     ("sort", lambda x: torch.sort(x, -1), X),
     ("sort_descending", lambda x: torch.sort(x, 1, descending=True), X),
     ("argsort", lambda x: torch.argsort(x, -1), X),

@@ -104,18 +104,7 @@ def _cdist_forward(
     return difference.pow(p).sum(-1).pow(1.0 / p)
 
 
-def _kthvalue(
-    x: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    values, indices = torch.sort(x, dim)
-    value, index = values.select(dim, k - 1), indices.select(dim, k - 1)
-    if keepdim:
-        return value.unsqueeze(dim), index.unsqueeze(dim)
-    return value, index
-
-
 EXTRA_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
-    torch.ops.aten.kthvalue.default: _kthvalue,
     torch.ops.aten.addbmm.default: _addbmm,
     torch.ops.aten._cdist_forward.default: _cdist_forward,
 }

@@ -156,6 +156,12 @@ def convert_sort(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
                 "topk(sorted=False) leaves its results in an order torch does not specify; "
                 "use sorted=True"
             )
+        if _indices_used(node):
+            raise imp.error(
+                "topk's indices are used: where values are equal, torch orders them by its "
+                "CPU selection algorithm, which qopt does not reproduce (the values are "
+                "exact); qopt imports topk whose indices are unused, and sort (stable)"
+            )
         props["k"] = IntegerAttr(imp.static(args["k"], "topk's k"), i64)
         descending = args.get("largest", True)
     else:
@@ -165,3 +171,13 @@ def convert_sort(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return red.SortOp.create(
         operands=[imp.value(args["self"])], result_types=imp.result_types(), properties=props
     )
+
+
+def _indices_used(node: Node) -> bool:
+    """Whether a (values, indices) node's indices (result 1) are read."""
+    for user in node.users:
+        if str(user.target) != "<built-in function getitem>":
+            return True  # the pair itself
+        if user.args[1] == 1 and user.users:
+            return True
+    return False
