@@ -173,7 +173,7 @@ def _needs_decomposition(
 
 def trace_node(node: Node, known: frozenset[str]) -> tuple[GraphModule | None, Decomposition]:
     """`node`'s op traced through torch's decompositions, on its inputs' metadata."""
-    op = node.target
+    op: Any = node.target
     record = Decomposition(str(op), decomposition_source(op, known))
     if not record.source:
         return None, record
@@ -323,7 +323,8 @@ def _emit(
 
 def _prim_replacement(graph: Graph, node: Node) -> Node | None:
     namespace, name, _ = str(node.target).split(".", 2)
-    args, kwargs = tuple(node.args), dict(node.kwargs)
+    args: tuple[Any, ...] = tuple(node.args)
+    kwargs: dict[str, Any] = dict(node.kwargs)
     if namespace != "prims":
         return None
     if name in _BINARY_PRIMS and len(args) == 2:
