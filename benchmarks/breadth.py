@@ -30,7 +30,7 @@ from qopt.conformance import STATUSES, TARGETS, Outcome, latest, run_case
 
 
 def counts(outcomes: list[Outcome], targets: list[str]) -> dict[str, dict[str, int]]:
-    table = {t: dict.fromkeys((*STATUSES, "skip"), 0) for t in targets}
+    table: dict[str, dict[str, int]] = {t: {s: 0 for s in (*STATUSES, "skip")} for t in targets}
     for o in outcomes:
         if o.target == "export":
             for t in targets:
