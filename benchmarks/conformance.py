@@ -148,9 +148,7 @@ def run(args: argparse.Namespace, targets: list[str], outcomes: list[Outcome]) -
                 new += run_case(item, targets, args.time_limit, form=form)
             except Exception as e:  # the harness itself (torch's sample, not qopt)
                 detail = f"harness fails: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
-                new.append(
-                    Outcome(op, item.dtype, item.index, "export", "skip", detail, form=form)
-                )
+                new.append(Outcome(op, item.dtype, item.index, "export", "skip", detail, form=form))
         for o in new:
             outcomes.append(o)
             if sink is not None:

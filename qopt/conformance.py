@@ -390,9 +390,7 @@ def run_case(
     def outcome(
         target: str, status: str, detail: str = "", ops: list[str] | None = None
     ) -> Outcome:
-        return Outcome(
-            case.op, case.dtype, case.index, target, status, detail, ops or [], form
-        )
+        return Outcome(case.op, case.dtype, case.index, target, status, detail, ops or [], form)
 
     def skip(reason: str) -> list[Outcome]:
         return [outcome("export", "skip", reason)]
@@ -513,9 +511,7 @@ def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, 
 
 def render_forms(outcomes: list[Outcome], targets: Sequence[str]) -> list[str]:
     """The counts per IR form and target (the cases run in both forms)."""
-    keys = {
-        form: {(o.op, o.dtype, o.index) for o in outcomes if o.form == form} for form in FORMS
-    }
+    keys = {form: {(o.op, o.dtype, o.index) for o in outcomes if o.form == form} for form in FORMS}
     both = keys["export"] & keys["core"]
     lines = [
         "| IR form | target | ops with a passing case | ops pass | ops unsupported "
