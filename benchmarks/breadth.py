@@ -86,6 +86,53 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def decomposed_ops() -> tuple[dict[str, str], dict[str, str]]:
+    """The ops of the functions' exported programs that qopt imports through a
+    decomposition (op -> where it came from), and those it still refuses (op -> why)."""
+    import qopt
+    from qopt.frontend.converters import get_converters
+    from qopt.frontend.importer import Importer
+
+    imported: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for function in FUNCTIONS:
+        c = case(function)
+        try:
+            ep = torch.export.export(c.module, c.inputs)
+        except Exception:  # not exportable (a skip in the table)
+            continue
+        importer = Importer(ep, get_converters())
+        try:
+            importer.run()
+        except qopt.QoptError:
+            pass
+        for target, record in importer.decompositions.items():
+            if record.imported:
+                imported.setdefault(target, record.source)
+            else:
+                refused.setdefault(target, record.refusal())
+    return imported, refused
+
+
+def render_decompositions(imported: dict[str, str], refused: dict[str, str]) -> str:
+    lines = [
+        "",
+        f"## Ops imported through their decomposition ({len(imported)})",
+        "",
+        "The functions' exported programs hold these ops, which have no converter of their "
+        "own: each imports through torch's decomposition of it (qopt/frontend/decompose.py).",
+        "",
+        "| from | ops |",
+        "|---|---|",
+    ]
+    for source in sorted(set(imported.values())):
+        names = sorted(t for t, s in imported.items() if s == source)
+        lines.append(f"| {source} | " + ", ".join(f"`{n}`" for n in names) + " |")
+    lines += ["", f"Still refused ({len(refused)}):", ""]
+    lines += [f"- `{t}`: {_cell(why)}" for t, why in sorted(refused.items())]
+    return "\n".join(lines) + "\n"
+
+
 def _status(o: Outcome | None) -> str:
     if o is None:
         return ""
@@ -165,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if before:
             header += f" `pass before`: the same list on {args.before_label}."
-        Path(args.out).write_text(render(outcomes, before, targets, header))
+        text = render(outcomes, before, targets, header)
+        Path(args.out).write_text(text + render_decompositions(*decomposed_ops()))
     return 0
 
 
