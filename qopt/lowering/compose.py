@@ -225,6 +225,49 @@ def extreme_as_amax(e: Emitter, op: rd.MaxOp | rd.MinOp) -> Sequence[SSAValue] |
     return [e.emit(kind, [op.input], op.result.type, _reduce_props(range(len(shape)), False))]
 
 
+def prod_as_products(e: Emitter, op: rd.ProdOp) -> Sequence[SSAValue] | None:
+    """`prod` over dims: per dim, the two halves multiplied until one entry is left
+    (the middle one of an odd size carried along by a `cat`), in the result's type;
+    2 log2(n) elementwise ops per dim of size n."""
+    shape = list(shape_of(op.input))
+    if not shape or numel(shape) == 0 or is_bool(elem_of(op.result)):
+        return None  # a 0-d or empty product: the rule's to refuse
+    element = elem_of(op.result)
+    x = op.input
+    if elem_of(x) != element:
+        x = e.emit(ew.CastOp, [x], tensor(element, shape))
+
+    def window(source: SSAValue, axis: int, start: int, end: int) -> SSAValue:
+        part = list(shape_of(source))
+        part[axis] = end - start
+        return e.emit(
+            sh.SliceOp,
+            [source],
+            tensor(element, part),
+            {
+                "dim": IntegerAttr(axis, i64),
+                "start": IntegerAttr(start, i64),
+                "end": IntegerAttr(end, i64),
+                "step": IntegerAttr(1, i64),
+            },
+        )
+
+    for axis in op.axes():
+        while (n := shape_of(x)[axis]) > 1:
+            half = n // 2
+            source = x
+            low, high = window(source, axis, 0, half), window(source, axis, half, 2 * half)
+            x = e.emit(ew.MulOp, [low, high], low.type)
+            if n % 2:
+                rest = window(source, axis, 2 * half, n)
+                joined = list(shape_of(x))
+                joined[axis] += 1
+                x = e.emit(
+                    sh.CatOp, [x, rest], tensor(element, joined), {"dim": IntegerAttr(axis, i64)}
+                )
+    return [e.emit(sh.ViewOp, [x], op.result.type)]
+
+
 COUNT_EXACT = 1 << 24
 """float32 holds every integer up to 2^24: a count of that many booleans is exact."""
 
@@ -277,11 +320,13 @@ def batch_norm_as_arithmetic(e: Emitter, op: layers.BatchNormOp) -> Sequence[SSA
 COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
     "vulkan": {
         nn.AddmmOp: addmm_as_matmul,
+        rd.ProdOp: prod_as_products,
         sh.DiffOp: diff_as_slices,
         rd.SumOp: bool_sum_in_float,
         layers.BatchNormOp: batch_norm_as_arithmetic,
     },
     "coreml": {
+        rd.ProdOp: prod_as_products,
         sh.TrilOp: triangle_as_where,
         sh.TriuOp: triangle_as_where,
         sh.DiffOp: diff_as_slices,

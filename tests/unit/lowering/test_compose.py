@@ -95,6 +95,15 @@ CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str
         "aten.min_dim",
     ),
     ("max_all_coreml", "coreml", torch.max, (_r(3, 6),), "aten.max"),
+    ("prod_vulkan", "vulkan", lambda x: x.prod(2), (_r(3, 2, 7) * 0.5 + 1,), "aten.prod"),
+    ("prod_all_vulkan", "vulkan", torch.prod, (_r(5, 3) * 0.2 + 1,), "aten.prod"),
+    (
+        "prod_int_coreml",
+        "coreml",
+        lambda x: torch.prod(x, 1, keepdim=True),
+        (torch.randint(-3, 4, (2, 5, 3), dtype=torch.int32),),
+        "aten.prod",
+    ),
     ("min_all_coreml", "coreml", torch.min, (_r(2, 3, 6),), "aten.min"),
     (
         "max_dim_ties",

@@ -40,9 +40,6 @@ REFUSED: dict[str, tuple[str, ...]] = {
     "bitwise_or": TARGETS_OF_MIL,
     "bitwise_xor": TARGETS_OF_MIL,
     "bitwise_not": TARGETS_OF_MIL,
-    # a product has no exact composition; Vulkan runs it with fallback=True
-    "prod": ("coreml", "vulkan"),
-    "cumprod": ("coreml", "vulkan"),
     # index_put with accumulate
     "index_add": ("coreml", "vulkan"),
     # a rank-6 intermediate on Core ML (rank <= 5)
