@@ -44,6 +44,11 @@ import torch
 import torch.utils._pytree as pytree
 
 TARGETS = ("interp", "coreml", "vulkan")
+FORMS = ("export", "core")
+"""The IR forms a case is imported in: `export`, the program `torch.export.export`
+gives users as it comes (training IR: torch's export-preserved composite ops such as
+`reshape_as`, `einsum`, `logsumexp` stay); `core`, that program after
+`run_decompositions()` (core ATen)."""
 STATUSES = ("pass", "unsupported", "wrong", "crash", "timeout")
 DEFAULT_DTYPES = ("float32", "int64", "int32", "bool")
 
@@ -92,6 +97,8 @@ class Outcome:
     status: str
     detail: str = ""
     aten_ops: list[str] = field(default_factory=list)
+    form: str = "export"
+    """The IR form the case was imported in (`FORMS`)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -371,15 +378,19 @@ def run_case(
     targets: Sequence[str] = TARGETS,
     seconds: float = 0.0,
     workdir: Path | None = None,
+    form: str = "export",
 ) -> list[Outcome]:
-    """Export `case`, run torch eager for the reference and every target; one Outcome
-    per target (or one skip)."""
+    """Export `case` (in the IR `form`, `FORMS`), run torch eager for the reference
+    and every target; one Outcome per target (or one skip)."""
     import qopt
+
+    if form not in FORMS:
+        raise ValueError(f"unknown IR form {form!r}: choose from {', '.join(FORMS)}")
 
     def outcome(
         target: str, status: str, detail: str = "", ops: list[str] | None = None
     ) -> Outcome:
-        return Outcome(case.op, case.dtype, case.index, target, status, detail, ops or [])
+        return Outcome(case.op, case.dtype, case.index, target, status, detail, ops or [], form)
 
     def skip(reason: str) -> list[Outcome]:
         return [outcome("export", "skip", reason)]
@@ -404,6 +415,13 @@ def run_case(
                 ep = torch.export.export(case.module, case.inputs)
             except Exception as e:
                 return skip(f"export fails: {type(e).__name__}: {_one_line(e, 160)}")
+            if form == "core":
+                try:
+                    ep = ep.run_decompositions()
+                except Exception as e:
+                    return skip(
+                        f"run_decompositions fails: {type(e).__name__}: {_one_line(e, 160)}"
+                    )
     except CaseTimeout as e:
         return skip(f"torch timeout: {e}")
     want = first
@@ -455,9 +473,9 @@ def run_case(
 def latest(outcomes: Iterable[Outcome]) -> list[Outcome]:
     """The outcomes of each case's last run (a rerun of a case, in the order the
     outcomes were recorded, replaces all it had before: a skip or every target's)."""
-    runs: dict[tuple[str, str, int], list[Outcome]] = {}
+    runs: dict[tuple[str, str, int, str], list[Outcome]] = {}
     for o in outcomes:
-        key = (o.op, o.dtype, o.index)
+        key = (o.op, o.dtype, o.index, o.form)
         run = runs.get(key)
         if (
             run is None
@@ -491,9 +509,47 @@ def summarize(outcomes: Iterable[Outcome], targets: Sequence[str]) -> dict[str, 
     return table
 
 
+def render_forms(outcomes: list[Outcome], targets: Sequence[str]) -> list[str]:
+    """The counts per IR form and target (the cases run in both forms)."""
+    keys = {form: {(o.op, o.dtype, o.index) for o in outcomes if o.form == form} for form in FORMS}
+    both = keys["export"] & keys["core"]
+    lines = [
+        "| IR form | target | ops with a passing case | ops pass | ops unsupported "
+        "| ops wrong | ops crash | cases pass | unsupported | wrong | crash |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for form in FORMS:
+        chosen = [o for o in outcomes if o.form == form and (o.op, o.dtype, o.index) in both]
+        table = summarize(chosen, targets)
+        for t in targets:
+            o, c = table[t]["ops"], table[t]["cases"]
+            lines.append(
+                f"| {form} | {t} | {table[t]['ops_any_pass']} | "
+                + " | ".join(str(o[s]) for s in ("pass", "unsupported", "wrong", "crash"))
+                + " | "
+                + " | ".join(str(c[s]) for s in ("pass", "unsupported", "wrong", "crash"))
+                + " |"
+            )
+    return lines
+
+
 def render_markdown(outcomes: list[Outcome], targets: Sequence[str], header: str) -> str:
+    forms = {o.form for o in outcomes}
+    every = outcomes
+    outcomes = [o for o in outcomes if o.form == "export"] or outcomes
     table = summarize(outcomes, targets)
     lines = [header, ""]
+    if len(forms) > 1:
+        lines += [
+            "Both IR forms: `export` is the program `torch.export.export` gives users, as it "
+            "comes (training IR, no `run_decompositions`); `core` is it after "
+            "`run_decompositions()` (core ATen). Same cases in both:",
+            "",
+            *render_forms(every, targets),
+            "",
+            "The tables below are of the `export` form.",
+            "",
+        ]
     lines.append(
         "| target | ops with a passing case | ops pass | ops unsupported | ops wrong | ops crash "
         "| ops timeout | cases pass | unsupported | wrong | crash | timeout |"
@@ -575,6 +631,7 @@ def _cell(text: str) -> str:
 
 __all__ = [
     "DEFAULT_DTYPES",
+    "FORMS",
     "STATUSES",
     "TARGETS",
     "Case",
@@ -586,6 +643,7 @@ __all__ = [
     "latest",
     "mismatch",
     "op_db",
+    "render_forms",
     "render_markdown",
     "run_case",
     "summarize",

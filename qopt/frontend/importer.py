@@ -68,6 +68,7 @@ from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_dynamic_dims, set_output_names
 from qopt.dtypes import element_type
 from qopt.errors import QoptError, quoted
+from qopt.frontend.decompose import Decomposition, decompose_graph
 from qopt.frontend.mutation import (
     IDENTITY_VIEWS,
     RESHAPE_VIEWS,
@@ -332,6 +333,8 @@ class Importer:
         """BUFFER_MUTATION outputs' buffers: their placeholders."""
         self.symbols: dict[str, tuple[int, int]] = {}
         """The dynamic input dims' symbols and their ranges (`qopt.symbols`)."""
+        self.decompositions: dict[str, Decomposition] = {}
+        """The ops without a converter that were decomposed (or tried), by target."""
 
     # ----- public helpers for converters ---------------------------------------
 
@@ -529,6 +532,9 @@ class Importer:
         specs = {s.arg.name: s for s in self.ep.graph_signature.input_specs}
         # Dynamic inputs first: a program exported with a form of dynamic shape qopt
         # does not import says so before its symbolic nodes are listed as unknown ops.
+        # An op with no converter is replaced by torch's decomposition of it, where
+        # every piece of that has one (qopt/frontend/decompose.py).
+        graph, self.decompositions = decompose_graph(graph, self.converters, DROPPED_TARGETS)
         input_dims = self._input_dims(graph.nodes, specs)
         self._check_supported(graph.nodes)
         self._plan_mutations(graph.nodes, specs)
@@ -662,7 +668,9 @@ class Importer:
             ):
                 continue
             if target not in seen or len(unknown) < 50:
-                unknown.append(describe(node))
+                record = self.decompositions.get(target)
+                why = f": {record.refusal()}" if record is not None else ""
+                unknown.append(describe(node) + why)
             seen.add(target)
         if unknown:
             raise QoptError(

@@ -163,6 +163,12 @@ class AtenReductionFunctions(InterpreterFunctions):
     ) -> PythonValues:
         return _extreme_dim(op, args[0], largest=False)
 
+    @impl(red.SortOp)
+    def run_sort(
+        self, interpreter: Interpreter, op: red.SortOp, args: PythonValues
+    ) -> PythonValues:
+        return _sort(op, np.asarray(args[0]))
+
     @impl(red.ArgmaxOp)
     def run_argmax(
         self, interpreter: Interpreter, op: red.ArgmaxOp, args: PythonValues
@@ -221,3 +227,27 @@ def _arg_extreme(op: red.ArgReduceOp, x: np.ndarray, largest: bool) -> np.ndarra
     if flag(op.keepdim):
         index = np.expand_dims(index, axis)
     return as_result(index, op.result)
+
+
+def _sort(op: red.SortOp, x: np.ndarray) -> PythonValues:
+    """A stable sort along `dim` (NaN above every number, as torch); the first `k`."""
+    if x.ndim == 0:
+        return (as_result(x, op.values), as_result(np.zeros((), np.int64), op.indices))
+    axis = norm_dim(integer(op.dim), x.ndim)
+    data = np.moveaxis(x, axis, -1)
+    descending = flag(op.descending)
+    if data.dtype.kind == "f":
+        nan = np.isnan(data)
+        key = np.where(nan, 0, -data if descending else data)
+        # lexsort: the last key first; NaN after numbers ascending, before them descending
+        order = np.lexsort((key, ~nan if descending else nan), axis=-1)
+    else:
+        ints = data.astype(np.int64)
+        order = np.argsort(~ints if descending else ints, axis=-1, kind="stable")
+    if op.k is not None:
+        order = order[..., : integer(op.k)]
+    values = np.take_along_axis(data, order, axis=-1)
+    return (
+        as_result(np.moveaxis(values, -1, axis), op.values),
+        as_result(np.moveaxis(order.astype(np.int64), -1, axis), op.indices),
+    )

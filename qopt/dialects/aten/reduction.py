@@ -280,6 +280,43 @@ class LogSoftmaxOp(SoftmaxLikeOp):
     name = "aten.log_softmax"
 
 
+@irdl_op_definition
+class SortOp(AtenOp):
+    """`torch.sort` and `torch.topk`: the entries along `dim` in ascending order
+    (descending with `descending`) and their int64 indices; with `k`, only the first
+    `k` (topk: the `k` largest with `descending`, else the smallest). Equal entries
+    keep their input order (stable); NaN sorts above every number, as in torch. See
+    external [documentation](https://pytorch.org/docs/stable/generated/torch.sort.html).
+    """
+
+    name = "aten.sort"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    descending = opt_prop_def(BoolAttr)
+    k = opt_prop_def(IntegerAttr)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+
+    def check(self) -> None:
+        if elem_of(self.input) != elem_of(self.values):
+            raise self.fail("values must have the input's element type")
+        self.require_integer(self.indices, "indices")
+
+    def expected_shapes(self) -> Sequence[Shape]:
+        shape = list(shape_of(self.input))
+        if not shape:
+            if self.k is not None and integer(self.k) not in (0, 1):
+                raise self.fail(f"k = {integer(self.k)} of a 0-d tensor")
+            return [(), ()]
+        d = norm_dim(integer(self.dim), len(shape))
+        if self.k is not None:
+            k = integer(self.k)
+            if not 0 <= k <= shape[d]:
+                raise self.fail(f"k = {k} is outside [0, {shape[d]}] (dim {d}'s size)")
+            shape[d] = k
+        return [tuple(shape), tuple(shape)]
+
+
 def correction_of(op: MomentOp) -> float:
     return real(op.correction, 1.0)
 
@@ -298,6 +335,7 @@ OPS = [
     MinDimOp,
     ArgmaxOp,
     ArgminOp,
+    SortOp,
     VarOp,
     StdOp,
     SoftmaxOp,

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch.fx import Node
 from xdsl.dialects.builtin import (
@@ -963,6 +964,15 @@ def _runtime_pad(
     return op
 
 
+def _constant_mode(node: Node) -> bool:
+    """The forms convert_pad takes (other modes are decomposed by torch's rules)."""
+    mode = node.kwargs.get("mode", node.args[2] if len(node.args) > 2 else "constant")
+    return mode == "constant"
+
+
+convert_pad.handles = _constant_mode  # pyright: ignore[reportFunctionMemberAccess]
+
+
 @CONVERTERS("aten.diff.default")
 def convert_diff(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """`diff(x, n, dim, prepend, append)` -> `diff(cat(prepend, x, append), n, dim)`."""
@@ -1169,3 +1179,48 @@ def _windows(
         )
     assert op is not None
     return op
+
+
+#: The most elements an `as_strided` result may have (its indices are a constant).
+AS_STRIDED_MAX_ELEMENTS = 1 << 20
+
+
+@CONVERTERS("aten.as_strided.default", "aten.as_strided_copy.default")
+def convert_as_strided(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
+    """`as_strided(x, size, stride, offset)` of a contiguous `x` (torch's
+    decompositions of `diagonal`, `diag`, `trace`, ... make these): the elements at
+    `offset + sum(i_k * stride_k)` of the flat `x`, an index_select of a constant
+    index list, viewed to `size`."""
+    source = args["self"]
+    meta = source.meta.get("val") if isinstance(source, Node) else None
+    if not isinstance(meta, torch.Tensor) or not meta.is_contiguous():
+        raise imp.error("as_strided of a non-contiguous tensor: qopt reads contiguous ones")
+    size = [imp.static(s, "an as_strided size") for s in args["size"]]
+    stride = [imp.static(s, "an as_strided stride") for s in args["stride"]]
+    offset = imp.static(args.get("storage_offset") or 0, "an as_strided offset")
+    count = numel(size)
+    if count > AS_STRIDED_MAX_ELEMENTS:
+        raise imp.error(f"as_strided to {count} elements (more than {AS_STRIDED_MAX_ELEMENTS})")
+    x = imp.value(source)
+    total = numel(shape_of(x))
+    index = np.full(size, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride, strict=True)):
+        shape = [1] * len(size)
+        shape[d] = n
+        index = index + np.arange(n, dtype=np.int64).reshape(shape) * s
+    if index.size and (index.min() < 0 or index.max() >= total):
+        raise imp.error(f"as_strided reads outside the tensor's {total} elements")
+    element = imp.result_type().get_element_type()
+    flat = _insert(
+        imp, node, sh.ViewOp.create(operands=[x], result_types=[TensorType(element, [total])])
+    )
+    picked = _insert(
+        imp,
+        node,
+        ix.IndexSelectOp.create(
+            operands=[flat, imp.constant(index.reshape(-1), f"{node.name}_index", node)],
+            result_types=[TensorType(element, [index.size])],
+            properties={"dim": _int(0)},
+        ),
+    )
+    return sh.ViewOp.create(operands=[picked], result_types=[imp.result_type()])

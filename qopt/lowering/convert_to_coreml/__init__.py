@@ -195,6 +195,9 @@ class ConvertToCoremlPass(ModulePass):
         from qopt.lowering.fuse_quant import check_mid_level
 
         check_mid_level(op, self.name)
+        from qopt.lowering.compose import compose
+
+        compose(op, "coreml")  # forms of ops MIL lacks, in ops it has
         try:
             opset = opset_number(self.target)
         except ValueError as e:

@@ -70,7 +70,7 @@ from qopt.dialects import vkc
 from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of, shape_of
-from qopt.errors import QoptError
+from qopt.errors import QoptError, where
 from qopt.interpreters import dialects_of, make_interpreter
 from qopt.lowering.convert_to_vkc import (
     attention,
@@ -223,9 +223,11 @@ def lower_function(
             try:
                 results = fn(lowering, op)
             except QoptError as refusal:
+                text = str(refusal)
+                if not text.startswith("convert-to-vkc:"):  # a helper's, without the op
+                    text = f"convert-to-vkc: {where(op)}: {text}"
                 raise QoptError(
-                    f"{refusal}; or run it on the host with fallback=True "
-                    "(qopt-opt --host-fallback)"
+                    f"{text}; or run it on the host with fallback=True (qopt-opt --host-fallback)"
                 ) from None
         for result, value in zip(op.results, results, strict=True):
             wrong_type = isinstance(value, Buf) and (value.dtype == "f32") != (
@@ -304,6 +306,9 @@ class ConvertToVkcPass(ModulePass):
         from qopt.lowering.fuse_quant import check_mid_level
 
         check_mid_level(op, self.name)
+        from qopt.lowering.compose import compose
+
+        compose(op, "vulkan")  # forms of ops the kernels lack, in ops they have
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already

@@ -403,7 +403,9 @@ def row_major(dims: Sequence[int]) -> tuple[int, ...]:
 def pad6(dims: Sequence[int], *strides: Sequence[int]) -> list[list[int]]:
     """Dims and strides padded to 6 (leading 1s / 0s), size-1 dims merged out."""
     if len(dims) > MAX_RANK:
-        raise ValueError(f"rank {len(dims)} exceeds {MAX_RANK}")
+        raise QoptError(
+            f"a rank-{len(dims)} tensor: the Vulkan kernels address at most {MAX_RANK} dims"
+        )
     pad = MAX_RANK - len(dims)
     return [[1] * pad + list(dims)] + [[0] * pad + list(s) for s in strides]
 

@@ -464,3 +464,19 @@ func.func @shift_float(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   func.return %r : tensor<2x3xf32>
 }
 // CHECK: 'aten.bitwise_left_shift': result must be an integer tensor, got tensor<2x3xf32>
+
+// -----
+
+func.func @topk_k_too_large(%x: tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>) {
+  %v, %i = aten.sort %x {dim = 1 : i64, k = 4 : i64} : (tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
+  func.return %v, %i : tensor<2x4xf32>, tensor<2x4xi64>
+}
+// CHECK: 'aten.sort': k = 4 is outside [0, 3] (dim 1's size)
+
+// -----
+
+func.func @sort_float_indices(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %v, %i = aten.sort %x {dim = 0 : i64} : (tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  func.return %v, %i : tensor<3xf32>, tensor<3xf32>
+}
+// CHECK: 'aten.sort': indices must

@@ -189,3 +189,21 @@ func.func @log_softmax(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %r = aten.log_softmax %x {dim = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   func.return %r : tensor<2x3x4xf32>
 }
+
+// CHECK-LABEL: func.func @sort(
+// CHECK-SAME:    %[[SORT_X:[^:]*]]: tensor<2x3x4xf32>
+// CHECK-NEXT:    %[[SORT_R0:[^ ,]*]], %[[SORT_R1:[^ ,]*]] = aten.sort %[[SORT_X]] {dim = -1 : i64, descending = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xi64>)
+// CHECK-NEXT:    func.return %[[SORT_R0]], %[[SORT_R1]]
+func.func @sort(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xi64>) {
+  %v, %i = aten.sort %x {dim = -1 : i64, descending = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xi64>)
+  func.return %v, %i : tensor<2x3x4xf32>, tensor<2x3x4xi64>
+}
+
+// CHECK-LABEL: func.func @topk(
+// CHECK-SAME:    %[[TOPK_X:[^:]*]]: tensor<2x3x4xi32>
+// CHECK-NEXT:    %[[TOPK_R0:[^ ,]*]], %[[TOPK_R1:[^ ,]*]] = aten.sort %[[TOPK_X]] {dim = 1 : i64, k = 2 : i64} : (tensor<2x3x4xi32>) -> (tensor<2x2x4xi32>, tensor<2x2x4xi64>)
+// CHECK-NEXT:    func.return %[[TOPK_R0]], %[[TOPK_R1]]
+func.func @topk(%x: tensor<2x3x4xi32>) -> (tensor<2x2x4xi32>, tensor<2x2x4xi64>) {
+  %v, %i = aten.sort %x {dim = 1 : i64, k = 2 : i64} : (tensor<2x3x4xi32>) -> (tensor<2x2x4xi32>, tensor<2x2x4xi64>)
+  func.return %v, %i : tensor<2x2x4xi32>, tensor<2x2x4xi64>
+}

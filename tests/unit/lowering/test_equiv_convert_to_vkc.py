@@ -700,6 +700,14 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         %r = aten.addmm %b, %x, %w : (tensor<2xf32>, tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
         %r""",
     ),
+    one(  # batched and scaled (baddbmm): composed as matmul, mul and add (compose.py)
+        "baddbmm",
+        "%c: tensor<2x2x2xf32>, %a: tensor<2x2x3xf32>, %b: tensor<2x3x2xf32>",
+        "tensor<2x2x2xf32>",
+        """
+        %r = aten.addmm %c, %a, %b {beta = 5.000000e-01 : f64, alpha = 2.000000e+00 : f64} : (tensor<2x2x2xf32>, tensor<2x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>
+        %r""",
+    ),
     one(
         "matmul",
         "%a: tensor<2x1x3x4xf32>, %b: tensor<3x4x5xf32>",
@@ -1062,12 +1070,6 @@ UNSUPPORTED_FORMS = {  # found by benchmarks/conformance.py: a crash before, now
         "tensor<2x2x2xi32>",
         "%r = aten.matmul %a, %b : (tensor<2x2x3xi32>, tensor<2x3x2xi32>) -> tensor<2x2x2xi32>",
         r"the Vulkan kernels compute it in f32, not on int32 tensors",
-    ),
-    "baddbmm": (
-        "%c: tensor<2x2x2xf32>, %a: tensor<2x2x3xf32>, %b: tensor<2x3x2xf32>",
-        "tensor<2x2x2xf32>",
-        "%r = aten.addmm %c, %a, %b : (tensor<2x2x2xf32>, tensor<2x2x3xf32>, tensor<2x3x2xf32>) -> tensor<2x2x2xf32>",
-        r"batched addmm \(baddbmm\)",
     ),
     "_safe_softmax": (  # was NaN where torch gives 0
         "%x: tensor<2x3xf32>",

@@ -169,3 +169,24 @@ def test_a_rerun_replaces_a_case() -> None:
     assert latest([*old, *new]) == new
     again = [Outcome("add", "int64", 0, t, "pass") for t in ("interp", "vulkan")]
     assert latest([*old, *new, *again]) == again
+
+
+def test_both_ir_forms() -> None:
+    """A case runs in the form users get (`export`, as torch.export.export gives it)
+    and after run_decompositions (`core`); the outcomes of the two forms are kept apart
+    and both are counted."""
+    from qopt.conformance import render_markdown
+
+    (case,) = [c for c in iter_cases(["logsumexp"], ["float32"], 1) if isinstance(c, Case)]
+    export = run_case(case, ["interp"], seconds=60, form="export")
+    core = run_case(case, ["interp"], seconds=60, form="core")
+    assert [(o.form, o.status) for o in export] == [("export", "pass")]
+    assert "aten.logsumexp.default" in export[0].aten_ops  # preserved by torch.export
+    assert [(o.form, o.status) for o in core] == [("core", "pass")]
+    assert "aten.logsumexp.default" not in core[0].aten_ops
+    assert latest([*export, *core]) == [*export, *core]
+    text = render_markdown([*export, *core], ["interp"], "# t")
+    assert "| export | interp | 1 | 1 |" in text
+    assert "| core | interp | 1 | 1 |" in text
+    with pytest.raises(ValueError, match="unknown IR form"):
+        run_case(case, ["interp"], form="aot")

@@ -58,6 +58,15 @@ def without_their_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     rules = get_rules()
     for op in STAND_INS:
         monkeypatch.delitem(rules, op, raising=False)
+    # prod and diff have no kernel, but the lowerings compose them in ops that have
+    # one (qopt/lowering/compose.py): without their compositions they stand for ops
+    # without a kernel here
+    from qopt.dialects.aten.shape import DiffOp
+    from qopt.lowering.compose import COMPOSITIONS
+
+    for table in COMPOSITIONS.values():
+        for op in (ProdOp, DiffOp):
+            monkeypatch.delitem(table, op, raising=False)
 
 
 def inputs() -> list[np.ndarray]:

@@ -203,13 +203,13 @@ def test_unsupported_op_names_op_and_remedy() -> None:
     from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 
     text = """
-    func.func @forward(%x: tensor<4xf32>) -> tensor<2xf32> {
-      %y = aten.diff %x {n = 2 : i64, dim = 0 : i64} : (tensor<4xf32>) -> tensor<2xf32>
-      func.return %y : tensor<2xf32>
+    func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %v, %i = aten.sort %x {dim = 0 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi64>)
+      func.return %v : tensor<4xf32>
     }
     """
     module = parse_module(text)
-    with pytest.raises(qopt.QoptError, match=r"'aten.diff'.*no Vulkan lowering.*fuse-quant"):
+    with pytest.raises(qopt.QoptError, match=r"'aten.sort'.*no Vulkan lowering.*fuse-quant"):
         ConvertToVkcPass().apply(make_context(), module)
 
 

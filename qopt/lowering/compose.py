@@ -1,0 +1,367 @@
+"""Compositions: a form of an aten op a target has no rule for, written by the
+lowering in aten ops the target has (issue 22).
+
+The targets' lowerings (convert-to-vkc, convert-to-coreml) call `compose(module,
+target)` first: each op whose form the target lacks (a batched or scaled `addmm` on
+Vulkan, `tril` on CoreML, ...) is replaced, in place, by an equivalent sequence of
+aten ops at the same location; the lowering then lowers those. A composition that
+does not apply returns None and the op stays (its rule lowers it, or refuses it).
+Each is proven by tests/unit/lowering/test_compose.py: the interpreter gives the same
+results before and after, and the targets match torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import layers, nn
+from qopt.dialects.aten import reduction as rd
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.base import DYNAMIC, flag, integer, ints, norm_dim
+from qopt.dialects.tensors import elem_of, numel, shape_of
+from qopt.dtypes import element_type, is_bool, is_float, numpy_dtype
+
+TARGETS = ("coreml", "vulkan")
+
+
+class Emitter:
+    """Builds a composition's ops before the op it replaces, at its location."""
+
+    def __init__(self, op: Operation):
+        self.op = op
+
+    def emit(
+        self,
+        kind: type[Operation],
+        operands: Sequence[SSAValue],
+        result: Attribute | Sequence[Attribute],
+        properties: dict[str, Attribute] | None = None,
+    ) -> SSAValue:
+        results = list(result) if isinstance(result, Sequence) else [result]
+        new = kind.create(
+            operands=list(operands), result_types=results, properties=properties or {}
+        )
+        new.location = self.op.location
+        Rewriter.insert_op(new, InsertPoint.before(self.op))
+        return new.results[0]
+
+    def constant(self, array: np.ndarray) -> SSAValue:
+        array = np.ascontiguousarray(array)
+        type_ = TensorType(element_type(array.dtype), list(array.shape))
+        value = DenseIntOrFPElementsAttr(type_, BytesAttr(array.tobytes()))
+        new = arith.ConstantOp(value, type_)
+        new.location = self.op.location
+        Rewriter.insert_op(new, InsertPoint.before(self.op))
+        return new.result
+
+    def scalar(self, value: float, like: SSAValue) -> SSAValue:
+        return self.constant(np.array(value, dtype=numpy_dtype(elem_of(like))))
+
+
+def tensor(like: SSAValue | Attribute, shape: Sequence[int]) -> TensorType:
+    element = elem_of(like) if isinstance(like, SSAValue) else like
+    return TensorType(element, list(shape))
+
+
+Composition = Callable[[Emitter, Any], Sequence[SSAValue] | None]
+
+
+def _constant(value: SSAValue | None) -> bool:
+    return value is None or isinstance(value.owner, arith.ConstantOp)
+
+
+# ----- matmul forms --------------------------------------------------------------------
+
+
+def addmm_as_matmul(e: Emitter, op: nn.AddmmOp) -> Sequence[SSAValue] | None:
+    """`beta * input + alpha * (mat1 @ mat2)`: a matmul, scalings and an add (the
+    Vulkan matmul kernel fuses only a row-vector bias of a 2-D product, unscaled)."""
+    a, b = shape_of(op.mat1), shape_of(op.mat2)
+    n = b[-1]
+    beta = op.beta.value.data if op.beta is not None else 1.0
+    alpha = op.alpha.value.data if op.alpha is not None else 1.0
+    bias = shape_of(op.input)
+    if (
+        len(a) == 2
+        and beta == 1.0
+        and alpha == 1.0
+        and numel(bias) == n
+        and (not bias or bias[-1] == n)
+    ):
+        return None  # the kernel's own form
+    result = op.result.type
+    product = e.emit(nn.MatmulOp, [op.mat1, op.mat2], result)
+    if alpha != 1.0:
+        product = e.emit(ew.MulOp, [product, e.scalar(alpha, product)], result)
+    if beta == 0.0:  # torch ignores input then (NaN and inf in it included)
+        return [product]
+    addend = op.input
+    if beta != 1.0:
+        addend = e.emit(ew.MulOp, [addend, e.scalar(beta, addend)], addend.type)
+    return [e.emit(ew.AddOp, [addend, product], result)]
+
+
+# ----- triangles and differences ---------------------------------------------------------
+
+
+def triangle_as_where(e: Emitter, op: sh.TrilOp | sh.TriuOp) -> Sequence[SSAValue]:
+    """`tril` / `triu`: the input where a constant triangular mask holds, else 0."""
+    shape = shape_of(op.input)
+    rows, cols = shape[-2:]
+    diagonal = integer(op.diagonal, 0)
+    i = np.arange(rows).reshape(-1, 1)
+    j = np.arange(cols).reshape(1, -1)
+    mask = j - i <= diagonal if isinstance(op, sh.TrilOp) else j - i >= diagonal
+    zero = np.zeros((), numpy_dtype(elem_of(op.input)))
+    return [e.emit(ew.WhereOp, [e.constant(mask), op.input, e.constant(zero)], op.result.type)]
+
+
+def diff_as_slices(e: Emitter, op: sh.DiffOp) -> Sequence[SSAValue] | None:
+    """`diff(x, n, dim)`: `n` times `x[1:] - x[:-1]` along dim (`!=` for bools)."""
+    x = op.input
+    rank = len(shape_of(x))
+    d = norm_dim(integer(op.dim), rank)
+    if integer(op.n) >= shape_of(x)[d]:
+        return None  # an empty result: the rule's (a constant)
+    for _ in range(integer(op.n)):
+        shape = list(shape_of(x))
+        shape[d] -= 1
+        part = tensor(x, shape)
+
+        def window(start: int, end: int, source: SSAValue = x, part: TensorType = part) -> SSAValue:
+            return e.emit(
+                sh.SliceOp,
+                [source],
+                part,
+                {
+                    "dim": IntegerAttr(d, i64),
+                    "start": IntegerAttr(start, i64),
+                    "end": IntegerAttr(end, i64),
+                    "step": IntegerAttr(1, i64),
+                },
+            )
+
+        later, earlier = window(1, shape[d] + 1), window(0, shape[d])
+        kind = ew.NeOp if is_bool(elem_of(x)) else ew.SubOp
+        x = e.emit(kind, [later, earlier], part)
+    return [x]
+
+
+# ----- reductions ---------------------------------------------------------------------------
+
+
+def _reduce_props(dims: Sequence[int], keepdim: bool) -> dict[str, Attribute]:
+    return {
+        "dims": DenseArrayBase.from_list(i64, list(dims)),
+        "keepdim": BoolAttr.from_bool(keepdim),
+    }
+
+
+def logical_reduce_as_amax(e: Emitter, op: rd.AnyOp | rd.AllOp) -> Sequence[SSAValue] | None:
+    """`any` / `all`: `amax` / `amin` of `x != 0` as int32, compared with 0."""
+    shape = shape_of(op.input)
+    dims = ints(op.dims) if op.dims is not None else tuple(range(len(shape)))
+    axes = [norm_dim(d, len(shape)) for d in dims] if shape else []
+    if any(shape[a] == 0 for a in axes) or numel(shape) == 0:
+        return None  # an empty reduction: its identity, the rule's to refuse
+    nonzero = e.emit(
+        ew.NeOp, [op.input, e.scalar(0, op.input)], tensor(element_type(np.dtype(np.bool_)), shape)
+    )
+    as_int = e.emit(ew.CastOp, [nonzero], tensor(element_type(np.dtype(np.int32)), shape))
+    reduced = shape_of(op.result)
+    kind = rd.AmaxOp if isinstance(op, rd.AnyOp) else rd.AminOp
+    extreme = e.emit(
+        kind,
+        [as_int],
+        tensor(element_type(np.dtype(np.int32)), reduced),
+        _reduce_props(axes, flag(op.keepdim)),
+    )
+    return [e.emit(ew.NeOp, [extreme, e.scalar(0, extreme)], op.result.type)]
+
+
+def extreme_with_index(e: Emitter, op: rd.MaxDimOp | rd.MinDimOp) -> Sequence[SSAValue] | None:
+    """`max(x, dim)` / `min(x, dim)`: `amax` / `amin` and `argmax` / `argmin` (the
+    first extreme wins ties in both) of a float or integer input without NaN handling
+    differences (an integer input; a float input's NaN makes both pick it)."""
+    d = integer(op.dim)
+    keep = flag(op.keepdim)
+    values_kind = rd.AmaxOp if isinstance(op, rd.MaxDimOp) else rd.AminOp
+    index_kind = rd.ArgmaxOp if isinstance(op, rd.MaxDimOp) else rd.ArgminOp
+    if is_bool(elem_of(op.input)):
+        return None
+    values = e.emit(values_kind, [op.input], op.values.type, _reduce_props([d], keep))
+    indices = e.emit(
+        index_kind,
+        [op.input],
+        op.indices.type,
+        {"dim": IntegerAttr(d, i64), "keepdim": BoolAttr.from_bool(keep)},
+    )
+    return [values, indices]
+
+
+def extreme_as_amax(e: Emitter, op: rd.MaxOp | rd.MinOp) -> Sequence[SSAValue] | None:
+    """`max(x)` / `min(x)` of every element: `amax` / `amin` over every dim."""
+    shape = shape_of(op.input)
+    if numel(shape) == 0 or is_bool(elem_of(op.input)):
+        return None
+    kind = rd.AmaxOp if isinstance(op, rd.MaxOp) else rd.AminOp
+    return [e.emit(kind, [op.input], op.result.type, _reduce_props(range(len(shape)), False))]
+
+
+def prod_as_products(e: Emitter, op: rd.ProdOp) -> Sequence[SSAValue] | None:
+    """`prod` over dims: per dim, the two halves multiplied until one entry is left
+    (the middle one of an odd size carried along by a `cat`), in the result's type;
+    2 log2(n) elementwise ops per dim of size n."""
+    shape = list(shape_of(op.input))
+    if not shape or numel(shape) == 0 or is_bool(elem_of(op.result)):
+        return None  # a 0-d or empty product: the rule's to refuse
+    element = elem_of(op.result)
+    x = op.input
+    if elem_of(x) != element:
+        x = e.emit(ew.CastOp, [x], tensor(element, shape))
+
+    def window(source: SSAValue, axis: int, start: int, end: int) -> SSAValue:
+        part = list(shape_of(source))
+        part[axis] = end - start
+        return e.emit(
+            sh.SliceOp,
+            [source],
+            tensor(element, part),
+            {
+                "dim": IntegerAttr(axis, i64),
+                "start": IntegerAttr(start, i64),
+                "end": IntegerAttr(end, i64),
+                "step": IntegerAttr(1, i64),
+            },
+        )
+
+    for axis in op.axes():
+        while (n := shape_of(x)[axis]) > 1:
+            half = n // 2
+            source = x
+            low, high = window(source, axis, 0, half), window(source, axis, half, 2 * half)
+            x = e.emit(ew.MulOp, [low, high], low.type)
+            if n % 2:
+                rest = window(source, axis, 2 * half, n)
+                joined = list(shape_of(x))
+                joined[axis] += 1
+                x = e.emit(
+                    sh.CatOp, [x, rest], tensor(element, joined), {"dim": IntegerAttr(axis, i64)}
+                )
+    return [e.emit(sh.ViewOp, [x], op.result.type)]
+
+
+COUNT_EXACT = 1 << 24
+"""float32 holds every integer up to 2^24: a count of that many booleans is exact."""
+
+
+def bool_sum_in_float(e: Emitter, op: rd.SumOp) -> Sequence[SSAValue] | None:
+    """A sum of booleans (a count: `count_nonzero`, a loss's number of targets) in
+    float32, exact below 2^24 elements, cast back to the integer result."""
+    if not is_bool(elem_of(op.input)) or numel(shape_of(op.input)) >= COUNT_EXACT:
+        return None
+    if is_float(elem_of(op.result)):
+        return None
+    shape = shape_of(op.input)
+    f32 = element_type(np.dtype(np.float32))
+    as_float = e.emit(ew.CastOp, [op.input], tensor(f32, shape))
+    summed = e.emit(rd.SumOp, [as_float], tensor(f32, shape_of(op.result)), dict(op.properties))
+    return [e.emit(ew.CastOp, [summed], op.result.type)]
+
+
+# ----- normalization ------------------------------------------------------------------------
+
+
+def batch_norm_as_arithmetic(e: Emitter, op: layers.BatchNormOp) -> Sequence[SSAValue] | None:
+    """Inference batch norm whose statistics or affine parameters are run-time values
+    (the targets fold constant ones into a scale and shift):
+    `(x - mean) * rsqrt(var + eps) * weight + bias`, per channel (dim 1)."""
+    if op.stats:
+        return None
+    if all(_constant(v) for v in (op.running_mean, op.running_var, op.weight, op.bias)):
+        return None
+    shape = shape_of(op.input)
+    channel = [1, shape[1], *([1] * (len(shape) - 2))]
+    eps = op.eps.value.data if op.eps is not None else 1e-5
+    out = op.result.type
+
+    def per_channel(v: SSAValue) -> SSAValue:
+        return e.emit(sh.ViewOp, [v], tensor(v, channel))
+
+    mean, var = per_channel(op.running_mean), per_channel(op.running_var)
+    centered = e.emit(ew.SubOp, [op.input, mean], out)
+    shifted = e.emit(ew.AddOp, [var, e.scalar(eps, var)], var.type)
+    scale = e.emit(ew.RsqrtOp, [shifted], var.type)
+    y = e.emit(ew.MulOp, [centered, scale], out)
+    if op.weight is not None:
+        y = e.emit(ew.MulOp, [y, per_channel(op.weight)], out)
+    if op.bias is not None:
+        y = e.emit(ew.AddOp, [y, per_channel(op.bias)], out)
+    return [y]
+
+
+COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
+    "vulkan": {
+        nn.AddmmOp: addmm_as_matmul,
+        rd.ProdOp: prod_as_products,
+        sh.DiffOp: diff_as_slices,
+        rd.SumOp: bool_sum_in_float,
+        layers.BatchNormOp: batch_norm_as_arithmetic,
+    },
+    "coreml": {
+        rd.ProdOp: prod_as_products,
+        sh.TrilOp: triangle_as_where,
+        sh.TriuOp: triangle_as_where,
+        sh.DiffOp: diff_as_slices,
+        rd.AnyOp: logical_reduce_as_amax,
+        rd.AllOp: logical_reduce_as_amax,
+        rd.MaxDimOp: extreme_with_index,
+        rd.MinDimOp: extreme_with_index,
+        rd.MaxOp: extreme_as_amax,
+        rd.MinOp: extreme_as_amax,
+        layers.BatchNormOp: batch_norm_as_arithmetic,
+    },
+}
+"""Per target: the op types with a form the target's rules lack, and their composition."""
+
+
+def compose(module: ModuleOp, target: str) -> list[str]:
+    """Replace, in every function of `module`, each op with a form `target` lacks by
+    its composition; the names of the ops composed (in program order)."""
+    table = COMPOSITIONS[target]
+    composed: list[str] = []
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp):
+            continue
+        for op in list(function.body.walk()):
+            composition = table.get(type(op))
+            if composition is None or any(DYNAMIC in shape_of(r) for r in op.results):
+                continue
+            replacement = composition(Emitter(op), op)
+            if replacement is None:
+                continue
+            for old, new in zip(op.results, replacement, strict=True):
+                old.replace_all_uses_with(new)
+            Rewriter.erase_op(op)
+            composed.append(op.name)
+    return composed
+
+
+__all__ = ["COMPOSITIONS", "TARGETS", "compose"]

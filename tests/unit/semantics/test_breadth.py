@@ -1,0 +1,87 @@
+"""Breadth over ordinary torch functions (qopt/breadth.py, issue 22).
+
+Every function of the list, exported with plain `torch.export.export`, runs on the
+interpreter, CoreML (the package read back and interpreted) and Vulkan (when a device
+is present) against torch eager. Each must pass, except where `REFUSED` lists the
+target: there it must be a clean QoptError (the coverage gap docs/breadth.md shows).
+Never a wrong result, never a crash. `benchmarks/breadth.py` writes the table.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qopt.breadth import FUNCTIONS, case
+from qopt.conformance import run_case
+
+ALL = ("interp", "coreml", "vulkan")
+TARGETS_OF_MIL = ("coreml",)
+
+REFUSED: dict[str, tuple[str, ...]] = {
+    # aten.sort has no CoreML or Vulkan rule yet (Vulkan runs it with fallback=True)
+    # topk's indices of equal values are torch's CPU algorithm's: refused when used
+    "topk": ALL,
+    "topk_smallest": ALL,
+    "kthvalue": ALL,
+    "topk_values": ("coreml", "vulkan"),
+    "sort": ("coreml", "vulkan"),
+    "sort_descending": ("coreml", "vulkan"),
+    "argsort": ("coreml", "vulkan"),
+    "msort": ("coreml", "vulkan"),
+    # no decomposition in torch, and no qopt op yet
+    "median_dim": ALL,
+    "cummax": ALL,
+    "scatter": ALL,
+    "scatter_add": ALL,
+    "local_response_norm": ALL,  # avg_pool3d
+    "bilinear": ALL,  # aten._trilinear
+    # MIL has no integer bitwise ops
+    "bitwise_and": TARGETS_OF_MIL,
+    "bitwise_or": TARGETS_OF_MIL,
+    "bitwise_xor": TARGETS_OF_MIL,
+    "bitwise_not": TARGETS_OF_MIL,
+    # index_put with accumulate
+    "index_add": ("coreml", "vulkan"),
+    # a rank-6 intermediate on Core ML (rank <= 5)
+    "unfold": TARGETS_OF_MIL,
+    # dilated convolution with a run-time weight
+    "conv2d_dilation": TARGETS_OF_MIL,
+}
+
+SKIPPED = {"gaussian_nll_loss"}  # torch.export fails on it (a data-dependent guard)
+
+
+@pytest.fixture(scope="module")
+def targets() -> tuple[str, ...]:
+    from qopt.backends.vulkan.runtime import vulkan_available
+
+    if (reason := vulkan_available()) is not None:
+        print(f"Vulkan left out of the breadth test: {reason}")
+        return ("interp", "coreml")
+    return ALL
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=[f.name for f in FUNCTIONS])
+def test_function(function: object, targets: tuple[str, ...]) -> None:
+    from qopt.breadth import Function
+
+    assert isinstance(function, Function)
+    outcomes = run_case(case(function), targets, seconds=120)
+    if function.name in SKIPPED:
+        assert [o.status for o in outcomes] == ["skip"]
+        return
+    refused = REFUSED.get(function.name, ())
+    problems = []
+    for o in outcomes:
+        expected = "unsupported" if o.target in refused else "pass"
+        if o.status != expected:
+            problems.append(f"{o.target}: {o.status} (expected {expected}): {o.detail}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_list_is_broad() -> None:
+    names = [f.name for f in FUNCTIONS]
+    assert len(names) == len(set(names))
+    assert len(names) >= 150
+    assert set(REFUSED) <= set(names)
+    assert SKIPPED <= set(names)
