@@ -1,4 +1,4 @@
-"""Breadth: ordinary torch functions as a user writes them (issue 22).
+"""Breadth: ordinary torch functions as a user writes them.
 
 Each entry of `FUNCTIONS` is one ordinary torch function (normalization, reductions,
 sorting, indexing, pooling, interpolation, linear-algebra helpers, losses, ...) in a

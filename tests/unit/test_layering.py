@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.testing",
             "qopt.zoo",
             "qopt.conformance",
+            "qopt.breadth",
         ),
     ),
 ]
