@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -574,6 +574,16 @@ def erase_unused(value: SSAValue) -> None:
             erase_unused(source)
 
 
+def drop_unplaced(ops: Iterable[Operation | None]) -> None:
+    """Erase ops a rewrite built but did not insert (it gave up): a built op already
+    uses its operands, and a dangling use would be seen by later passes as a reader
+    or writer outside the function (vkc-fuse-row-quant looked up its kernel and
+    crashed: "has no SymbolTable ancestor")."""
+    for op in ops:
+        if op is not None and op.parent is None:
+            op.erase(safe_erase=False)
+
+
 def erase_dispatch(op: Operation) -> None:
     """Erase `op` and then every buffer (alloc / view / constant) it alone used."""
     operands = list(dict.fromkeys(op.operands))
@@ -717,14 +727,13 @@ class _Fuser:
         replacements: list[tuple[vkc.DispatchOp, vkc.DispatchOp]] = []
         for consumer in consumers:
             target = as_kernel(consumer)
-            if target is None:
-                return False
-            value = substitute(target, producer, root)
-            if value is None:
-                return False
-            fused = Kernel(target.dims, target.n, value, target.out, target.out_map, consumer)
-            new = materialize(self.symbols, fused)
-            if new is None:
+            value = None if target is None else substitute(target, producer, root)
+            new = None
+            if target is not None and value is not None:
+                fused = Kernel(target.dims, target.n, value, target.out, target.out_map, consumer)
+                new = materialize(self.symbols, fused)
+            if new is None:  # give up: the dispatches built for earlier consumers go
+                drop_unplaced(built for _, built in replacements)
                 return False
             replacements.append((consumer, new))
         for consumer, new in replacements:
