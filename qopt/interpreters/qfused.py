@@ -144,6 +144,13 @@ def rescale(acc: np.ndarray, ws: np.ndarray, bias: np.ndarray | None, axis: int)
     return y
 
 
+def static_dequantized(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
+    """An operand of qfused.add / qfused.mul in f32: its integers (given, or quantized
+    now) dequantized as torch does, `(q - zp) * f32(scale)` in f32."""
+    q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
+    return dequantize(q, np.float64(act.scale.value.data), act.zero_point.data, None, F32)
+
+
 def finish(
     y: np.ndarray,
     result: SSAValue,
@@ -237,12 +244,15 @@ class QFusedFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: qfused.AddOp, args: PythonValues
     ) -> PythonValues:
         a, b = (np.asarray(x) for x in args)
-
-        def dequant(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
-            q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
-            return dequantize(q, np.float64(act.scale.value.data), act.zero_point.data, None, F32)
-
-        lhs, rhs = dequant(a, op.lhs_act), dequant(b, op.rhs_act)
+        lhs, rhs = static_dequantized(a, op.lhs_act), static_dequantized(b, op.rhs_act)
         if op.alpha is not None:
             rhs = rhs * F32(op.alpha.value.data)
         return (finish(lhs + rhs, op.result, op.requant, op.clamp_min, op.clamp_max),)
+
+    @impl(qfused.MulOp)
+    def run_mul(
+        self, interpreter: Interpreter, op: qfused.MulOp, args: PythonValues
+    ) -> PythonValues:
+        a, b = (np.asarray(x) for x in args)
+        lhs, rhs = static_dequantized(a, op.lhs_act), static_dequantized(b, op.rhs_act)
+        return (finish(lhs * rhs, op.result, op.requant, op.clamp_min, op.clamp_max),)

@@ -46,13 +46,15 @@ class FuseQuantFixpointPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_quant import FuseQuantPass
-        from qopt.lowering.pipelines import run_passes
+        from qopt.report import phase
 
         passes: list[ModulePass] = [FuseQuantPass(rerun=True), FoldConstantsPass()]
         for round_ in range(MAX_ROUNDS):
             for sub_pass in passes:
                 before = census(op)
-                run_passes([sub_pass], ctx, op)
+                with phase(sub_pass.name):  # a phase of the active compile report, if any
+                    sub_pass.apply(ctx, op)
+                    op.verify()
                 if census(op) == before:
                     return
             if round_ == MAX_ROUNDS - 1:
