@@ -25,7 +25,7 @@ from qopt.resources import require_weights
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold
+    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
     from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
 
     return [
@@ -34,6 +34,7 @@ def patterns(log: FusionLog) -> list[RewritePattern]:
         *embedding.patterns(log),
         *elementwise.patterns(log),
         *fold.patterns(log),
+        *layout.patterns(log),
     ]
 
 

@@ -176,6 +176,14 @@ CASES: list[Case] = [
         "%r = aten.constant_pad_nd %x {pad = array<i64: 2, -1, 1, 1>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x4xf32>\n%r",
     ),
     one(
+        "constant_pad_nd_i8_zero_point",
+        "%x: tensor<2x3xi8>",
+        "tensor<4x4xi8>",
+        "%r = aten.constant_pad_nd %x {pad = array<i64: 2, -1, 1, 1>, value = -1.280000e+02 : f64} : (tensor<2x3xi8>) -> tensor<4x4xi8>\n%r",
+        low=-128,
+        high=128,
+    ),
+    one(
         "index_select_constant",
         "%x: tensor<4x5xf32>",
         "tensor<4x3xf32>",
