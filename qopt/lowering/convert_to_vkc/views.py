@@ -28,6 +28,7 @@ from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import flag, integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.errors import where
+from qopt.kernels.opcodes import DTYPES
 from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
@@ -43,7 +44,6 @@ from qopt.lowering.convert_to_vkc.lowering import (
     unary,
     unsupported,
 )
-from qopt.kernels.opcodes import DTYPES
 from qopt.numerics import resize
 
 RULES = RuleTable()
