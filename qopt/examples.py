@@ -414,7 +414,8 @@ class _MBConv(nn.Module):
             else nn.Identity()
         )
         total = max(kernel - stride, 0)  # TF "same" on an even input: more right / bottom
-        self.pad = nn.ZeroPad2d((total // 2, total - total // 2) * 2)
+        lo, hi = total // 2, total - total // 2
+        self.pad = nn.ZeroPad2d((lo, hi, lo, hi))
         self.depthwise = nn.Sequential(
             nn.Conv2d(mid, mid, kernel, stride, groups=mid, bias=False),
             nn.BatchNorm2d(mid),

@@ -109,7 +109,7 @@ def _build(plan: _Leaf | _Node, q: quant.QuantizeOp, rewriter: PatternRewriter) 
         properties=properties,
         attributes=dict(op.attributes),
     )
-    new.location = getattr(op, "location", None)
+    new.location = op.location
     rewriter.insert_op(new, InsertPoint.before(q))
     return new.results[0]
 
