@@ -88,7 +88,7 @@ def test_segformer_8da4w_compiles_for_vulkan(tmp_path: Path) -> None:
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = zoo._First(transformers.SegformerForSemanticSegmentation(config).eval())  # pyright: ignore[reportPrivateUsage]
+        model = zoo._First(transformers.SegformerForSemanticSegmentation(config).eval())
         quantized = apply_scheme(model, "8da4w", image(0))
     with torch.no_grad():
         ep = torch.export.export(quantized, image(0), strict=False)
