@@ -34,11 +34,13 @@ __all__ = [
     "MODELS",
     "NOOP_PAIRS",
     "SCHEMES",
+    "EfficientNetLike",
     "LlamaConfig",
     "TinyConvNet",
     "TinyLlama",
     "TinyMLP",
     "apply_scheme",
+    "build_efficientnet_like",
     "build_model",
     "export_model",
     "quantize_model",
@@ -383,6 +385,98 @@ class TinyConvNet(nn.Module):
         x = F.adaptive_avg_pool2d(x, 1)  # [1, 32, 1, 1]
         x = torch.flatten(x, 1)
         return self.fc(x)
+
+
+class _SqueezeExcite(nn.Module):
+    """mean -> conv -> SiLU -> conv -> sigmoid -> mul, as EfficientNet's."""
+
+    def __init__(self, channels: int, reduced: int):
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, reduced, 1)
+        self.expand = nn.Conv2d(reduced, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = x.mean((2, 3), keepdim=True)
+        return x * torch.sigmoid(self.expand(F.silu(self.reduce(s))))
+
+
+class _MBConv(nn.Module):
+    """EfficientNet's block: [1x1 expand + BN + SiLU], TF "same" ZeroPad2d, depthwise
+    conv (no padding of its own) + BN + SiLU, squeeze-excitation, 1x1 project + BN,
+    residual add when the shape allows."""
+
+    def __init__(self, cin: int, cout: int, kernel: int, stride: int, expand: int):
+        super().__init__()
+        mid = cin * expand
+        self.expand = (
+            nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU())
+            if expand != 1
+            else nn.Identity()
+        )
+        total = max(kernel - stride, 0)  # TF "same" on an even input: more right / bottom
+        lo, hi = total // 2, total - total // 2
+        self.pad = nn.ZeroPad2d((lo, hi, lo, hi))
+        self.depthwise = nn.Sequential(
+            nn.Conv2d(mid, mid, kernel, stride, groups=mid, bias=False),
+            nn.BatchNorm2d(mid),
+            nn.SiLU(),
+        )
+        self.se = _SqueezeExcite(mid, max(1, cin // 4))
+        self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.project(self.se(self.depthwise(self.pad(self.expand(x)))))
+        return x + y if self.residual else y
+
+
+class EfficientNetLike(nn.Module):
+    """A tiny EfficientNet (32x32 images, 10 classes): ZeroPad2d stem, four MBConv
+    blocks (3x3 and 5x5 depthwise, strides 1 and 2), 1x1 head, global pool, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.ZeroPad2d((0, 1, 0, 1)),
+            nn.Conv2d(3, 8, 3, 2, bias=False),
+            nn.BatchNorm2d(8),
+            nn.SiLU(),
+        )
+        self.blocks = nn.Sequential(
+            _MBConv(8, 8, 3, 1, 1),
+            _MBConv(8, 12, 3, 2, 4),
+            _MBConv(12, 12, 3, 1, 4),
+            _MBConv(12, 16, 5, 2, 4),
+        )
+        self.head = nn.Sequential(nn.Conv2d(16, 32, 1, bias=False), nn.BatchNorm2d(32), nn.SiLU())
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.head(self.blocks(self.stem(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
+
+
+def build_efficientnet_like(
+    seed: int = 0,
+) -> tuple[nn.Module, Callable[[int], tuple[torch.Tensor, ...]]]:
+    """The eval-mode `EfficientNetLike` (weights and BatchNorm statistics drawn from
+    `seed`; the global RNG is left as it was) and a function of a seed giving an
+    input image [1, 3, 32, 32]. Not one of MODELS: the fusion and Vulkan-exactness
+    tests and the fuse-quant report use it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        model = EfficientNetLike().eval()
+    gen = torch.Generator().manual_seed(int(seed) + 1)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                cast(torch.Tensor, m.running_mean).uniform_(-0.5, 0.5, generator=gen)
+                cast(torch.Tensor, m.running_var).uniform_(0.5, 2.0, generator=gen)
+
+    def image(s: int) -> tuple[torch.Tensor, ...]:
+        return (torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(int(s))),)
+
+    return model, image
 
 
 _INPUT_SPECS = {

@@ -693,9 +693,46 @@ class AddOp(QFusedOp):
         self.check_kernel()
 
 
+@irdl_op_definition
+class MulOp(QFusedOp):
+    """Quantized mul: `requant(clamp(dq(lhs) * dq(rhs)))`, operands as `qfused.add`'s
+    (a float tensor quantized in the kernel or an integer tensor already quantized
+    with `lhs_act` / `rhs_act`), broadcasting (a squeeze-excitation gate [N, C, 1, 1]
+    times its feature map)."""
+
+    name = "qfused.mul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    lhs_act = prop_def(StaticQParamsAttr)
+    rhs_act = prop_def(StaticQParamsAttr)
+    requant = opt_prop_def(StaticQParamsAttr)
+    clamp_min = opt_prop_def(FloatAttr)
+    clamp_max = opt_prop_def(FloatAttr)
+    result = result_def(TensorType)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def kernel_name(self) -> str:
+        return (
+            f"mul_{act_token(self.lhs_act)}_{act_token(self.rhs_act)}{_output_suffix(self.requant)}"
+        )
+
+    def verify_(self) -> None:
+        from qopt.dialects.aten.base import broadcast_shapes
+
+        shape = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        if shape is None or shape != shape_of(self.result):
+            raise self.fail("operands must broadcast to the result shape")
+        self.check_input(self.lhs, self.lhs_act)
+        self.check_input(self.rhs, self.rhs_act)
+        self.check_output(self.result, self.requant, self.clamp_min, self.clamp_max)
+        self.check_kernel()
+
+
 QFused = Dialect(
     "qfused",
-    [LinearOp, Conv2dOp, EmbeddingOp, AddOp],
+    [LinearOp, Conv2dOp, EmbeddingOp, AddOp, MulOp],
     [AffineWeightAttr, LutWeightAttr, StaticQParamsAttr, DynamicQParamsAttr],
 )
 
@@ -707,6 +744,7 @@ __all__ = [
     "EmbeddingOp",
     "LinearOp",
     "LutWeightAttr",
+    "MulOp",
     "QFused",
     "StaticQParamsAttr",
 ]

@@ -5,8 +5,13 @@ unfused quant/aten ops: the equivalence tests of `fuse-quant` compare the two.
 The quantization steps themselves are `qopt.numerics.quant`'s, the same the
 `quant` interpreter and the Vulkan kernels' references use.
 
-Accumulation is in float64, so a fused op is at least as accurate as the float32
-graph it replaces; results are rounded to the result type.
+A statically quantized activation against 8-bit per-channel weights (PT2E
+static) is computed in its integer form: exact integer sums, then
+`f32(acc) * f32(in_scale * w_scale) (+ bias)` in f32, in that order, then the clamp
+and torch's requantization (`rne(y * f32(1 / scale)) + zp`): what the Vulkan
+kernels compute, bit for bit. Every other scheme accumulates in float64, so a fused
+op is at least as accurate as the float32 graph it replaces; results are rounded to
+the result type.
 """
 
 from __future__ import annotations
@@ -103,6 +108,49 @@ def activation_values(x: np.ndarray, act: Attribute | None) -> np.ndarray:
     return dequantize(q, scale.astype(F32), zp, None, np.float64)
 
 
+def static_integer_form(
+    op: qfused.LinearOp | qfused.Conv2dOp, v: dict[str, Any], rank: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A statically quantized activation against 8-bit weights quantized per output
+    channel with no zero point (PT2E static, XNNPACK's quantizer): the integers the
+    op multiplies, `(xq - in_zp, wq)` as float64 (exact: integer-valued), and
+    `ws = f32(f32(in_scale) * w_scale)` per output channel; None for any other
+    scheme (then the products are float64 values of the dequantized operands)."""
+    act, scheme = op.act, op.weight_scheme
+    if not isinstance(act, qfused.StaticQParamsAttr) or "zero_point" in v:
+        return None
+    if not isinstance(scheme, qfused.AffineWeightAttr):
+        return None
+    data = v["weight"]
+    block = tuple(scheme.block_size)
+    if data.ndim != rank or block != (1, *data.shape[1:]):
+        return None
+    x = v["input"]
+    q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
+    n = (q - act.zero_point.data).astype(np.float64)
+    ws = F32(act.scale.value.data) * v["scale"].reshape(-1).astype(F32)
+    return n, data.astype(np.float64), ws.astype(F32)
+
+
+def rescale(acc: np.ndarray, ws: np.ndarray, bias: np.ndarray | None, axis: int) -> np.ndarray:
+    """The integer form's float tail, in f32 and in this order (the Vulkan kernels'
+    and ExecuTorch's q8ta kernels'): `f32(acc) * ws[channel] (+ bias[channel])`.
+    `acc` holds exact integer sums (float64 of integers below 2^53)."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    y = np.rint(acc).astype(np.int64).astype(F32) * ws.reshape(shape)
+    if bias is not None:
+        y = y + bias.astype(F32).reshape(shape)
+    return y
+
+
+def static_dequantized(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
+    """An operand of qfused.add / qfused.mul in f32: its integers (given, or quantized
+    now) dequantized as torch does, `(q - zp) * f32(scale)` in f32."""
+    q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
+    return dequantize(q, np.float64(act.scale.value.data), act.zero_point.data, None, F32)
+
+
 def finish(
     y: np.ndarray,
     result: SSAValue,
@@ -139,6 +187,11 @@ class QFusedFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: qfused.LinearOp, args: PythonValues
     ) -> PythonValues:
         v = _operands(op, args)
+        integer = static_integer_form(op, v, 2)
+        if integer is not None:
+            n, wq, ws = integer
+            y = rescale(np.matmul(n, wq.T), ws, v.get("bias"), -1)
+            return (finish(y, op.result, op.requant, op.clamp_min, op.clamp_max),)
         w = unpack_weight(op.weight_scheme, v["weight"], v["scale"], v.get("zero_point"))
         x = activation_values(v["input"], op.act)
         y = np.matmul(x, w.T)
@@ -151,17 +204,21 @@ class QFusedFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: qfused.Conv2dOp, args: PythonValues
     ) -> PythonValues:
         v = _operands(op, args)
-        w = unpack_weight(op.weight_scheme, v["weight"], v["scale"], v.get("zero_point"))
-        x = activation_values(v["input"], op.act)
-        y = conv2d(
-            x,
-            w,
-            v["bias"].astype(np.float64) if "bias" in v else None,
+        geometry = (
             tuple(op.stride.get_values()),
             tuple(op.padding.get_values()),
             tuple(op.dilation.get_values()),
             op.groups.value.data,
         )
+        integer = static_integer_form(op, v, 4)
+        if integer is not None:
+            n, wq, ws = integer
+            y = rescale(conv2d(n, wq, None, *geometry), ws, v.get("bias"), -3)
+            return (finish(y, op.result, op.requant, op.clamp_min, op.clamp_max),)
+        w = unpack_weight(op.weight_scheme, v["weight"], v["scale"], v.get("zero_point"))
+        x = activation_values(v["input"], op.act)
+        bias = v["bias"].astype(np.float64) if "bias" in v else None
+        y = conv2d(x, w, bias, *geometry)
         return (finish(y, op.result, op.requant, op.clamp_min, op.clamp_max),)
 
     @impl(qfused.EmbeddingOp)
@@ -187,12 +244,15 @@ class QFusedFunctions(InterpreterFunctions):
         self, interpreter: Interpreter, op: qfused.AddOp, args: PythonValues
     ) -> PythonValues:
         a, b = (np.asarray(x) for x in args)
-
-        def dequant(x: np.ndarray, act: qfused.StaticQParamsAttr) -> np.ndarray:
-            q = x.astype(np.int64) if x.dtype.kind in "iu" else quantize_static(x, act)
-            return dequantize(q, np.float64(act.scale.value.data), act.zero_point.data, None, F32)
-
-        lhs, rhs = dequant(a, op.lhs_act), dequant(b, op.rhs_act)
+        lhs, rhs = static_dequantized(a, op.lhs_act), static_dequantized(b, op.rhs_act)
         if op.alpha is not None:
             rhs = rhs * F32(op.alpha.value.data)
         return (finish(lhs + rhs, op.result, op.requant, op.clamp_min, op.clamp_max),)
+
+    @impl(qfused.MulOp)
+    def run_mul(
+        self, interpreter: Interpreter, op: qfused.MulOp, args: PythonValues
+    ) -> PythonValues:
+        a, b = (np.asarray(x) for x in args)
+        lhs, rhs = static_dequantized(a, op.lhs_act), static_dequantized(b, op.rhs_act)
+        return (finish(lhs * rhs, op.result, op.requant, op.clamp_min, op.clamp_max),)

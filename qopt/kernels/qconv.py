@@ -92,13 +92,20 @@ ADD_Q8TA_Q8TA_Q8TO = KernelSpec(
         ("clamp_min", "f32"),
         ("clamp_max", "f32"),
     ),
-    spec=(("A_QUANTIZED", 0), ("B_QUANTIZED", 0), ("REQUANT", 1), ("WG", 64)),
+    spec=(("A_QUANTIZED", 0), ("B_QUANTIZED", 0), ("REQUANT", 1), ("WG", 64), ("MUL", 0)),
     workgroups=grid_workgroups(lambda p: int(p["n"])),
     exact=always,
     extents=guarded("add_q8ta_q8ta_q8to", per_element("a", "b", "out")),
-    spec_bounds={"A_QUANTIZED": FLAG, "B_QUANTIZED": FLAG, "REQUANT": FLAG, "WG": WG_RANGE},
+    spec_bounds={
+        "A_QUANTIZED": FLAG,
+        "B_QUANTIZED": FLAG,
+        "REQUANT": FLAG,
+        "WG": WG_RANGE,
+        "MUL": FLAG,
+    },
     doc="""Quantized add (ET q8ta_add): out = requant(clamp(dq(a) + alpha *
-dq(b))); operands f32 (quantized in-kernel) or i32 (A_/B_QUANTIZED); same shapes (expand
+dq(b))), or with MUL = 1 the quantized mul (qfused.mul) requant(clamp(dq(a) * dq(b)));
+operands f32 (quantized in-kernel) or i32 (A_/B_QUANTIZED); same shapes (expand
 broadcasts with copy_strided). relu = clamp_min 0. Bit-exact.""",
 )
 

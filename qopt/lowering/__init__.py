@@ -20,6 +20,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FoldConstantsPass
 
+    def get_fuse_quant_fixpoint() -> type[ModulePass]:
+        from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
+
+        return FuseQuantFixpointPass
+
     def get_convert_to_coreml() -> type[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 
@@ -88,6 +93,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "fuse-quant": get_fuse_quant,
         "fold-constants": get_fold_constants,
+        "fuse-quant-fixpoint": get_fuse_quant_fixpoint,
         "convert-to-coreml": get_convert_to_coreml,
         "coreml-fp16": get_coreml_fp16,
         "convert-to-vkc": get_convert_to_vkc,

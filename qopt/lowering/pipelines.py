@@ -9,12 +9,13 @@ and `qopt.backends.coreml.compile_coreml` all run them.
     qopt-coreml{target=iOS18 compute-precision=fp32 states=state
                 dynamic-activations=quantized output-names=...}
         [name-outputs{names=...} when output-names are given,]
-        fuse-quant, fold-constants, convert-to-coreml{target=...}
+        fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml{target=...}
         [, coreml-fp16 when compute-precision=fp16]
 
     qopt-vulkan{fallback=false fuse-elementwise=true fuse-norms=true merge-siblings=true
                 fuse-row-quant=true fold-copies=true}
-        fuse-quant, fold-constants, convert-to-vkc{schedule=false fallback=...},
+        fuse-quant, fold-constants, fuse-quant-fixpoint,
+        convert-to-vkc{schedule=false fallback=...},
         [vkc-fuse-elementwise,] [vkc-fuse-norms,] [vkc-merge-siblings,]
         [vkc-fuse-row-quant,] [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
 
@@ -76,8 +77,9 @@ def sub_passes(module_pass: ModulePass) -> list[ModulePass] | None:
 
 @dataclass(frozen=True)
 class QoptCoremlPipeline(ModulePass):
-    """`fuse-quant`, `fold-constants`, `convert-to-coreml`, then `coreml-fp16` for
-    fp16 compute."""
+    """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
+    neither changes the module), `convert-to-coreml`, then `coreml-fp16` for fp16
+    compute."""
 
     name = "qopt-coreml"
 
@@ -115,6 +117,7 @@ class QoptCoremlPipeline(ModulePass):
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
         from qopt.lowering.fold_constants import FoldConstantsPass
+        from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
         from qopt.lowering.fuse_quant import FuseQuantPass
         from qopt.lowering.name_outputs import NameOutputsPass
 
@@ -127,6 +130,7 @@ class QoptCoremlPipeline(ModulePass):
         passes += [
             FuseQuantPass(),
             FoldConstantsPass(),
+            FuseQuantFixpointPass(),
             ConvertToCoremlPass(
                 target=self.deployment_target,
                 states=self.states,
@@ -143,7 +147,8 @@ class QoptCoremlPipeline(ModulePass):
 
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
-    """`fuse-quant`, `fold-constants`, `convert-to-vkc{schedule=false}`,
+    """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
+    neither changes the module), `convert-to-vkc{schedule=false}`,
     `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), `vkc-fuse-norms` (unless
     `fuse-norms=false`), `vkc-merge-siblings` (unless `merge-siblings=false`),
     `vkc-fuse-row-quant` (unless `fuse-row-quant=false`), `vkc-fold-copies` (unless
@@ -171,6 +176,7 @@ class QoptVulkanPipeline(ModulePass):
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_vkc import ConvertToVkcPass
         from qopt.lowering.fold_constants import FoldConstantsPass
+        from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
         from qopt.lowering.fuse_quant import FuseQuantPass
         from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
         from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
@@ -192,6 +198,7 @@ class QoptVulkanPipeline(ModulePass):
         return [
             FuseQuantPass(),
             FoldConstantsPass(),
+            FuseQuantFixpointPass(),
             ConvertToVkcPass(schedule=False, fallback=self.fallback),
             *fuse,
             VkcPlanBuffersPass(),

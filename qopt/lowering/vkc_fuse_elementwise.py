@@ -65,6 +65,7 @@ from qopt.lowering.vkc_rewrite import (
     buffer_uses,
     dispatch_reads,
     dispatch_writes,
+    drop_unplaced,
     erase_dispatch,
     erase_unused,
     leaves_of,
@@ -224,14 +225,13 @@ class _Fuser:
         replacements: list[tuple[vkc.DispatchOp, vkc.DispatchOp]] = []
         for consumer in consumers:
             target = as_kernel(consumer)
-            if target is None:
-                return False
-            value = substitute(target, producer, root)
-            if value is None:
-                return False
-            fused = Kernel(target.dims, target.n, value, target.out, target.out_map, consumer)
-            new = materialize(self.symbols, fused)
-            if new is None:
+            value = None if target is None else substitute(target, producer, root)
+            new = None
+            if target is not None and value is not None:
+                fused = Kernel(target.dims, target.n, value, target.out, target.out_map, consumer)
+                new = materialize(self.symbols, fused)
+            if new is None:  # give up: the dispatches built for earlier consumers go
+                drop_unplaced(built for _, built in replacements)
                 return False
             replacements.append((consumer, new))
         for consumer, new in replacements:

@@ -49,6 +49,7 @@ from qopt.lowering.vkc_rewrite import (
     buffer_uses,
     compose,
     dispatch_writes,
+    drop_unplaced,
     erase_dispatch,
     erase_unused,
     make_dispatch,
@@ -257,6 +258,7 @@ class _Merger:
                 )
         replacements = {reader: materialize(self.symbols, k) for reader, k in rewritten.items()}
         if any(new is None for new in replacements.values()):
+            drop_unplaced([*replacements.values(), merged_out, *pairs.values()])
             return False
         for c in pairs.values():
             assert c is not None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -572,6 +572,16 @@ def erase_unused(value: SSAValue) -> None:
         owner.erase()
         if source is not None:
             erase_unused(source)
+
+
+def drop_unplaced(ops: Iterable[Operation | None]) -> None:
+    """Erase ops a rewrite built but did not insert (it gave up): a built op already
+    uses its operands, and a dangling use would be seen by later passes as a reader
+    or writer outside the function (vkc-fuse-row-quant looked up its kernel and
+    crashed: "has no SymbolTable ancestor")."""
+    for op in ops:
+        if op is not None and op.parent is None:
+            op.erase(safe_erase=False)
 
 
 def erase_dispatch(op: Operation) -> None:

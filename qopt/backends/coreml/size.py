@@ -4,7 +4,8 @@ package's `weight.bin` holds.
 `packed_weight_bytes` counts, from the mid level (aten + qfused + quant), every
 weight at its scheme's bit width: integer data / LUT codes at `bits` (per
 tensor, rounded up to a byte), scales and codebooks as floats, zero points at
-the data's bit width, and the float constants that stay float. Tensors of
+the data's bit width, constant int8 operands of a quantized add / mul, and the
+float constants that stay float. Tensors of
 fewer than 10 elements are left out: Core ML stores them inline in the model
 spec, not in `weight.bin` (docs/interfaces.md, `weight.bin`).
 """
@@ -64,6 +65,12 @@ def packed_weight_bytes(module: ModuleOp, float_bytes: int = 4) -> int:
             total += ints(op.operands[1], bits) + floats(op.operands[2])
             total += ints(getattr(op, "zero_point", None), bits, zp=True)
             total += floats(getattr(op, "bias", None))
+        elif isinstance(op, qfused.AddOp | qfused.MulOp):
+            for operand in (op.lhs, op.rhs):  # a constant table's integers (rotary cos/sin)
+                if isinstance(operand.owner, ConstantOp) and not is_float(
+                    operand.type.get_element_type()  # pyright: ignore[reportAttributeAccessIssue]
+                ):
+                    total += ints(operand, 8)
         elif isinstance(op, quant.DequantizeOp) and isinstance(op.input.owner, ConstantOp):
             lo, hi = op.qmin.value.data, op.qmax.value.data
             bits = qfused.bits_for_range(lo, hi)

@@ -73,7 +73,7 @@ def _add_q8_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValu
 
     da = deq("a", spec_int(spec, "A_QUANTIZED", 0), "a")
     db = deq("b", spec_int(spec, "B_QUANTIZED", 0), "b")
-    y = da + db * F32(push["alpha"])
+    y = da * db if spec_int(spec, "MUL", 0) else da + db * F32(push["alpha"])
     store(buffers, "out", requantize(y, push, bool(spec_int(spec, "REQUANT", 1))))
 
 

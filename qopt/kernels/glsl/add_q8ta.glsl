@@ -2,13 +2,15 @@
 // Quantized add (add_q8ta_q8ta_q8to): each operand f32 (quantized in-kernel with its
 // static params, A_QUANTIZED/B_QUANTIZED = 0) or i32 already quantized (= 1);
 //   da = f32(qa - a_zp) * a_scale; db = f32(qb - b_zp) * b_scale;
-//   y = da + db * alpha; y = min(max(y, clamp_min), clamp_max) (relu: clamp_min = 0);
+//   y = da + db * alpha (MUL = 1, qfused.mul: y = da * db);
+//   y = min(max(y, clamp_min), clamp_max) (relu: clamp_min = 0);
 //   REQUANT: out = clamp(roundEven(y * out_inv_scale) + out_zp, out_qmin, out_qmax) (i32).
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const int A_QUANTIZED = 0;
 layout(constant_id = 1) const int B_QUANTIZED = 0;
 layout(constant_id = 2) const int REQUANT = 1;
 layout(constant_id = 3) const int WG = 64;
+layout(constant_id = 4) const int MUL = 0;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer Out { uint o[]; };
@@ -32,7 +34,9 @@ void main() {
     int qb = q(b[i], B_QUANTIZED == 1, p.b_inv_scale, p.b_zp, p.b_qmin, p.b_qmax);
     precise float da = float(qa - p.a_zp) * p.a_scale;
     precise float db = float(qb - p.b_zp) * p.b_scale;
-    precise float y = da + db * p.alpha;
+    precise float y;
+    if (MUL == 1) y = da * db;
+    else y = da + db * p.alpha;
     y = min(max(y, p.clamp_min), p.clamp_max);
     if (REQUANT == 1) {
       precise float r = roundEven(y * p.out_inv_scale) + float(p.out_zp);

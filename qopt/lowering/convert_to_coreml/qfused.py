@@ -48,3 +48,11 @@ def _qadd(lw: Lowering, op: qfused.AddOp) -> Sequence[SSAValue]:
         b = lw.build(coreml.MulOp, [b, lw.scalar(op.alpha.value.data, b)], b.type)
     y = lw.build(coreml.AddOp, [a, b], TensorType(f32, shape_of(op.result)))
     return [lw.fused_output(op, y)]
+
+
+@RULES(qfused.MulOp)
+def _qmul(lw: Lowering, op: qfused.MulOp) -> Sequence[SSAValue]:
+    a = lw.fused_input(op, op.lhs, op.lhs_act)
+    b = lw.fused_input(op, op.rhs, op.rhs_act)
+    y = lw.build(coreml.MulOp, [a, b], TensorType(f32, shape_of(op.result)))
+    return [lw.fused_output(op, y)]

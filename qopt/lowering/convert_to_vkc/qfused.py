@@ -44,7 +44,7 @@ from qopt.numerics.quant import reciprocal
 
 F32 = np.float32
 RULES = RuleTable()
-QFusedOp = qfused.LinearOp | qfused.Conv2dOp | qfused.EmbeddingOp | qfused.AddOp
+QFusedOp = qfused.LinearOp | qfused.Conv2dOp | qfused.EmbeddingOp | qfused.AddOp | qfused.MulOp
 
 
 def _const(lw: Lowering, op: QFusedOp, value: SSAValue | None, what: str) -> np.ndarray | None:
@@ -71,7 +71,7 @@ def _static_push(act: qfused.StaticQParamsAttr | None) -> list[float | int]:
     return [_inv(scale), act.zero_point.data, act.qmin.data, act.qmax.data, float(F32(scale))]
 
 
-def _clamps(op: qfused.LinearOp | qfused.Conv2dOp | qfused.AddOp) -> list[float]:
+def _clamps(op: qfused.LinearOp | qfused.Conv2dOp | qfused.AddOp | qfused.MulOp) -> list[float]:
     lo, hi = op.clamp_min, op.clamp_max
     return [
         float(lo.value.data) if lo is not None else float("-inf"),
@@ -443,12 +443,14 @@ def _expanded(lw: Lowering, buf: Buf, dims: tuple[int, ...], out_dims: tuple[int
     return copy_strided(lw, buf, out_dims, broadcast_strides(dims, out_dims))
 
 
-@RULES(qfused.AddOp)
-def lower_add(lw: Lowering, op: qfused.AddOp) -> Sequence[Buf]:
+@RULES(qfused.AddOp, qfused.MulOp)
+def lower_add(lw: Lowering, op: qfused.AddOp | qfused.MulOp) -> Sequence[Buf]:
+    """qfused.add and qfused.mul: the add_q8ta kernel (MUL = 1 for the mul)."""
     out_dims = shape_of(op.result) or (1,)
     a, b = (_expanded(lw, lw.buffer(v), shape_of(v) or (1,), out_dims) for v in (op.lhs, op.rhs))
     out = lw.alloc(out_dims, abi_dtype(op.result))
-    alpha = op.alpha.value.data if op.alpha is not None else 1.0
+    mul = isinstance(op, qfused.MulOp)
+    alpha = op.alpha.value.data if not mul and op.alpha is not None else 1.0
     lw.dispatch(
         _pick(op, "add_q8ta_q8ta_q8to"),
         [a, b, out],
@@ -464,6 +466,7 @@ def lower_add(lw: Lowering, op: qfused.AddOp) -> Sequence[Buf]:
             "A_QUANTIZED": int(a.dtype == "i32"),
             "B_QUANTIZED": int(b.dtype == "i32"),
             "REQUANT": int(op.requant is not None),
+            "MUL": int(mul),
         },
     )
     return [out]

@@ -28,6 +28,7 @@ from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import flag, integer, ints, norm_dim
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.errors import quoted, where
+from qopt.kernels.opcodes import DTYPES
 from qopt.lowering.convert_to_vkc.attention import absorbs_repeat
 from qopt.lowering.convert_to_vkc.lowering import (
     MAX_RANK,
@@ -239,21 +240,32 @@ def lower_stack(lw: Lowering, op: sh.StackOp) -> Sequence[Buf]:
 @RULES(sh.ConstantPadNdOp)
 def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     """Fill the output with the pad value, then copy the input's kept region into it
-    (negative pads crop)."""
+    (negative pads crop). An integer tensor (quantized integers padded with their zero
+    point by fuse-quant) is filled in i32 with the value, which must be an integer
+    of the element type."""
     in_dims = shape_of(op.input)
     out_dims = shape_of(op.result)
-    if abi_dtype(op.result) != "f32":
-        raise unsupported(op, "constant_pad_nd of an integer tensor", "pad a float tensor")
+    dtype = abi_dtype(op.result)
+    value = float(op.value.value.data)
+    if dtype == "f32":
+        bits = int(np.asarray(value, np.float32).view(np.uint32))
+    else:
+        info = np.iinfo(dtype_of(op.result))
+        if value != int(value) or not info.min <= value <= info.max:
+            raise unsupported(
+                op,
+                f"pads an integer tensor with {value}, not an integer of its type",
+                "pad with an integer value",
+            )
+        bits = int(value) & 0xFFFFFFFF
     pads = list(ints(op.pad))
     before = [0] * len(in_dims)
     after = [0] * len(in_dims)
     for i in range(len(pads) // 2):
         d = len(in_dims) - 1 - i
         before[d], after[d] = pads[2 * i], pads[2 * i + 1]
-    value = float(op.value.value.data)
-    out = lw.alloc(out_dims, "f32")
-    bits = int(np.asarray(value, np.float32).view(np.uint32))
-    lw.dispatch("fill", [out], [numel(out_dims), bits, 0])
+    out = lw.alloc(out_dims, dtype)
+    lw.dispatch("fill", [out], [numel(out_dims), bits, 0], {"MODE": DTYPES[dtype]})
     lengths = [
         n - max(0, -lo) - max(0, -hi) for n, lo, hi in zip(in_dims, before, after, strict=True)
     ]

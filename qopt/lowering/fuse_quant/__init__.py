@@ -25,7 +25,7 @@ from qopt.resources import require_weights
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold
+    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
     from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
 
     return [
@@ -34,6 +34,7 @@ def patterns(log: FusionLog) -> list[RewritePattern]:
         *embedding.patterns(log),
         *elementwise.patterns(log),
         *fold.patterns(log),
+        *layout.patterns(log),
     ]
 
 
@@ -45,11 +46,15 @@ class FuseQuantPass(ModulePass):
     """Print (on stderr) the totals, fused ops by kernel name and the quant ops left
     of those there were, then the quant ops left grouped by reason."""
 
+    rerun: bool = False
+    """A later run over a module fuse-quant has seen (fuse-quant-fixpoint's): the
+    compile report counts only what it fuses, not the quant ops again."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_weights(op, self.name)
         quant_before, kernels_before = quant_op_count(op), kernel_counts(op)
         log = self.run(op)
-        log.report_to(op, quant_before, kernels_before)
+        log.report_to(op, quant_before, kernels_before, rerun=self.rerun)
         if self.report:
             log.print_report(op, quant_before, kernels_before)
 

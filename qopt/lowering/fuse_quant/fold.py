@@ -73,6 +73,13 @@ def match_redundant_pair(q: quant.QuantizeOp) -> quant.DequantizeOp | Reject | N
     dq = q.input.owner
     if not isinstance(dq, quant.DequantizeOp):
         return None
+    return round_trip(dq, q)
+
+
+def round_trip(dq: quant.DequantizeOp, q: quant.QuantizeOp) -> quant.DequantizeOp | Reject:
+    """`dq` when quantize(dequantize(x)) with `q`'s parameters gives x back exactly
+    (the module docstring's conditions), else why not. `q` may quantize a value that
+    layout ops made from `dq`'s (they move values, never change them)."""
     q_params, dq_params = static_params(q), static_params(dq)
     if isinstance(q_params, Reject):
         return q_params

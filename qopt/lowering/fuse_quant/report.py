@@ -95,11 +95,17 @@ class FusionLog:
                 print(f"fuse-quant:   {where(op)} ({detail})", file=stream)
 
     def report_to(
-        self, module: ModuleOp, quant_before: int, kernels_before: collections.Counter[str]
+        self,
+        module: ModuleOp,
+        quant_before: int,
+        kernels_before: collections.Counter[str],
+        rerun: bool = False,
     ) -> None:
         """Record what this run fused into the active compile report (if any): fused ops
         by kernel name of the patterns found (the fused ones and each op a pattern
-        refused), the quant ops left grouped by reason."""
+        refused), the quant ops left grouped by reason. A `rerun` (fuse-quant again
+        after fold-constants) adds only the ops it fused: its quant ops and refused
+        patterns were counted by the first run."""
         from qopt.report import active_report
 
         report = active_report()
@@ -112,8 +118,8 @@ class FusionLog:
         }
         report.record_fusion(
             fused,
-            fused.total() + len(refused),
-            quant_before,
+            fused.total() + (0 if rerun else len(refused)),
+            0 if rerun else quant_before,
             {
                 reason: [f"{where(op)} ({detail})" for op, detail in ops]
                 for reason, ops in groups.items()

@@ -73,3 +73,45 @@ func.func @add_alpha_broadcast(%a: tensor<2x4xi8>) -> tensor<2x4xi8> {
   %yq = quant.quantize %y, %ys, %yz {block_size = array<i64: 2, 4>, qmin = -128 : i64, qmax = 127 : i64, compute_type = f32} : (tensor<2x4xf32>, tensor<f64>, tensor<i64>) -> tensor<2x4xi8>
   func.return %yq : tensor<2x4xi8>
 }
+
+// -----
+
+// A squeeze-excitation's gate times its feature map: DQ(x) * DQ(gate) -> Q, the gate
+// [1, C, 1, 1] broadcast over [1, C, H, W]: qfused.mul on the integers.
+// CHECK-LABEL: func.func @mul_squeeze_excitation(
+// CHECK-SAME:    %[[X:.*]]: tensor<1x2x3x3xi8>, %[[G:.*]]: tensor<1x2x1x1xi8>
+// CHECK-NOT:     quant.
+// CHECK:         %[[Y:.*]] = qfused.mul %[[X]], %[[G]] {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.0039, zero_point = -128, range = [-128, 127]>, requant = #qfused.static<scale = 0.04, zero_point = 1, range = [-128, 127]>, kernel = "mul_q8ta_q8ta_q8to"} : tensor<1x2x3x3xi8>, tensor<1x2x1x1xi8> -> tensor<1x2x3x3xi8>
+// CHECK-NOT:     quant.
+// CHECK:         func.return %[[Y]]
+func.func @mul_squeeze_excitation(%x: tensor<1x2x3x3xi8>, %g: tensor<1x2x1x1xi8>) -> tensor<1x2x3x3xi8> {
+  %xs = arith.constant dense<0.05> : tensor<f64>
+  %xz = arith.constant dense<3> : tensor<i64>
+  %xd = quant.dequantize %x, %xs, %xz {block_size = array<i64: 1, 2, 3, 3>, qmin = -128 : i64, qmax = 127 : i64} : (tensor<1x2x3x3xi8>, tensor<f64>, tensor<i64>) -> tensor<1x2x3x3xf32>
+  %gs = arith.constant dense<0.0039> : tensor<f64>
+  %gz = arith.constant dense<-128> : tensor<i64>
+  %gd = quant.dequantize %g, %gs, %gz {block_size = array<i64: 1, 2, 1, 1>, qmin = -128 : i64, qmax = 127 : i64} : (tensor<1x2x1x1xi8>, tensor<f64>, tensor<i64>) -> tensor<1x2x1x1xf32>
+  %y = aten.mul %xd, %gd : (tensor<1x2x3x3xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %ys = arith.constant dense<0.04> : tensor<f64>
+  %yz = arith.constant dense<1> : tensor<i64>
+  %yq = quant.quantize %y, %ys, %yz {block_size = array<i64: 1, 2, 3, 3>, qmin = -128 : i64, qmax = 127 : i64, compute_type = f32} : (tensor<1x2x3x3xf32>, tensor<f64>, tensor<i64>) -> tensor<1x2x3x3xi8>
+  func.return %yq : tensor<1x2x3x3xi8>
+}
+
+// -----
+
+// A float mul of a dequantized value by a float tensor stays (nothing to fuse).
+// CHECK-LABEL: func.func @mul_float_operand(
+// CHECK:         quant.dequantize
+// CHECK:         aten.mul
+// CHECK-NOT:     qfused.mul
+func.func @mul_float_operand(%x: tensor<2x4xi8>, %f: tensor<2x4xf32>) -> tensor<2x4xi8> {
+  %xs = arith.constant dense<0.05> : tensor<f64>
+  %xz = arith.constant dense<3> : tensor<i64>
+  %xd = quant.dequantize %x, %xs, %xz {block_size = array<i64: 2, 4>, qmin = -128 : i64, qmax = 127 : i64} : (tensor<2x4xi8>, tensor<f64>, tensor<i64>) -> tensor<2x4xf32>
+  %y = aten.mul %xd, %f : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %ys = arith.constant dense<0.04> : tensor<f64>
+  %yz = arith.constant dense<1> : tensor<i64>
+  %yq = quant.quantize %y, %ys, %yz {block_size = array<i64: 2, 4>, qmin = -128 : i64, qmax = 127 : i64, compute_type = f32} : (tensor<2x4xf32>, tensor<f64>, tensor<i64>) -> tensor<2x4xi8>
+  func.return %yq : tensor<2x4xi8>
+}

@@ -366,3 +366,19 @@ func.func @add_broadcast(%a: tensor<2x4xi8>, %b: tensor<3xi8>) -> tensor<2x4xi8>
   func.return %y : tensor<2x4xi8>
 }
 // CHECK: 'qfused.add': operands must broadcast to the result shape
+
+// -----
+
+func.func @mul_broadcast(%a: tensor<2x4xi8>, %b: tensor<3xi8>) -> tensor<2x4xi8> {
+  %y = qfused.mul %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, requant = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, kernel = "mul_q8ta_q8ta_q8to"} : tensor<2x4xi8>, tensor<3xi8> -> tensor<2x4xi8>
+  func.return %y : tensor<2x4xi8>
+}
+// CHECK: 'qfused.mul': operands must broadcast to the result shape
+
+// -----
+
+func.func @mul_kernel_name(%a: tensor<2x4xi8>, %b: tensor<4xi8>) -> tensor<2x4xi8> {
+  %y = qfused.mul %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, requant = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, kernel = "add_q8ta_q8ta_q8to"} : tensor<2x4xi8>, tensor<4xi8> -> tensor<2x4xi8>
+  func.return %y : tensor<2x4xi8>
+}
+// CHECK: 'qfused.mul': kernel

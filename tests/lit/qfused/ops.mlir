@@ -77,6 +77,14 @@ func.func @embedding_lut(%i: tensor<3xi32>, %c: tensor<5x8xui8>, %book: tensor<1
   func.return %y : tensor<3x8xf32>
 }
 
+// CHECK-LABEL: func.func @mul(
+// CHECK:         qfused.mul %{{.*}}, %{{.*}} {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.0039, zero_point = -128, range = [-128, 127]>, requant = #qfused.static<scale = 0.04, zero_point = 0, range = [-128, 127]>, kernel = "mul_q8ta_q8ta_q8to"} : tensor<1x2x3x3xi8>, tensor<1x2x1x1xi8> -> tensor<1x2x3x3xi8>
+// GENERIC:       "qfused.mul"(%{{.*}}, %{{.*}}) <{lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>
+func.func @mul(%a: tensor<1x2x3x3xi8>, %b: tensor<1x2x1x1xi8>) -> tensor<1x2x3x3xi8> {
+  %y = qfused.mul %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.0039, zero_point = -128, range = [-128, 127]>, requant = #qfused.static<scale = 0.04, zero_point = 0, range = [-128, 127]>, kernel = "mul_q8ta_q8ta_q8to"} : tensor<1x2x3x3xi8>, tensor<1x2x1x1xi8> -> tensor<1x2x3x3xi8>
+  func.return %y : tensor<1x2x3x3xi8>
+}
+
 // CHECK-LABEL: func.func @add(
 // CHECK:         qfused.add %{{.*}}, %{{.*}} {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.1, zero_point = -2, range = [-128, 127]>, alpha = 2.000000e+00 : f64, requant = #qfused.static<scale = 0.15, zero_point = 0, range = [-128, 127]>, clamp_min = 0.000000e+00 : f64, kernel = "add_q8ta_q8ta_q8to"} : tensor<2x4xi8>, tensor<4xf32> -> tensor<2x4xi8>
 // CHECK:         qfused.add %{{.*}}, %{{.*}} {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.1, zero_point = 2, range = [0, 255]>, kernel = "add_q8ta_q8ta"} : tensor<2x4xi8>, tensor<4xf32> -> tensor<2x4xf32>

@@ -1428,6 +1428,53 @@ def test_add_q8ta(dev: VulkanDevice) -> None:
     tclose(ref["out"], expect.int(), 0)
 
 
+def test_mul_q8ta(dev: VulkanDevice) -> None:
+    """MUL = 1 (qfused.mul): dq(a) * dq(b) requantized, bit for bit as torch's
+    quantized_decomposed ops on the same integers (a squeeze-excitation gate)."""
+    n = 4096
+    a = RNG.standard_normal(n).astype(F32)
+    b = RNG.integers(-128, 128, n).astype(np.int32)
+    push = {
+        "n": n,
+        "a_inv_scale": float(F32(1 / 0.02)),
+        "a_zp": 1,
+        "a_qmin": -128,
+        "a_qmax": 127,
+        "a_scale": 0.02,
+        "b_inv_scale": float(F32(1 / 0.0039)),
+        "b_zp": -128,
+        "b_qmin": -128,
+        "b_qmax": 127,
+        "b_scale": 0.0039,
+        "alpha": 1.0,
+        "out_inv_scale": float(F32(1 / 0.015)),
+        "out_zp": 2,
+        "out_qmin": -128,
+        "out_qmax": 127,
+        "clamp_min": float("-inf"),
+        "clamp_max": float("inf"),
+    }
+    spec = {"A_QUANTIZED": 0, "B_QUANTIZED": 1, "REQUANT": 1, "MUL": 1}
+    got, ref = run_kernel(
+        dev, "add_q8ta_q8ta_q8to", {"a": a, "b": b}, {"out": (np.int32, n)}, push, spec
+    )
+    np.testing.assert_array_equal(got["out"], ref["out"])
+    qd = torch.ops.quantized_decomposed
+    ta = qd.dequantize_per_tensor(
+        qd.quantize_per_tensor(torch.from_numpy(a), 0.02, 1, -128, 127, torch.int8),
+        0.02,
+        1,
+        -128,
+        127,
+        torch.int8,
+    )
+    tb = qd.dequantize_per_tensor(
+        torch.from_numpy(b).to(torch.int8), 0.0039, -128, -128, 127, torch.int8
+    )
+    expect = qd.quantize_per_tensor(ta * tb, 0.015, 2, -128, 127, torch.int8)
+    np.testing.assert_array_equal(got["out"], expect.int().numpy())
+
+
 def test_runtime_errors_and_timestamps(dev: VulkanDevice) -> None:
     x = dev.upload(np.ones(8, dtype=F32))
     with pytest.raises(VulkanError, match="buffers for bindings"):

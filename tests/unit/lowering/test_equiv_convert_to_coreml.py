@@ -1086,6 +1086,15 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         )
         for t in ("iOS18", "iOS17")
     ),
+    case(
+        "qfused_mul_squeeze_excitation",
+        "%x: tensor<1x2x3x3xf32>",
+        "tensor<1x2x3x3xi8>",
+        """
+        %g = arith.constant dense<[[[[-100]], [[27]]]]> : tensor<1x2x1x1xi8>
+        %y = qfused.mul %x, %g {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.0039, zero_point = -128, range = [-128, 127]>, requant = #qfused.static<scale = 0.04, zero_point = 1, range = [-128, 127]>, clamp_min = 0.0 : f64, kernel = "mul_q8ta_q8ta_q8to"} : tensor<1x2x3x3xf32>, tensor<1x2x1x1xi8> -> tensor<1x2x3x3xi8>
+        %y""",
+    ),
 ]
 
 MIL_DTYPE = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.float32)}

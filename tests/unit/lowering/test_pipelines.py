@@ -30,19 +30,26 @@ COREML_PIPELINE = "qopt-coreml{compute-precision=fp16}"
 def test_pipelines_list_registered_passes() -> None:
     registered = get_all_passes()
     coreml = QoptCoremlPipeline().passes()
-    assert [p.name for p in coreml] == ["fuse-quant", "fold-constants", "convert-to-coreml"]
+    assert [p.name for p in coreml] == [
+        "fuse-quant",
+        "fold-constants",
+        "fuse-quant-fixpoint",
+        "convert-to-coreml",
+    ]
     fp16 = QoptCoremlPipeline(target="iOS17", compute_precision="fp16").passes()
     assert [p.name for p in fp16] == [
         "fuse-quant",
         "fold-constants",
+        "fuse-quant-fixpoint",
         "convert-to-coreml",
         "coreml-fp16",
     ]
-    assert fp16[2].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert fp16[3].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
     vulkan = QoptVulkanPipeline().passes()
     assert [p.name for p in vulkan] == [
         "fuse-quant",
         "fold-constants",
+        "fuse-quant-fixpoint",
         "convert-to-vkc",
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
@@ -52,7 +59,7 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
-    assert vulkan[2].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[3].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     unnormed = QoptVulkanPipeline(fuse_norms=False).passes()

@@ -57,6 +57,7 @@ def mlp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 VULKAN_PASSES = [
     "fuse-quant",
     "fold-constants",
+    "fuse-quant-fixpoint",
     "convert-to-vkc",
     "vkc-fuse-elementwise",
     "vkc-fuse-norms",
@@ -76,10 +77,13 @@ def test_print_between_passes_and_time_passes_see_each_sub_pass(mlp: dict[str, A
     assert re.findall(r"^IR after (\S+):$", out, re.M) == VULKAN_PASSES[:-1]
     table = err[err.index("----Wall Time----") :].splitlines()[1:]
     names = [re.sub(r"^\s+\d+\.\d+ \(\s*[\d.]+%\)  ", "", line) for line in table]
+    # fuse-quant-fixpoint runs fuse-quant once more (nothing left to fuse: it stops)
     assert names == [
         "parse",
         "qopt-vulkan",
-        *(f"  {p}" for p in VULKAN_PASSES),
+        *(f"  {p}" for p in VULKAN_PASSES[:3]),
+        "    fuse-quant",
+        *(f"  {p}" for p in VULKAN_PASSES[3:]),
         "print",
         "(rest)",
         "Total",
@@ -97,7 +101,7 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
         "--print-ir-after=fold-constants,qopt-coreml",
     )
     assert code == 0, err
-    passes = ["fuse-quant", "fold-constants", "convert-to-coreml"]
+    passes = ["fuse-quant", "fold-constants", "fuse-quant-fixpoint", "convert-to-coreml"]
     assert re.findall(r"^IR after (\S+):$", out, re.M) == passes
     dumps = re.findall(r"^// -----// IR Dump After (\S+) //----- //$", err, re.M)
     assert dumps == ["fold-constants", "qopt-coreml"]
@@ -109,7 +113,7 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
     assert err.strip() == (
         "qopt-opt: error: --print-ir-after: 'fold-constant' (did you mean 'fold-constants'?) "
         "is not a pass of the pipeline -p 'qopt-vulkan' (its passes: fuse-quant, "
-        "fold-constants, convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
+        "fold-constants, fuse-quant-fixpoint, convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
         "vkc-merge-siblings, vkc-fuse-row-quant, vkc-fold-copies, vkc-plan-buffers, "
         "vkc-insert-barriers, qopt-vulkan)"
     )
@@ -122,10 +126,12 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     assert lines[0] == "qopt's passes (a pipeline runs as the passes it lists):"
     xdsl = next(i for i, line in enumerate(lines) if line.startswith("xDSL's passes ("))
     mine = [line.strip() for line in lines[1:xdsl] if re.fullmatch(r"  \S+", line)]
-    assert mine[:3] == ["fuse-quant", "fold-constants", "convert-to-coreml"]
+    assert mine[:4] == ["fuse-quant", "fold-constants", "fuse-quant-fixpoint", "convert-to-coreml"]
     assert {"qopt-coreml", "qopt-vulkan", "name-outputs"} <= set(mine)
     coreml = lines.index("  qopt-coreml")
-    assert lines[coreml + 2] == "      runs: fuse-quant, fold-constants, convert-to-coreml"
+    assert lines[coreml + 2] == (
+        "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml"
+    )
     assert "    compute-precision: str = fp32" in lines[coreml:xdsl]
     assert "    minimum-deployment-target: str | None" in lines[coreml:xdsl]
     assert "  canonicalize" in lines[xdsl:]
@@ -148,6 +154,8 @@ def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
         (0, "import"),
         (1, "fuse-quant"),
         (1, "fold-constants"),
+        (2, "fuse-quant"),
+        (1, "fuse-quant-fixpoint"),
         (1, "convert-to-coreml"),
         (0, "qopt-coreml"),
         (0, "print"),

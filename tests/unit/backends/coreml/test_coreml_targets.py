@@ -48,12 +48,11 @@ OK = "ok"
 Expectation = str | Needs
 
 _Q4 = "4-bit affine (block [1, 32])"
-_STATIC = "static activation quantization"
 
 # (model, scheme) -> (iOS16, iOS17)
 EXPECTED: dict[tuple[str, str], tuple[Expectation, Expectation]] = {
     ("llama", "float"): (OK, OK),
-    ("llama", "pt2e_static"): (Needs("quant.quantize", _STATIC, "iOS17"), OK),
+    ("llama", "pt2e_static"): (Needs("qfused.add", "add_q8ta_q8ta_q8to", "iOS17"), OK),
     ("llama", "pt2e_dynamic"): (OK, OK),
     ("llama", "w4g32"): (Needs("qfused.embedding", "embedding_q4gsw", "iOS18"),) * 2,
     ("llama", "w8c"): (OK, OK),
