@@ -53,8 +53,18 @@ func.func @batch_norm_rank2(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 
 // -----
 
-// CHECK: 'aten.batch_norm': batch_norm's running_mean is computed at run time; Core ML takes constant statistics and affine parameters: export the model in eval mode
-// IOS16: 'aten.batch_norm': batch_norm's running_mean is computed at run time
+// Run-time statistics: the lowering writes (x - mean) * rsqrt(var + eps) per channel
+// (qopt/lowering/compose.py) instead of MIL's batch_norm, which takes constants.
+// CHECK-LABEL: func.func @batch_norm_runtime_stats(
+// CHECK:         %[[M:.*]] = coreml.reshape %m {shape = array<i64: 1, 2, 1>}
+// CHECK:         %[[D:.*]] = coreml.sub %x, %[[M]]
+// CHECK:         coreml.sqrt
+// CHECK:         %[[S:.*]] = coreml.real_div
+// CHECK:         %[[Y:.*]] = coreml.mul %[[D]], %[[S]]
+// CHECK-NEXT:    func.return %[[Y]]
+// CHECK-NOT:     coreml.batch_norm
+// IOS16-LABEL: func.func @batch_norm_runtime_stats(
+// IOS16:         coreml.sub %x
 func.func @batch_norm_runtime_stats(%x: tensor<1x2x3xf32>, %m: tensor<2xf32>) -> tensor<1x2x3xf32> {
   %v = arith.constant dense<[4.000000e+00, 2.500000e-01]> : tensor<2xf32>
   %y = aten.batch_norm %x, %m, %v : tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x3xf32>
