@@ -6,7 +6,7 @@ them in order, verifying the module after each. These classes are the one
 definition of each target's pass order: `qopt-opt -p qopt-coreml`, `qopt.compile`
 and `qopt.backends.coreml.compile_coreml` all run them.
 
-    qopt-coreml{target=iOS18 compute-precision=fp32 states=state
+    qopt-coreml{target=iOS18 compute-precision=fp16 states=state
                 dynamic-activations=quantized output-names=...}
         [name-outputs{names=...} when output-names are given,]
         fuse-quant, fold-constants, convert-to-coreml{target=...}
@@ -40,8 +40,9 @@ from xdsl.passes import ModulePass
 
 from qopt.errors import QoptError
 
-COMPUTE_PRECISIONS = ("fp32", "fp16")
-"""`compute-precision` of qopt-coreml: fp32 (default, exact checks) or fp16."""
+COMPUTE_PRECISIONS = ("fp16", "fp32")
+"""`compute-precision` of qopt-coreml: fp16 (default, as `ct.convert`) or fp32 (exact
+checks against torch)."""
 
 
 def run_passes(
@@ -84,8 +85,9 @@ class QoptCoremlPipeline(ModulePass):
     target: str = "iOS18"
     """Minimum deployment target (iOS16, iOS17 or iOS18)."""
 
-    compute_precision: str = "fp32"
-    """fp32 or fp16 (`compute-precision` on the command line)."""
+    compute_precision: str = "fp16"
+    """fp16 (default, as coremltools' `ct.convert`) or fp32 (`compute-precision` on the
+    command line)."""
     states: str = "state"
     """Program state as Core ML states (`state`, iOS18) or extra inputs and outputs
     (`io`), as convert-to-coreml's option."""

@@ -259,21 +259,21 @@ def save_mlpackage(
 def compile_coreml(
     module: ModuleOp,
     minimum_deployment_target: str = "iOS18",
-    compute_precision: str = "fp32",
+    compute_precision: str = "fp16",
     output_names: Sequence[str] | None = None,
     states: str = "state",
     dynamic_activations: str = "quantized",
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
-    then build its MIL Program (one per method). `compute_precision` is "fp32"
-    (default, exact checks) or "fp16". Outputs are named `output_names` (a
-    single-method program), else as the module records (`qopt.output_names`: the
-    exported program's), else `output_<i>`. `states="io"` passes program state
-    (KV caches) as extra inputs and outputs of every call instead of Core ML states
-    (which need iOS18). `dynamic_activations` "quantized" (default) quantizes
-    dynamic-activation schemes' activations as torch does, with MIL float ops;
-    "float" leaves them float (faster, not torch's values)."""
+    then build its MIL Program (one per method). `compute_precision` is "fp16"
+    (default, as `ct.convert`) or "fp32" (exact checks against torch). Outputs are
+    named `output_names` (a single-method program), else as the module records
+    (`qopt.output_names`: the exported program's), else `output_<i>`. `states="io"`
+    passes program state (KV caches) as extra inputs and outputs of every call
+    instead of Core ML states (which need iOS18). `dynamic_activations` "quantized"
+    (default) quantizes dynamic-activation schemes' activations as torch does, with
+    MIL float ops; "float" leaves them float (faster, not torch's values)."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline

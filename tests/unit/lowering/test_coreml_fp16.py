@@ -115,7 +115,7 @@ def exported(model: str, scheme: str) -> Any:
 
 def model_lowered(model: str, scheme: str) -> ModuleOp:
     module = qopt.import_program(exported(model, scheme))
-    QoptCoremlPipeline().apply(make_context(), module)
+    QoptCoremlPipeline(compute_precision="fp32").apply(make_context(), module)
     return module
 
 

@@ -126,7 +126,7 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     assert {"qopt-coreml", "qopt-vulkan", "name-outputs"} <= set(mine)
     coreml = lines.index("  qopt-coreml")
     assert lines[coreml + 2] == "      runs: fuse-quant, fold-constants, convert-to-coreml"
-    assert "    compute-precision: str = fp32" in lines[coreml:xdsl]
+    assert "    compute-precision: str = fp16" in lines[coreml:xdsl]
     assert "    minimum-deployment-target: str | None" in lines[coreml:xdsl]
     assert "  canonicalize" in lines[xdsl:]
     assert "--list-passes" in opt("--help")[1]
@@ -138,7 +138,14 @@ PROGRESS = re.compile(r"^qopt: \[ *\d+\.\d s, peak +\d+(\.\d)? [KMG]?i?B\] ( *)(
 def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
     report_json = mlp["dir"] / "report.json"
     code, _, err = opt(
-        mlp["pt2"], "-p", "qopt-coreml", "-v", "--report-json", report_json, "-o", "/dev/null"
+        mlp["pt2"],
+        "-p",
+        "qopt-coreml{compute-precision=fp32}",
+        "-v",
+        "--report-json",
+        report_json,
+        "-o",
+        "/dev/null",
     )
     assert code == 0, err
     lines = err.splitlines()

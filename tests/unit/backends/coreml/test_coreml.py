@@ -126,7 +126,7 @@ def test_dynamic_activations_float_option(scheme: str) -> None:
     program with its dynamic quantizers removed)."""
     inputs = random_inputs("mlp", 2024)
     module = mid_level("mlp", scheme)
-    artifact = compile_coreml(module, dynamic_activations="float")
+    artifact = compile_coreml(module, dynamic_activations="float", compute_precision="fp32")
     assert "coreml.reduce_max" not in {op.name for op in artifact.module.walk()}
     got = qopt.interpret(artifact.module, *inputs)[0]
     assert rel_err(got, float_activation_reference("mlp", scheme, inputs)) < 1e-4
@@ -190,7 +190,7 @@ def test_pair_fp16(model: str, scheme: str) -> None:
 @pytest.mark.parametrize("target", ["iOS16", "iOS17"])
 def test_older_targets_int8_per_channel(target: str) -> None:
     module = mid_level("mlp", "w8c")
-    artifact = compile_coreml(module, minimum_deployment_target=target)
+    artifact = compile_coreml(module, minimum_deployment_target=target, compute_precision="fp32")
     names = {op.name for op in artifact.module.walk()}
     assert "coreml.constexpr_affine_dequantize" in names
     path = os.path.join(_TMP, f"mlp-w8c-{target}.mlpackage")
@@ -219,7 +219,7 @@ def test_qopt_compile_names_outputs() -> None:
     import coremltools as ct
 
     ep = exported("mlp", "w4g32")
-    artifact = qopt.compile(ep, target="coreml")
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = os.path.join(_TMP, "api.mlpackage")
     artifact.save(path)
     spec = ct.models.MLModel(path, skip_model_load=True).get_spec()

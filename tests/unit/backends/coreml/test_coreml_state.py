@@ -64,7 +64,8 @@ def _model(update: str, scheme: str, example: tuple[int, ...] = (1,)) -> torch.n
 def _package(update: str, scheme: str) -> tuple[str, CoremlArtifact]:
     """(saved package, artifact) of the decoder's one-token call."""
     model = _model(update, scheme)
-    artifact = qopt.compile(_export(model, torch.tensor([[1]]), torch.tensor([0])), target="coreml")
+    ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = artifact.save(os.path.join(_TMP, f"{update}-{scheme}.mlpackage"))
     return path, artifact
 
@@ -194,7 +195,13 @@ def test_states_as_inputs_and_outputs_below_ios18() -> None:
     the caller threads them from zeros, and 12 greedy tokens equal torch's."""
     model = _model("index_put", "w8c")  # int8 weights: iOS17 has no int4
     ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
-    artifact = qopt.compile(ep, target="coreml", minimum_deployment_target="iOS17", states="io")
+    artifact = qopt.compile(
+        ep,
+        target="coreml",
+        minimum_deployment_target="iOS17",
+        states="io",
+        compute_precision="fp32",
+    )
     io_names = [c.replace(".", "_") for c in CACHES]
     assert artifact.output_names == ["linear_14", *(f"{n}_out" for n in io_names)]
     loaded = qopt.load(artifact.save(os.path.join(_TMP, "states-io.mlpackage")))
@@ -221,11 +228,15 @@ def test_prefill_and_decode_share_weights_and_states() -> None:
     model = _model("index_copy", "w4g32", tuple(prompt[0].tolist()))
     prefill = _export(model, prompt, torch.arange(8))
     decode = _export(model, torch.tensor([[1]]), torch.tensor([0]))
-    artifact = qopt.compile({"prefill": prefill, "decode": decode}, target="coreml")
+    artifact = qopt.compile(
+        {"prefill": prefill, "decode": decode}, target="coreml", compute_precision="fp32"
+    )
     assert artifact.methods == ["prefill", "decode"]
     assert list(artifact.mil_programs) == ["prefill", "decode"]
     path = artifact.save(os.path.join(_TMP, "prefill-decode.mlpackage"))
-    single = qopt.compile(decode, target="coreml").save(os.path.join(_TMP, "decode.mlpackage"))
+    single = qopt.compile(decode, target="coreml", compute_precision="fp32").save(
+        os.path.join(_TMP, "decode.mlpackage")
+    )
     assert weight_file(path).payload <= weight_file(single).payload
 
     loaded = load_mlpackage_artifact(path)
