@@ -521,14 +521,23 @@ class Lowering:
 
     def linear(self, x: SSAValue, w: SSAValue, bias: SSAValue | None, out: Attribute) -> SSAValue:
         """`x @ w.T + bias`. MIL `linear` wants a compile-time weight and bias (and x
-        of rank 1 to 3 before iOS17): with both constant it is `linear`; otherwise
-        `matmul(x, w, transpose_y=True)`, plus an `add` of the bias when there is one
-        (torch's order: the product, then the bias)."""
-        constant = isinstance(w.owner, coreml.CompileTimeOp) and isinstance(
-            bias.owner if bias is not None else None, coreml.CompileTimeOp
-        )
-        if constant and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3):
-            assert bias is not None
+        of rank 1 to 3 before iOS17): with a constant weight it is `linear`, as
+        coremltools writes it, a missing bias a zero constant shared by every linear
+        of that width (`zero_bias`: adding +0.0 changes no value but -0.0, which it
+        makes +0.0, as torch's `addmm` of a zero bias would; the bytes are one
+        vector per width, not per layer); otherwise `matmul(x, w, transpose_y=True)`,
+        plus an `add` of the bias when there is one (torch's order: the product,
+        then the bias)."""
+        weight_constant = isinstance(w.owner, coreml.CompileTimeOp)
+        bias_constant = bias is None or isinstance(bias.owner, coreml.CompileTimeOp)
+        if (
+            weight_constant
+            and bias_constant
+            and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3)
+        ):
+            if bias is None:
+                int8 = isinstance(x.owner, coreml.DequantizeOp)
+                bias = self.zero_bias(shape_of(w)[0], elem_of(x), int8)
             return self.build(coreml.LinearOp, [x, w, bias], out)
         y = self.build(
             coreml.MatmulOp,
@@ -540,6 +549,15 @@ class Lowering:
         if bias is None:
             return y
         return self.build(coreml.AddOp, [y, self.as_elem(bias, elem_of(y))], out)
+
+    def zero_bias(self, width: int, elem: Attribute, int8: bool = False) -> SSAValue:
+        """A `[width]` zero constant of `elem`, one per (width, elem) in the function
+        (the bias of the linears that have none); those of static-activation int8
+        regions (`int8`: x is a `dequantize`) apart, as coreml-fp16 keeps them fp32."""
+        key = ("zero_bias", width, elem, int8)
+        if key not in self.memo:
+            self.memo[key] = self.const(np.zeros(width, storage_dtype(elem)), elem, "zero_bias")
+        return self.memo[key]
 
     def conv(
         self,

@@ -1211,3 +1211,29 @@ def test_slice_scatter_with_a_step_is_unsupported() -> None:
         qopt.QoptError, match="slice_scatter with step 2 is not supported on CoreML"
     ):
         ConvertToCoremlPass().apply(make_context(), parse_module(body))
+
+
+def test_rsqrt_of_a_sum_is_mil_rsqrt_and_bit_exact() -> None:
+    """RMSNorm's `rsqrt(x + eps)` lowers to MIL rsqrt (epsilon 0): a sum with a constant
+    holding no -0.0 is never -0.0, so on every edge value (-eps: +0.0 -> +inf; -0.0,
+    +-inf, nan, subnormals) it equals torch's `1 / sqrt`, sign bits included; with a
+    -0.0 addend the sum can be -0.0 and the lowering keeps `real_div(1, sqrt)`."""
+    eps = np.float32(1e-6)
+    x = np.array([[-eps, -0.0, 0.0, 1.0, np.inf, -np.inf], [np.nan, 1e-45, -1e-45, 4.0, -1, 3e38]],
+                 np.float32)  # fmt: skip
+    for addend, mil in (("1.000000e-06", "coreml.rsqrt"), ("-0.000000e+00", "coreml.real_div")):
+        module = parse_module(f"""
+        func.func @forward(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {{
+          %c = arith.constant dense<{addend}> : tensor<f32>
+          %s = aten.add %x, %c : (tensor<2x6xf32>, tensor<f32>) -> tensor<2x6xf32>
+          %y = aten.rsqrt %s : (tensor<2x6xf32>) -> tensor<2x6xf32>
+          func.return %y : tensor<2x6xf32>
+        }}""")
+        with np.errstate(all="ignore"):
+            (want,) = qopt.interpret(module, x)
+            ConvertToCoremlPass().apply(make_context(), module)
+            (got,) = qopt.interpret(module, x)
+        assert mil in {op.name for op in module.walk()}
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        assert np.isposinf(got[0, 0]) == (mil == "coreml.rsqrt")  # -eps + eps is +0.0

@@ -125,7 +125,8 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     assert mine[:3] == ["fuse-quant", "fold-constants", "convert-to-coreml"]
     assert {"qopt-coreml", "qopt-vulkan", "name-outputs"} <= set(mine)
     coreml = lines.index("  qopt-coreml")
-    assert lines[coreml + 2] == "      runs: fuse-quant, fold-constants, convert-to-coreml"
+    runs = "      runs: fuse-quant, fold-constants, convert-to-coreml, coreml-fp16"
+    assert lines[coreml + 2] == runs
     assert "    compute-precision: str = fp16" in lines[coreml:xdsl]
     assert "    minimum-deployment-target: str | None" in lines[coreml:xdsl]
     assert "  canonicalize" in lines[xdsl:]
@@ -159,7 +160,7 @@ def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
         (0, "qopt-coreml"),
         (0, "print"),
     ]
-    start = lines.index("qopt compile report (qopt-coreml)")
+    start = next(i for i, t in enumerate(lines) if t.startswith("qopt compile report (qopt-"))
     assert lines[start + 1 : start + 7] == [
         "  fused 3 of 3 quantized pattern(s): linear_q4gsw x3",
         "  quant ops left unfused: 0 of 3",
