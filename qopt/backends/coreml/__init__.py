@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,9 +46,10 @@ if TYPE_CHECKING:
 class CoremlArtifact:
     """The compiled program: `.module` (coreml dialect), `.mil_program` (the
     default method's coremltools Program; `.mil_programs` has each method's),
-    `.save(path)`, `.methods`, `.session()`, and a call runs one call on a fresh
-    state. One loaded from a package (`load_mlpackage_artifact`) has the package
-    read back as `.module` and no Program (`.save` copies the package)."""
+    `.mlmodel` (the package as a coremltools `MLModel`), `.save(path)`,
+    `.methods`, `.session()`, and a call runs one call on a fresh state. One
+    loaded from a package (`load_mlpackage_artifact`) has the package read back
+    as `.module` and no Program (`.save` copies the package)."""
 
     module: ModuleOp
     mil_program: Any
@@ -62,6 +64,27 @@ class CoremlArtifact:
     report: CompileReport | None = field(default=None, repr=False)
     """What the compile did (`qopt.compile`; None for a loaded package)."""
     _package_module: ModuleOp | None = field(default=None, repr=False)
+    _mlmodel: Any = field(default=None, repr=False)
+
+    @property
+    def mlmodel(self) -> Any:
+        """The package as coremltools' `ct.models.MLModel` (loaded with
+        `skip_model_load=True`: Linux has no Core ML runtime), so coremltools code
+        runs on it unchanged: `user_defined_metadata`, `short_description`,
+        `input_description`, `get_spec()`, `ct.utils.rename_feature(spec, ...)`,
+        `ct.optimize.coreml.*`, `mlmodel.save(path)`. A compiled artifact is saved
+        once to a temporary directory, removed with the artifact; the same object
+        is returned each time, so edits to it stay until it is saved."""
+        if self._mlmodel is None:
+            import coremltools as ct
+
+            path = self.source
+            if path is None:
+                tmp = tempfile.mkdtemp(prefix="qopt-mlmodel-")
+                weakref.finalize(self, shutil.rmtree, tmp, True)
+                path = self.save(os.path.join(tmp, "model.mlpackage"))
+            self._mlmodel = ct.models.MLModel(path, skip_model_load=True)
+        return self._mlmodel
 
     @property
     def methods(self) -> list[str]:
@@ -274,7 +297,12 @@ def compile_coreml(
     instead of Core ML states (which need iOS18). `dynamic_activations` "quantized"
     (default) quantizes dynamic-activation schemes' activations as torch does, with
     MIL float ops; "float" leaves them float (faster, not torch's values)."""
-    from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
+    from qopt.backends.coreml.emitter import (
+        build_programs,
+        output_names_of,
+        package_metadata,
+        program_hash,
+    )
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
     from qopt.report import phase
@@ -286,6 +314,7 @@ def compile_coreml(
         states=states,
         dynamic_activations=dynamic_activations,
     )
+    source_hash = program_hash(module)
     pipeline.apply(make_context(), module)
     with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
         programs = build_programs(module)
@@ -298,7 +327,7 @@ def compile_coreml(
         compute_precision,
         names,
         mil_programs=programs,
-        metadata=package_metadata(module),
+        metadata=package_metadata(module, source_hash),
     )
 
 
