@@ -530,11 +530,7 @@ class Lowering:
         then the bias)."""
         weight_constant = isinstance(w.owner, coreml.CompileTimeOp)
         bias_constant = bias is None or isinstance(bias.owner, coreml.CompileTimeOp)
-        if (
-            weight_constant
-            and bias_constant
-            and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3)
-        ):
+        if weight_constant and bias_constant and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3):
             if bias is None:
                 int8 = isinstance(x.owner, coreml.DequantizeOp)
                 bias = self.zero_bias(shape_of(w)[0], elem_of(x), int8)
