@@ -128,11 +128,12 @@ def _param(attr: Attribute, kind: str, float_type: Any = np.float32) -> Any:
 
 
 def _float_param_type(op: coreml.CoremlOp) -> Any:
-    """The type of a float parameter (epsilon, alpha ...): clip's that of its input
-    (`T` in every opset); else that of the op's constant float parameters
+    """The type of a float parameter (epsilon, alpha ...): clip's and pad's that of
+    its input (`T` in every opset); else that of the op's constant float parameters
     (batch_norm's mean, layer_norm's gamma: MIL's `U`), else before iOS17 that of its
     input (`T`), else fp32."""
-    if isinstance(op, coreml.ClipOp):  # clip's alpha / beta are `const T`, x's type
+    if isinstance(op, coreml.ClipOp | coreml.PadOp):  # `const T`: x's type (clip's alpha
+        # / beta, pad's constant_val)
         return np.float16 if isinstance(elem_of(op.operands[0]), Float16Type) else np.float32
     candidates = [v for v in op.operands[1:] if isinstance(v.owner, coreml.ConstOp)]
     if op.opset() < 17:

@@ -1,8 +1,8 @@
 // RUN: qopt-opt %s -p convert-to-coreml --split-input-file --verify-diagnostics | filecheck %s
 // Data movement and moments composed from MIL ops: repeat is reshape + tile, stack
 // reshapes + concat, flip one gather per flipped dim, pixel_shuffle a rank-5
-// reshape / transpose / reshape, constant_pad_nd crops (slice_by_index) and
-// concatenates blocks of the value, var / std are two-pass (mean, sub, mul, sum, div).
+// reshape / transpose / reshape, constant_pad_nd is MIL pad, or with a negative
+// amount crops (slice_by_index) and concatenates blocks of the value, var / std are two-pass (mean, sub, mul, sum, div).
 
 // CHECK-LABEL: func.func @repeat(
 // CHECK-NEXT:    %[[R:.*]] = coreml.reshape %x {shape = array<i64: 1, 2, 3>}
@@ -65,6 +65,18 @@ func.func @pixel_shuffle(%x: tensor<2x8x3x5xf32>) -> tensor<2x2x6x10xf32> {
 func.func @constant_pad(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
   %r = aten.constant_pad_nd %x {pad = array<i64: 1, 2, -1, 3>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x6xf32>
   func.return %r : tensor<4x6xf32>
+}
+
+// -----
+
+// Without a negative amount (a float tensor): one MIL pad, as coremltools writes it;
+// MIL lists the padded dims first to last (torch: last to first).
+// CHECK-LABEL: func.func @constant_pad_mil(
+// CHECK-NEXT:    %[[P:.*]] = coreml.pad %x {pad = array<i64: 2, 1, 0, 1>, mode = "constant", constant_val = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+// CHECK-NEXT:    func.return %[[P]]
+func.func @constant_pad_mil(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32> {
+  %r = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 2, 1>, value = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+  func.return %r : tensor<1x2x6x5xf32>
 }
 
 // -----

@@ -504,6 +504,12 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "tensor<4x6xf32>",
         "%r = aten.constant_pad_nd %x {pad = array<i64: 1, 2, -1, 3>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x6xf32>\n%r",
     ),
+    case(  # no negative amount: one MIL pad (MobileNetV2's TF-style padding)
+        "constant_pad_nd_mil_pad",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x6x5xf32>",
+        "%r = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 2, 1>, value = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>\n%r",
+    ),
     case(
         "flip",
         "%x: tensor<2x3x4xf32>",

@@ -184,16 +184,21 @@ def test_compression_ops_used() -> None:
     assert all(str(t) == "i4" for t in data)
 
 
-FP16_PAIRS = [(m, s) for m in MODELS for s in SCHEMES if s not in DYNAMIC]
-
-
-@pytest.mark.parametrize(("model", "scheme"), FP16_PAIRS)
+@pytest.mark.parametrize(("model", "scheme"), PAIRS)
 def test_pair_fp16(model: str, scheme: str) -> None:
+    """fp16 compute (the default) against torch's fp32, on every built-in pair.
+    fp16 keeps 11 significant bits: each op's rounding (2^-11 = 4.9e-4 relative) adds
+    up over a few layers (the error is printed; llama float: 6.5e-4).
+    A dynamic scheme quantizes activations per token at run time from fp16 values:
+    a value fp16 rounding moves across a rounding boundary lands one int8 step (1/255
+    of the token's range) apart, and that step goes through the next layers
+    (measured 3.9e-4 to 8.8e-3 on seeds 7-9), hence 2e-2 there, 1e-2 elsewhere."""
     inputs = random_inputs(model, 7)
     module = read_back(model, scheme, "fp16")
     got = qopt.interpret(module, *inputs)[0]
     err = rel_err(got, torch_out(model, scheme, inputs))
-    assert err < 1e-2, err
+    print(f"{model} {scheme} fp16: relative L2 error {err:.2e}")
+    assert err < (2e-2 if scheme in DYNAMIC else 1e-2), err
     if scheme != "pt2e_static":
         assert any(str(op.result.type.get_element_type()) == "f16" for op in module.walk()
                    if isinstance(op, coreml.ConstOp))  # fmt: skip
