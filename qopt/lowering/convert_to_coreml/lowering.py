@@ -575,16 +575,37 @@ class Lowering:
                 f"{list(dilation)}) with a run-time weight has no CoreML lowering "
                 "(coremltools supports dilations for constant weights only)"
             )
+        pad = [ph, ph, pw, pw]
+        x = self.fold_zero_pad(x, pad)
         return self.build(
             coreml.ConvOp,
             [x, w, bias],
             out,
             strides=ints(op.stride.get_values()),
             pad_type=StringAttr("custom"),
-            pad=ints((ph, ph, pw, pw)),
+            pad=ints(pad),
             dilations=ints(dilation),
             groups=int_attr(op.groups.value.data),
         )
+
+    def fold_zero_pad(self, x: SSAValue, pad: list[int]) -> SSAValue:
+        """The input of a conv read through a MIL `pad` of +0.0 on its spatial dims
+        only (TF-style "same" padding, MobileNetV2's), with the amounts added to the
+        conv's own `pad` ([top, bottom, left, right], updated in place): a conv pads
+        with +0.0 too, so the result is the same, one op fewer (coremltools folds it
+        the same way). Otherwise `x` as it is."""
+        owner = x.owner
+        if not isinstance(owner, coreml.PadOp) or len(shape_of(x)) != 4:
+            return x
+        value = owner.constant_val.value.data
+        amounts = list(owner.pad.get_values())
+        spatial = amounts[-4:]
+        if value != 0.0 or math.copysign(1.0, value) < 0 or any(amounts[:-4]):
+            return x
+        spatial = [0] * (4 - len(spatial)) + spatial  # a pad of W only lists W
+        for i, amount in enumerate(spatial):
+            pad[i] += amount
+        return owner.x
 
     # ----- rules ------------------------------------------------------------------------
 

@@ -94,3 +94,19 @@ func.func @std(%x: tensor<2x5xf32>) -> tensor<2xf32> {
   %r = aten.std %x {dims = array<i64: 1>} : (tensor<2x5xf32>) -> tensor<2xf32>
   func.return %r : tensor<2xf32>
 }
+
+// -----
+
+// A zero pad of the spatial dims read by a conv is the conv's own padding (no MIL
+// pad), added to it: [top, bottom, left, right].
+// CHECK-LABEL: func.func @pad_into_conv(
+// CHECK-NOT:     coreml.pad
+// CHECK:         coreml.conv %x, %{{.*}}, %{{.*}} {strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 2, 2, 1, 2>
+// CHECK-NOT:     coreml.pad
+func.func @pad_into_conv(%x: tensor<1x2x5x5xf32>) -> tensor<1x3x4x3xf32> {
+  %w = arith.constant dense<5.000000e-01> : tensor<3x2x3x3xf32>
+  %b = arith.constant dense<1.000000e+00> : tensor<3xf32>
+  %p = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 1, 1>, value = 0.000000e+00 : f64} : (tensor<1x2x5x5xf32>) -> tensor<1x2x7x6xf32>
+  %r = aten.conv2d %p, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x7x6xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x3xf32>
+  func.return %r : tensor<1x3x4x3xf32>
+}

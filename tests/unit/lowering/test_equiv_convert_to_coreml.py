@@ -504,6 +504,14 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "tensor<4x6xf32>",
         "%r = aten.constant_pad_nd %x {pad = array<i64: 1, 2, -1, 3>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x6xf32>\n%r",
     ),
+    case(  # a zero pad read by a conv: folded into the conv's padding (no MIL pad)
+        "constant_pad_nd_into_conv",
+        "%x: tensor<1x2x5x5xf32>",
+        "tensor<1x3x3x2xf32>",
+        "%ww = arith.constant dense<5.000000e-01> : tensor<3x2x3x3xf32>\n"
+        "%p = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 1, 1>, value = 0.000000e+00 : f64} : (tensor<1x2x5x5xf32>) -> tensor<1x2x7x6xf32>\n"
+        "%r = aten.conv2d %p, %ww {stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x7x6xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x2xf32>\n%r",
+    ),
     case(  # no negative amount: one MIL pad (MobileNetV2's TF-style padding)
         "constant_pad_nd_mil_pad",
         "%x: tensor<1x2x3x4xf32>",
