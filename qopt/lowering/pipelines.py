@@ -140,7 +140,23 @@ class QoptCoremlPipeline(ModulePass):
         return passes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        record_source_hash(op)
         run_passes(self.passes(), ctx, op, self.name)
+
+
+SOURCE_HASH_ATTR = "qopt.source_sha256"
+"""Module attribute: the SHA-256 of the program qopt-coreml compiled (the package's
+`qopt.source_sha256` metadata)."""
+
+
+def record_source_hash(module: ModuleOp) -> None:
+    """Record the hash of `module` as it enters qopt-coreml (its source program), once."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from qopt.backends.coreml.emitter import program_hash
+
+    if SOURCE_HASH_ATTR not in module.attributes:
+        module.attributes[SOURCE_HASH_ATTR] = StringAttr(program_hash(module))
 
 
 @dataclass(frozen=True)
@@ -206,8 +222,10 @@ class QoptVulkanPipeline(ModulePass):
 
 __all__ = [
     "COMPUTE_PRECISIONS",
+    "SOURCE_HASH_ATTR",
     "QoptCoremlPipeline",
     "QoptVulkanPipeline",
+    "record_source_hash",
     "run_passes",
     "sub_passes",
 ]

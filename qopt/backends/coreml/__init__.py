@@ -297,12 +297,7 @@ def compile_coreml(
     instead of Core ML states (which need iOS18). `dynamic_activations` "quantized"
     (default) quantizes dynamic-activation schemes' activations as torch does, with
     MIL float ops; "float" leaves them float (faster, not torch's values)."""
-    from qopt.backends.coreml.emitter import (
-        build_programs,
-        output_names_of,
-        package_metadata,
-        program_hash,
-    )
+    from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline
     from qopt.report import phase
@@ -314,8 +309,7 @@ def compile_coreml(
         states=states,
         dynamic_activations=dynamic_activations,
     )
-    source_hash = program_hash(module)
-    pipeline.apply(make_context(), module)
+    pipeline.apply(make_context(), module)  # records the source's hash on the module
     with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
         programs = build_programs(module)
     methods = list(programs)
@@ -327,7 +321,7 @@ def compile_coreml(
         compute_precision,
         names,
         mil_programs=programs,
-        metadata=package_metadata(module, source_hash),
+        metadata=package_metadata(module),
     )
 
 

@@ -226,10 +226,11 @@ def check_states(module: ModuleOp) -> None:
             )
 
 
-def package_metadata(module: ModuleOp, source_hash: str | None = None) -> dict[str, str]:
+def package_metadata(module: ModuleOp) -> dict[str, str]:
     """The user-defined metadata qopt writes into a package: the version of qopt that
     wrote it (`qopt.version`), the SHA-256 of the program it was compiled from
-    (`qopt.source_sha256`: `program_hash` of the import-level module, when given),
+    (`qopt.source_sha256`: `program_hash` of the module qopt-coreml compiled, which
+    the pipeline records on it; absent for a module lowered pass by pass),
     the compression of each weight (`qopt.weights`, JSON: `weight_compression`), the
     states' names (`qopt.states`: MIL name -> global name), the name of a single
     method other than `forward` (`qopt.method`; a single-function package's
@@ -238,8 +239,9 @@ def package_metadata(module: ModuleOp, source_hash: str | None = None) -> dict[s
     none). Every value is a function of the program: two compiles write the same
     bytes."""
     out: dict[str, str] = {VERSION_METADATA: qopt_version()}
-    if source_hash is not None:
-        out[SOURCE_HASH_METADATA] = source_hash
+    source_hash = module.attributes.get(SOURCE_HASH_METADATA)  # the same key
+    if isinstance(source_hash, StringAttr):
+        out[SOURCE_HASH_METADATA] = source_hash.data
     if weights := weight_compression(module):
         out[WEIGHTS_METADATA] = json.dumps(weights, sort_keys=True, separators=(",", ":"))
     if names := state_names_of(module):

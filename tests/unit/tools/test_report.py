@@ -321,7 +321,7 @@ def test_compile_options_are_pipeline_options() -> None:
         assert flag in help_text
     # device and validation choose where a Vulkan artifact runs: qopt-run's --device.
     given = QoptCoremlPipeline(minimum_deployment_target="iOS17").passes()
-    assert given[-1].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert given[-2].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
     with pytest.raises(QoptError, match="target=iOS16 and minimum-deployment-target=iOS17"):
         QoptCoremlPipeline(target="iOS16", minimum_deployment_target="iOS17").passes()
 
