@@ -647,7 +647,9 @@ def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]
     x = lw.as_elem(op.input, elem)
     pads = list(op.pad.get_values())
     fill = np.asarray(op.value.value.data).astype(storage_dtype(elem))
-    if pads and min(pads) >= 0 and coreml.mil_dtype_name(elem) in coreml.F:
+    if not any(pads):  # Swin pads its windows by 0 when they fit: nothing to do
+        return [x]
+    if min(pads) >= 0 and coreml.mil_dtype_name(elem) in coreml.F:
         # MIL lists the padded dims first to last, torch last to first
         mil_pad = [a for i in reversed(range(len(pads) // 2)) for a in pads[2 * i : 2 * i + 2]]
         value = FloatAttr(float(fill), 64)

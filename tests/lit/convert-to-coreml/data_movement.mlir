@@ -110,3 +110,13 @@ func.func @pad_into_conv(%x: tensor<1x2x5x5xf32>) -> tensor<1x3x4x3xf32> {
   %r = aten.conv2d %p, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x7x6xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x3xf32>
   func.return %r : tensor<1x3x4x3xf32>
 }
+
+// -----
+
+// A pad of zero amounts (Swin's, when the windows fit) is its input.
+// CHECK-LABEL: func.func @pad_by_zero(
+// CHECK-NEXT:    func.return %x
+func.func @pad_by_zero(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %r = aten.constant_pad_nd %x {pad = array<i64: 0, 0, 0, 0, 0, 0>, value = 0.000000e+00 : f64} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  func.return %r : tensor<1x4x4x2xf32>
+}
