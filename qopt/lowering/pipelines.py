@@ -140,17 +140,17 @@ class QoptCoremlPipeline(ModulePass):
         return passes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        record_source_hash(op)
         run_passes(self.passes(), ctx, op, self.name)
 
 
 SOURCE_HASH_ATTR = "qopt.source_sha256"
-"""Module attribute: the SHA-256 of the program qopt-coreml compiled (the package's
-`qopt.source_sha256` metadata)."""
+"""Module attribute: the SHA-256 of the program convert-to-coreml lowered (the source
+program after fuse-quant and fold-constants; the package's `qopt.source_sha256`
+metadata)."""
 
 
 def record_source_hash(module: ModuleOp) -> None:
-    """Record the hash of `module` as it enters qopt-coreml (its source program), once."""
+    """Record the hash of `module` as convert-to-coreml receives it, once."""
     from xdsl.dialects.builtin import StringAttr
 
     from qopt.backends.coreml.emitter import program_hash

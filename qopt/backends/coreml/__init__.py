@@ -309,7 +309,7 @@ def compile_coreml(
         states=states,
         dynamic_activations=dynamic_activations,
     )
-    pipeline.apply(make_context(), module)  # records the source's hash on the module
+    pipeline.apply(make_context(), module)
     with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
         programs = build_programs(module)
     methods = list(programs)

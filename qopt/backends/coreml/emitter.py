@@ -229,8 +229,8 @@ def check_states(module: ModuleOp) -> None:
 def package_metadata(module: ModuleOp) -> dict[str, str]:
     """The user-defined metadata qopt writes into a package: the version of qopt that
     wrote it (`qopt.version`), the SHA-256 of the program it was compiled from
-    (`qopt.source_sha256`: `program_hash` of the module qopt-coreml compiled, which
-    the pipeline records on it; absent for a module lowered pass by pass),
+    (`qopt.source_sha256`: `program_hash` of the module convert-to-coreml lowered,
+    recorded on it by that pass: the source after fuse-quant and fold-constants),
     the compression of each weight (`qopt.weights`, JSON: `weight_compression`), the
     states' names (`qopt.states`: MIL name -> global name), the name of a single
     method other than `forward` (`qopt.method`; a single-function package's

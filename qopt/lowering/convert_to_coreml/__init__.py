@@ -191,6 +191,9 @@ class ConvertToCoremlPass(ModulePass):
             raise QoptError(
                 f"convert-to-coreml: states must be 'state' or 'io', got '{self.states}'"
             )
+        from qopt.lowering.pipelines import record_source_hash
+
+        record_source_hash(op)  # the package's qopt.source_sha256
         if self.states == "io":
             externalize_states(op)
         expand_dynamic_windows(op)
