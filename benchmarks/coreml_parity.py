@@ -100,7 +100,7 @@ def measure(model: str, scheme: str, workdir: str) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # progress bars
-            mlmodel = ct.convert(
+            mlmodel: Any = ct.convert(
                 ep.run_decompositions({}), minimum_deployment_target=ct.target.iOS18
             )
             mlmodel.save(cpath)
@@ -109,7 +109,8 @@ def measure(model: str, scheme: str, workdir: str) -> dict[str, Any]:
     row["ct_s"] = time.perf_counter() - start
     row["qopt"], row["ct"] = histogram(qpath), histogram(cpath)
     row["qopt_bytes"], row["ct_bytes"] = package_bytes(qpath), package_bytes(cpath)
-    shutil.rmtree(qpath), shutil.rmtree(cpath)
+    shutil.rmtree(qpath)
+    shutil.rmtree(cpath)
     return row
 
 
@@ -150,7 +151,7 @@ def table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
 def main() -> int:
     from qopt import zoo
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--models", nargs="*", default=[*EXAMPLES, *zoo.ARCHITECTURES])
     parser.add_argument("--schemes", nargs="*", default=list(SCHEMES))
     parser.add_argument("--write", type=Path, help="also write the markdown table here")

@@ -159,7 +159,11 @@ def fold_batch_norms(block: Block) -> None:
         )
         new_conv.location = conv.location
         Rewriter.insert_op([new_weight, new_bias, new_conv], InsertPoint.before(conv))
-        orphans += [v.owner for v in (*conv.operands[1:], *norm.operands[1:])]
+        orphans += [
+            v.owner
+            for v in (*conv.operands[1:], *norm.operands[1:])
+            if isinstance(v.owner, Operation)
+        ]
         norm.result.replace_all_uses_with(new_conv.result)
         Rewriter.erase_op(norm)
         Rewriter.erase_op(conv)

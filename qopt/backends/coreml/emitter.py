@@ -297,8 +297,8 @@ def weight_compression(module: ModuleOp) -> dict[str, str]:
             isinstance(u.operation, coreml.ConstexprOp) for u in op.results[0].uses
         ):
             continue
-        location = op.location
-        base = location.desc.data if isinstance(location, NameLoc) else "const"
+        named = [op.location, *(u.operation.location for u in op.results[0].uses)]
+        base = next((loc.desc.data for loc in named if isinstance(loc, NameLoc)), "const")
         if any(
             isinstance(u.operation, coreml.LinearOp | coreml.ConvOp) and u.index == 2
             for u in op.results[0].uses

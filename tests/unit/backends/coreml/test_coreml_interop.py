@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from xdsl.dialects.func import FuncOp
 
 import qopt
 from qopt.backends.coreml.reader import (
@@ -41,7 +42,7 @@ from qopt.version import qopt_version
 
 ct = pytest.importorskip("coremltools")
 _TMP = tempfile.mkdtemp(prefix="qopt-coreml-interop-")
-KV = {"vocab_size": 64, "dim": 32, "n_layers": 1, "n_heads": 4, "hidden_dim": 64,
+KV: dict[str, Any] = {"vocab_size": 64, "dim": 32, "n_layers": 1, "n_heads": 4, "hidden_dim": 64,
       "max_seq_len": 16}  # fmt: skip
 
 
@@ -86,11 +87,8 @@ def package(kind: str) -> str:
 def _mil_dtype(proto_type: Any) -> str:
     from coremltools.proto import FeatureTypes_pb2
 
-    names = {
-        FeatureTypes_pb2.ArrayFeatureType.FLOAT32: "fp32",
-        FeatureTypes_pb2.ArrayFeatureType.FLOAT16: "fp16",
-        FeatureTypes_pb2.ArrayFeatureType.INT32: "int32",
-    }
+    array: Any = FeatureTypes_pb2.ArrayFeatureType  # protobuf's enum values, made at run time
+    names = {array.FLOAT32: "fp32", array.FLOAT16: "fp16", array.INT32: "int32"}
     return names[proto_type.multiArrayType.dataType]
 
 
@@ -179,7 +177,7 @@ def test_rename_feature() -> None:
     path = os.path.join(_TMP, "renamed.mlpackage")
     ct.models.MLModel(spec, weights_dir=mlmodel.weights_dir, skip_model_load=True).save(path)
     module = qopt.read_mlpackage(path)
-    (func,) = [op for op in module.ops if hasattr(op, "sym_name")]
+    (func,) = [op for op in module.ops if isinstance(op, FuncOp)]
     assert [a.name_hint for a in func.body.block.args] == ["features"]
     assert qopt.load(path).output_names == ["scores"]
     inputs = random_inputs("mlp", 4)
