@@ -246,9 +246,10 @@ def compile(
         minimum_deployment_target: CoreML only. "iOS16", "iOS17" or "iOS18" (the
             default), or `ct.target.iOS18` ...: the MIL opset emitted; a weight
             scheme the target lacks is a QoptError naming the target that has it.
-        compute_precision: CoreML only. "fp32" (the default: exact checks against
-            torch) or "fp16" (`ct.precision.FLOAT16` too): activations and compute in
-            fp16, as coremltools' default.
+        compute_precision: CoreML only. "fp16" (the default, as `ct.convert`'s for
+            ML programs: activations and compute in fp16, what the Neural Engine
+            runs; quantization and int8 regions stay exact) or "fp32" (exact checks
+            against torch); `ct.precision.FLOAT16` / `FLOAT32` too.
         output_names: CoreML only. Names of the outputs of a single-method program
             (default: the exported program's, from its graph signature).
         device: Vulkan only. The device's index or a substring of its name (default:
@@ -357,7 +358,7 @@ def _compile(
             "iOS18" if minimum_deployment_target is None else minimum_deployment_target
         )
         precision = options.compute_precision(
-            "fp32" if compute_precision is None else compute_precision
+            "fp16" if compute_precision is None else compute_precision
         )
         names = options.output_names(output_names)
         state_form = options.states(states)

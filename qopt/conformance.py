@@ -7,11 +7,11 @@ tensors included) and whose other arguments are constants. A case is exported wi
 `torch.export`, run by torch eager for the reference, then run per target:
 
 - `interp`: `qopt.import_program` then `qopt.interpret`;
-- `coreml`: `qopt.compile(ep, "coreml")`, saved as an `.mlpackage`, read back with
-  `qopt.read_mlpackage` and interpreted (the way qopt checks Core ML numerics on a
-  machine without Core ML). Core ML programs have no int64 or bool inputs and outputs:
-  int64 is int32 and a bool output is fp32 (0 / 1) there, so the reference is compared
-  in those types;
+- `coreml`: `qopt.compile(ep, "coreml", compute_precision="fp32")` (fp32: the exact
+  check), saved as an `.mlpackage`, read back with `qopt.read_mlpackage` and
+  interpreted (the way qopt checks Core ML numerics on a machine without Core ML).
+  Core ML programs have no int64 or bool inputs and outputs: int64 is int32 and a
+  bool output is fp32 (0 / 1) there, so the reference is compared in those types;
 - `vulkan`: `qopt.compile(ep, "vulkan")` run on the Vulkan device (lavapipe here).
 
 Each run is classified (`classify`): `pass` (same shapes and dtypes, integers and
@@ -446,7 +446,7 @@ def run_case(
         return qopt.interpret(qopt.import_program(ep), *inputs)
 
     def coreml() -> Sequence[Any]:
-        artifact = qopt.compile(ep, "coreml")
+        artifact = qopt.compile(ep, "coreml", compute_precision="fp32")
         with tempfile.TemporaryDirectory(dir=workdir) as tmp, _compiled("coreml"):
             path = Path(tmp) / "case.mlpackage"
             artifact.save(path)

@@ -55,7 +55,7 @@ def run_coreml(models: list[str], schemes: list[str]) -> int:
                 t0 = time.perf_counter()
                 try:
                     # Outputs keep the graph signature's names (recorded at import).
-                    artifact = compile_coreml(module)
+                    artifact = compile_coreml(module, compute_precision="fp32")
                     path = artifact.save(os.path.join(tmp, f"{name}-{scheme}.mlpackage"))
                 except qopt.QoptError as e:
                     failures += 1

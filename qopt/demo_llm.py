@@ -108,7 +108,9 @@ def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
                         else:
                             suffix = ".mlpackage" if target == "coreml" else ".qvk"
                             path = os.path.join(tmp, f"{scheme}{suffix}")
-                            qopt.compile(methods, target=target).save(path)
+                            # CoreML in fp32: tokens exactly torch's (fp16 is the default)
+                            exact = {"compute_precision": "fp32"} if target == "coreml" else {}
+                            qopt.compile(methods, target=target, **exact).save(path)
                             runner = qopt.load(path).session()
                         got = qopt.generate(runner, PROMPT, NEW_TOKENS)
                 except qopt.QoptError as e:

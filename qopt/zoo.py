@@ -505,7 +505,7 @@ def run(ep: torch.export.ExportedProgram, inputs: Inputs, target: str, workdir: 
         from pathlib import Path
 
         path = Path(workdir) / "m.mlpackage"
-        qopt.compile(ep, target="coreml").save(path)
+        qopt.compile(ep, target="coreml", compute_precision="fp32").save(path)
         return qopt.interpret(qopt.read_mlpackage(path), *inputs)[0]
     if target == "vulkan":
         with qopt.compile(ep, target="vulkan") as artifact:

@@ -624,6 +624,16 @@ class CoremlFunctions(InterpreterFunctions):
     def run_tile(self, interp: Interpreter, op: Any, args: PythonValues):
         return (np.tile(args[0], _ints(op.reps)),)
 
+    @impl(coreml.PadOp)
+    def run_pad(self, interp: Interpreter, op: Any, args: PythonValues):
+        # the last len(pad) // 2 dims, dim D-N first, padded with constant_val
+        x = args[0]
+        pad = _ints(op.pad)
+        widths = [(0, 0)] * (x.ndim - len(pad) // 2)
+        widths += [(pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+        fill = x.dtype.type(_float(op.constant_val))
+        return (np.pad(x, widths, mode="constant", constant_values=fill),)
+
     @impl(coreml.SliceByIndexOp)
     def run_slice(self, interp: Interpreter, op: Any, args: PythonValues):
         # begin/end masks drop a bound, squeezed axes are integer indices.

@@ -10,6 +10,9 @@ ops. So do the float ops of static-activation int8 regions
 Core ML executes as int8 kernels, so their accumulation is not rounded to fp16)
 and the weights only they read.
 
+A `conv -> batch_norm` pair with constant parameters becomes one conv with the norm
+folded into its weight and bias first (`fold_batch_norms`), as coremltools does.
+
 `qopt-coreml{compute-precision=fp16}` runs it after `convert-to-coreml`; the
 emitter then writes what the IR says (coremltools' own fp16 pass never runs).
 Ops the pass creates (casts, f16 constants) take the location of the op they
@@ -113,6 +116,72 @@ def integer_regions(block: Block) -> set[Operation]:
     return region
 
 
+def _float_const(value: SSAValue | None) -> np.ndarray | None:
+    owner = None if value is None else value.owner
+    if isinstance(owner, coreml.ConstOp) and isinstance(elem_of(owner.result), Float32Type):
+        return const_array(owner).astype(np.float64)
+    return None
+
+
+def fold_batch_norms(block: Block) -> None:
+    """`conv -> batch_norm` as one conv: weight `W * s` and bias `(b - mean) * s + beta`
+    per output channel, `s = gamma / sqrt(variance + epsilon)` (computed in float64,
+    rounded once to fp32, then to fp16 with the other weights), when the conv's
+    weight, bias and the norm's parameters are fp32 constants and the norm is the
+    conv's only reader. coremltools folds them the same way; the values move by
+    the weights' rounding, inside fp16's (an fp32 package keeps torch's two steps)."""
+    orphans: list[Operation] = []
+    for norm in list(block.ops):
+        if not isinstance(norm, coreml.BatchNormOp):
+            continue
+        conv = norm.x.owner
+        if not isinstance(conv, coreml.ConvOp) or len(list(norm.x.uses)) != 1:
+            continue
+        weight, mean, variance = (_float_const(v) for v in (conv.weight, norm.mean, norm.variance))
+        if weight is None or mean is None or variance is None:
+            continue
+        channels = weight.shape[0]
+        bias = np.zeros(channels) if conv.bias is None else _float_const(conv.bias)
+        gamma = np.ones(channels) if norm.gamma is None else _float_const(norm.gamma)
+        beta = np.zeros(channels) if norm.beta is None else _float_const(norm.beta)
+        if bias is None or gamma is None or beta is None:
+            continue
+        scale = gamma / np.sqrt(variance + float(norm.epsilon.value.data))
+        folded = (weight * scale.reshape(-1, *[1] * (weight.ndim - 1))).astype(np.float32)
+        shift = ((bias - mean) * scale + beta).astype(np.float32)
+        new_weight = _new_const(folded, conv, "folded_weight")
+        new_bias = _new_const(shift, conv, "folded_bias")
+        properties = {k: v for k, v in conv.properties.items() if k != "operandSegmentSizes"}
+        new_conv = coreml.ConvOp.build(
+            operands=[conv.x, new_weight.result, new_bias.result],
+            properties=properties,
+            result_types=[conv.result.type],
+        )
+        new_conv.location = conv.location
+        Rewriter.insert_op([new_weight, new_bias, new_conv], InsertPoint.before(conv))
+        orphans += [
+            v.owner
+            for v in (*conv.operands[1:], *norm.operands[1:])
+            if isinstance(v.owner, Operation)
+        ]
+        norm.result.replace_all_uses_with(new_conv.result)
+        Rewriter.erase_op(norm)
+        Rewriter.erase_op(conv)
+    for op in dict.fromkeys(orphans):  # the parameters nothing reads any more
+        if isinstance(op, coreml.ConstOp) and not op.result.uses:
+            Rewriter.erase_op(op)
+
+
+def _new_const(array: np.ndarray, near: Operation, hint: str) -> coreml.ConstOp:
+    type = TensorType(f32, array.shape)
+    const = coreml.ConstOp.build(
+        properties={"value": make_resource(hint, array, type, weights_of(near))},
+        result_types=[type],
+    )
+    const.location = near.location
+    return const
+
+
 def function_to_fp16(func: FuncOp) -> None:
     """Rewrite one coreml function to compute in fp16 (see the module docstring)."""
     block = func.body.block
@@ -122,6 +191,7 @@ def function_to_fp16(func: FuncOp) -> None:
                 f"coreml-fp16: {where(op)} is not a coreml op: lower the module first "
                 "(-p convert-to-coreml, or qopt-coreml{compute-precision=fp16})"
             )
+    fold_batch_norms(block)
     kept: set[Operation] = set(integer_regions(block))  # ops whose float results stay fp32
     for op in reversed(list(block.ops)):  # weights (and their consts) that only feed kept ops
         if isinstance(op, _WEIGHTS) and op.results[0].uses:
@@ -209,4 +279,4 @@ class CoremlFp16Pass(ModulePass):
                 function_to_fp16(func)
 
 
-__all__ = ["CoremlFp16Pass", "function_to_fp16", "integer_regions"]
+__all__ = ["CoremlFp16Pass", "fold_batch_norms", "function_to_fp16", "integer_regions"]

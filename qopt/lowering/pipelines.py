@@ -6,7 +6,7 @@ them in order, verifying the module after each. These classes are the one
 definition of each target's pass order: `qopt-opt -p qopt-coreml`, `qopt.compile`
 and `qopt.backends.coreml.compile_coreml` all run them.
 
-    qopt-coreml{target=iOS18 compute-precision=fp32 states=state
+    qopt-coreml{target=iOS18 compute-precision=fp16 states=state
                 dynamic-activations=quantized output-names=...}
         [name-outputs{names=...} when output-names are given,]
         fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml{target=...}
@@ -41,8 +41,9 @@ from xdsl.passes import ModulePass
 
 from qopt.errors import QoptError
 
-COMPUTE_PRECISIONS = ("fp32", "fp16")
-"""`compute-precision` of qopt-coreml: fp32 (default, exact checks) or fp16."""
+COMPUTE_PRECISIONS = ("fp16", "fp32")
+"""`compute-precision` of qopt-coreml: fp16 (default, as `ct.convert`) or fp32 (exact
+checks against torch)."""
 
 
 def run_passes(
@@ -86,8 +87,9 @@ class QoptCoremlPipeline(ModulePass):
     target: str = "iOS18"
     """Minimum deployment target (iOS16, iOS17 or iOS18)."""
 
-    compute_precision: str = "fp32"
-    """fp32 or fp16 (`compute-precision` on the command line)."""
+    compute_precision: str = "fp16"
+    """fp16 (default, as coremltools' `ct.convert`) or fp32 (`compute-precision` on the
+    command line)."""
     states: str = "state"
     """Program state as Core ML states (`state`, iOS18) or extra inputs and outputs
     (`io`), as convert-to-coreml's option."""
@@ -143,6 +145,22 @@ class QoptCoremlPipeline(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(self.passes(), ctx, op, self.name)
+
+
+SOURCE_HASH_ATTR = "qopt.source_sha256"
+"""Module attribute: the SHA-256 of the program convert-to-coreml lowered (the source
+program after fuse-quant and fold-constants; the package's `qopt.source_sha256`
+metadata)."""
+
+
+def record_source_hash(module: ModuleOp) -> None:
+    """Record the hash of `module` as convert-to-coreml receives it, once."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from qopt.backends.coreml.emitter import program_hash
+
+    if SOURCE_HASH_ATTR not in module.attributes:
+        module.attributes[SOURCE_HASH_ATTR] = StringAttr(program_hash(module))
 
 
 @dataclass(frozen=True)
@@ -211,8 +229,10 @@ class QoptVulkanPipeline(ModulePass):
 
 __all__ = [
     "COMPUTE_PRECISIONS",
+    "SOURCE_HASH_ATTR",
     "QoptCoremlPipeline",
     "QoptVulkanPipeline",
+    "record_source_hash",
     "run_passes",
     "sub_passes",
 ]

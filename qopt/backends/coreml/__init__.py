@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,9 +47,10 @@ if TYPE_CHECKING:
 class CoremlArtifact:
     """The compiled program: `.module` (coreml dialect), `.mil_program` (the
     default method's coremltools Program; `.mil_programs` has each method's),
-    `.save(path)`, `.methods`, `.session()`, and a call runs one call on a fresh
-    state. One loaded from a package (`load_mlpackage_artifact`) has the package
-    read back as `.module` and no Program (`.save` copies the package)."""
+    `.mlmodel` (the package as a coremltools `MLModel`), `.save(path)`,
+    `.methods`, `.session()`, and a call runs one call on a fresh state. One
+    loaded from a package (`load_mlpackage_artifact`) has the package read back
+    as `.module` and no Program (`.save` copies the package)."""
 
     module: ModuleOp
     mil_program: Any
@@ -63,6 +65,27 @@ class CoremlArtifact:
     report: CompileReport | None = field(default=None, repr=False)
     """What the compile did (`qopt.compile`; None for a loaded package)."""
     _package_module: ModuleOp | None = field(default=None, repr=False)
+    _mlmodel: Any = field(default=None, repr=False)
+
+    @property
+    def mlmodel(self) -> Any:
+        """The package as coremltools' `ct.models.MLModel` (loaded with
+        `skip_model_load=True`: Linux has no Core ML runtime), so coremltools code
+        runs on it unchanged: `user_defined_metadata`, `short_description`,
+        `input_description`, `get_spec()`, `ct.utils.rename_feature(spec, ...)`,
+        `ct.optimize.coreml.*`, `mlmodel.save(path)`. A compiled artifact is saved
+        once to a temporary directory, removed with the artifact; the same object
+        is returned each time, so edits to it stay until it is saved."""
+        if self._mlmodel is None:
+            import coremltools as ct
+
+            path = self.source
+            if path is None:
+                tmp = tempfile.mkdtemp(prefix="qopt-mlmodel-")
+                weakref.finalize(self, shutil.rmtree, tmp, True)
+                path = self.save(os.path.join(tmp, "model.mlpackage"))
+            self._mlmodel = ct.models.MLModel(path, skip_model_load=True)
+        return self._mlmodel
 
     @property
     def methods(self) -> list[str]:
@@ -258,21 +281,21 @@ def save_mlpackage(
 def compile_coreml(
     module: ModuleOp,
     minimum_deployment_target: str = "iOS18",
-    compute_precision: str = "fp32",
+    compute_precision: str = "fp16",
     output_names: Sequence[str] | None = None,
     states: str = "state",
     dynamic_activations: str = "quantized",
 ) -> CoremlArtifact:
     """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
     (import level, or already fused: fuse-quant leaves qfused ops as they are),
-    then build its MIL Program (one per method). `compute_precision` is "fp32"
-    (default, exact checks) or "fp16". Outputs are named `output_names` (a
-    single-method program), else as the module records (`qopt.output_names`: the
-    exported program's), else `output_<i>`. `states="io"` passes program state
-    (KV caches) as extra inputs and outputs of every call instead of Core ML states
-    (which need iOS18). `dynamic_activations` "quantized" (default) quantizes
-    dynamic-activation schemes' activations as torch does, with MIL float ops;
-    "float" leaves them float (faster, not torch's values)."""
+    then build its MIL Program (one per method). `compute_precision` is "fp16"
+    (default, as `ct.convert`) or "fp32" (exact checks against torch). Outputs are
+    named `output_names` (a single-method program), else as the module records
+    (`qopt.output_names`: the exported program's), else `output_<i>`. `states="io"`
+    passes program state (KV caches) as extra inputs and outputs of every call
+    instead of Core ML states (which need iOS18). `dynamic_activations` "quantized"
+    (default) quantizes dynamic-activation schemes' activations as torch does, with
+    MIL float ops; "float" leaves them float (faster, not torch's values)."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
     from qopt.context import make_context
     from qopt.lowering.pipelines import QoptCoremlPipeline

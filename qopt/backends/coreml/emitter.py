@@ -70,8 +70,10 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from qopt.backends.coreml.reader import (
     METHOD_METADATA,
     SCALAR_INPUTS_METADATA,
+    SOURCE_HASH_METADATA,
     STATES_METADATA,
     VERSION_METADATA,
+    WEIGHTS_METADATA,
 )
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, PACKAGE_STATE_TYPES, mutable_globals
@@ -124,11 +126,12 @@ def _param(attr: Attribute, kind: str, float_type: Any = np.float32) -> Any:
 
 
 def _float_param_type(op: coreml.CoremlOp) -> Any:
-    """The type of a float parameter (epsilon, alpha ...): clip's that of its input
-    (`T` in every opset); else that of the op's constant float parameters
+    """The type of a float parameter (epsilon, alpha ...): clip's and pad's that of
+    its input (`T` in every opset); else that of the op's constant float parameters
     (batch_norm's mean, layer_norm's gamma: MIL's `U`), else before iOS17 that of its
     input (`T`), else fp32."""
-    if isinstance(op, coreml.ClipOp):  # clip's alpha / beta are `const T`, x's type
+    if isinstance(op, coreml.ClipOp | coreml.PadOp):  # `const T`: x's type (clip's alpha
+        # / beta, pad's constant_val)
         return np.float16 if isinstance(elem_of(op.operands[0]), Float16Type) else np.float32
     candidates = [v for v in op.operands[1:] if isinstance(v.owner, coreml.ConstOp)]
     if op.opset() < 17:
@@ -223,12 +226,22 @@ def check_states(module: ModuleOp) -> None:
 
 def package_metadata(module: ModuleOp) -> dict[str, str]:
     """The user-defined metadata qopt writes into a package: the version of qopt that
-    wrote it (`qopt.version`), the states' names (`qopt.states`: MIL name -> global
-    name), the name of a single method other than `forward` (`qopt.method`; a
-    single-function package's function is `main`) and the rank-0 inputs of each
-    method, given to the package as `[1]` (`qopt.scalar_inputs`: method -> input
-    names; absent when there are none)."""
+    wrote it (`qopt.version`), the SHA-256 of the program it was compiled from
+    (`qopt.source_sha256`: `program_hash` of the module convert-to-coreml lowered,
+    recorded on it by that pass: the source after fuse-quant and fold-constants),
+    the compression of each weight (`qopt.weights`, JSON: `weight_compression`), the
+    states' names (`qopt.states`: MIL name -> global name), the name of a single
+    method other than `forward` (`qopt.method`; a single-function package's
+    function is `main`) and the rank-0 inputs of each method, given to the package
+    as `[1]` (`qopt.scalar_inputs`: method -> input names; absent when there are
+    none). Every value is a function of the program: two compiles write the same
+    bytes."""
     out: dict[str, str] = {VERSION_METADATA: qopt_version()}
+    source_hash = module.attributes.get(SOURCE_HASH_METADATA)  # the same key
+    if isinstance(source_hash, StringAttr):
+        out[SOURCE_HASH_METADATA] = source_hash.data
+    if weights := weight_compression(module):
+        out[WEIGHTS_METADATA] = json.dumps(weights, sort_keys=True, separators=(",", ":"))
     if names := state_names_of(module):
         out[STATES_METADATA] = json.dumps({mil: name for name, mil in names.items()})
     methods = methods_of(module)
@@ -238,6 +251,92 @@ def package_metadata(module: ModuleOp) -> dict[str, str]:
     if len(methods) == 1 and methods[0] != "forward":
         out[METHOD_METADATA] = methods[0]
     return out
+
+
+def program_hash(module: ModuleOp) -> str:
+    """SHA-256 of a module: its text (no locations) and the bytes of every weight
+    blob it refers to, in program order (the source program of a compile)."""
+    from xdsl.dialects.builtin import DenseResourceAttr
+
+    from qopt.resources import weights_of
+
+    digest = hashlib.sha256(str(module).encode())
+    store = weights_of(module)
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, DenseResourceAttr):
+                blob = store.get(attr.resource_handle.data)
+                digest.update(attr.resource_handle.data.encode() + b"\0")
+                if isinstance(blob, np.ndarray):
+                    digest.update(np.ascontiguousarray(blob).tobytes())
+                elif blob is not None:
+                    digest.update(blob)
+    return digest.hexdigest()
+
+
+#: Constants with fewer elements are stored inline in the spec (not weights).
+_INLINE_LIMIT = 10
+
+
+def weight_compression(module: ModuleOp) -> dict[str, str]:
+    """How each weight of the package is stored, by the name of the layer it comes
+    from (its location's name, e.g. `layers.0.attention.wq`; `#2` ... when a name
+    repeats, `const` without one): `"int4 blockwise shift/scale [256, 64], block
+    [1, 32], fp16 scales"`, `"LUT 4-bit [64, 64], fp16 palette"`, `"fp16 [256]"`.
+    Weights are the compile-time values of 10 elements or more that no constexpr op
+    reads (a constexpr's inputs are part of its weight); small ones are inline."""
+    from xdsl.dialects.builtin import NameLoc
+
+    out: dict[str, str] = {}
+    for op in module.walk():
+        if not isinstance(op, coreml.CompileTimeOp) or numel_of(op.results[0]) < _INLINE_LIMIT:
+            continue
+        if op.results[0].uses and all(
+            isinstance(u.operation, coreml.ConstexprOp) for u in op.results[0].uses
+        ):
+            continue
+        named = [op.location, *(u.operation.location for u in op.results[0].uses)]
+        base = next((loc.desc.data for loc in named if isinstance(loc, NameLoc)), "const")
+        if any(
+            isinstance(u.operation, coreml.LinearOp | coreml.ConvOp) and u.index == 2
+            for u in op.results[0].uses
+        ):
+            base += ".bias"
+        name, n = base, 1
+        while name in out:
+            n += 1
+            name = f"{base}#{n}"
+        out[name] = _compression(op)
+    return out
+
+
+def numel_of(value: SSAValue) -> int:
+    return int(np.prod(shape_of(value), dtype=np.int64))
+
+
+def _dtype(value: SSAValue) -> str:
+    return coreml.mil_dtype_name(elem_of(value))
+
+
+def _compression(op: Operation) -> str:
+    shape = list(shape_of(op.results[0]))
+    if isinstance(op, coreml.ConstexprBlockwiseShiftScaleOp):
+        grid = shape_of(op.scale)
+        block = [s // g if g else s for s, g in zip(shape, grid, strict=False)]
+        zero = ", zero points" if op.offset is not None else ""
+        return (
+            f"{_dtype(op.data)} blockwise shift/scale {shape}, block {block}, "
+            f"{_dtype(op.scale)} scales{zero}"
+        )
+    if isinstance(op, coreml.ConstexprLutToDenseOp):
+        bits = coreml.mil_dtype_name(elem_of(op.indices)).removeprefix("uint")
+        return f"LUT {bits}-bit {shape}, {_dtype(op.lut)} palette"
+    if isinstance(op, coreml.ConstexprAffineDequantizeOp):
+        return (
+            f"{_dtype(op.quantized_data)} affine {shape}, axis {op.axis.value.data}, "
+            f"{_dtype(op.scale)} scales"
+        )
+    return f"{_dtype(op.results[0])} {shape}"
 
 
 def build_programs(module: ModuleOp, output_names: Sequence[str] | None = None) -> dict[str, Any]:
@@ -681,7 +780,9 @@ __all__ = [
     "input_names_of",
     "output_names_of",
     "package_metadata",
+    "program_hash",
     "save_program",
     "state_names_of",
+    "weight_compression",
     "write_mlprogram",
 ]

@@ -110,6 +110,8 @@ STATES_METADATA = "qopt.states"
 METHOD_METADATA = "qopt.method"
 VERSION_METADATA = "qopt.version"
 SCALAR_INPUTS_METADATA = "qopt.scalar_inputs"
+SOURCE_HASH_METADATA = "qopt.source_sha256"
+WEIGHTS_METADATA = "qopt.weights"
 #: Largest Manifest.json read (coremltools writes well under 1 KiB).
 MAX_MANIFEST_BYTES = 1 << 20
 #: Largest root model spec (model.mlmodel) read; it holds every immediate value

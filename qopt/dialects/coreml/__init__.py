@@ -132,6 +132,7 @@ from qopt.dialects.coreml.shape import (
     ExpandDimsOp,
     GatherAlongAxisOp,
     GatherOp,
+    PadOp,
     ReshapeOp,
     ScatterOp,
     SliceByIndexOp,
@@ -161,8 +162,8 @@ FLOAT_OPS: tuple[type[CoremlOp], ...] = (
     SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
     SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
     CumsumOp,
-    ReshapeOp, TransposeOp, ConcatOp, TileOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp, ScatterOp,
-    CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
+    ReshapeOp, TransposeOp, ConcatOp, TileOp, PadOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
+    ScatterOp, CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
 )  # fmt: skip
 COMPRESSION_OPS: tuple[type[CoremlOp], ...] = (
     ConstexprLutToDenseOp,
@@ -254,6 +255,7 @@ __all__ = [
     "ModOp",
     "MulOp",
     "NotEqualOp",
+    "PadOp",
     "PoolOp",
     "PowOp",
     "QuantizeOp",

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+)
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -18,7 +25,7 @@ from xdsl.irdl import (
     var_operand_def,
 )
 
-from qopt.dialects.coreml.base import ANY, FI, CoremlOp
+from qopt.dialects.coreml.base import ANY, FI, CoremlOp, F
 from qopt.dialects.tensors import elem_of, shape_of
 
 
@@ -136,6 +143,43 @@ class TileOp(CoremlOp):
         out = tuple(d * r for d, r in zip(x, reps, strict=True))
         if shape_of(self.result) != out or elem_of(self.result) != elem_of(self.x):
             raise self.fail(f"result must have shape {list(out)} and the element type of x")
+
+
+@irdl_op_definition
+class PadOp(CoremlOp):
+    """`pad(x, pad, mode="constant", constant_val)`: the last N dims of x padded by
+    `pad = [begin_0, end_0, ..., begin_{N-1}, end_{N-1}]` (dim D-N first), each
+    amount at least 0, with `constant_val`. x is fp16 or fp32 (coremltools'
+    `iOS15.tensor_operation.pad`; qopt emits the constant mode only)."""
+
+    name = "coreml.pad"
+    x = operand_def(TensorType)
+    pad = prop_def(DenseArrayBase[IntegerType])
+    mode = prop_def(StringAttr)
+    constant_val = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {
+        "pad": "ints",
+        "mode": "str",
+        "constant_val": "float",
+    }
+    INPUT_TYPES: ClassVar[frozenset[str]] = F
+
+    def check(self) -> None:
+        x = shape_of(self.x)
+        pad = tuple(self.pad.get_values())
+        if self.mode.data != "constant":
+            raise self.fail(f"mode must be 'constant' (qopt's), got '{self.mode.data}'")
+        if len(pad) % 2 or not 0 < len(pad) <= 2 * len(x):
+            raise self.fail(f"pad must hold 2 amounts per padded dim, at most {2 * len(x)}")
+        if any(p < 0 for p in pad):
+            raise self.fail(f"pad amounts {list(pad)} must be at least 0")
+        first = len(x) - len(pad) // 2
+        out = list(x)
+        for i in range(len(pad) // 2):
+            out[first + i] += pad[2 * i] + pad[2 * i + 1]
+        if shape_of(self.result) != tuple(out) or elem_of(self.result) != elem_of(self.x):
+            raise self.fail(f"result must have shape {out} and the element type of x")
 
 
 def _mask(attr: DenseArrayBase[IntegerType] | None, rank: int) -> tuple[bool, ...]:

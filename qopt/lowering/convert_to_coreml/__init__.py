@@ -51,8 +51,10 @@ so `where` gives one branch the result's shape when cond is the larger.
 Activations, rounding and index reductions: `hardsigmoid` is MIL `sigmoid_hard`
 (alpha 1/6, beta 0.5) and `hardswish` is `x * sigmoid_hard(x)`; `leaky_relu`,
 `abs`, `floor`, `ceil` are the MIL ops of their names; `log` is `log` with
-epsilon 0; `reciprocal` / `rsqrt` are `real_div(1, x)` / `real_div(1, sqrt(x))`
-(MIL `inverse` / `rsqrt` add epsilon, turning -0.0 into +0.0: +inf, not -inf).
+epsilon 0; `reciprocal` is `real_div(1, x)` and `rsqrt` `real_div(1, sqrt(x))`
+(MIL `inverse` / `rsqrt` add epsilon, turning -0.0 into +0.0: +inf, not -inf),
+except an `rsqrt` of a sum with a constant holding no -0.0 (RMSNorm's), never -0.0:
+MIL `rsqrt` with epsilon 0, as coremltools writes it.
 MIL leaves the rounding of halves, the sign rule of `mod` on device and the ties
 of `reduce_argmax` unspecified or untested, so torch's semantics are composed
 from exact steps: `round` (half to even) from floor and comparisons, `remainder`
@@ -67,13 +69,15 @@ reshape to `[N, G, -1]`, `layer_norm` and the per-channel affine; interpolate
 (`upsample_nearest2d` / `upsample_bilinear2d`) is `gather`s of compile-time
 source offsets (torch's index rules) blended with constant weights; `repeat` is
 `tile`, `stack` reshapes and `concat`, `flip` gathers, `pixel_shuffle` a rank-5
-reshape / transpose, `constant_pad_nd` crops and concatenated constant blocks,
+reshape / transpose, `constant_pad_nd` MIL `pad` (float, no negative amount), else
+crops and concatenated constant blocks,
 `var` / `std` two passes; rounding division is `floor` / `ceil` of `real_div` on
 floats and MIL `floor_div` on int32.
 
-Linear layers without bias lower to `matmul(x, W, transpose_y=True)`, so no
-all-zero bias constant (which coremltools' `linear` would materialise) bloats
-the package.
+A linear layer with a constant weight is MIL `linear`, as coremltools writes it; one
+without bias gets a zero bias constant shared by every linear of that width (the
+bytes of one vector per width). A run-time weight is `matmul(x, W,
+transpose_y=True)`.
 
 Program state (iOS18): mutable `ml_program` globals stay module-level globals,
 retyped to their Core ML state type (fp16 for float states: the only type a
@@ -182,6 +186,9 @@ class ConvertToCoremlPass(ModulePass):
             raise QoptError(
                 f"convert-to-coreml: states must be 'state' or 'io', got '{self.states}'"
             )
+        from qopt.lowering.pipelines import record_source_hash
+
+        record_source_hash(op)  # the package's qopt.source_sha256
         if self.states == "io":
             externalize_states(op)
         expand_dynamic_windows(op)

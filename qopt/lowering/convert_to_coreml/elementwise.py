@@ -88,12 +88,29 @@ for _aten, _coreml in (
 
 @RULES(ew.RsqrtOp)
 def _rsqrt(lw: Lowering, op: ew.RsqrtOp) -> Sequence[SSAValue]:
-    """`real_div(1, sqrt(x))`, torch's two roundings; not MIL `rsqrt`, which computes
-    `1 / sqrt(x + epsilon)`: even with epsilon 0, -0.0 + 0 is +0.0 and gives +inf where
-    torch's 1 / sqrt(-0.0) is -inf."""
+    """MIL `rsqrt` (epsilon 0), as coremltools writes it, where its input cannot be
+    -0.0: MIL computes `1 / sqrt(x + epsilon)`, and -0.0 + 0 is +0.0 (+inf where
+    torch's 1 / sqrt(-0.0) is -inf). A sum with a constant that holds no -0.0 is
+    never -0.0 (IEEE round-to-nearest: a sum is -0.0 only when both addends are),
+    which covers RMSNorm's `rsqrt(mean(x * x) + eps)`. Elsewhere `real_div(1,
+    sqrt(x))`, torch's two roundings."""
     x, out = lw.float_input(op)
+    if _never_negative_zero(lw, x):
+        return [lw.build(coreml.RsqrtOp, [x], out, epsilon=float_attr(0.0))]
     root = lw.build(coreml.SqrtOp, [x], out)
     return [lw.build(coreml.RealDivOp, [lw.scalar(1.0, root), root], out)]
+
+
+def _never_negative_zero(lw: Lowering, x: SSAValue) -> bool:
+    """Whether `x` is an `add` with a compile-time operand holding no -0.0 (so no
+    element of `x` is -0.0)."""
+    if not isinstance(x.owner, coreml.AddOp):
+        return False
+    for operand in x.owner.operands:
+        array = lw.array(operand)
+        if array is not None and not np.any((array == 0) & np.signbit(array)):
+            return True
+    return False
 
 
 @RULES(ew.PowOp)

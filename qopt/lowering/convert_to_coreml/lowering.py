@@ -522,14 +522,19 @@ class Lowering:
 
     def linear(self, x: SSAValue, w: SSAValue, bias: SSAValue | None, out: Attribute) -> SSAValue:
         """`x @ w.T + bias`. MIL `linear` wants a compile-time weight and bias (and x
-        of rank 1 to 3 before iOS17): with both constant it is `linear`; otherwise
-        `matmul(x, w, transpose_y=True)`, plus an `add` of the bias when there is one
-        (torch's order: the product, then the bias)."""
-        constant = isinstance(w.owner, coreml.CompileTimeOp) and isinstance(
-            bias.owner if bias is not None else None, coreml.CompileTimeOp
-        )
-        if constant and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3):
-            assert bias is not None
+        of rank 1 to 3 before iOS17): with a constant weight it is `linear`, as
+        coremltools writes it, a missing bias a zero constant shared by every linear
+        of that width (`zero_bias`: adding +0.0 changes no value but -0.0, which it
+        makes +0.0, as torch's `addmm` of a zero bias would; the bytes are one
+        vector per width, not per layer); otherwise `matmul(x, w, transpose_y=True)`,
+        plus an `add` of the bias when there is one (torch's order: the product,
+        then the bias)."""
+        weight_constant = isinstance(w.owner, coreml.CompileTimeOp)
+        bias_constant = bias is None or isinstance(bias.owner, coreml.CompileTimeOp)
+        if weight_constant and bias_constant and (self.opset >= 17 or 1 <= len(shape_of(x)) <= 3):
+            if bias is None:
+                int8 = isinstance(x.owner, coreml.DequantizeOp)
+                bias = self.zero_bias(shape_of(w)[0], elem_of(x), int8)
             return self.build(coreml.LinearOp, [x, w, bias], out)
         y = self.build(
             coreml.MatmulOp,
@@ -541,6 +546,15 @@ class Lowering:
         if bias is None:
             return y
         return self.build(coreml.AddOp, [y, self.as_elem(bias, elem_of(y))], out)
+
+    def zero_bias(self, width: int, elem: Attribute, int8: bool = False) -> SSAValue:
+        """A `[width]` zero constant of `elem`, one per (width, elem) in the function
+        (the bias of the linears that have none); those of static-activation int8
+        regions (`int8`: x is a `dequantize`) apart, as coreml-fp16 keeps them fp32."""
+        key = ("zero_bias", width, elem, int8)
+        if key not in self.memo:
+            self.memo[key] = self.const(np.zeros(width, storage_dtype(elem)), elem, "zero_bias")
+        return self.memo[key]
 
     def conv(
         self,
@@ -562,16 +576,37 @@ class Lowering:
                 f"{list(dilation)}) with a run-time weight has no CoreML lowering "
                 "(coremltools supports dilations for constant weights only)"
             )
+        pad = [ph, ph, pw, pw]
+        x = self.fold_zero_pad(x, pad)
         return self.build(
             coreml.ConvOp,
             [x, w, bias],
             out,
             strides=ints(op.stride.get_values()),
             pad_type=StringAttr("custom"),
-            pad=ints((ph, ph, pw, pw)),
+            pad=ints(pad),
             dilations=ints(dilation),
             groups=int_attr(op.groups.value.data),
         )
+
+    def fold_zero_pad(self, x: SSAValue, pad: list[int]) -> SSAValue:
+        """The input of a conv read through a MIL `pad` of +0.0 on its spatial dims
+        only (TF-style "same" padding, MobileNetV2's), with the amounts added to the
+        conv's own `pad` ([top, bottom, left, right], updated in place): a conv pads
+        with +0.0 too, so the result is the same, one op fewer (coremltools folds it
+        the same way). Otherwise `x` as it is."""
+        owner = x.owner
+        if not isinstance(owner, coreml.PadOp) or len(shape_of(x)) != 4:
+            return x
+        value = owner.constant_val.value.data
+        amounts = list(owner.pad.get_values())
+        spatial = amounts[-4:]
+        if value != 0.0 or math.copysign(1.0, value) < 0 or any(amounts[:-4]):
+            return x
+        spatial = [0] * (4 - len(spatial)) + spatial  # a pad of W only lists W
+        for i, amount in enumerate(spatial):
+            pad[i] += amount
+        return owner.x
 
     # ----- rules ------------------------------------------------------------------------
 

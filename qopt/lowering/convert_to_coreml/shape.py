@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType, i1, i32
+from xdsl.dialects.builtin import FloatAttr, StringAttr, TensorType, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from qopt.dialects import coreml
@@ -631,9 +631,11 @@ def _flip(lw: Lowering, op: shape.FlipOp) -> Sequence[SSAValue]:
 
 @RULES(shape.ConstantPadNdOp)
 def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]:
-    """`constant_pad_nd(x, pad, value)`, dim by dim from the last: a negative amount
-    crops (`slice_by_index`), a positive one concatenates a block of the value on
-    that side (MIL `concat`; a block is a constant up to 16 elements, else the
+    """`constant_pad_nd(x, pad, value)`: on fp16 / fp32 with no negative amount, one
+    MIL `pad` (constant mode), as coremltools writes it (exact: it copies x and
+    fills the value). Otherwise dim by dim from the last: a negative amount crops
+    (`slice_by_index`), a positive one concatenates a block of the value on that
+    side (MIL `concat`; a block is a constant up to 16 elements, else the
     one-element constant tiled, so a large pad stores no large blob)."""
     out = mil_tensor(op.result.type)
     elem = out.get_element_type()
@@ -645,6 +647,14 @@ def _constant_pad(lw: Lowering, op: shape.ConstantPadNdOp) -> Sequence[SSAValue]
     x = lw.as_elem(op.input, elem)
     pads = list(op.pad.get_values())
     fill = np.asarray(op.value.value.data).astype(storage_dtype(elem))
+    if not any(pads):  # Swin pads its windows by 0 when they fit: nothing to do
+        return [x]
+    if min(pads) >= 0 and coreml.mil_dtype_name(elem) in coreml.F:
+        # MIL lists the padded dims first to last, torch last to first
+        mil_pad = [a for i in reversed(range(len(pads) // 2)) for a in pads[2 * i : 2 * i + 2]]
+        value = FloatAttr(float(fill), 64)
+        return [lw.build(coreml.PadOp, [x], out, pad=ints(mil_pad), mode=StringAttr("constant"),
+                         constant_val=value)]  # fmt: skip
     for i in range(len(pads) // 2):
         axis = len(shape_of(x)) - 1 - i
         lo, hi = pads[2 * i], pads[2 * i + 1]

@@ -1,8 +1,8 @@
 // RUN: qopt-opt %s -p convert-to-coreml --split-input-file --verify-diagnostics | filecheck %s
 // Data movement and moments composed from MIL ops: repeat is reshape + tile, stack
 // reshapes + concat, flip one gather per flipped dim, pixel_shuffle a rank-5
-// reshape / transpose / reshape, constant_pad_nd crops (slice_by_index) and
-// concatenates blocks of the value, var / std are two-pass (mean, sub, mul, sum, div).
+// reshape / transpose / reshape, constant_pad_nd is MIL pad, or with a negative
+// amount crops (slice_by_index) and concatenates blocks of the value, var / std are two-pass (mean, sub, mul, sum, div).
 
 // CHECK-LABEL: func.func @repeat(
 // CHECK-NEXT:    %[[R:.*]] = coreml.reshape %x {shape = array<i64: 1, 2, 3>}
@@ -69,6 +69,18 @@ func.func @constant_pad(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
 
 // -----
 
+// Without a negative amount (a float tensor): one MIL pad, as coremltools writes it;
+// MIL lists the padded dims first to last (torch: last to first).
+// CHECK-LABEL: func.func @constant_pad_mil(
+// CHECK-NEXT:    %[[P:.*]] = coreml.pad %x {pad = array<i64: 2, 1, 0, 1>, mode = "constant", constant_val = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+// CHECK-NEXT:    func.return %[[P]]
+func.func @constant_pad_mil(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32> {
+  %r = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 2, 1>, value = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+  func.return %r : tensor<1x2x6x5xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @std(
 // CHECK-NEXT:    %[[M:.*]] = coreml.reduce_mean %x {axes = array<i64: 1>, keep_dims = true}
 // CHECK-NEXT:    %[[D:.*]] = coreml.sub %x, %[[M]]
@@ -81,4 +93,30 @@ func.func @constant_pad(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
 func.func @std(%x: tensor<2x5xf32>) -> tensor<2xf32> {
   %r = aten.std %x {dims = array<i64: 1>} : (tensor<2x5xf32>) -> tensor<2xf32>
   func.return %r : tensor<2xf32>
+}
+
+// -----
+
+// A zero pad of the spatial dims read by a conv is the conv's own padding (no MIL
+// pad), added to it: [top, bottom, left, right].
+// CHECK-LABEL: func.func @pad_into_conv(
+// CHECK-NOT:     coreml.pad
+// CHECK:         coreml.conv %x, %{{.*}}, %{{.*}} {strides = array<i64: 2, 2>, pad_type = "custom", pad = array<i64: 2, 2, 1, 2>
+// CHECK-NOT:     coreml.pad
+func.func @pad_into_conv(%x: tensor<1x2x5x5xf32>) -> tensor<1x3x4x3xf32> {
+  %w = arith.constant dense<5.000000e-01> : tensor<3x2x3x3xf32>
+  %b = arith.constant dense<1.000000e+00> : tensor<3xf32>
+  %p = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 1, 1>, value = 0.000000e+00 : f64} : (tensor<1x2x5x5xf32>) -> tensor<1x2x7x6xf32>
+  %r = aten.conv2d %p, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x7x6xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x4x3xf32>
+  func.return %r : tensor<1x3x4x3xf32>
+}
+
+// -----
+
+// A pad of zero amounts (Swin's, when the windows fit) is its input.
+// CHECK-LABEL: func.func @pad_by_zero(
+// CHECK-NEXT:    func.return %x
+func.func @pad_by_zero(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %r = aten.constant_pad_nd %x {pad = array<i64: 0, 0, 0, 0, 0, 0>, value = 0.000000e+00 : f64} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  func.return %r : tensor<1x4x4x2xf32>
 }

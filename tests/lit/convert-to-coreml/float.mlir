@@ -17,13 +17,33 @@ func.func @linear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// Without bias: matmul with transpose_y (no all-zero bias constant).
+// A run-time weight without bias: matmul with transpose_y (MIL linear wants a
+// compile-time weight).
 // CHECK-LABEL: func.func @linear_nobias(
 // CHECK-NOT:     coreml.const
 // CHECK:         coreml.matmul %x, %w {transpose_x = false, transpose_y = true}
 func.func @linear_nobias(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) -> tensor<2x3xf32> {
   %y = aten.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
   func.return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// A constant weight without bias: linear, as coremltools writes it, with one zero
+// bias per width shared by the linears of that width.
+// CHECK-LABEL: func.func @linear_const_nobias(
+// CHECK:         %[[W:.*]] = coreml.const {{.*}} : tensor<3x4xf32>
+// CHECK:         %[[B:.*]] = coreml.const dense<0.000000e+00> : tensor<3xf32>
+// CHECK-NEXT:    %[[Y:.*]] = coreml.linear %x, %[[W]], %[[B]]
+// CHECK-NEXT:    %[[Z:.*]] = coreml.linear %[[Y]], %{{.*}}, %[[B]]
+// CHECK-NOT:     coreml.const dense<0.000000e+00>
+// CHECK:         func.return
+func.func @linear_const_nobias(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 0.0, 1.0, 2.0]]> : tensor<3x4xf32>
+  %v = arith.constant dense<[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]> : tensor<3x3xf32>
+  %y = aten.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %z = aten.linear %y, %v : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+  func.return %z : tensor<2x3xf32>
 }
 
 // -----
@@ -57,8 +77,8 @@ func.func @embedding(%w: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> 
 
 // -----
 
-// One-to-one activations; rsqrt is real_div(1, sqrt) (MIL rsqrt's epsilon turns -0.0
-// into +0.0), gelu gets its mode, neg is mul by -1.
+// One-to-one activations; an rsqrt whose input may be -0.0 is real_div(1, sqrt) (MIL
+// rsqrt's epsilon turns -0.0 into +0.0), gelu gets its mode, neg is mul by -1.
 // CHECK-LABEL: func.func @unary(
 // CHECK:         %[[R0:.*]] = coreml.relu %x
 // CHECK-NEXT:    %[[R1:.*]] = coreml.silu %[[R0]]
@@ -92,6 +112,26 @@ func.func @unary(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %11 = aten.gelu %10 {approximate = "tanh"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %12 = aten.neg %11 : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %12 : tensor<2x3xf32>
+}
+
+// -----
+
+// RMSNorm's rsqrt(mean(x * x) + eps): a sum with a constant holding no -0.0 is never
+// -0.0, so it is MIL rsqrt (epsilon 0), as coremltools writes it; plus -0.0 is not.
+// CHECK-LABEL: func.func @rsqrt_of_sum(
+// CHECK:         %[[S:.*]] = coreml.add %x, %{{.*}}
+// CHECK-NEXT:    %[[R:.*]] = coreml.rsqrt %[[S]] {epsilon = 0.000000e+00 : f64}
+// CHECK:         %[[T:.*]] = coreml.add %[[R]], %{{.*}}
+// CHECK-NEXT:    %[[Q:.*]] = coreml.sqrt %[[T]]
+// CHECK:         coreml.real_div %{{.*}}, %[[Q]]
+func.func @rsqrt_of_sum(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %eps = arith.constant dense<1.000000e-06> : tensor<f32>
+  %negzero = arith.constant dense<-0.000000e+00> : tensor<f32>
+  %0 = aten.add %x, %eps : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = aten.rsqrt %0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %2 = aten.add %1, %negzero : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %3 = aten.rsqrt %2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %3 : tensor<2x3xf32>
 }
 
 // -----

@@ -73,7 +73,8 @@ func.func @float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    "coreml.const"() <{value = dense<1> : tensor<3x4xi8>}> {{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "coreml.const"() <{value = dense<5.000000e-01> : tensor<3x1xf32>}> {{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "coreml.constexpr_blockwise_shift_scale"{{.*}} loc("model.py":20:8)
-// CHECK-NEXT:    "coreml.matmul"{{.*}} loc("model.py":20:8)
+// CHECK-NEXT:    "coreml.const"() <{value = dense<0.000000e+00> : tensor<3xf32>}> {{.*}} loc("model.py":20:8)
+// CHECK-NEXT:    "coreml.linear"{{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "func.return"
 func.func @qlinear(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>

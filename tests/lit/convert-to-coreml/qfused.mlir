@@ -20,11 +20,12 @@ func.func @linear_w8c(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// A 4-bit group-wise weight without bias: int4 data, matmul (no zero bias constant).
+// A 4-bit group-wise weight without bias: int4 data, linear (a zero bias constant).
 // CHECK-LABEL: func.func @linear_w4g2(
 // CHECK:         coreml.const dense_resource<{{.*}}> : tensor<3x4xi4>
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
-// CHECK:         coreml.matmul %{{.*}}, %[[W]] {transpose_x = false, transpose_y = true}
+// CHECK:         coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %{{.*}}, %[[W]], %{{.*}}
 // IOS17: 'qfused.linear' (scheme linear_q4gsw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS17 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
 func.func @linear_w4g2(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>

@@ -11,7 +11,8 @@
 // CHECK-NEXT:    %[[S:.*]] = coreml.const dense<5.000000e-01> : tensor<3x2xf32>
 // CHECK-NEXT:    %[[Z:.*]] = coreml.const dense_resource<{{.*}}> : tensor<3x2xi4>
 // CHECK-NEXT:    %[[W:.*]] = coreml.constexpr_blockwise_shift_scale %[[D]], %[[S]], %[[Z]]
-// CHECK-NEXT:    coreml.matmul %x, %[[W]] {transpose_x = false, transpose_y = true}
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17: 'qfused.linear' (scheme linear_q4gaw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS17 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
 // IOS16: 'qfused.linear' (scheme linear_q4gaw) has 4-bit affine (block [1, 2]) weights, which CoreML iOS16 cannot express (int4 weights exist from iOS18); the lowest target that can is iOS18
 func.func @linear_w4g_asym(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
@@ -31,18 +32,21 @@ func.func @linear_w4g_asym(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    %[[S:.*]] = coreml.const dense<{{\[\[}}2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>
 // CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<{{\[\[}}1], [-2], [3]]> : tensor<3x1xi8>
 // CHECK-NEXT:    %[[W:.*]] = coreml.constexpr_blockwise_shift_scale %[[D]], %[[S]], %[[Z]]
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @linear_w8c_asym(
 // IOS17-SAME:    attributes {coreml.opset = "iOS17"}
 // IOS17:         %[[D:.*]] = coreml.const dense<3> : tensor<3x4xi8>
 // IOS17-NEXT:    %[[Z:.*]] = coreml.const dense<[1, -2, 3]> : tensor<3xi8>
 // IOS17-NEXT:    %[[S:.*]] = coreml.const dense<[2.500000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
 // IOS17-NEXT:    %[[W:.*]] = coreml.constexpr_affine_dequantize %[[D]], %[[Z]], %[[S]] {axis = 0 : i64}
-// IOS17-NEXT:    coreml.matmul %x, %[[W]] {transpose_x = false, transpose_y = true}
+// IOS17-NEXT:    coreml.const dense<0.000000e+00>
+// IOS17-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS16-LABEL: func.func @linear_w8c_asym(
 // IOS16-SAME:    attributes {coreml.opset = "iOS16"}
 // IOS16:         %[[W:.*]] = coreml.constexpr_affine_dequantize %{{.*}}, %{{.*}}, %{{.*}} {axis = 0 : i64}
-// IOS16-NEXT:    coreml.matmul %x, %[[W]]
+// IOS16-NEXT:    coreml.const dense<0.000000e+00>
+// IOS16-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 func.func @linear_w8c_asym(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<3> : tensor<3x4xi8>
   %s = arith.constant dense<[[2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>
@@ -59,12 +63,14 @@ func.func @linear_w8c_asym(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK:         %[[I:.*]] = coreml.const dense_resource<{{.*}}> : tensor<3x4xui4>
 // CHECK-NEXT:    %[[L:.*]] = coreml.const dense<{{.*}}> : tensor<1x1x16x1xf32>
 // CHECK-NEXT:    %[[W:.*]] = coreml.constexpr_lut_to_dense %[[I]], %[[L]] : (tensor<3x4xui4>, tensor<1x1x16x1xf32>) -> tensor<3x4xf32>
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @linear_lut4(
 // IOS17:         %[[I:.*]] = coreml.const dense<[16, 242, 67, 101, 135, 169]> : tensor<6xui8>
 // IOS17-NEXT:    %[[L:.*]] = coreml.const dense<{{.*}}> : tensor<16xf32>
 // IOS17-NEXT:    %[[W:.*]] = coreml.constexpr_lut_to_dense %[[I]], %[[L]] {shape = array<i64: 3, 4>}
-// IOS17-NEXT:    coreml.matmul %x, %[[W]]
+// IOS17-NEXT:    coreml.const dense<0.000000e+00>
+// IOS17-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS16-LABEL: func.func @linear_lut4(
 // IOS16:         coreml.constexpr_lut_to_dense {{.*}} {shape = array<i64: 3, 4>} : (tensor<6xui8>, tensor<16xf32>) -> tensor<3x4xf32>
 func.func @linear_lut4(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
@@ -81,7 +87,8 @@ func.func @linear_lut4(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK:         %[[I:.*]] = coreml.const dense_resource<{{.*}}> : tensor<3x8xui3>
 // CHECK-NEXT:    %[[L:.*]] = coreml.const dense<2.500000e-01> : tensor<1x2x8x1xf32>
 // CHECK-NEXT:    %[[W:.*]] = coreml.constexpr_lut_to_dense %[[I]], %[[L]]
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS17 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
 // IOS16: 'qfused.linear' (scheme linear_lut3w) has 3-bit LUT (block [-1, 4]) weights, which CoreML iOS16 cannot express (per-block palettes need iOS18); the lowest target that can is iOS18
 func.func @linear_lut3(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
@@ -113,7 +120,8 @@ func.func @linear_lut3_tensor(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    %[[XS:.*]] = coreml.const dense<5.000000e-02> : tensor<f32>
 // CHECK-NEXT:    %[[X:.*]] = coreml.dequantize %x, %[[XS]] zero_point %[[XZ]]
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale %{{[^,]*}}, %{{[^,]*}} :
-// CHECK-NEXT:    %[[Y:.*]] = coreml.matmul %[[X]], %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    %[[Y:.*]] = coreml.linear %[[X]], %[[W]], %{{.*}}
 // CHECK-NEXT:    %[[C:.*]] = coreml.clip %[[Y]] {alpha = 0.000000e+00 : f64, beta = 6.000000e+00 : f64}
 // CHECK-NEXT:    %[[OZ:.*]] = coreml.const dense<-128> : tensor<i8>
 // CHECK-NEXT:    %[[OS:.*]] = coreml.const dense<1.000000e-01> : tensor<f32>
@@ -176,20 +184,24 @@ func.func @linear_static_float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    %[[C:.*]] = coreml.sub %[[Q]], %[[ZP]]
 // CHECK-NEXT:    %[[X:.*]] = coreml.mul %[[C]], %[[SCALE]]
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
-// CHECK-NEXT:    coreml.matmul %[[X]], %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %[[X]], %[[W]], %{{.*}}
 // FLOAT-LABEL: func.func @linear_dynamic(
 // FLOAT-NOT:     coreml.reduce_max
 // FLOAT:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
-// FLOAT-NEXT:    coreml.matmul %x, %[[W]]
+// FLOAT-NEXT:    coreml.const dense<0.000000e+00>
+// FLOAT-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @linear_dynamic(
 // IOS17-NOT:     coreml.quantize
 // IOS17:         coreml.reduce_max %x
 // IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize
-// IOS17-NEXT:    coreml.matmul %{{.*}}, %[[W]]
+// IOS17-NEXT:    coreml.const dense<0.000000e+00>
+// IOS17-NEXT:    coreml.linear %{{.*}}, %[[W]], %{{.*}}
 // IOS16-LABEL: func.func @linear_dynamic(
 // IOS16:         coreml.reduce_max %x
 // IOS16:         %[[W:.*]] = coreml.constexpr_affine_dequantize
-// IOS16-NEXT:    coreml.matmul %{{.*}}, %[[W]]
+// IOS16-NEXT:    coreml.const dense<0.000000e+00>
+// IOS16-NEXT:    coreml.linear %{{.*}}, %[[W]], %{{.*}}
 func.func @linear_dynamic(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<1> : tensor<3x4xi8>
   %s = arith.constant dense<5.000000e-01> : tensor<3x1xf32>

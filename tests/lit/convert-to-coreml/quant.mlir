@@ -31,13 +31,16 @@ func.func @static_qdq(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 // CHECK:         %[[D:.*]] = coreml.const dense<2> : tensor<3x4xi8>
 // CHECK-NEXT:    %[[S:.*]] = coreml.const dense<{{\[\[}}2.500000e-01], [5.000000e-01], [1.000000e+00]]> : tensor<3x1xf32>
 // CHECK-NEXT:    %[[W:.*]] = coreml.constexpr_blockwise_shift_scale %[[D]], %[[S]] :
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @weight_dq(
 // IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize {{.*}} {axis = 0 : i64} : (tensor<3x4xi8>, tensor<3xi8>, tensor<3xf32>)
-// IOS17-NEXT:    coreml.matmul %x, %[[W]]
+// IOS17-NEXT:    coreml.const dense<0.000000e+00>
+// IOS17-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS16-LABEL: func.func @weight_dq(
 // IOS16:         %[[W:.*]] = coreml.constexpr_affine_dequantize {{.*}} {axis = 0 : i64} : (tensor<3x4xi8>, tensor<3xi8>, tensor<3xf32>)
-// IOS16-NEXT:    coreml.matmul %x, %[[W]]
+// IOS16-NEXT:    coreml.const dense<0.000000e+00>
+// IOS16-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 func.func @weight_dq(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = arith.constant dense<2> : tensor<3x4xi8>
   %s = arith.constant dense<[2.500000e-01, 5.000000e-01, 1.000000e+00]> : tensor<3xf32>
@@ -69,7 +72,8 @@ func.func @weight_dq_tensor(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // dequantize_codebook: constexpr_lut_to_dense (uint2 indices; packed before iOS18).
 // CHECK-LABEL: func.func @codebook(
 // CHECK:         %[[W:.*]] = coreml.constexpr_lut_to_dense {{.*}} : (tensor<3x4xui2>, tensor<1x1x4x1xf32>) -> tensor<3x4xf32>
-// CHECK-NEXT:    coreml.matmul %x, %[[W]]
+// CHECK-NEXT:    coreml.const dense<0.000000e+00>
+// CHECK-NEXT:    coreml.linear %x, %[[W]], %{{.*}}
 // IOS17-LABEL: func.func @codebook(
 // IOS17:         %[[I:.*]] = coreml.const dense<[228, 27, 85]> : tensor<3xui8>
 // IOS17-NEXT:    %[[L:.*]] = coreml.const dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<4xf32>

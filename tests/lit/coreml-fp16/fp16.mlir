@@ -97,3 +97,21 @@ func.func @mixed(%x: tensor<2x4xf32>, %ids: tensor<2xi32>) -> (tensor<2x4xf32>, 
   %i = aten.add %ids, %ids : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
   func.return %o, %i : tensor<2x4xf32>, tensor<2xi32>
 }
+
+// -----
+
+// A conv read only by a batch_norm: one conv, the norm folded into its weight and
+// bias (computed in float64, rounded to fp32, then fp16), as coremltools does.
+// CHECK-LABEL: "func.func"() <{sym_name = "conv_batch_norm"
+// CHECK-NOT:     "coreml.batch_norm"
+// CHECK:         "coreml.conv"({{.*}}) {{.*}} : (tensor<1x2x4x4xf16>, tensor<2x2x1x1xf16>, tensor<2xf16>) -> tensor<1x2x4x4xf16>
+// CHECK-NOT:     "coreml.batch_norm"
+// CHECK:         "func.return"
+func.func @conv_batch_norm(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = arith.constant dense<[[[[1.0]], [[0.5]]], [[[-1.0]], [[2.0]]]]> : tensor<2x2x1x1xf32>
+  %m = arith.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %v = arith.constant dense<[4.0, 0.25]> : tensor<2xf32>
+  %c = aten.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %y = aten.batch_norm %c, %m, %v {eps = 1.000000e-03 : f64} : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}

@@ -979,3 +979,27 @@ func.func @scatter_mode(%x: tensor<5xf32>, %i: tensor<1xi32>, %u: tensor<1xf32>)
   func.return %r : tensor<5xf32>
 }
 // CHECK: 'coreml.scatter': mode must be one of update, add, sub, mul, div, max, min, got replace
+
+// -----
+
+func.func @pad_negative(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %p = coreml.pad %x {pad = array<i64: 0, -1>, mode = "constant", constant_val = 0.000000e+00 : f64} : (tensor<2x4xf32>) -> tensor<2x3xf32>
+  func.return %p : tensor<2x3xf32>
+}
+// CHECK: pad amounts [0, -1] must be at least 0
+
+// -----
+
+func.func @pad_result_shape(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %p = coreml.pad %x {pad = array<i64: 1, 1>, mode = "constant", constant_val = 0.000000e+00 : f64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %p : tensor<2x4xf32>
+}
+// CHECK: result must have shape [2, 6] and the element type of x
+
+// -----
+
+func.func @pad_int(%x: tensor<2x4xi32>) -> tensor<2x6xi32> {
+  %p = coreml.pad %x {pad = array<i64: 1, 1>, mode = "constant", constant_val = 0.000000e+00 : f64} : (tensor<2x4xi32>) -> tensor<2x6xi32>
+  func.return %p : tensor<2x6xi32>
+}
+// CHECK: operand must be one of {{\[}}'fp16', 'fp32'], got int32

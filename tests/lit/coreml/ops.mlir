@@ -419,6 +419,18 @@ func.func @tile_and_logic(%x: tensor<2x4xf32>, %a: tensor<1x1x1x8xi1>, %b: tenso
   func.return %t, %l0, %l2 : tensor<2x12xf32>, tensor<1x1x8x8xi1>, tensor<1x1x8x8xi1>
 }
 
+// CHECK-LABEL: func.func @pad(
+// CHECK-NEXT:    %p = coreml.pad %x {pad = array<i64: 2, 1, 0, 1>, mode = "constant", constant_val = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+// CHECK-NEXT:    %q = coreml.pad %h {pad = array<i64: 1, 1>, mode = "constant", constant_val = 0.000000e+00 : f64} : (tensor<2x4xf16>) -> tensor<2x6xf16>
+// CHECK-NEXT:    func.return %p, %q : tensor<1x2x6x5xf32>, tensor<2x6xf16>
+// GENERIC-LABEL: "func.func"() <{sym_name = "pad"
+// GENERIC:       %p = "coreml.pad"(%x) <{pad = array<i64: 2, 1, 0, 1>, mode = "constant", constant_val = -2.500000e-01 : f64}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+func.func @pad(%x: tensor<1x2x3x4xf32>, %h: tensor<2x4xf16>) -> (tensor<1x2x6x5xf32>, tensor<2x6xf16>) {
+  %p = coreml.pad %x {pad = array<i64: 2, 1, 0, 1>, mode = "constant", constant_val = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>
+  %q = coreml.pad %h {pad = array<i64: 1, 1>, mode = "constant", constant_val = 0.000000e+00 : f64} : (tensor<2x4xf16>) -> tensor<2x6xf16>
+  func.return %p, %q : tensor<1x2x6x5xf32>, tensor<2x6xf16>
+}
+
 // CHECK-LABEL: func.func @activations_and_rounding(
 // CHECK-NEXT:    %h = coreml.sigmoid_hard %x {alpha = 0.16666666666666666 : f64, beta = 5.000000e-01 : f64} : (tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT:    %l = coreml.leaky_relu %x {alpha = 1.000000e-02 : f64} : (tensor<2x4xf32>) -> tensor<2x4xf32>

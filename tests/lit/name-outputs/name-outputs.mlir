@@ -1,5 +1,5 @@
 // RUN: qopt-opt %s -p 'name-outputs{names=relu}' | filecheck %s
-// RUN: qopt-opt %s -p 'qopt-coreml{output-names=relu,negated}' --print-between-passes | filecheck %s --check-prefix=PIPELINE
+// RUN: qopt-opt %s -p 'qopt-coreml{output-names=relu,negated compute-precision=fp32}' --print-between-passes | filecheck %s --check-prefix=PIPELINE
 // RUN: not qopt-opt %s -p 'name-outputs{names=a,b,c}' 2>&1 | filecheck %s --check-prefix=ERR
 // name-outputs records the names a target gives the outputs (`output_<i>` past the
 // last one named); qopt-coreml{output-names=...} runs it first, as a sub-pass.

@@ -46,7 +46,7 @@ def tree_digest(root: Path) -> dict[str, str]:
 def test_coreml_artifact(tmp_path: Path, umask_022: None) -> None:
     first, second = (qopt.compile(mlp(), "coreml") for _ in range(2))
     text = repr(first)
-    assert text.startswith("CoremlArtifact(iOS18, fp32, weights "), text
+    assert text.startswith("CoremlArtifact(iOS18, fp16, weights "), text
     assert text.endswith("\n  forward(x: float32[4, 64]) -> (linear_2: float32[4, 32])"), text
     path = Path(first.save(tmp_path / "a"))  # coremltools' convention: .mlpackage added
     assert path == tmp_path / "a.mlpackage"
@@ -65,7 +65,7 @@ def test_coreml_artifact(tmp_path: Path, umask_022: None) -> None:
     with pytest.raises(qopt.QoptError, match=r"saved as a \.mlpackage directory, not"):
         first.save(tmp_path / "a.zip")
     loaded = qopt.load(path)
-    assert repr(loaded).startswith("CoremlArtifact(iOS18, fp32, weights ")
+    assert repr(loaded).startswith("CoremlArtifact(iOS18, fp16, weights ")
     assert f"loaded from '{path}'" in repr(loaded)
 
 

@@ -32,7 +32,7 @@ def run_targets(
     ep = torch.export.export(model.eval(), inputs)
     runs = {"interp": list(qopt.interpret(qopt.import_program(ep), *inputs))}
     path = tmp_path / "model.mlpackage"
-    qopt.compile(ep, target="coreml").save(path)
+    qopt.compile(ep, target="coreml", compute_precision="fp32").save(path)
     runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
     if vulkan_available() is None:
         runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))

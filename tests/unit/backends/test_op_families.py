@@ -49,7 +49,7 @@ def check(
     runs: dict[str, list[np.ndarray]] = {}
     runs["interp"] = list(qopt.interpret(qopt.import_program(ep), *inputs))
     path = tmp_path / "model.mlpackage"
-    qopt.compile(ep, target="coreml").save(path)
+    qopt.compile(ep, target="coreml", compute_precision="fp32").save(path)
     runs["coreml"] = list(qopt.interpret(qopt.read_mlpackage(path), *inputs))
     if vulkan and vulkan_available() is None:
         runs["vulkan"] = list(qopt.compile(ep, target="vulkan")(*inputs))
@@ -229,7 +229,7 @@ def test_expm1_log1p_near_zero(tmp_path: Path) -> None:
     want_int = [t.numpy() for t in Expm1Log1p()(x, i)[2:]]
     runs = {"interp": qopt.interpret(qopt.import_program(ep), x, i)}
     path = tmp_path / "near0.mlpackage"
-    qopt.compile(ep, target="coreml").save(path)
+    qopt.compile(ep, target="coreml", compute_precision="fp32").save(path)
     runs["coreml"] = qopt.interpret(qopt.read_mlpackage(path), x, i)
     if vulkan_available() is None:
         runs["vulkan"] = qopt.compile(ep, target="vulkan")(x, i)

@@ -202,7 +202,8 @@ def test_saved_artifacts_load_and_generate(tmp_path) -> None:
         del targets["vulkan"]
     for target, name in targets.items():
         path = tmp_path / name
-        qopt.compile(ep, target=target).save(path)
+        exact = {"compute_precision": "fp32"} if target == "coreml" else {}
+        qopt.compile(ep, target=target, **exact).save(path)
         artifact = qopt.load(path)
         assert artifact.state_names == names, target
         assert qopt.generate(artifact, [5, 9, 2], 8) == want, target
@@ -247,7 +248,8 @@ def test_transformers_static_cache_decode_matches_torch(tmp_path) -> None:
         print(f"Vulkan part skipped: {reason}")
         del saved["vulkan"]
     for target, path in saved.items():
-        qopt.compile(ep, target=target).save(path)
+        exact = {"compute_precision": "fp32"} if target == "coreml" else {}
+        qopt.compile(ep, target=target, **exact).save(path)
     session = qopt.session(module)
     token, want_token = 3, 3
     for pos in range(32):

@@ -115,7 +115,7 @@ def exported(model: str, scheme: str) -> Any:
 
 def model_lowered(model: str, scheme: str) -> ModuleOp:
     module = qopt.import_program(exported(model, scheme))
-    QoptCoremlPipeline().apply(make_context(), module)
+    QoptCoremlPipeline(compute_precision="fp32").apply(make_context(), module)
     return module
 
 
@@ -173,3 +173,38 @@ def test_fp16_matches_fp32_models(model: str, scheme: str) -> None:
     module = model_lowered(model, scheme)
     inputs = [np.asarray(t) for t in random_inputs(model, 7)]
     check_fp16(module, inputs)
+
+
+def test_conv_batch_norm_folds_into_the_conv() -> None:
+    """A conv read only by a batch_norm becomes one conv (weight and bias folded,
+    as coremltools does); fp16 against the fp32 program within TOLERANCE, and a
+    batch norm after something else stays."""
+    module = parse_module("""
+    func.func @forward(%x: tensor<1x2x5x5xf32>) -> (tensor<1x3x3x3xf32>, tensor<1x2x5x5xf32>) {
+      %w = arith.constant dense<[[[[0.5, -1.0, 0.25], [1.0, 0.0, -0.5], [0.75, 0.5, 1.0]],
+        [[0.1, 0.2, 0.3], [-0.4, 0.5, -0.6], [0.7, -0.8, 0.9]]], [[[1.0, 1.0, 1.0], [0.0, 0.0,
+        0.0], [-1.0, -1.0, -1.0]], [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]],
+        [[[0.2, -0.2, 0.2], [-0.2, 0.2, -0.2], [0.2, -0.2, 0.2]], [[1.5, 0.0, -1.5], [0.0, 1.0,
+        0.0], [-1.5, 0.0, 1.5]]]]> : tensor<3x2x3x3xf32>
+      %b = arith.constant dense<[0.5, -0.25, 1.0]> : tensor<3xf32>
+      %m = arith.constant dense<[0.1, -0.2, 0.3]> : tensor<3xf32>
+      %v = arith.constant dense<[1.5, 0.25, 4.0]> : tensor<3xf32>
+      %g = arith.constant dense<[2.0, -0.5, 1.0]> : tensor<3xf32>
+      %e = arith.constant dense<[0.0, 1.0, -1.0]> : tensor<3xf32>
+      %m2 = arith.constant dense<[0.5, -0.5]> : tensor<2xf32>
+      %v2 = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+      %c = aten.conv2d %x, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>, tensor<3xf32>) -> tensor<1x3x3x3xf32>
+      %y = aten.batch_norm %c, %m, %v weight(%g : tensor<3xf32>) bias(%e : tensor<3xf32>) {eps = 1.000000e-03 : f64} : tensor<1x3x3x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<1x3x3x3xf32>
+      %r = aten.relu %x : (tensor<1x2x5x5xf32>) -> tensor<1x2x5x5xf32>
+      %z = aten.batch_norm %r, %m2, %v2 {eps = 1.000000e-05 : f64} : tensor<1x2x5x5xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x2x5x5xf32>
+      func.return %y, %z : tensor<1x3x3x3xf32>, tensor<1x2x5x5xf32>
+    }""")
+    ConvertToCoremlPass().apply(make_context(), module)
+    assert sum(isinstance(op, coreml.BatchNormOp) for op in module.walk()) == 2
+    inputs = [np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype(np.float32)]
+    check_fp16(module, inputs)
+    fp16 = clone_module(module)
+    CoremlFp16Pass().apply(make_context(), fp16)
+    names = [op.name for op in entry_function(fp16).body.block.ops]
+    assert names.count("coreml.batch_norm") == 1  # the one after relu
+    assert names.count("coreml.conv") == 1

@@ -504,6 +504,20 @@ ml_program.global private @table(dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>"
         "tensor<4x6xf32>",
         "%r = aten.constant_pad_nd %x {pad = array<i64: 1, 2, -1, 3>, value = 5.000000e-01 : f64} : (tensor<2x3xf32>) -> tensor<4x6xf32>\n%r",
     ),
+    case(  # a zero pad read by a conv: folded into the conv's padding (no MIL pad)
+        "constant_pad_nd_into_conv",
+        "%x: tensor<1x2x5x5xf32>",
+        "tensor<1x3x3x2xf32>",
+        "%ww = arith.constant dense<5.000000e-01> : tensor<3x2x3x3xf32>\n"
+        "%p = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 1, 1>, value = 0.000000e+00 : f64} : (tensor<1x2x5x5xf32>) -> tensor<1x2x7x6xf32>\n"
+        "%r = aten.conv2d %p, %ww {stride = array<i64: 2, 2>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x7x6xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x2xf32>\n%r",
+    ),
+    case(  # no negative amount: one MIL pad (MobileNetV2's TF-style padding)
+        "constant_pad_nd_mil_pad",
+        "%x: tensor<1x2x3x4xf32>",
+        "tensor<1x2x6x5xf32>",
+        "%r = aten.constant_pad_nd %x {pad = array<i64: 0, 1, 2, 1>, value = -2.500000e-01 : f64} : (tensor<1x2x3x4xf32>) -> tensor<1x2x6x5xf32>\n%r",
+    ),
     case(
         "flip",
         "%x: tensor<2x3x4xf32>",
@@ -1220,3 +1234,29 @@ def test_slice_scatter_with_a_step_is_unsupported() -> None:
         qopt.QoptError, match="slice_scatter with step 2 is not supported on CoreML"
     ):
         ConvertToCoremlPass().apply(make_context(), parse_module(body))
+
+
+def test_rsqrt_of_a_sum_is_mil_rsqrt_and_bit_exact() -> None:
+    """RMSNorm's `rsqrt(x + eps)` lowers to MIL rsqrt (epsilon 0): a sum with a constant
+    holding no -0.0 is never -0.0, so on every edge value (-eps: +0.0 -> +inf; -0.0,
+    +-inf, nan, subnormals) it equals torch's `1 / sqrt`, sign bits included; with a
+    -0.0 addend the sum can be -0.0 and the lowering keeps `real_div(1, sqrt)`."""
+    eps = np.float32(1e-6)
+    x = np.array([[-eps, -0.0, 0.0, 1.0, np.inf, -np.inf], [np.nan, 1e-45, -1e-45, 4.0, -1, 3e38]],
+                 np.float32)  # fmt: skip
+    for addend, mil in (("1.000000e-06", "coreml.rsqrt"), ("-0.000000e+00", "coreml.real_div")):
+        module = parse_module(f"""
+        func.func @forward(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {{
+          %c = arith.constant dense<{addend}> : tensor<f32>
+          %s = aten.add %x, %c : (tensor<2x6xf32>, tensor<f32>) -> tensor<2x6xf32>
+          %y = aten.rsqrt %s : (tensor<2x6xf32>) -> tensor<2x6xf32>
+          func.return %y : tensor<2x6xf32>
+        }}""")
+        with np.errstate(all="ignore"):
+            (want,) = qopt.interpret(module, x)
+            ConvertToCoremlPass().apply(make_context(), module)
+            (got,) = qopt.interpret(module, x)
+        assert mil in {op.name for op in module.walk()}
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        assert np.isposinf(got[0, 0]) == (mil == "coreml.rsqrt")  # -eps + eps is +0.0

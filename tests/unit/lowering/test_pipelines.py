@@ -29,14 +29,14 @@ COREML_PIPELINE = "qopt-coreml{compute-precision=fp16}"
 
 def test_pipelines_list_registered_passes() -> None:
     registered = get_all_passes()
-    coreml = QoptCoremlPipeline().passes()
+    coreml = QoptCoremlPipeline(compute_precision="fp32").passes()
     assert [p.name for p in coreml] == [
         "fuse-quant",
         "fold-constants",
         "fuse-quant-fixpoint",
         "convert-to-coreml",
     ]
-    fp16 = QoptCoremlPipeline(target="iOS17", compute_precision="fp16").passes()
+    fp16 = QoptCoremlPipeline(target="iOS17").passes()  # fp16: the default
     assert [p.name for p in fp16] == [
         "fuse-quant",
         "fold-constants",
@@ -180,7 +180,7 @@ def test_mlir_without_recorded_names_keeps_output_i() -> None:
     }
     """
     module = parse_module(text)
-    artifact = compile_coreml(module)
+    artifact = compile_coreml(module, compute_precision="fp32")
     assert artifact.output_names == ["output_0", "output_1"]
     assert [v.name for v in artifact.mil_program.functions["main"].outputs] == [
         "output_0",

@@ -135,7 +135,7 @@ def test_real_model_on_coreml(name: str, scheme: str, tmp_path: Any) -> None:
     ep, shape = exported(name, scheme)
     inputs = _fresh(shape)
     want = ep.module()(*inputs).detach().numpy()
-    artifact = qopt.compile(ep, target="coreml")
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = tmp_path / "m.mlpackage"
     artifact.save(path)
     back = qopt.read_mlpackage(path)

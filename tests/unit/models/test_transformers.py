@@ -194,7 +194,7 @@ def test_transformers_on_coreml(tmp_path, name: str, attn: str, scheme: str):
     2.7e-7 / 1.2e-7, 8da4w 8.6e-3 / 5.1e-3 / 2.6e-4 (llama / gpt2 / bert)."""
     ep, inputs = _export(name, attn, scheme)
     path = tmp_path / "m.mlpackage"
-    qopt.compile(ep, target="coreml").save(path)
+    qopt.compile(ep, target="coreml", compute_precision="fp32").save(path)
     module = qopt.read_mlpackage(path)
     assert not [op.name for op in module.walk() if op.name.startswith(("aten.", "quant"))]
     fresh = (_tokens(8, 128, seed=99), *inputs[1:])

@@ -129,10 +129,12 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     assert mine[:4] == ["fuse-quant", "fold-constants", "fuse-quant-fixpoint", "convert-to-coreml"]
     assert {"qopt-coreml", "qopt-vulkan", "name-outputs"} <= set(mine)
     coreml = lines.index("  qopt-coreml")
-    assert lines[coreml + 2] == (
-        "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml"
+    runs = (
+        "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml, "
+        "coreml-fp16"
     )
-    assert "    compute-precision: str = fp32" in lines[coreml:xdsl]
+    assert lines[coreml + 2] == runs
+    assert "    compute-precision: str = fp16" in lines[coreml:xdsl]
     assert "    minimum-deployment-target: str | None" in lines[coreml:xdsl]
     assert "  canonicalize" in lines[xdsl:]
     assert "--list-passes" in opt("--help")[1]
@@ -144,7 +146,14 @@ PROGRESS = re.compile(r"^qopt: \[ *\d+\.\d s, peak +\d+(\.\d)? [KMG]?i?B\] ( *)(
 def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
     report_json = mlp["dir"] / "report.json"
     code, _, err = opt(
-        mlp["pt2"], "-p", "qopt-coreml", "-v", "--report-json", report_json, "-o", "/dev/null"
+        mlp["pt2"],
+        "-p",
+        "qopt-coreml{compute-precision=fp32}",
+        "-v",
+        "--report-json",
+        report_json,
+        "-o",
+        "/dev/null",
     )
     assert code == 0, err
     lines = err.splitlines()
@@ -160,7 +169,7 @@ def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
         (0, "qopt-coreml"),
         (0, "print"),
     ]
-    start = lines.index("qopt compile report (qopt-coreml)")
+    start = next(i for i, t in enumerate(lines) if t.startswith("qopt compile report (qopt-"))
     assert lines[start + 1 : start + 7] == [
         "  fused 3 of 3 quantized pattern(s): linear_q4gsw x3",
         "  quant ops left unfused: 0 of 3",
@@ -321,7 +330,7 @@ def test_compile_options_are_pipeline_options() -> None:
         assert flag in help_text
     # device and validation choose where a Vulkan artifact runs: qopt-run's --device.
     given = QoptCoremlPipeline(minimum_deployment_target="iOS17").passes()
-    assert given[-1].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert given[-2].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
     with pytest.raises(QoptError, match="target=iOS16 and minimum-deployment-target=iOS17"):
         QoptCoremlPipeline(target="iOS16", minimum_deployment_target="iOS17").passes()
 

@@ -358,7 +358,9 @@ def test_run_mlpackage(tmp_path: Path, valid_mlir: Path) -> None:
     from qopt.backends.coreml import compile_coreml
     from qopt.context import parse_module
 
-    package = compile_coreml(parse_module(valid_mlir.read_text())).save(tmp_path / "m")
+    package = compile_coreml(parse_module(valid_mlir.read_text()), compute_precision="fp32").save(
+        tmp_path / "m"
+    )
     x = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
     b = np.array([0.5, 0.5, -4], np.float32)
     inputs, outputs = tmp_path / "in.npz", tmp_path / "out.npz"

@@ -57,7 +57,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real package, read once (which also warms coremltools' imports up)."""
     root = tmp_path_factory.mktemp("untrusted")
     path = root / "base.mlpackage"
-    qopt.compile(export_model("mlp", "w4g32"), target="coreml").save(str(path))
+    qopt.compile(export_model("mlp", "w4g32"), target="coreml", compute_precision="fp32").save(
+        str(path)
+    )
     read_mlpackage(path)
     NAMES.update(_names(spec_of(path)))
     # Outside the package: copies of its own files (following a path there would work).

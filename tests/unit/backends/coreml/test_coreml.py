@@ -38,10 +38,11 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 import qopt
 from qopt.backends.coreml import CoremlArtifact, compile_coreml
 from qopt.backends.coreml.reader import read_mlpackage
-from qopt.backends.coreml.size import packed_weight_bytes, weight_file
+from qopt.backends.coreml.size import INLINE_LIMIT, packed_weight_bytes, weight_file
 from qopt.dialects import coreml, qfused
+from qopt.dialects.tensors import numel
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
-from qopt.interpreters.coreml import torch_quantize_rule
+from qopt.interpreters.coreml import const_array, torch_quantize_rule
 
 DYNAMIC = {"pt2e_dynamic", "8da4w"}
 PAIRS = [(m, s) for m in MODELS for s in SCHEMES]
@@ -126,20 +127,41 @@ def test_dynamic_activations_float_option(scheme: str) -> None:
     program with its dynamic quantizers removed)."""
     inputs = random_inputs("mlp", 2024)
     module = mid_level("mlp", scheme)
-    artifact = compile_coreml(module, dynamic_activations="float")
+    artifact = compile_coreml(module, dynamic_activations="float", compute_precision="fp32")
     assert "coreml.reduce_max" not in {op.name for op in artifact.module.walk()}
     got = qopt.interpret(artifact.module, *inputs)[0]
     assert rel_err(got, float_activation_reference("mlp", scheme, inputs)) < 1e-4
     assert rel_err(got, torch_out("mlp", scheme, inputs)) > 1e-4  # not torch's values
 
 
+def zero_bias_bytes(module: ModuleOp) -> int:
+    """Bytes of the zero biases convert-to-coreml gives `linear`s without one (one
+    per width and type, as coremltools' `linear` has a bias), stored in weight.bin
+    from INLINE_LIMIT elements."""
+    zeros = {
+        op.bias.owner
+        for op in module.walk()
+        if isinstance(op, coreml.LinearOp)
+        and op.bias is not None
+        and isinstance(op.bias.owner, coreml.ConstOp)
+        and not np.any(const_array(op.bias.owner))
+    }
+    return sum(
+        c.result.type.get_element_type().bitwidth // 8 * numel(c.result)
+        for c in zeros
+        if isinstance(c, coreml.ConstOp) and numel(c.result) >= INLINE_LIMIT
+    )
+
+
 @pytest.mark.parametrize(("model", "scheme"), PAIRS)
 def test_weight_bin_size(model: str, scheme: str) -> None:
-    _, path, packed = compiled(model, scheme)
+    artifact, path, packed = compiled(model, scheme)
     weights = weight_file(path)
     # bit-exact: codes at their bit width, scales/zero points/codebooks, float weights
-    # (the issue allows 2%); a weight used several times is stored once
-    assert weights.payload == packed, (weights.payload, packed)
+    # (the issue allows 2%), and the zero biases of linears without one (one per
+    # width); a weight used several times is stored once
+    extra = zero_bias_bytes(artifact.module)
+    assert weights.payload == packed + extra, (weights.payload, packed, extra)
     # The rest of the file is the blob format's fixed cost: a 64-byte header and
     # one 64-byte record per blob (plus alignment of each blob to 64 bytes).
     assert weights.container_overhead <= 64 + 128 * weights.blobs
@@ -162,16 +184,23 @@ def test_compression_ops_used() -> None:
     assert all(str(t) == "i4" for t in data)
 
 
-FP16_PAIRS = [(m, s) for m in MODELS for s in SCHEMES if s not in DYNAMIC]
-
-
-@pytest.mark.parametrize(("model", "scheme"), FP16_PAIRS)
+@pytest.mark.parametrize(("model", "scheme"), PAIRS)
 def test_pair_fp16(model: str, scheme: str) -> None:
+    """fp16 compute (the default) against torch's fp32, on every built-in pair.
+    fp16 keeps 11 significant bits: each op's rounding (2^-11 = 4.9e-4 relative) adds
+    up over a few layers (measured 2.0e-4 to 8.6e-4 on the weight-only, codebook and
+    static pairs).
+    A dynamic scheme quantizes activations per token at run time from fp16 values:
+    a value fp16 rounding moves across a rounding boundary lands one int8 step (1/255
+    of the token's range) apart, and that step goes through the next layers
+    (measured 3.0e-3 to 8.0e-3 on seed 7, up to 8.8e-3 on seeds 8-9), hence 2e-2
+    there, 1e-2 elsewhere."""
     inputs = random_inputs(model, 7)
     module = read_back(model, scheme, "fp16")
     got = qopt.interpret(module, *inputs)[0]
     err = rel_err(got, torch_out(model, scheme, inputs))
-    assert err < 1e-2, err
+    print(f"{model} {scheme} fp16: relative L2 error {err:.2e}")
+    assert err < (2e-2 if scheme in DYNAMIC else 1e-2), err
     if scheme != "pt2e_static":
         assert any(str(op.result.type.get_element_type()) == "f16" for op in module.walk()
                    if isinstance(op, coreml.ConstOp))  # fmt: skip
@@ -190,7 +219,7 @@ def test_pair_fp16(model: str, scheme: str) -> None:
 @pytest.mark.parametrize("target", ["iOS16", "iOS17"])
 def test_older_targets_int8_per_channel(target: str) -> None:
     module = mid_level("mlp", "w8c")
-    artifact = compile_coreml(module, minimum_deployment_target=target)
+    artifact = compile_coreml(module, minimum_deployment_target=target, compute_precision="fp32")
     names = {op.name for op in artifact.module.walk()}
     assert "coreml.constexpr_affine_dequantize" in names
     path = os.path.join(_TMP, f"mlp-w8c-{target}.mlpackage")
@@ -219,7 +248,7 @@ def test_qopt_compile_names_outputs() -> None:
     import coremltools as ct
 
     ep = exported("mlp", "w4g32")
-    artifact = qopt.compile(ep, target="coreml")
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = os.path.join(_TMP, "api.mlpackage")
     artifact.save(path)
     spec = ct.models.MLModel(path, skip_model_load=True).get_spec()

@@ -23,7 +23,7 @@ def _round_trip(
 ) -> tuple[ModuleOp, list[np.ndarray], list[np.ndarray]]:
     """(read-back module, its outputs, torch eager's outputs)."""
     ep = torch.export.export(model.eval(), inputs)
-    artifact = qopt.compile(ep, target="coreml")
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = tmp_path / "model.mlpackage"
     artifact.save(path)
     back = qopt.read_mlpackage(path)

@@ -64,7 +64,8 @@ def _model(update: str, scheme: str, example: tuple[int, ...] = (1,)) -> torch.n
 def _package(update: str, scheme: str) -> tuple[str, CoremlArtifact]:
     """(saved package, artifact) of the decoder's one-token call."""
     model = _model(update, scheme)
-    artifact = qopt.compile(_export(model, torch.tensor([[1]]), torch.tensor([0])), target="coreml")
+    ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
+    artifact = qopt.compile(ep, target="coreml", compute_precision="fp32")
     path = artifact.save(os.path.join(_TMP, f"{update}-{scheme}.mlpackage"))
     return path, artifact
 
@@ -194,7 +195,13 @@ def test_states_as_inputs_and_outputs_below_ios18() -> None:
     the caller threads them from zeros, and 12 greedy tokens equal torch's."""
     model = _model("index_put", "w8c")  # int8 weights: iOS17 has no int4
     ep = _export(model, torch.tensor([[1]]), torch.tensor([0]))
-    artifact = qopt.compile(ep, target="coreml", minimum_deployment_target="iOS17", states="io")
+    artifact = qopt.compile(
+        ep,
+        target="coreml",
+        minimum_deployment_target="iOS17",
+        states="io",
+        compute_precision="fp32",
+    )
     io_names = [c.replace(".", "_") for c in CACHES]
     assert artifact.output_names == ["linear_14", *(f"{n}_out" for n in io_names)]
     loaded = qopt.load(artifact.save(os.path.join(_TMP, "states-io.mlpackage")))
@@ -221,11 +228,15 @@ def test_prefill_and_decode_share_weights_and_states() -> None:
     model = _model("index_copy", "w4g32", tuple(prompt[0].tolist()))
     prefill = _export(model, prompt, torch.arange(8))
     decode = _export(model, torch.tensor([[1]]), torch.tensor([0]))
-    artifact = qopt.compile({"prefill": prefill, "decode": decode}, target="coreml")
+    artifact = qopt.compile(
+        {"prefill": prefill, "decode": decode}, target="coreml", compute_precision="fp32"
+    )
     assert artifact.methods == ["prefill", "decode"]
     assert list(artifact.mil_programs) == ["prefill", "decode"]
     path = artifact.save(os.path.join(_TMP, "prefill-decode.mlpackage"))
-    single = qopt.compile(decode, target="coreml").save(os.path.join(_TMP, "decode.mlpackage"))
+    single = qopt.compile(decode, target="coreml", compute_precision="fp32").save(
+        os.path.join(_TMP, "decode.mlpackage")
+    )
     assert weight_file(path).payload <= weight_file(single).payload
 
     loaded = load_mlpackage_artifact(path)
@@ -356,18 +367,16 @@ def test_qopt_opt_writes_states(tmp_path: Any) -> None:
     assert len(_ops(back, coreml.CoremlUpdateStateOp)) == 1
 
 
-@pytest.mark.parametrize("scheme", ["float", "w4g32"])
+@pytest.mark.parametrize("scheme", ["float", "w4g32", "8da4w"])
 def test_fp16_compute_keeps_fp16_caches(scheme: str) -> None:
-    """T6: with compute_precision="fp16" the whole decode runs in fp16 (states, cache
-    writes, attention); the package read back is compared with torch eager's fp32
-    tokens and the first divergent step, if any, is reported (fp16 rounding may
-    legitimately flip a near-tie late in the run; the first steps must agree)."""
+    """T6: with fp16 compute (the default, as `ct.convert`) the whole decode runs in
+    fp16 (states, cache writes, attention); the package read back is compared with
+    torch eager's fp32 tokens and the first divergent step, if any, is reported
+    (fp16 rounding may legitimately flip a near-tie late in the run; the first steps
+    must agree; measured: float, w4g32 and 8da4w generate torch's 32 tokens)."""
     model = _model("index_put", scheme)
-    artifact = qopt.compile(
-        _export(model, torch.tensor([[1]]), torch.tensor([0])),
-        target="coreml",
-        compute_precision="fp16",
-    )
+    artifact = qopt.compile(_export(model, torch.tensor([[1]]), torch.tensor([0])), "coreml")
+    assert artifact.compute_precision == "fp16"
     path = artifact.save(os.path.join(_TMP, f"fp16-{scheme}.mlpackage"))
     loaded = load_mlpackage_artifact(path)
     states = mlp.globals_of(loaded.module)
@@ -378,4 +387,33 @@ def test_fp16_compute_keeps_fp16_caches(scheme: str) -> None:
     got, _ = _greedy(loaded.session(), 3, 32)
     first = next((i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w), None)
     print(f"fp16 {scheme}: first divergent step {first} of 32")
+    assert first is None or first >= 8, (first, got, want)
+
+
+def test_fp16_prefill_and_decode_package() -> None:
+    """The multifunction KV-cache decoder at the default fp16 compute: prefill (8
+    tokens) then 24 decode calls on one session, against torch eager's fp32 greedy
+    tokens; the first divergent step, if any, is reported (a near-tie fp16 rounding
+    flips; the first steps must agree; measured: torch's 25 tokens)."""
+    prompt = torch.tensor([[5, 9, 2, 33, 7, 1, 60, 12]])
+    model = _model("index_copy", "w4g32", tuple(prompt[0].tolist()))
+    methods = {
+        "prefill": _export(model, prompt, torch.arange(8)),
+        "decode": _export(model, torch.tensor([[1]]), torch.tensor([0])),
+    }
+    artifact = qopt.compile(methods, target="coreml")
+    path = artifact.save(os.path.join(_TMP, "fp16-prefill-decode.mlpackage"))
+    session = load_mlpackage_artifact(path).session()
+    eager = copy.deepcopy(model)
+    with torch.no_grad():
+        want = [int(eager(prompt, torch.arange(8))[0, -1].argmax())]
+        for pos in range(8, 32):
+            want.append(int(eager(torch.tensor([[want[-1]]]), torch.tensor([pos]))[0, -1].argmax()))
+    (logits,) = session.run(prompt.numpy(), np.arange(8), method="prefill")
+    got = [int(logits[0, -1].argmax())]
+    for pos in range(8, 32):
+        (logits,) = session.run(np.array([[got[-1]]]), np.array([pos]), method="decode")
+        got.append(int(logits[0, -1].argmax()))
+    first = next((i for i, (g, w) in enumerate(zip(got, want, strict=True)) if g != w), None)
+    print(f"fp16 prefill + decode: first divergent step {first} of {len(want)}")
     assert first is None or first >= 8, (first, got, want)

@@ -103,7 +103,9 @@ def mid_level(model: str, scheme: str) -> ModuleOp:
 
 @functools.cache
 def compiled(model: str, scheme: str, target: str) -> tuple[CoremlArtifact, str]:
-    artifact = compile_coreml(mid_level(model, scheme), minimum_deployment_target=target)
+    artifact = compile_coreml(
+        mid_level(model, scheme), minimum_deployment_target=target, compute_precision="fp32"
+    )
     path = os.path.join(_TMP, f"{model}-{scheme}-{target}.mlpackage")
     artifact.save(path)
     return artifact, path

@@ -117,10 +117,14 @@ def _exported() -> tuple[Any, Any]:
 
 def test_single_function_package_is_ct_converts(tmp_path: Any) -> None:
     _, decode = _exported()
-    _check_same_package(qopt.compile(decode, target="coreml").module, tmp_path)
+    _check_same_package(
+        qopt.compile(decode, target="coreml", compute_precision="fp32").module, tmp_path
+    )
 
 
 def test_multifunction_package_is_ct_converts(tmp_path: Any) -> None:
     prefill, decode = _exported()
-    artifact = qopt.compile({"prefill": prefill, "decode": decode}, target="coreml")
+    artifact = qopt.compile(
+        {"prefill": prefill, "decode": decode}, target="coreml", compute_precision="fp32"
+    )
     _check_same_package(artifact.module, tmp_path)
