@@ -11,6 +11,7 @@
 // PIPELINE:      qopt.output_names = ["relu", "negated"]
 // PIPELINE:      IR after fuse-quant:
 // PIPELINE:      IR after fold-constants:
+// PIPELINE:      IR after fuse-quant-fixpoint:
 // PIPELINE-NOT:  IR after
 // PIPELINE:      coreml.relu
 
