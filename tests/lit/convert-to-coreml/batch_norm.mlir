@@ -58,8 +58,7 @@ func.func @batch_norm_rank2(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 // CHECK-LABEL: func.func @batch_norm_runtime_stats(
 // CHECK:         %[[M:.*]] = coreml.reshape %m {shape = array<i64: 1, 2, 1>}
 // CHECK:         %[[D:.*]] = coreml.sub %x, %[[M]]
-// CHECK:         coreml.sqrt
-// CHECK:         %[[S:.*]] = coreml.real_div
+// CHECK:         %[[S:.*]] = coreml.rsqrt {{.*}}{epsilon = 0.000000e+00 : f64}
 // CHECK:         %[[Y:.*]] = coreml.mul %[[D]], %[[S]]
 // CHECK-NEXT:    func.return %[[Y]]
 // CHECK-NOT:     coreml.batch_norm
