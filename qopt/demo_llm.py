@@ -109,8 +109,8 @@ def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
                             suffix = ".mlpackage" if target == "coreml" else ".qvk"
                             path = os.path.join(tmp, f"{scheme}{suffix}")
                             # CoreML in fp32: tokens exactly torch's (fp16 is the default)
-                            exact = {"compute_precision": "fp32"} if target == "coreml" else {}
-                            qopt.compile(methods, target=target, **exact).save(path)
+                            exact = "fp32" if target == "coreml" else None
+                            qopt.compile(methods, target=target, compute_precision=exact).save(path)
                             runner = qopt.load(path).session()
                         got = qopt.generate(runner, PROMPT, NEW_TOKENS)
                 except qopt.QoptError as e:
