@@ -13,7 +13,12 @@ bit for bit what it did, in any element type):
   it is the identity; else only when the inner transpose has no other reader);
 - an identity `transpose` -> `x`;
 - `slice_by_index(x)` that takes all of x (every dim whole, in order, none
-  squeezed) -> `x`.
+  squeezed) -> `x`;
+- `slice_by_index(slice_by_index(x))` (positive strides, none squeezed, the inner
+  slice read by nothing else) -> one slice (swin's patch merging takes every
+  other row, then every other column);
+- `reshape(const)` (the const read by nothing else, the reshape by no quantize /
+  dequantize) -> the const in the new shape (swin's relative position index).
 
 An op that a rewrite leaves without readers goes. `qopt-coreml` runs it right after
 `convert-to-coreml`, before `coreml-fp16`: the rewrites do not depend on the element
@@ -26,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -38,7 +43,9 @@ from xdsl.pattern_rewriter import (
 )
 
 from qopt.dialects import coreml
+from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import shape_of
+from qopt.resources import make_resource, weights_of
 
 
 def _static(value: SSAValue) -> bool:
@@ -139,8 +146,84 @@ class WholeSlice(RewritePattern):
         rewriter.replace_op(op, [], [op.x])
 
 
+def _plain_ranges(op: coreml.SliceByIndexOp) -> list[range] | None:
+    """The elements a slice takes, per dim, when it squeezes nothing, every dim is
+    known and every stride is positive (else None)."""
+    if not _static(op.x) or not _static(op.result):
+        return None
+    dims = shape_of(op.x)
+    index = op.index()
+    if len(index) != len(dims):
+        return None
+    ranges = []
+    for part, dim in zip(index, dims, strict=True):
+        if not isinstance(part, slice):
+            return None
+        taken = range(*part.indices(dim))
+        if taken.step <= 0 or not taken:
+            return None
+        ranges.append(taken)
+    return ranges
+
+
+class MergeSlices(RewritePattern):
+    """A slice of a slice (positive strides, nothing squeezed) as one slice: per
+    dim, the outer one takes elements of the inner one's range, itself a range."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coreml.SliceByIndexOp, rewriter: PatternRewriter, /) -> None:
+        inner = op.x.owner
+        if not isinstance(inner, coreml.SliceByIndexOp) or not _single_use(inner.result):
+            return
+        outer_ranges, inner_ranges = _plain_ranges(op), _plain_ranges(inner)
+        if outer_ranges is None or inner_ranges is None:
+            return
+        taken = [
+            i[o.start : o.stop : o.step] for i, o in zip(inner_ranges, outer_ranges, strict=True)
+        ]
+        merged = coreml.SliceByIndexOp.build(
+            operands=[inner.x],
+            properties={
+                "begin": DenseArrayBase.from_list(i64, [t.start for t in taken]),
+                "end": DenseArrayBase.from_list(i64, [t[-1] + 1 for t in taken]),
+                "stride": DenseArrayBase.from_list(i64, [t.step for t in taken]),
+            },
+            result_types=[op.result.type],
+        )
+        merged.location = op.location
+        rewriter.replace_op(op, merged)
+        rewriter.erase_op(inner)
+
+
+class ReshapeConstant(RewritePattern):
+    """A reshape of a `const` that nothing else reads, as the const of that shape
+    (the same bytes). Not when a quantize / dequantize reads the reshape: coreml-fp16
+    keeps the consts those read alone in fp32, and the value must stay what it was."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: coreml.ReshapeOp, rewriter: PatternRewriter, /) -> None:
+        const = op.x.owner
+        if not isinstance(const, coreml.ConstOp) or not _single_use(const.result):
+            return
+        if not _static(op.result) or any(
+            isinstance(use.operation, coreml.QuantizeOp | coreml.DequantizeOp)
+            for use in op.result.uses
+        ):
+            return
+        type = op.result.type
+        assert isinstance(type, TensorType)
+        array = const_array(const).reshape(shape_of(op.result))
+        new = coreml.ConstOp.build(
+            properties={"value": make_resource("reshaped", array, type, weights_of(const))},
+            result_types=[type],
+        )
+        new.location = const.location
+        rewriter.replace_op(op, new)
+        rewriter.erase_op(const)
+
+
 def patterns() -> list[RewritePattern]:
-    return [MergeReshapes(), MergeTransposes(), WholeSlice()]
+    return [MergeReshapes(), MergeTransposes(), WholeSlice(), MergeSlices(), ReshapeConstant()]
 
 
 @dataclass(frozen=True)
