@@ -1,8 +1,10 @@
 // RUN: qopt-opt %s --split-input-file -p coreml-canonicalize | filecheck %s
+// RUN: qopt-opt %s --split-input-file -p coreml-canonicalize --print-weights | filecheck %s --check-prefix=WEIGHTS
 // RUN: qopt-opt %s --split-input-file -p coreml-canonicalize,coreml-canonicalize | filecheck %s
 // coreml-canonicalize (coreml -> coreml): exact data-movement rewrites. Consecutive
 // reshapes merge, a reshape to its operand's shape goes, transposes compose (and
-// cancel when the composition is the identity), a whole slice goes. A second run
+// cancel when the composition is the identity), a whole slice goes, a slice of a
+// slice merges, a reshape of a lone const folds. A second run
 // changes nothing.
 
 // Three reshapes become one; the result keeps the last shape.
@@ -98,4 +100,40 @@ func.func @slices(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, ten
   %c = coreml.slice_by_index %x {begin = array<i64: 0, 0>, end = array<i64: 2, 3>, stride = array<i64: 1, 2>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
   %d = coreml.slice_by_index %x {begin = array<i64: 0, 0>, end = array<i64: 1, 3>, stride = array<i64: 1, 1>, squeeze_mask = array<i1: true, false>} : (tensor<2x3xf32>) -> tensor<3xf32>
   func.return %a, %b, %c, %d : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x2xf32>, tensor<3xf32>
+}
+
+// -----
+
+// A slice of a slice: rows 1, 3, .., 15, then of those columns 1, 3, .., 15 (swin's
+// patch merging), as one slice; a slice with another reader stays.
+// CHECK-LABEL: func.func @strided
+// CHECK-NEXT:    %{{.*}} = coreml.slice_by_index %x {begin = array<i64: 0, 1, 1, 0>, end = array<i64: 1, 16, 16, 4>, stride = array<i64: 1, 2, 2, 1>} : (tensor<1x16x16x4xf32>) -> tensor<1x8x8x4xf32>
+// CHECK-NEXT:    %c = coreml.slice_by_index %x {begin = array<i64: 0, 0, 0, 0>, end = array<i64: 1, 16, 16, 4>, stride = array<i64: 1, 2, 1, 1>}
+// CHECK-NEXT:    %d = coreml.slice_by_index %c {begin = array<i64: 0, 0, 0, 0>, end = array<i64: 1, 8, 16, 4>, stride = array<i64: 1, 1, 2, 1>}
+// CHECK-NEXT:    func.return
+func.func @strided(%x: tensor<1x16x16x4xf32>) -> (tensor<1x8x8x4xf32>, tensor<1x8x16x4xf32>, tensor<1x8x8x4xf32>) {
+  %a = coreml.slice_by_index %x {begin = array<i64: 0, 1, 0, 0>, end = array<i64: 1, 16, 16, 4>, stride = array<i64: 1, 2, 1, 1>} : (tensor<1x16x16x4xf32>) -> tensor<1x8x16x4xf32>
+  %b = coreml.slice_by_index %a {begin = array<i64: 0, 0, 1, 0>, end = array<i64: 1, 8, 16, 4>, stride = array<i64: 1, 1, 2, 1>} : (tensor<1x8x16x4xf32>) -> tensor<1x8x8x4xf32>
+  %c = coreml.slice_by_index %x {begin = array<i64: 0, 0, 0, 0>, end = array<i64: 1, 16, 16, 4>, stride = array<i64: 1, 2, 1, 1>} : (tensor<1x16x16x4xf32>) -> tensor<1x8x16x4xf32>
+  %d = coreml.slice_by_index %c {begin = array<i64: 0, 0, 0, 0>, end = array<i64: 1, 8, 16, 4>, stride = array<i64: 1, 1, 2, 1>} : (tensor<1x8x16x4xf32>) -> tensor<1x8x8x4xf32>
+  func.return %b, %c, %d : tensor<1x8x8x4xf32>, tensor<1x8x16x4xf32>, tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// A reshape of a const nothing else reads is the const in the new shape (the same
+// bytes: 1, 2, 3, 4); a const with another reader keeps its reshape.
+// CHECK-LABEL: func.func @consts
+// CHECK-NEXT:    %{{.*}} = coreml.const dense_resource<reshaped> : tensor<4xf32>
+// CHECK-NEXT:    %y = coreml.add
+// CHECK-NEXT:    %k = coreml.const
+// CHECK-NEXT:    %s = coreml.reshape %k
+// WEIGHTS: reshaped: "0x080000000000803F000000400000404000008040"
+func.func @consts(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>) {
+  %c = coreml.const dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %r = coreml.reshape %c {shape = array<i64: 4>} : (tensor<2x2xf32>) -> tensor<4xf32>
+  %y = coreml.add %x, %r : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %k = coreml.const dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf32>
+  %s = coreml.reshape %k {shape = array<i64: 4>} : (tensor<2x2xf32>) -> tensor<4xf32>
+  func.return %y, %s, %k : tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>
 }
