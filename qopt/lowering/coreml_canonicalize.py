@@ -31,7 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -212,6 +220,12 @@ class ReshapeConstant(RewritePattern):
             return
         type = op.result.type
         assert isinstance(type, TensorType)
+        elem = type.get_element_type()
+        if not (
+            isinstance(elem, Float16Type | Float32Type)
+            or (isinstance(elem, IntegerType) and elem.width.data in (8, 16, 32))
+        ):
+            return  # sub-byte and other packed types keep their const as it is
         array = const_array(const).reshape(shape_of(op.result))
         new = coreml.ConstOp.build(
             properties={"value": make_resource("reshaped", array, type, weights_of(const))},
