@@ -30,6 +30,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertToCoremlPass
 
+    def get_coreml_canonicalize() -> type[ModulePass]:
+        from qopt.lowering.coreml_canonicalize import CoremlCanonicalizePass
+
+        return CoremlCanonicalizePass
+
     def get_coreml_fp16() -> type[ModulePass]:
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
 
@@ -95,6 +100,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-constants": get_fold_constants,
         "fuse-quant-fixpoint": get_fuse_quant_fixpoint,
         "convert-to-coreml": get_convert_to_coreml,
+        "coreml-canonicalize": get_coreml_canonicalize,
         "coreml-fp16": get_coreml_fp16,
         "convert-to-vkc": get_convert_to_vkc,
         "vkc-fuse-elementwise": get_vkc_fuse_elementwise,

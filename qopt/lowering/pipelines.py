@@ -9,8 +9,8 @@ and `qopt.backends.coreml.compile_coreml` all run them.
     qopt-coreml{target=iOS18 compute-precision=fp16 states=state
                 dynamic-activations=quantized output-names=...}
         [name-outputs{names=...} when output-names are given,]
-        fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml{target=...}
-        [, coreml-fp16 when compute-precision=fp16]
+        fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml{target=...},
+        coreml-canonicalize[, coreml-fp16 when compute-precision=fp16]
 
     qopt-vulkan{fallback=false fuse-elementwise=true fuse-norms=true merge-siblings=true
                 fuse-row-quant=true fold-copies=true}
@@ -79,8 +79,8 @@ def sub_passes(module_pass: ModulePass) -> list[ModulePass] | None:
 @dataclass(frozen=True)
 class QoptCoremlPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
-    neither changes the module), `convert-to-coreml`, then `coreml-fp16` for fp16
-    compute."""
+    neither changes the module), `convert-to-coreml`, `coreml-canonicalize`, then
+    `coreml-fp16` for fp16 compute."""
 
     name = "qopt-coreml"
 
@@ -117,6 +117,7 @@ class QoptCoremlPipeline(ModulePass):
 
     def passes(self) -> list[ModulePass]:
         from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
+        from qopt.lowering.coreml_canonicalize import CoremlCanonicalizePass
         from qopt.lowering.coreml_fp16 import CoremlFp16Pass
         from qopt.lowering.fold_constants import FoldConstantsPass
         from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
@@ -138,6 +139,7 @@ class QoptCoremlPipeline(ModulePass):
                 states=self.states,
                 dynamic_activations=self.dynamic_activations,
             ),
+            CoremlCanonicalizePass(),
         ]
         if self.compute_precision == "fp16":
             passes.append(CoremlFp16Pass())

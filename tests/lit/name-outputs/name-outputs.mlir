@@ -12,6 +12,7 @@
 // PIPELINE:      IR after fuse-quant:
 // PIPELINE:      IR after fold-constants:
 // PIPELINE:      IR after fuse-quant-fixpoint:
+// PIPELINE:      IR after convert-to-coreml:
 // PIPELINE-NOT:  IR after
 // PIPELINE:      coreml.relu
 

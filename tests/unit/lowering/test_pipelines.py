@@ -35,6 +35,7 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "fuse-quant-fixpoint",
         "convert-to-coreml",
+        "coreml-canonicalize",
     ]
     fp16 = QoptCoremlPipeline(target="iOS17").passes()  # fp16: the default
     assert [p.name for p in fp16] == [
@@ -42,6 +43,7 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "fuse-quant-fixpoint",
         "convert-to-coreml",
+        "coreml-canonicalize",
         "coreml-fp16",
     ]
     assert fp16[3].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]

@@ -101,7 +101,13 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
         "--print-ir-after=fold-constants,qopt-coreml",
     )
     assert code == 0, err
-    passes = ["fuse-quant", "fold-constants", "fuse-quant-fixpoint", "convert-to-coreml"]
+    passes = [
+        "fuse-quant",
+        "fold-constants",
+        "fuse-quant-fixpoint",
+        "convert-to-coreml",
+        "coreml-canonicalize",
+    ]
     assert re.findall(r"^IR after (\S+):$", out, re.M) == passes
     dumps = re.findall(r"^// -----// IR Dump After (\S+) //----- //$", err, re.M)
     assert dumps == ["fold-constants", "qopt-coreml"]
@@ -131,7 +137,7 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     coreml = lines.index("  qopt-coreml")
     runs = (
         "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml, "
-        "coreml-fp16"
+        "coreml-canonicalize, coreml-fp16"
     )
     assert lines[coreml + 2] == runs
     assert "    compute-precision: str = fp16" in lines[coreml:xdsl]
@@ -166,6 +172,7 @@ def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
         (2, "fuse-quant"),
         (1, "fuse-quant-fixpoint"),
         (1, "convert-to-coreml"),
+        (1, "coreml-canonicalize"),
         (0, "qopt-coreml"),
         (0, "print"),
     ]
@@ -330,7 +337,7 @@ def test_compile_options_are_pipeline_options() -> None:
         assert flag in help_text
     # device and validation choose where a Vulkan artifact runs: qopt-run's --device.
     given = QoptCoremlPipeline(minimum_deployment_target="iOS17").passes()
-    assert given[-2].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert given[-3].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
     with pytest.raises(QoptError, match="target=iOS16 and minimum-deployment-target=iOS17"):
         QoptCoremlPipeline(target="iOS16", minimum_deployment_target="iOS17").passes()
 
