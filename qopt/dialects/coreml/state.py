@@ -44,6 +44,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 from xdsl.utils.exceptions import VerifyException
 
 from qopt.dialects.coreml.base import CoremlOp, type_name
@@ -59,7 +60,10 @@ PACKAGE_STATE_TYPES = frozenset({"fp16"})
 class StateOp(CoremlOp):
     """A MIL op reading or writing a state, named by `state` (an `ml_program.global`)."""
 
-    traits = traits_def()  # not Pure: a state op reads or writes the caller's state
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    """A state op reads or writes the caller's state: the effects keep xDSL's dead-code
+    elimination from erasing a `coreml_update_state` whose result nothing reads (the
+    base's Pure is inherited, as traits are, and these effects outweigh it)."""
     MIN_OPSET: ClassVar[int] = 18
     INPUT_TYPES: ClassVar[frozenset[str]] = STATE_TYPES
     MIL_STATE: ClassVar[str] = "input"

@@ -137,3 +137,19 @@ func.func @consts(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2x
   %s = coreml.reshape %k {shape = array<i64: 4>} : (tensor<2x2xf32>) -> tensor<4xf32>
   func.return %y, %s, %k : tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// A state update whose result nothing reads stays (it writes the caller's state: the
+// rewriter's dead-code elimination once erased it, and a decoder forgot its KV cache).
+// CHECK-LABEL: func.func @state_update_kept(
+// CHECK:         coreml.read_state @k_cache
+// CHECK:         coreml.coreml_update_state @k_cache, %{{.*}} : tensor<1x8x4xf16>
+// CHECK:         func.return %x
+ml_program.global private mutable @k_cache : tensor<1x8x4xf16>
+func.func @state_update_kept(%x: tensor<2x2xf16>, %pos: tensor<1xi32>, %v: tensor<1x1x4xf16>) -> tensor<2x2xf16> attributes {coreml.opset = "iOS18"} {
+  %k = coreml.read_state @k_cache : tensor<1x8x4xf16>
+  %s = coreml.scatter %k, %pos, %v {axis = 1 : i64, mode = "update"} : (tensor<1x8x4xf16>, tensor<1xi32>, tensor<1x1x4xf16>) -> tensor<1x8x4xf16>
+  %u = coreml.coreml_update_state @k_cache, %s : tensor<1x8x4xf16>
+  func.return %x : tensor<2x2xf16>
+}
