@@ -8,15 +8,22 @@ them without importing the interpreter (a dialect's own such questions stay with
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.dialects.func import FuncOp
 
 from qopt.dialects import ml_program as mlp
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
-from qopt.resources import elements_array
+from qopt.resources import elements_array, weights_of
 
 
 def methods_of(module: ModuleOp) -> list[str]:
@@ -59,3 +66,32 @@ def initial_value(op: mlp.GlobalOp) -> np.ndarray:
 
 
 __all__ = ["constant_array", "entry_function", "initial_value", "methods_of"]
+
+
+def program_hash(module: ModuleOp) -> str:
+    """SHA-256 of a module: its text (no locations) and the bytes of every weight
+    blob it refers to, in program order (the source program of a compile)."""
+    digest = hashlib.sha256(str(module).encode())
+    store = weights_of(module)
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, DenseResourceAttr):
+                blob = store.get(attr.resource_handle.data)
+                digest.update(attr.resource_handle.data.encode() + b"\0")
+                if isinstance(blob, np.ndarray):
+                    digest.update(np.ascontiguousarray(blob).tobytes())
+                elif blob is not None:
+                    digest.update(blob)
+    return digest.hexdigest()
+
+
+SOURCE_HASH_ATTR = "qopt.source_sha256"
+"""Module attribute: the SHA-256 of the program convert-to-coreml lowered (the source
+program after fuse-quant and fold-constants; the package's `qopt.source_sha256`
+metadata)."""
+
+
+def record_source_hash(module: ModuleOp) -> None:
+    """Record the hash of `module` as convert-to-coreml receives it, once."""
+    if SOURCE_HASH_ATTR not in module.attributes:
+        module.attributes[SOURCE_HASH_ATTR] = StringAttr(program_hash(module))

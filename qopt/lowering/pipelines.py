@@ -149,22 +149,6 @@ class QoptCoremlPipeline(ModulePass):
         run_passes(self.passes(), ctx, op, self.name)
 
 
-SOURCE_HASH_ATTR = "qopt.source_sha256"
-"""Module attribute: the SHA-256 of the program convert-to-coreml lowered (the source
-program after fuse-quant and fold-constants; the package's `qopt.source_sha256`
-metadata)."""
-
-
-def record_source_hash(module: ModuleOp) -> None:
-    """Record the hash of `module` as convert-to-coreml receives it, once."""
-    from xdsl.dialects.builtin import StringAttr
-
-    from qopt.backends.coreml.emitter import program_hash
-
-    if SOURCE_HASH_ATTR not in module.attributes:
-        module.attributes[SOURCE_HASH_ATTR] = StringAttr(program_hash(module))
-
-
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
@@ -231,10 +215,8 @@ class QoptVulkanPipeline(ModulePass):
 
 __all__ = [
     "COMPUTE_PRECISIONS",
-    "SOURCE_HASH_ATTR",
     "QoptCoremlPipeline",
     "QoptVulkanPipeline",
-    "record_source_hash",
     "run_passes",
     "sub_passes",
 ]

@@ -253,27 +253,6 @@ def package_metadata(module: ModuleOp) -> dict[str, str]:
     return out
 
 
-def program_hash(module: ModuleOp) -> str:
-    """SHA-256 of a module: its text (no locations) and the bytes of every weight
-    blob it refers to, in program order (the source program of a compile)."""
-    from xdsl.dialects.builtin import DenseResourceAttr
-
-    from qopt.resources import weights_of
-
-    digest = hashlib.sha256(str(module).encode())
-    store = weights_of(module)
-    for op in module.walk():
-        for attr in (*op.properties.values(), *op.attributes.values()):
-            if isinstance(attr, DenseResourceAttr):
-                blob = store.get(attr.resource_handle.data)
-                digest.update(attr.resource_handle.data.encode() + b"\0")
-                if isinstance(blob, np.ndarray):
-                    digest.update(np.ascontiguousarray(blob).tobytes())
-                elif blob is not None:
-                    digest.update(blob)
-    return digest.hexdigest()
-
-
 #: Constants with fewer elements are stored inline in the spec (not weights).
 _INLINE_LIMIT = 10
 
@@ -780,7 +759,6 @@ __all__ = [
     "input_names_of",
     "output_names_of",
     "package_metadata",
-    "program_hash",
     "save_program",
     "state_names_of",
     "weight_compression",

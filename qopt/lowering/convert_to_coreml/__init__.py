@@ -113,7 +113,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
-from qopt.dialects.queries import constant_array
+from qopt.dialects.queries import constant_array, record_source_hash
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
@@ -186,8 +186,6 @@ class ConvertToCoremlPass(ModulePass):
             raise QoptError(
                 f"convert-to-coreml: states must be 'state' or 'io', got '{self.states}'"
             )
-        from qopt.lowering.pipelines import record_source_hash
-
         record_source_hash(op)  # the package's qopt.source_sha256
         if self.states == "io":
             externalize_states(op)
