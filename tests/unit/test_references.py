@@ -3,7 +3,8 @@
 The design documents live in docs/; a citation in code, tests or docs must point at a
 file a person who clones qopt has. This test reads every tracked text file and fails on
 
-- a path that leaves the repository: `../shared`, an absolute `/work/...` path, or a
+- a path that leaves the repository (a sibling folder of the checkout, an absolute
+  `/work/...` path), or a
   relative Markdown link that resolves outside the repository root;
 - a design-document name that is not a file of the repository (the names the project's
   brief used before docs/ existed: DESIGN, PATTERNS, STYLE, ARCHITECTURE-REVIEW, LLM,
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SELF = Path(__file__).resolve()
 
 _NAMES = r"(?:DESIGN|PATTERNS|STYLE|ARCHITECTURE-REVIEW|LLM)"
+SIBLING = "../" + "shared"
+"""The brief's folder beside the checkout (spelled in two parts: this file names it too)."""
 OUTSIDE = re.compile(r"\.\./shared\b|/work/(?:shared|main|wt)\b")
 NAMED_FILE = re.compile(r"[\w./-]*\b" + _NAMES + r"\.md\b")
 SECTION = re.compile(r"\b" + _NAMES + r"(?:\.md)?\s*§")
@@ -90,13 +93,13 @@ def test_the_check_finds_references_outside() -> None:
     doc = "PATTERNS" + ".md"
     text = "\n".join(
         [
-            "the contract is ../shared/" + "DESIGN.md",
+            "the contract is " + SIBLING + "/" + "DESIGN.md",
             f"exact semantics in {doc} and in STYLE §1.3",
             "[design](../../elsewhere/notes.md) and [ok](ir.md#quant) and https://x.org",
         ]
     )
     found = bad_references(here, text)
-    assert any("../shared" in f for f in found)
+    assert any(SIBLING in f for f in found)
     assert any(f"{doc} is not a file" in f for f in found)
     assert any("STYLE §" in f for f in found)
     assert any("../../elsewhere/notes.md leaves" in f for f in found)
