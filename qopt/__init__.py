@@ -366,7 +366,7 @@ def _compile(
             ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
             dynamic_sizes=dynamic_sizes,
         )  # fmt: skip
-        from qopt.backends.coreml import compile_coreml  # qopt-coreml, then the Program
+        from qopt.driver import compile_coreml  # qopt-coreml, then the target's Program
 
         activations = options.dynamic_activations(dynamic_activations)
         return compile_coreml(module, opset, precision, names, state_form, activations)
@@ -376,7 +376,7 @@ def _compile(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
         dynamic_sizes=dynamic_sizes,
     )  # fmt: skip
-    from qopt.backends.vulkan import compile_vulkan  # qopt-vulkan, then the artifact
+    from qopt.driver import compile_vulkan  # qopt-vulkan, then the target's artifact
 
     return compile_vulkan(
         module,

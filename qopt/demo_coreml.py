@@ -34,8 +34,8 @@ def _package_bytes(path: str) -> int:
 
 def run_coreml(models: list[str], schemes: list[str]) -> int:
     import qopt
-    from qopt.backends.coreml import compile_coreml
     from qopt.backends.coreml.reader import read_mlpackage
+    from qopt.driver import compile_coreml
     from qopt.examples import export_model, random_inputs
 
     header = (

@@ -3,8 +3,9 @@
 xDSL has no pipeline registry, so each pipeline is a ModulePass (docs/style.md):
 `passes()` lists its registered sub-passes, options forwarded, and `apply` runs
 them in order, verifying the module after each. These classes are the one
-definition of each target's pass order: `qopt-opt -p qopt-coreml`, `qopt.compile`
-and `qopt.backends.coreml.compile_coreml` all run them.
+definition of each target's pass order: `qopt-opt -p qopt-coreml` and `qopt.compile`
+(`qopt.driver.compile_coreml` / `compile_vulkan`) run them, then hand the lowered
+module to the target.
 
     qopt-coreml{target=iOS18 compute-precision=fp16 states=state
                 dynamic-activations=quantized output-names=...}

@@ -10,15 +10,18 @@ function: no lazy import hides an edge) only from its own layer or below:
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
     targets     backends (CoreML emit/read, Vulkan compile/bundle/run)
-    driver      the public API (qopt/__init__.py) and its options, tools, demos, examples,
-                generation, testing, zoo, conformance
+    driver      the public API (qopt/__init__.py), its compile road (driver: the pipeline,
+                then the target) and options, tools, demos, examples, generation,
+                testing, zoo, conformance
 
 Every module is placed by name (its own or its package's; the root `qopt` places
 only qopt/__init__.py), and no import cycle exists between modules. Within a layer,
 two finer rules: the kernel catalogue imports only itself and qopt.errors (it is data
 the dialect, the references and the runtime share), and the Vulkan runtime modules
 (the `.qvk` format, its checks, runtime, artifact, SPIR-V) import no semantics and no
-passes, so a deployed runtime carries no compiler. Edges are not all: loading and
+passes, so a deployed runtime carries no compiler. A target makes artifacts and runs
+no pass: no `qopt.backends` module reaches `qopt.lowering` or `qopt.frontend`, directly
+or through any chain of imports (`test_targets_run_no_passes`). Edges are not all: loading and
 running a `.qvk` in a fresh process is checked for the modules it actually imports
 (`test_loading_a_qvk_imports_no_compiler`).
 """
@@ -61,6 +64,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "driver",
         (
             "qopt",  # the package's own __init__ only: the public API
+            "qopt.driver",
             "qopt.options",
             "qopt.tools",
             "qopt.demo",
@@ -276,6 +280,52 @@ def test_finer_rules(
             ):
                 bad.append(f"{name} imports {target}")
     assert not bad, "\n".join(bad)
+
+
+def reachable(start: str, edges: dict[str, set[str]]) -> dict[str, str]:
+    """Every module `start` imports through any chain of imports: {module: the module
+    whose import reached it first} (a breadth-first walk over `edges`)."""
+    seen: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        here = frontier.pop(0)
+        for there in sorted(edges.get(here, ())):
+            if there != start and there not in seen:
+                seen[there] = here
+                frontier.append(there)
+    return seen
+
+
+def chain(start: str, end: str, seen: dict[str, str]) -> str:
+    path = [end]
+    while path[-1] != start:
+        path.append(seen[path[-1]])
+    return " -> ".join(reversed(path))
+
+
+def test_targets_run_no_passes() -> None:
+    """A target turns a lowered module into an artifact: the driver (qopt.driver, the
+    tools) runs the pipeline first. No `qopt.backends` module imports a pass or the
+    frontend, directly or transitively."""
+    bad = []
+    for name in MODULES:
+        if not _within(name, "qopt.backends"):
+            continue
+        seen = reachable(name, EDGES)
+        for target in sorted(seen):
+            if _within(target, "qopt.lowering", "qopt.frontend"):
+                bad.append(chain(name, target, seen))
+                break
+    assert not bad, "targets that reach the passes:\n" + "\n".join(bad)
+
+
+def test_reachable_follows_chains() -> None:
+    """The transitive walk finds an edge two steps away (so the rule above can fail)."""
+    edges = {"qopt.backends.x": {"qopt.dialects.y"}, "qopt.dialects.y": {"qopt.lowering.z"}}
+    seen = reachable("qopt.backends.x", edges)
+    assert chain("qopt.backends.x", "qopt.lowering.z", seen) == (
+        "qopt.backends.x -> qopt.dialects.y -> qopt.lowering.z"
+    )
 
 
 def test_a_compile_imports_only_what_its_target_needs() -> None:

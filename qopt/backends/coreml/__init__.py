@@ -1,10 +1,8 @@
-"""The CoreML target: `compile_coreml` (the `qopt-coreml` pipeline, then the MIL
-Program) and the `.mlpackage` it saves.
-
-`qopt.compile(ep, target="coreml", **options)` lands here with the imported
-module; `qopt.read_mlpackage` is in `reader.py`. The passes and their order are
-`qopt/lowering/pipelines.py: QoptCoremlPipeline`'s, the one definition
-`qopt-opt -p qopt-coreml` runs too.
+"""The CoreML target: a module lowered to the coreml dialect -> its MIL Program
+(`build_artifact`) and the `.mlpackage` it saves. A target runs no pass: the driver
+(`qopt.driver.compile_coreml`, what `qopt.compile(ep, target="coreml")` calls) runs
+`qopt-coreml` (qopt/lowering/pipelines.py), as `qopt-opt -p qopt-coreml -t mlpackage`
+does before `target.py`; `qopt.read_mlpackage` is in `reader.py`.
 
 A `CoremlArtifact` runs as the device would run it, on Linux: `session()` reads
 the package back (`reader.py`: what a device loads, states and functions
@@ -21,7 +19,6 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +34,7 @@ from qopt.dialects.queries import methods_of
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.report import phase
 
 if TYPE_CHECKING:
     from qopt.interpreters.session import Session
@@ -278,37 +276,15 @@ def save_mlpackage(
     return final
 
 
-def compile_coreml(
-    module: ModuleOp,
-    minimum_deployment_target: str = "iOS18",
-    compute_precision: str = "fp16",
-    output_names: Sequence[str] | None = None,
-    states: str = "state",
-    dynamic_activations: str = "quantized",
+def build_artifact(
+    module: ModuleOp, minimum_deployment_target: str = "iOS18", compute_precision: str = "fp16"
 ) -> CoremlArtifact:
-    """Run `qopt-coreml{target=... compute-precision=...}` on `module` in place
-    (import level, or already fused: fuse-quant leaves qfused ops as they are),
-    then build its MIL Program (one per method). `compute_precision` is "fp16"
-    (default, as `ct.convert`) or "fp32" (exact checks against torch). Outputs are
-    named `output_names` (a single-method program), else as the module records
-    (`qopt.output_names`: the exported program's), else `output_<i>`. `states="io"`
-    passes program state (KV caches) as extra inputs and outputs of every call
-    instead of Core ML states (which need iOS18). `dynamic_activations` "quantized"
-    (default) quantizes dynamic-activation schemes' activations as torch does, with
-    MIL float ops; "float" leaves them float (faster, not torch's values)."""
+    """A `CoremlArtifact` of `module`, already lowered to the coreml dialect (by
+    `qopt-coreml`: `qopt.driver.compile_coreml` runs it first): its MIL Program, one
+    per method, its outputs named as the module records (name-outputs), its package
+    metadata. Runs no pass."""
     from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
-    from qopt.context import make_context
-    from qopt.lowering.pipelines import QoptCoremlPipeline
-    from qopt.report import phase
 
-    pipeline = QoptCoremlPipeline(
-        output_names=tuple(output_names or ()),
-        target=minimum_deployment_target,
-        compute_precision=compute_precision,
-        states=states,
-        dynamic_activations=dynamic_activations,
-    )
-    pipeline.apply(make_context(), module)
     with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
         programs = build_programs(module)
     methods = list(programs)
@@ -326,7 +302,7 @@ def compile_coreml(
 
 __all__ = [
     "CoremlArtifact",
-    "compile_coreml",
+    "build_artifact",
     "copy_mlpackage",
     "load_mlpackage_artifact",
     "mlpackage_path",

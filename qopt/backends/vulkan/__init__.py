@@ -1,5 +1,11 @@
 """The Vulkan target: GLSL kernels compiled to SPIR-V, the vkc program, its
-bundle file and the runtime that runs it on a Vulkan 1.2 device."""
+bundle file and the runtime that runs it on a Vulkan 1.2 device.
+
+A target runs no pass: the driver (`qopt.driver.compile_vulkan`, what
+`qopt.compile(ep, target="vulkan")` calls) runs `qopt-vulkan`
+(qopt/lowering/pipelines.py) and hands the vkc module to
+`artifact.compile_artifact`, as `qopt-opt -p qopt-vulkan -t vkbundle` hands it to
+`bundle.VkBundleTarget`."""
 
 from __future__ import annotations
 
@@ -7,30 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-
     from qopt.backends.vulkan.artifact import VulkanArtifact
-
-
-def compile_vulkan(
-    module: ModuleOp,
-    device: str | int | None = None,
-    validation: bool | None = None,
-    fallback: bool = False,
-) -> VulkanArtifact:
-    """Run `qopt-vulkan` on `module` in place (import level, or already fused:
-    fuse-quant leaves qfused ops as they are) and return the callable artifact
-    (`.module`, `.save(path)`, `artifact(*inputs)`, `.close()`), its kernels
-    compiled to SPIR-V. The device opens on the first call (`device`: index or
-    name substring; default `$QOPT_VULKAN_DEVICE` or the first compute-capable one).
-    `fallback`: ops without a Vulkan kernel run on the host (`artifact.fallback_ops`)
-    instead of being an error."""
-    from qopt.backends.vulkan.artifact import compile_artifact
-    from qopt.context import make_context
-    from qopt.lowering.pipelines import QoptVulkanPipeline
-
-    QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
-    return compile_artifact(module, device, validation)
 
 
 def load_vulkan(path: Any, device: str | int | None = None) -> VulkanArtifact:
@@ -49,4 +32,4 @@ load_vulkan_artifact = load_vulkan
 """What `qopt.load(path)` calls for a `.qvk` file."""
 
 
-__all__ = ["compile_vulkan", "load_vulkan", "load_vulkan_artifact"]
+__all__ = ["load_vulkan", "load_vulkan_artifact"]

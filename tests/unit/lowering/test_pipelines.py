@@ -171,8 +171,8 @@ def test_cli_vkbundle_equals_the_api_save(parity: Path) -> None:
 
 def test_mlir_without_recorded_names_keeps_output_i() -> None:
 
-    from qopt.backends.coreml import compile_coreml
     from qopt.context import parse_module
+    from qopt.driver import compile_coreml
 
     text = """
     func.func @forward(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {

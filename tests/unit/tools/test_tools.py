@@ -355,8 +355,8 @@ def test_opt_binary_target_refuses_stdout(tmp_path: Path, valid_mlir: Path) -> N
 
 def test_run_mlpackage(tmp_path: Path, valid_mlir: Path) -> None:
     """`qopt-run m.mlpackage --inputs` interprets the package read back (qopt.load)."""
-    from qopt.backends.coreml import compile_coreml
     from qopt.context import parse_module
+    from qopt.driver import compile_coreml
 
     package = compile_coreml(parse_module(valid_mlir.read_text()), compute_precision="fp32").save(
         tmp_path / "m"

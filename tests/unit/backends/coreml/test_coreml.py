@@ -36,11 +36,12 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qopt
-from qopt.backends.coreml import CoremlArtifact, compile_coreml
+from qopt.backends.coreml import CoremlArtifact
 from qopt.backends.coreml.reader import read_mlpackage
 from qopt.backends.coreml.size import INLINE_LIMIT, packed_weight_bytes, weight_file
 from qopt.dialects import coreml, qfused
 from qopt.dialects.tensors import numel
+from qopt.driver import compile_coreml
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
 from qopt.interpreters.coreml import const_array, torch_quantize_rule
 

@@ -27,8 +27,9 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import qopt
-from qopt.backends.coreml import CoremlArtifact, compile_coreml
+from qopt.backends.coreml import CoremlArtifact
 from qopt.backends.coreml.reader import read_mlpackage
+from qopt.driver import compile_coreml
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
 from qopt.interpreters.coreml import torch_quantize_rule
 
