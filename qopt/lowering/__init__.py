@@ -80,6 +80,31 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VkcInsertBarriersPass
 
+    def get_expand_dynamic_windows() -> type[ModulePass]:
+        from qopt.lowering.dynamic_windows import ExpandDynamicWindowsPass
+
+        return ExpandDynamicWindowsPass
+
+    def get_externalize_states() -> type[ModulePass]:
+        from qopt.lowering.external_state import ExternalizeStatesPass
+
+        return ExternalizeStatesPass
+
+    def get_check_mid_level() -> type[ModulePass]:
+        from qopt.lowering.analyses import CheckMidLevelPass
+
+        return CheckMidLevelPass
+
+    def get_record_source_hash() -> type[ModulePass]:
+        from qopt.lowering.analyses import RecordSourceHashPass
+
+        return RecordSourceHashPass
+
+    def get_compose() -> type[ModulePass]:
+        from qopt.lowering.compose import ComposePass
+
+        return ComposePass
+
     def get_name_outputs() -> type[ModulePass]:
         from qopt.lowering.name_outputs import NameOutputsPass
 
@@ -99,6 +124,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-quant": get_fuse_quant,
         "fold-constants": get_fold_constants,
         "fuse-quant-fixpoint": get_fuse_quant_fixpoint,
+        "record-source-hash": get_record_source_hash,
+        "externalize-states": get_externalize_states,
+        "expand-dynamic-windows": get_expand_dynamic_windows,
+        "check-mid-level": get_check_mid_level,
+        "compose": get_compose,
         "convert-to-coreml": get_convert_to_coreml,
         "coreml-canonicalize": get_coreml_canonicalize,
         "coreml-fp16": get_coreml_fp16,

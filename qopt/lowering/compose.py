@@ -1,8 +1,9 @@
 """Compositions: a form of an aten op a target has no rule for, written by the
 lowering in aten ops the target has (issue 22).
 
-The targets' lowerings (convert-to-vkc, convert-to-coreml) call `compose(module,
-target)` first: each op whose form the target lacks (a batched or scaled `addmm` on
+The pass `compose{target=coreml|vulkan}` runs `compose(module, target)`; both
+pipelines list it before their conversion (convert-to-vkc and convert-to-coreml, run
+alone, run it first themselves): each op whose form the target lacks (a batched or scaled `addmm` on
 Vulkan, `tril` on CoreML, ...) is replaced, in place, by an equivalent sequence of
 aten ops at the same location; the lowering then lowers those. A composition that
 does not apply returns None and the op stays (its rule lowers it, or refuses it).
@@ -13,9 +14,11 @@ results before and after, and the targets match torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -28,6 +31,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.aten import elementwise as ew
@@ -37,6 +41,7 @@ from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import DYNAMIC, flag, integer, ints, norm_dim
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import element_type, is_bool, is_float, numpy_dtype
+from qopt.errors import QoptError
 
 TARGETS = ("coreml", "vulkan")
 
@@ -364,4 +369,22 @@ def compose(module: ModuleOp, target: str) -> list[str]:
     return composed
 
 
-__all__ = ["COMPOSITIONS", "TARGETS", "compose"]
+@dataclass(frozen=True)
+class ComposePass(ModulePass):
+    """Each op whose form `target` lacks, as the aten ops of its composition (see the
+    module docstring); the same values, so the program's meaning stays."""
+
+    name = "compose"
+
+    target: str = "vulkan"
+    """The target whose missing forms are composed: coreml or vulkan."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in TARGETS:
+            raise QoptError(
+                f"compose: target must be one of {', '.join(TARGETS)}, got '{self.target}'"
+            )
+        compose(op, self.target)
+
+
+__all__ = ["COMPOSITIONS", "TARGETS", "ComposePass", "compose"]

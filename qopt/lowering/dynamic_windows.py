@@ -14,16 +14,19 @@ a window of static length L at a run-time start s is those indices, s + arange(L
 
 The results are the same elements; a window outside the input, which torch
 refuses, is an out-of-range index: an error naming the op on Vulkan (its status
-word). `expand_dynamic_windows` runs at the start of convert-to-coreml and
-convert-to-vkc; a window of run-time length (a `?` dim) is left for the target's
+word). The pass `expand-dynamic-windows` runs it; both pipelines list it before
+their conversion (convert-to-coreml and convert-to-vkc, run alone, run it first
+themselves); a window of run-time length (a `?` dim) is left for the target's
 dynamic-shape error.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     BytesAttr,
@@ -34,6 +37,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.aten import elementwise as ew
@@ -123,4 +127,16 @@ def expand_dynamic_windows(module: ModuleOp) -> None:
                 _replace(op, sh.ViewOp.create(operands=[op.input], result_types=[op.result.type]))
 
 
-__all__ = ["expand_dynamic_windows"]
+@dataclass(frozen=True)
+class ExpandDynamicWindowsPass(ModulePass):
+    """Run-time windows (`dynamic_slice`, `dynamic_update_slice`) as `index_select` /
+    `index_copy` at the indices `start + arange(L)`, and `item`s as their 0-d input
+    (see the module docstring); the same elements, so the program's meaning stays."""
+
+    name = "expand-dynamic-windows"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        expand_dynamic_windows(op)
+
+
+__all__ = ["ExpandDynamicWindowsPass", "expand_dynamic_windows"]

@@ -6,16 +6,20 @@ reads or writes global `@g` takes its current value as an extra last input named
 after it, and each function that writes it returns the new value as an extra last
 output named `<g>_out`; the caller keeps the values between calls (starting from the
 global's initial value) and passes them back in. The globals go away, so the
-program is stateless. `externalize_states` runs in convert-to-coreml when asked
-(`convert-to-coreml{states=io}`, `qopt.compile(..., states="io")`).
+program is stateless. The pass `externalize-states` runs it; `qopt-coreml{states=io}`
+(`qopt.compile(..., states="io")`) lists it before convert-to-coreml, and
+`convert-to-coreml{states=io}` run alone runs it first itself.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from qopt.dialects import ml_program as mlp
@@ -82,4 +86,16 @@ def externalize_states(module: ModuleOp) -> list[str]:
     return names
 
 
-__all__ = ["externalize_states", "state_input_name"]
+@dataclass(frozen=True)
+class ExternalizeStatesPass(ModulePass):
+    """The program's mutable globals as extra last inputs and outputs of the functions
+    that read or write them (see the module docstring): a stateless program whose
+    caller keeps the states."""
+
+    name = "externalize-states"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        externalize_states(op)
+
+
+__all__ = ["ExternalizeStatesPass", "externalize_states", "state_input_name"]

@@ -10,15 +10,24 @@ module to the target.
     qopt-coreml{target=iOS18 compute-precision=fp16 states=state
                 dynamic-activations=quantized output-names=...}
         [name-outputs{names=...} when output-names are given,]
-        fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml{target=...},
+        fuse-quant, fold-constants, fuse-quant-fixpoint, record-source-hash,
+        [externalize-states when states=io,] expand-dynamic-windows,
+        check-mid-level{target=coreml}, compose{target=coreml},
+        convert-to-coreml{target=... prepare=false},
         coreml-canonicalize[, coreml-fp16 when compute-precision=fp16]
 
     qopt-vulkan{fallback=false fuse-elementwise=true fuse-norms=true merge-siblings=true
                 fuse-row-quant=true fold-copies=true}
-        fuse-quant, fold-constants, fuse-quant-fixpoint,
-        convert-to-vkc{schedule=false fallback=...},
+        fuse-quant, fold-constants, fuse-quant-fixpoint, expand-dynamic-windows,
+        check-mid-level{target=vulkan}, compose{target=vulkan},
+        convert-to-vkc{prepare=false schedule=false fallback=...},
         [vkc-fuse-elementwise,] [vkc-fuse-norms,] [vkc-merge-siblings,]
         [vkc-fuse-row-quant,] [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
+
+A conversion only converts: what it needs done first (the preparation its
+`preparation()` lists) and after it (buffer planning, barriers) are passes of their
+own in the list, each visible to `--print-ir-after`, `--time-passes` and
+`--list-passes`.
 
 `qopt-opt` runs a pipeline as its sub-passes (`sub_passes`), so that
 `--print-between-passes`, `--print-ir-after` and `--time-passes` show each one; under
@@ -80,7 +89,9 @@ def sub_passes(module_pass: ModulePass) -> list[ModulePass] | None:
 @dataclass(frozen=True)
 class QoptCoremlPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
-    neither changes the module), `convert-to-coreml`, `coreml-canonicalize`, then
+    neither changes the module), convert-to-coreml's preparation (`record-source-hash`,
+    `externalize-states` for `states=io`, `expand-dynamic-windows`, `check-mid-level`,
+    `compose`), `convert-to-coreml{prepare=false}`, `coreml-canonicalize`, then
     `coreml-fp16` for fp16 compute."""
 
     name = "qopt-coreml"
@@ -131,15 +142,18 @@ class QoptCoremlPipeline(ModulePass):
                 f"'{self.compute_precision}'"
             )
         passes: list[ModulePass] = [NameOutputsPass(self.output_names)] if self.output_names else []
+        convert = ConvertToCoremlPass(
+            target=self.deployment_target,
+            states=self.states,
+            dynamic_activations=self.dynamic_activations,
+            prepare=False,
+        )
         passes += [
             FuseQuantPass(),
             FoldConstantsPass(),
             FuseQuantFixpointPass(),
-            ConvertToCoremlPass(
-                target=self.deployment_target,
-                states=self.states,
-                dynamic_activations=self.dynamic_activations,
-            ),
+            *convert.preparation(),
+            convert,
             CoremlCanonicalizePass(),
         ]
         if self.compute_precision == "fp16":
@@ -153,7 +167,9 @@ class QoptCoremlPipeline(ModulePass):
 @dataclass(frozen=True)
 class QoptVulkanPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
-    neither changes the module), `convert-to-vkc{schedule=false}`,
+    neither changes the module), convert-to-vkc's preparation
+    (`expand-dynamic-windows`, `check-mid-level`, `compose`),
+    `convert-to-vkc{prepare=false schedule=false}`,
     `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), `vkc-fuse-norms` (unless
     `fuse-norms=false`), `vkc-merge-siblings` (unless `merge-siblings=false`),
     `vkc-fuse-row-quant` (unless `fuse-row-quant=false`), `vkc-fold-copies` (unless
@@ -204,7 +220,8 @@ class QoptVulkanPipeline(ModulePass):
             FuseQuantPass(),
             FoldConstantsPass(),
             FuseQuantFixpointPass(),
-            ConvertToVkcPass(schedule=False, fallback=self.fallback),
+            *ConvertToVkcPass.preparation(),
+            ConvertToVkcPass(schedule=False, fallback=self.fallback, prepare=False),
             *fuse,
             VkcPlanBuffersPass(),
             VkcInsertBarriersPass(),

@@ -89,6 +89,16 @@ indexed axis; `index` with a run-time index tensor on one dim is MIL `gather`
 on that axis. torch counts a negative index from the end, MIL (iOS17+) does not:
 a run-time index is made non-negative first (`select(i < 0, i + size, i)`).
 
+What runs before the conversion is a pass of its own, each listed by `qopt-coreml`
+(qopt/lowering/pipelines.py), which runs this pass as `convert-to-coreml{prepare=false}`:
+`record-source-hash` (the package's `qopt.source_sha256`), `externalize-states` (with
+`states=io`: states as extra inputs and outputs), `expand-dynamic-windows` (run-time
+windows as index ops), `check-mid-level{target=coreml}` (the unfused-pattern
+warning, the weights in the compile report) and `compose{target=coreml}` (forms MIL
+lacks, in ops it has): the passes `preparation()` returns. Run alone
+(`-p fuse-quant,convert-to-coreml`), option `prepare` (default true) runs them first,
+the same pass objects.
+
 Layout: `lowering.py` holds the `Lowering` builder and `RuleTable`; one module
 per op family holds that family's `RULES` (`elementwise`, `nn`, `shape`,
 `reduction`, `layers` after qopt/dialects/aten/, then `qfused`, `quant` and
@@ -113,10 +123,12 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects.coreml import opset_number, storage_dtype
-from qopt.dialects.queries import constant_array, record_source_hash
+from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import elem_of
 from qopt.errors import QoptError
+from qopt.lowering.analyses import CheckMidLevelPass, RecordSourceHashPass
+from qopt.lowering.compose import ComposePass
 from qopt.lowering.convert_to_coreml import elementwise, layers, quant, reduction
 from qopt.lowering.convert_to_coreml import nn as nn_rules
 from qopt.lowering.convert_to_coreml import qfused as qfused_rules
@@ -129,8 +141,8 @@ from qopt.lowering.convert_to_coreml.lowering import (
     mil_elem,
     mil_tensor,
 )
-from qopt.lowering.dynamic_windows import expand_dynamic_windows
-from qopt.lowering.external_state import externalize_states
+from qopt.lowering.dynamic_windows import ExpandDynamicWindowsPass
+from qopt.lowering.external_state import ExternalizeStatesPass
 from qopt.lowering.rules import merge_rules
 from qopt.resources import require_weights
 
@@ -181,34 +193,46 @@ class ConvertToCoremlPass(ModulePass):
     run-time choose_qparams / quantize / dequantize as torch does, with MIL float
     ops; "float" leaves the activations float (faster, not torch's values)."""
 
+    prepare: bool = True
+    """First run the passes `preparation()` lists (record-source-hash,
+    externalize-states for `states=io`, expand-dynamic-windows, check-mid-level,
+    compose), as qopt-coreml does before this pass (`prepare=false`: convert only;
+    the pipeline runs them as passes of their own)."""
+
+    def preparation(self) -> list[ModulePass]:
+        """The passes that run before the conversion, in order: qopt-coreml lists them,
+        and `prepare=true` runs them."""
+        passes: list[ModulePass] = [RecordSourceHashPass()]  # the package's qopt.source_sha256
+        if self.states == "io":
+            passes.append(ExternalizeStatesPass())
+        return [
+            *passes,
+            ExpandDynamicWindowsPass(),
+            CheckMidLevelPass(target="coreml"),
+            ComposePass(target="coreml"),
+        ]
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.states not in ("state", "io"):
             raise QoptError(
                 f"convert-to-coreml: states must be 'state' or 'io', got '{self.states}'"
             )
-        record_source_hash(op)  # the package's qopt.source_sha256
-        if self.states == "io":
-            externalize_states(op)
-        expand_dynamic_windows(op)
-        refuse_dynamic(op, "convert-to-coreml")
         if self.dynamic_activations not in ("quantized", "float"):
             raise QoptError(
                 "convert-to-coreml: dynamic-activations must be 'quantized' or 'float', "
                 f"got '{self.dynamic_activations}'"
             )
-        require_weights(op, self.name)
-        from qopt.lowering.fuse_quant import check_mid_level
-
-        check_mid_level(op, self.name)
-        from qopt.lowering.compose import compose
-
-        compose(op, "coreml")  # forms of ops MIL lacks, in ops it has
         try:
             opset = opset_number(self.target)
         except ValueError as e:
             raise QoptError(f"convert-to-coreml: {e}") from None
         if opset < 16:
             raise QoptError("convert-to-coreml: the minimum target is iOS16")
+        require_weights(op, self.name)
+        if self.prepare:
+            for before in self.preparation():
+                before.apply(ctx, op)
+        refuse_dynamic(op, "convert-to-coreml")
         state_rules.convert_states(op, opset, self.target)
         rules = get_rules()
         for func in list(op.ops):

@@ -34,12 +34,17 @@ A module with several functions (methods: `prefill` and `decode`) shares its ker
 symbols and, across functions, the blobs of constant buffers with the same words, so
 each weight is stored once; every function names the same states.
 
-Buffer planning and barriers are their own passes, `vkc-plan-buffers`
+What runs around the conversion is a pass of its own, each listed by `qopt-vulkan`
+(qopt/lowering/pipelines.py), which runs this pass as `convert-to-vkc{prepare=false
+schedule=false}`: before it `expand-dynamic-windows` (run-time windows as index ops),
+`check-mid-level{target=vulkan}` (the unfused-pattern warning, the weights in the
+compile report) and `compose{target=vulkan}` (forms the kernels lack, in ops they
+have), the passes `preparation()` returns; after it `vkc-plan-buffers`
 (qopt/lowering/vkc_plan_buffers.py) and `vkc-insert-barriers`
-(qopt/lowering/vkc_insert_barriers.py). Until the qopt-vulkan pipeline runs them
-itself, this pass runs both on the functions it lowered (option `schedule`,
-default true), so every caller gets a planned, barriered program;
-`convert-to-vkc{schedule=false}` only folds and lowers.
+(qopt/lowering/vkc_insert_barriers.py). Run alone (`-p fuse-quant,convert-to-vkc`),
+the pass does what the pipeline does around it, with the same code: option `prepare`
+(default true) runs the preparation passes first, option `schedule` (default true)
+plans the buffers of the functions it lowered and inserts their barriers.
 
 Layout: `lowering.py` holds `Lowering` (the builder), `Buf`, `RuleTable` and the
 kernel calls every family shares; one module per op family holds that family's
@@ -72,6 +77,8 @@ from qopt.dialects.signature import refuse_dynamic
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.interpreters import dialects_of, make_interpreter
+from qopt.lowering.analyses import CheckMidLevelPass
+from qopt.lowering.compose import ComposePass
 from qopt.lowering.convert_to_vkc import (
     attention,
     elementwise,
@@ -96,7 +103,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     abi_dtype,
     unsupported,
 )
-from qopt.lowering.dynamic_windows import expand_dynamic_windows
+from qopt.lowering.dynamic_windows import ExpandDynamicWindowsPass
 from qopt.lowering.rules import merge_rules
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
@@ -291,24 +298,36 @@ class ConvertToVkcPass(ModulePass):
     name = "convert-to-vkc"
 
     schedule: bool = True
-    """Also run vkc-plan-buffers and vkc-insert-barriers on the functions this pass
-    lowers (until the qopt-vulkan pipeline runs them as passes of their own)."""
+    """Also plan the buffers of the functions this pass lowers and insert their
+    barriers, as vkc-plan-buffers and vkc-insert-barriers do (`schedule=false`: leave
+    both to those passes, as qopt-vulkan does)."""
 
     fallback: bool = False
     """Run ops without a Vulkan lowering on the host, by the reference interpreter
     (`vkc.host_call` segments between the device's work: host.py); without it such an
     op is an error (listing every one of the program, and naming this option)."""
 
+    prepare: bool = True
+    """First run the passes `preparation()` lists (expand-dynamic-windows,
+    check-mid-level, compose), as qopt-vulkan does before this pass (`prepare=false`:
+    convert only; the pipeline runs them as passes of their own)."""
+
+    @staticmethod
+    def preparation() -> list[ModulePass]:
+        """The passes that run before the conversion, in order: qopt-vulkan lists them,
+        and `prepare=true` runs them."""
+        return [
+            ExpandDynamicWindowsPass(),
+            CheckMidLevelPass(target="vulkan"),
+            ComposePass(target="vulkan"),
+        ]
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        expand_dynamic_windows(op)
-        refuse_dynamic(op, "convert-to-vkc")
         require_weights(op, self.name)
-        from qopt.lowering.fuse_quant import check_mid_level
-
-        check_mid_level(op, self.name)
-        from qopt.lowering.compose import compose
-
-        compose(op, "vulkan")  # forms of ops the kernels lack, in ops they have
+        if self.prepare:
+            for before in self.preparation():
+                before.apply(ctx, op)
+        refuse_dynamic(op, "convert-to-vkc")
         functions = [
             f for f in op.ops if isinstance(f, func.FuncOp) and not is_vkc_function(f)
         ]  # the others are at the vkc level already
