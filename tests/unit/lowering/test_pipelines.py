@@ -29,29 +29,37 @@ COREML_PIPELINE = "qopt-coreml{compute-precision=fp16}"
 
 def test_pipelines_list_registered_passes() -> None:
     registered = get_all_passes()
+    prepare = ["expand-dynamic-windows", "check-mid-level", "compose"]
     coreml = QoptCoremlPipeline(compute_precision="fp32").passes()
     assert [p.name for p in coreml] == [
         "fuse-quant",
         "fold-constants",
         "fuse-quant-fixpoint",
+        "record-source-hash",
+        *prepare,
         "convert-to-coreml",
         "coreml-canonicalize",
     ]
-    fp16 = QoptCoremlPipeline(target="iOS17").passes()  # fp16: the default
+    fp16 = QoptCoremlPipeline(target="iOS17", states="io").passes()  # fp16: the default
     assert [p.name for p in fp16] == [
         "fuse-quant",
         "fold-constants",
         "fuse-quant-fixpoint",
+        "record-source-hash",
+        "externalize-states",
+        *prepare,
         "convert-to-coreml",
         "coreml-canonicalize",
         "coreml-fp16",
     ]
-    assert fp16[3].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert fp16[8].target == "iOS17"  # pyright: ignore[reportAttributeAccessIssue]
+    assert fp16[8].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
     vulkan = QoptVulkanPipeline().passes()
     assert [p.name for p in vulkan] == [
         "fuse-quant",
         "fold-constants",
         "fuse-quant-fixpoint",
+        *prepare,
         "convert-to-vkc",
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
@@ -61,7 +69,8 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
-    assert vulkan[3].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[6].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[6].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     unnormed = QoptVulkanPipeline(fuse_norms=False).passes()

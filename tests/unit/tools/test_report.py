@@ -105,6 +105,10 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
         "fuse-quant",
         "fold-constants",
         "fuse-quant-fixpoint",
+        "record-source-hash",
+        "expand-dynamic-windows",
+        "check-mid-level",
+        "compose",
         "convert-to-coreml",
         "coreml-canonicalize",
     ]
@@ -119,7 +123,8 @@ def test_coreml_pipeline_sub_passes_and_print_ir_after(mlp: dict[str, Any]) -> N
     assert err.strip() == (
         "qopt-opt: error: --print-ir-after: 'fold-constant' (did you mean 'fold-constants'?) "
         "is not a pass of the pipeline -p 'qopt-vulkan' (its passes: fuse-quant, "
-        "fold-constants, fuse-quant-fixpoint, convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
+        "fold-constants, fuse-quant-fixpoint, expand-dynamic-windows, check-mid-level, compose, "
+        "convert-to-vkc, vkc-fuse-elementwise, vkc-fuse-norms, "
         "vkc-merge-siblings, vkc-fuse-row-quant, vkc-fold-copies, vkc-plan-buffers, "
         "vkc-insert-barriers, qopt-vulkan)"
     )
@@ -132,12 +137,15 @@ def test_list_passes_shows_qopts_first_with_options() -> None:
     assert lines[0] == "qopt's passes (a pipeline runs as the passes it lists):"
     xdsl = next(i for i, line in enumerate(lines) if line.startswith("xDSL's passes ("))
     mine = [line.strip() for line in lines[1:xdsl] if re.fullmatch(r"  \S+", line)]
-    assert mine[:4] == ["fuse-quant", "fold-constants", "fuse-quant-fixpoint", "convert-to-coreml"]
-    assert {"qopt-coreml", "qopt-vulkan", "name-outputs"} <= set(mine)
+    assert mine[:3] == ["fuse-quant", "fold-constants", "fuse-quant-fixpoint"]
+    assert {"qopt-coreml", "qopt-vulkan", "name-outputs", "convert-to-coreml"} <= set(mine)
+    preparation = ["expand-dynamic-windows", "externalize-states", "check-mid-level"]
+    assert {*preparation, "compose", "record-source-hash"} <= set(mine)
     coreml = lines.index("  qopt-coreml")
     runs = (
-        "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, convert-to-coreml, "
-        "coreml-canonicalize, coreml-fp16"
+        "      runs: fuse-quant, fold-constants, fuse-quant-fixpoint, record-source-hash, "
+        'expand-dynamic-windows, check-mid-level{target="coreml"}, compose{target="coreml"}, '
+        "convert-to-coreml{prepare=false}, coreml-canonicalize, coreml-fp16"
     )
     assert lines[coreml + 2] == runs
     assert "    compute-precision: str = fp16" in lines[coreml:xdsl]
@@ -171,6 +179,10 @@ def test_verbose_prints_progress_and_the_report(mlp: dict[str, Any]) -> None:
         (1, "fold-constants"),
         (2, "fuse-quant"),
         (1, "fuse-quant-fixpoint"),
+        (1, "record-source-hash"),
+        (1, "expand-dynamic-windows"),
+        (1, "check-mid-level"),
+        (1, "compose"),
         (1, "convert-to-coreml"),
         (1, "coreml-canonicalize"),
         (0, "qopt-coreml"),
