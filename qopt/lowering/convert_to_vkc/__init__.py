@@ -6,7 +6,10 @@ stages (each stage's invariant is what the next one relies on):
 1. Constant folding. An op whose operands are all compile-time constants
    (weights, masks, rope tables, iota, weight dequantization) is evaluated with
    the reference interpreter; its value stays a numpy array and becomes a
-   `vkc.constant` only where a kernel reads it.
+   `vkc.constant` only where a kernel reads it. (This stays in the conversion, not a
+   pass before it: it is how the lowering holds values known at compile time, never
+   materialized in the IR, where a pass would have to write every intermediate
+   array as a constant of the module.)
 2. Lowering, op by op (`get_rules`): each remaining op becomes one or more
    dispatches of the catalogue's kernels (qopt/kernels/): fused quantized ops onto
    their fused kernels with weights repacked by qopt/kernels/packing.py; float ops
