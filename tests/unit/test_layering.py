@@ -237,6 +237,7 @@ def _within(name: str, *prefixes: str) -> bool:
             (
                 "qopt.backends.vulkan.bundle",
                 "qopt.backends.vulkan.runtime",
+                "qopt.backends.vulkan.loader",
                 "qopt.backends.vulkan.artifact",
                 "qopt.backends.vulkan.spirv",
                 "qopt.backends.vulkan.program",
