@@ -25,6 +25,7 @@ def getitem(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
 def get_converters() -> dict[str, Converter]:
     from qopt.frontend.converters import (
         elementwise,
+        indexing,
         layers,
         nn,
         quant,
@@ -37,7 +38,7 @@ def get_converters() -> dict[str, Converter]:
         str(operator.getitem): getitem,
         "export.access_subclass_inner_tensor.default": subclass_inner,
     }
-    for module in (elementwise, nn, quant, shape, reduction, layers, scalar):
+    for module in (elementwise, nn, quant, shape, indexing, reduction, layers, scalar):
         for target, converter in module.CONVERTERS.items():
             if target in merged:
                 raise ValueError(f"two converters for {target}")
