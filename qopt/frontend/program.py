@@ -64,7 +64,8 @@ def _import_loaded(
     programs: dict[str, Any], ep_or_path: Any, static: bool, dynamic_sizes: Any
 ) -> ModuleOp:
     from qopt.frontend.converters import get_converters
-    from qopt.frontend.importer import Importer, enumerate_sizes, import_methods
+    from qopt.frontend.importer import Importer
+    from qopt.frontend.methods import enumerate_sizes, import_methods
 
     converters = get_converters()
     if not (static or dynamic_sizes is not None):

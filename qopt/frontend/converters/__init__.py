@@ -5,10 +5,12 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import torch
 from torch.fx import Node
 from xdsl.ir import SSAValue
 
-from qopt.frontend.importer import Converter, Importer, subclass_inner
+from qopt.frontend.importer import Converter, Importer
+from qopt.frontend.nodes import to_numpy
 
 
 def getitem(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
@@ -20,6 +22,24 @@ def getitem(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
     if not isinstance(value, SSAValue):
         raise imp.error(f"getitem index {index} names no result")
     return value
+
+
+def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
+    """`export.access_subclass_inner_tensor(param, 'qdata')` -> a constant of that part."""
+    owner = args.get("src_subclass_tensor")
+    attr = args.get("attr")
+    if owner is None or attr is None:
+        owner, attr = [*node.args, None, None][:2]
+    subclass = imp.subclass_params.get(owner)
+    if subclass is None:
+        raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
+    parts, _ = subclass.__tensor_flatten__()
+    if attr not in parts:
+        raise imp.error(f"{type(subclass).__name__} has no tensor part {str(attr)[:40]!r}")
+    inner = getattr(subclass, attr, None)
+    if not isinstance(inner, torch.Tensor):
+        raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")
+    return imp.constant(to_numpy(inner), f"{owner.name}_{attr}", node)
 
 
 def get_converters() -> dict[str, Converter]:
