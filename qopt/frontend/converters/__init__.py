@@ -44,6 +44,7 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
 
 def get_converters() -> dict[str, Converter]:
     from qopt.frontend.converters import (
+        composed,
         elementwise,
         indexing,
         layers,
@@ -58,7 +59,7 @@ def get_converters() -> dict[str, Converter]:
         str(operator.getitem): getitem,
         "export.access_subclass_inner_tensor.default": subclass_inner,
     }
-    for module in (elementwise, nn, quant, shape, indexing, reduction, layers, scalar):
+    for module in (elementwise, composed, nn, quant, shape, indexing, reduction, layers, scalar):
         for target, converter in module.CONVERTERS.items():
             if target in merged:
                 raise ValueError(f"two converters for {target}")
