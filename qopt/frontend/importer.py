@@ -52,8 +52,13 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import indexing as ix
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.scalar import INT64_MAX
 from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_dynamic_dims, set_output_names
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, quoted
 from qopt.frontend.decompose import Decomposition, decompose_graph
 from qopt.frontend.mutation import (
@@ -210,8 +215,6 @@ class Importer:
 
     @staticmethod
     def scalar_dtype(value: bool | float, like: SSAValue | None) -> np.dtype:
-        from qopt.dtypes import numpy_dtype
-
         other = None
         if like is not None and isinstance(like.type, TensorType):
             other = numpy_dtype(like.type.get_element_type())
@@ -444,7 +447,6 @@ class Importer:
                         'ep_s8, "decode": ep_s1}))'
                     )
                 bounds = self.symbol_range(d)
-                from qopt.dialects.aten.scalar import INT64_MAX
 
                 if bounds is None or bounds[1] == INT64_MAX:
                     raise QoptError(
@@ -718,9 +720,6 @@ class Importer:
 
     def _copy_value(self, dst: Node, src: Any) -> SSAValue:
         """`dst.copy_(src)`: src broadcast to dst's shape, in dst's element type."""
-        from qopt.dialects.aten import elementwise as ew
-        from qopt.dialects.aten import shape as sh
-
         type = self.value(dst).type
         assert isinstance(type, TensorType)
         value = self.operand(src, self.value(dst))
@@ -752,8 +751,6 @@ class Importer:
 
     def _unview(self, view: Node, parent: SSAValue, value: SSAValue) -> SSAValue:
         """The new value of `parent` when its view `view` is written with `value`."""
-        from qopt.dialects.aten import shape as sh
-
         target = str(view.target)
         parent_type = parent.type
         op: Operation
@@ -788,9 +785,6 @@ class Importer:
         `value`: `aten.slice_scatter` / `aten.select_scatter` with the view's own
         (normalised) parameters; `aten.dynamic_update_slice` at the run-time start of
         an `aten.dynamic_slice` (a narrow or select at a SymInt)."""
-        from qopt.dialects.aten import indexing as ix
-        from qopt.dialects.aten import shape as sh
-
         forward = self.value(view).owner
         if isinstance(forward, sh.SqueezeOp) and isinstance(
             window := forward.input.owner, ix.DynamicSliceOp

@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.files",
             "qopt.report",
             "qopt.variants",
+            "qopt.registry",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),

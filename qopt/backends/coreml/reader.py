@@ -113,6 +113,7 @@ from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.signature import set_output_names
 from qopt.errors import QoptError
+from qopt.logs import quiet_third_party_logs
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Package metadata keys qopt writes (qopt/backends/coreml/emitter.py).
@@ -774,8 +775,6 @@ def read_mlpackage(path: Any) -> ModuleOp:
 
     The package is untrusted: see the module docstring for what is checked.
     """
-    from qopt.logs import quiet_third_party_logs
-
     quiet_third_party_logs()
     path = os.fsdecode(os.fspath(path))
     if not os.path.isdir(path):

@@ -23,8 +23,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
 
+from qopt.context import parse_module, print_module
 from qopt.dialects import vkc
+from qopt.dialects.aten.bounds import upper_bounds
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.interpreters import call_function, make_interpreter
+from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 
 SEGMENT_NAME = "host_segment"
@@ -33,8 +38,6 @@ SEGMENT_NAME = "host_segment"
 
 def segment_text(op: vkc.HostCallOp) -> str:
     """The MLIR text of `op`'s body as `func.func @host_segment`, for a bundle."""
-    from qopt.context import print_module
-
     body = op.body.clone()
     block = body.block
     yields = block.last_op
@@ -69,8 +72,6 @@ class HostSegmentIR:
     def run(self, arrays: Sequence[np.ndarray], what: str) -> list[np.ndarray]:
         """The segment's results on `arrays` (its argument tensors); an error in it is
         a QoptError naming `what`."""
-        from qopt.interpreters import call_function, make_interpreter
-
         if self._interpreter is None:
             self._interpreter = make_interpreter(self.module)
         try:
@@ -102,8 +103,6 @@ def parse_segment(
     if max_bytes is None:
         max_bytes = limits.max_device_bytes
     from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-
-    from qopt.context import parse_module
 
     if not isinstance(text, str):
         raise QoptError(f"{what}: its IR must be MLIR text")
@@ -140,7 +139,6 @@ def parse_segment(
             raise QoptError(f"{what}: its arguments and results must be static tensors")
     # Every value's largest size, a `?` one's derived from the static arguments by its
     # op's shape rule (qopt.dialects.aten.bounds; no rule: refused), before any runs.
-    from qopt.dialects.aten.bounds import upper_bounds
 
     try:
         bounds = upper_bounds(function)
@@ -184,9 +182,6 @@ def run_host_call(
     of a buffer it reads (a constant is read from `program.constants`, never through
     `read`); `write(buffer, words)` stores the words of a result. Every read happens
     before the segment runs, every write after it."""
-    from qopt.dtypes import numpy_dtype
-    from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
-
     index = program.host_calls.index(call)
     what = f"host segment {index} ({', '.join(call.ops[:3])})"
     if call.segment is None:  # compiled in this process (a loaded bundle's is parsed)

@@ -9,6 +9,17 @@ import torch
 from torch.fx import Node
 from xdsl.ir import SSAValue
 
+from qopt.frontend.converters import (
+    composed,
+    elementwise,
+    indexing,
+    layers,
+    nn,
+    quant,
+    reduction,
+    scalar,
+    shape,
+)
 from qopt.frontend.importer import Converter, Importer
 from qopt.frontend.nodes import to_numpy
 
@@ -43,18 +54,6 @@ def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
 
 
 def get_converters() -> dict[str, Converter]:
-    from qopt.frontend.converters import (
-        composed,
-        elementwise,
-        indexing,
-        layers,
-        nn,
-        quant,
-        reduction,
-        scalar,
-        shape,
-    )
-
     merged: dict[str, Converter] = {
         str(operator.getitem): getitem,
         "export.access_subclass_inner_tensor.default": subclass_inner,

@@ -400,8 +400,6 @@ def convert_masked_fill(imp: Importer, node: Node, args: dict[str, Any]) -> Oper
     else:
         import numpy as np
 
-        from qopt.dtypes import numpy_dtype
-
         dtype = numpy_dtype(imp.result_type().get_element_type())
         fill = imp.constant(np.array(value, dtype=dtype), "scalar")
     return ew.MaskedFillOp.create(

@@ -13,6 +13,7 @@ from xdsl.ir import Operation, SSAValue
 from qopt.dialects import qfused, quant
 from qopt.errors import where
 from qopt.lowering.fuse_quant.match import Reject
+from qopt.report import active_report
 
 QUANT_OPS = (
     quant.QuantizeOp,
@@ -106,8 +107,6 @@ class FusionLog:
         refused), the quant ops left grouped by reason. A `rerun` (fuse-quant again
         after fold-constants) adds only the ops it fused: its quant ops and refused
         patterns were counted by the first run."""
-        from qopt.report import active_report
-
         report = active_report()
         if report is None:
             return
