@@ -53,6 +53,15 @@ def segment_text(op: vkc.HostCallOp) -> str:
     return print_module(ModuleOp([function]), elide_larger_than=None)
 
 
+def element_dtype_name(type: TensorType) -> str:
+    """The numpy dtype name of `type`'s elements (their MLIR spelling where numpy has
+    none), for the bundle checks (checks.py)."""
+    try:
+        return numpy_dtype(type.get_element_type()).name
+    except (ValueError, KeyError, TypeError):
+        return str(type.get_element_type())
+
+
 @dataclass
 class HostSegmentIR:
     """A parsed, checked host segment: `function` of `module`, ready to run."""
@@ -215,4 +224,11 @@ def _numel(type: TensorType[Any]) -> int:
     return int(np.prod([int(d) for d in type.get_shape()], dtype=np.int64))
 
 
-__all__ = ["SEGMENT_NAME", "HostSegmentIR", "parse_segment", "run_host_call", "segment_text"]
+__all__ = [
+    "SEGMENT_NAME",
+    "HostSegmentIR",
+    "element_dtype_name",
+    "parse_segment",
+    "run_host_call",
+    "segment_text",
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from torch.fx import Node
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -384,8 +385,6 @@ def convert_where(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     b_v = b_v if b_v is not None else imp.scalar(b, like)
     if like is None:
         dtype = numpy_dtype(result.get_element_type())
-        import numpy as np
-
         a_v = imp.constant(np.array(a, dtype=dtype), "scalar")
         b_v = imp.constant(np.array(b, dtype=dtype), "scalar")
     return ew.WhereOp.create(operands=[cond, a_v, b_v], result_types=[result])
@@ -398,8 +397,6 @@ def convert_masked_fill(imp: Importer, node: Node, args: dict[str, Any]) -> Oper
     if isinstance(value, Node):
         fill = imp.value(value)
     else:
-        import numpy as np
-
         dtype = numpy_dtype(imp.result_type().get_element_type())
         fill = imp.constant(np.array(value, dtype=dtype), "scalar")
     return ew.MaskedFillOp.create(

@@ -20,16 +20,16 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from qopt.dialects.weights import weight_summary
 from qopt.errors import QoptError
+from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
+from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
 from qopt.lowering.fuse_quant.report import FusionLog, kernel_counts, quant_op_count
 from qopt.report import active_report, warn
 from qopt.resources import attach, require_weights, weights_of
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
-    from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
-
     return [
         FuseQuantizedLinear(log),
         *conv.patterns(log),
@@ -105,4 +105,4 @@ def check_mid_level(module: ModuleOp, pass_name: str) -> None:
     warn_unfused(module, pass_name)
     report = active_report()
     if report is not None:
-        report.record_weights(module)
+        report.record_weights(weight_summary(module))

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
+from qopt.dialects.weights import weight_summary
 from qopt.errors import where
 from qopt.lowering.fuse_quant.match import Reject
 from qopt.report import active_report
@@ -124,7 +125,7 @@ class FusionLog:
                 for reason, ops in groups.items()
             },
         )
-        report.record_weights(module)
+        report.record_weights(weight_summary(module))
 
     def print_unfused(self, module: ModuleOp, stream: TextIO = sys.stderr) -> None:
         for op, reason in self.unfused(module):
