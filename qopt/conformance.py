@@ -43,6 +43,9 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
+import qopt
+from qopt.errors import QoptError
+
 TARGETS = ("interp", "coreml", "vulkan")
 FORMS = ("export", "core")
 """The IR forms a case is imported in: `export`, the program `torch.export.export`
@@ -272,8 +275,6 @@ def classify(
     run: Callable[[], Sequence[Any]], want: Sequence[np.ndarray], target: str
 ) -> tuple[str, str]:
     """Run one target and classify what it did: (status, detail)."""
-    from qopt.errors import QoptError
-
     try:
         got = run()
     except QoptError as e:
@@ -323,8 +324,6 @@ class _compiled:
         pass
 
     def __exit__(self, kind: object, e: BaseException | None, tb: object) -> None:
-        from qopt.errors import QoptError
-
         if isinstance(e, QoptError):
             raise AfterCompile(f"{self.target} compiled, then: {_one_line(e)}") from e
 
@@ -382,8 +381,6 @@ def run_case(
 ) -> list[Outcome]:
     """Export `case` (in the IR `form`, `FORMS`), run torch eager for the reference
     and every target; one Outcome per target (or one skip)."""
-    import qopt
-
     if form not in FORMS:
         raise ValueError(f"unknown IR form {form!r}: choose from {', '.join(FORMS)}")
 
@@ -430,7 +427,6 @@ def run_case(
     results: list[Outcome] = []
 
     # one import decides for every target when it refuses (compile imports the same way)
-    from qopt.errors import QoptError
 
     try:
         with time_limit(seconds):

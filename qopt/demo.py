@@ -18,6 +18,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import qopt
+from qopt.demo_coreml import run_coreml
+from qopt.demo_llm import run_llm
+from qopt.demo_vulkan import run_vulkan
+from qopt.examples import MODELS, SCHEMES, export_model, random_inputs, supported
+from qopt.logs import quiet_third_party_logs
+from qopt.lowering.fuse_quant import report
+from qopt.testing import check_ops_against_torch, fuse_and_validate
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -40,8 +49,6 @@ class FusionSummary:
 
     @classmethod
     def of(cls, quant_before: int, fused: ModuleOp) -> FusionSummary:
-        from qopt.lowering.fuse_quant import report
-
         return cls(quant_before, report.quant_op_count(fused), report.kernel_counts(fused))
 
     def add(self, other: FusionSummary) -> None:
@@ -59,9 +66,6 @@ class FusionSummary:
 
 
 def run(models: list[str], schemes: list[str], tolerance: float) -> int:
-    import qopt
-    from qopt.examples import export_model, random_inputs, supported
-
     header = (
         f"{'model':<8} {'scheme':<13} {'aten':>5} {'quant':>5} {'const':>5} "
         f"{'export s':>8} {'import s':>8} {'interp s':>8} {'rel err':>9} {'status':<11} "
@@ -104,7 +108,6 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
             if status != "ok" and scheme in DYNAMIC_SCHEMES:
                 # Dynamic activation quantization amplifies last-bit float
                 # differences; check every op on torch's own inputs instead.
-                from qopt.testing import check_ops_against_torch
 
                 if not check_ops_against_torch(ep, inputs, tolerance):
                     status = "ok (per op)"
@@ -123,7 +126,6 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
                 # A requantizing kernel may round a value lying on a rounding boundary
                 # the other way (it accumulates in float64); downstream quantizers can
                 # amplify that. Check every fused op on the unfused graph's own values.
-                from qopt.testing import fuse_and_validate
 
                 if fuse_and_validate(qopt.import_program(ep), inputs, tolerance).ok:
                     fused_status = "ok (per op)"
@@ -170,24 +172,17 @@ def run(models: list[str], schemes: list[str], tolerance: float) -> int:
         if failures == 0
         else f"{failures} pair(s) FAILED"
     )
-    from qopt.demo_vulkan import run_vulkan
 
     failures += run_vulkan(models, schemes)
-    from qopt.demo_coreml import run_coreml
 
     failures += run_coreml(models, schemes)
     if "llama" in models:
-        from qopt.demo_llm import run_llm
-
         failures += run_llm()
     return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> None:
-    from qopt.logs import quiet_third_party_logs
-
     quiet_third_party_logs()
-    from qopt.examples import MODELS, SCHEMES
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)

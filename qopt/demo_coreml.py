@@ -15,6 +15,11 @@ import time
 
 import numpy as np
 
+import qopt
+from qopt.backends.coreml.reader import read_mlpackage
+from qopt.driver import compile_coreml
+from qopt.examples import export_model, random_inputs
+
 DYNAMIC = frozenset({"pt2e_dynamic", "8da4w"})
 
 
@@ -33,11 +38,6 @@ def _package_bytes(path: str) -> int:
 
 
 def run_coreml(models: list[str], schemes: list[str]) -> int:
-    import qopt
-    from qopt.backends.coreml.reader import read_mlpackage
-    from qopt.driver import compile_coreml
-    from qopt.examples import export_model, random_inputs
-
     header = (
         f"{'model':<8} {'scheme':<13} {'package':>9} {'vs float':>8} {'compile s':>9} "
         f"{'rel err':>9}  {'status':<8} compression ops"

@@ -19,6 +19,10 @@ import time
 
 import torch
 
+import qopt
+from qopt.backends.vulkan.runtime import vulkan_available
+from qopt.examples import apply_scheme, build_kv_llama
+
 PROMPT = [5, 9, 2, 33, 7, 1, 60, 12]
 NEW_TOKENS = 24
 CONFIG = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
@@ -51,8 +55,6 @@ def native_tokens(runner: str, bundle: str) -> list[int]:
     """`qvk-run BUNDLE --generate N --prompt-ids ...`: the native runtime's tokens."""
     import subprocess
 
-    import qopt
-
     ids = ",".join(map(str, PROMPT))
     done = subprocess.run(
         [runner, bundle, "--generate", str(NEW_TOKENS), "--prompt-ids", ids],
@@ -65,10 +67,6 @@ def native_tokens(runner: str, bundle: str) -> list[int]:
 
 def run_llm(schemes: tuple[str, ...] = SCHEMES) -> int:
     """Print each scheme's tokens per target; the number of mismatches."""
-    import qopt
-    from qopt.backends.vulkan.runtime import vulkan_available
-    from qopt.examples import apply_scheme, build_kv_llama
-
     print()
     print(
         f"LLM: KV-cache Llama (dim {CONFIG['dim']}, {CONFIG['n_layers']} layers, cache "

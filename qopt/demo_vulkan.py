@@ -14,6 +14,10 @@ import time
 
 import numpy as np
 
+import qopt
+from qopt.backends.vulkan.runtime import vulkan_available
+from qopt.examples import export_model, random_inputs, supported
+
 #: Schemes whose activations are quantized at run time (see tests: 1e-3 allowed).
 DYNAMIC_SCHEMES = frozenset({"pt2e_dynamic", "8da4w"})
 
@@ -25,10 +29,6 @@ def _rel_err(got: np.ndarray, want: np.ndarray) -> float:
 
 def run_vulkan(models: list[str], schemes: list[str], calls: int = 5) -> int:
     """Run every pair on the Vulkan device; returns the number of failures."""
-    import qopt
-    from qopt.backends.vulkan.runtime import vulkan_available
-    from qopt.examples import export_model, random_inputs, supported
-
     print()
     print("Vulkan: every example compiled with qopt.compile(ep, target='vulkan')")
     if (reason := vulkan_available()) is not None:

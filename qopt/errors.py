@@ -23,6 +23,12 @@ class QoptError(DiagnosticException, ValueError):
 MAX_QUOTED = 80
 
 
+class QoptWarning(UserWarning):
+    """A compile that works but is probably not what was meant (`qopt.compile`), or an
+    input converted to the program's dtype (`qopt-run: warning: ...`); re-exported by
+    qopt.report, which issues the compile's warnings."""
+
+
 def one_line(text: object, width: int = MAX_QUOTED) -> str:
     """A string that came from a file, as a message shows it: on one printable line
     (control characters, ANSI escapes and newlines written as Python escapes), at

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from qopt.errors import QoptError, quoted
+from qopt.errors import QoptError, QoptWarning, quoted
 from qopt.limits import DEFAULT_LIMITS, Limits, check_zip
 
 
@@ -56,8 +56,6 @@ def coerce(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
         return array
     out = _cast(array, dtype, what)
     if src.kind != dtype.kind and not {src.kind, dtype.kind} <= set("iu"):
-        from qopt.report import QoptWarning
-
         warnings.warn(
             QoptWarning(
                 f"{what} has dtype {src}, the program takes {dtype}: converted (every value "

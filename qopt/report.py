@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from xdsl.dialects.arith import ConstantOp
-from xdsl.dialects.builtin import FixedBitwidthType, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+
+from qopt.errors import QoptWarning
 
 REPORT_VERSION = 1
 """`version` of `to_dict()`: bumped when a field changes meaning."""
@@ -58,10 +58,6 @@ WEIGHT_OPS = frozenset(
 )  # fmt: skip
 """aten ops whose constant rank >= 2 operands are weights (a float one is a weight the
 quantizer left in float)."""
-
-
-class QoptWarning(UserWarning):
-    """A compile that works but is probably not what was meant (`qopt.compile`)."""
 
 
 @dataclass
@@ -236,10 +232,10 @@ class CompileReport:
         self.quant_ops_left = sum(len(lines) for lines in unfused.values())
         self.unfused = dict(sorted(unfused.items(), key=lambda group: -len(group[1])))
 
-    def record_weights(self, module: ModuleOp) -> None:
-        """Classify the module's constants (see `weight_summary`); a float weight of at
-        least FLOAT_WEIGHT_WARN_BYTES next to quantized weights is a warning."""
-        summary = weight_summary(module)
+    def record_weights(self, summary: WeightSummary) -> None:
+        """Record the module's constants as classified (`weight_summary` of
+        qopt/dialects/weights.py); a float weight of at least FLOAT_WEIGHT_WARN_BYTES
+        next to quantized weights is a warning."""
         self.compressed_weight_bytes = summary.compressed_bytes
         self.compressed_weights = summary.compressed
         self.float_weight_bytes = sum(w.bytes for w in summary.float_weights)
@@ -434,96 +430,16 @@ class WeightSummary:
     other_bytes: int = 0
 
 
-def _stored_bytes(value: SSAValue, bits: int | None = None) -> int:
-    from qopt.dialects.tensors import elem_of, numel
-
-    if bits is None:
-        elem = elem_of(value)
-        bits = elem.bitwidth if isinstance(elem, FixedBitwidthType) else 32
-    return -(-numel(value) * bits // 8)
-
-
-def _compressed_operands(op: Operation) -> list[tuple[SSAValue, int | None]]:
-    """The weight operands of a quantized op, the data with its bit width (None: the
-    stored element's)."""
-    from qopt.dialects import qfused, quant
-
-    if isinstance(op, qfused.QFusedOp):
-        scheme = op.properties.get("weight_scheme")
-        weight = getattr(op, "weight", None)
-        if scheme is None or not isinstance(weight, SSAValue):
-            return []
-        if isinstance(scheme, qfused.AffineWeightAttr):
-            bits = scheme.bits.data
-        elif isinstance(scheme, qfused.LutWeightAttr):
-            bits = scheme.nbits.data
-        else:
-            return []
-        params = (getattr(op, "scale", None), getattr(op, "zero_point", None))
-        return [(weight, bits), *((v, None) for v in params if isinstance(v, SSAValue))]
-    if isinstance(op, quant.DequantizeOp):
-        data = op.operands[0]
-        bits = qfused.bits_for_range(op.qmin.value.data, op.qmax.value.data)
-        return [(data, bits), *((v, None) for v in op.operands[1:])]
-    if isinstance(op, quant.DequantizeCodebookOp):
-        return [(op.codes, op.nbits.value.data), (op.codebook, None)]
-    return []
-
-
-def weight_summary(module: ModuleOp) -> WeightSummary:
-    """The module's constants as quantized weights (used by a qfused op or a
-    dequantize, at their bit widths), float weights of linear / conv / embedding /
-    matmul ops, and everything else."""
-    from qopt.errors import where
-
-    summary = WeightSummary()
-    seen: set[SSAValue] = set()
-    for op in module.walk():
-        for value, bits in _compressed_operands(op):
-            if isinstance(value.owner, ConstantOp) and value not in seen:
-                seen.add(value)
-                summary.compressed_bytes += _stored_bytes(value, bits)
-                summary.compressed += 1
-    for op in module.walk():
-        if not isinstance(op, ConstantOp) or op.result in seen:
-            continue
-        value = op.result
-        seen.add(value)
-        size = _stored_bytes(value)
-        user = next(
-            (
-                use.operation
-                for use in value.uses
-                if use.operation.name in WEIGHT_OPS
-                and isinstance(value.type, TensorType)
-                and len(value.type.get_shape()) >= 2
-            ),
-            None,
-        )
-        if user is None:
-            summary.other_bytes += size
-            continue
-        from qopt.dialects.tensors import dtype_of, shape_of
-
-        key = getattr(op.value, "resource_handle", None)
-        name = getattr(key, "data", None) or f"constant {value.name_hint or ''}".strip()
-        summary.float_weights.append(
-            FloatWeight(name, tuple(shape_of(value)), dtype_of(value).name, size, where(user))
-        )
-    summary.float_weights.sort(key=lambda w: -w.bytes)
-    return summary
-
-
 __all__ = [
     "FLOAT_WEIGHT_WARN_BYTES",
     "CompileReport",
     "FloatWeight",
     "Phase",
     "QoptWarning",
+    "WeightSummary",
     "active_report",
     "format_size",
     "peak_rss",
     "phase",
     "warn",
-    "weight_summary",
 ]

@@ -28,10 +28,14 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Operation, SSAValue
 
+from qopt.dialects import qfused, quant
 from qopt.dialects.queries import entry_function
+from qopt.errors import where
 from qopt.frontend.converters import get_converters
 from qopt.frontend.importer import Importer
-from qopt.interpreters import check_inputs, make_interpreter
+from qopt.interpreters import check_inputs, interpret, make_interpreter
+from qopt.lowering.fuse_quant import FuseQuantPass
+from qopt.numerics.quant import expand_params, scaled
 
 
 @dataclass
@@ -201,9 +205,6 @@ def _boundary_steps(
     """Elements of a requantized result that differ from the unfused quantizer's
     output: allowed (counted) exactly where they differ by one step and the
     quantizer's float input lay within 1e-6 relative of a rounding boundary."""
-    from qopt.dialects import quant
-    from qopt.numerics.quant import expand_params, scaled
-
     if not isinstance(quantize, quant.QuantizeOp) or quantize.input not in values:
         return 0, "the replaced value is not a quantize result"
     x = np.asarray(values[quantize.input])
@@ -270,10 +271,6 @@ def fuse_and_validate(
     runs on its own and its outputs are compared with the unfused outputs
     (`end_to_end`).
     """
-    from qopt.dialects import qfused
-    from qopt.errors import where
-    from qopt.lowering.fuse_quant import FuseQuantPass
-
     before, outputs_before = record_values(module, inputs, function)
     log = FuseQuantPass.run(module)
     module.verify()
@@ -313,7 +310,6 @@ def fuse_and_validate(
             env[value] = before[old]
 
     # End to end: the fused module on its own, no substitution.
-    from qopt.interpreters import interpret
 
     alone = interpret(module, *inputs, function=function)
     end_to_end: list[Mismatch] = []
@@ -329,8 +325,6 @@ def dequantized_anchor_operands(module: ModuleOp) -> list[str]:
     """Every `quant.dequantize` / `quant.dequantize_codebook` result still used by
     an aten.linear / conv2d / embedding / matmul (directly or through layout ops
     such as view/permute/transpose): one line per use."""
-    from qopt.errors import where
-
     found: list[str] = []
     for op in module.walk():
         if op.name not in ANCHOR_OPS:

@@ -23,6 +23,10 @@ import numpy as np
 import torch
 from torch import nn
 
+import qopt
+from qopt.errors import QoptError
+from qopt.examples import apply_scheme
+
 __all__ = [
     "ARCHITECTURES",
     "FAMILIES",
@@ -414,8 +418,6 @@ def build(name: str, seed: int = 0) -> ZooModel:
     """Build architecture `name` with weights drawn from `seed` (the global RNG is
     restored afterwards); BatchNorm statistics are randomized so they matter."""
     if name not in ARCHITECTURES:
-        from qopt.errors import QoptError
-
         raise QoptError(f"unknown zoo architecture {name!r}; known: {', '.join(ARCHITECTURES)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -446,8 +448,6 @@ def export(name: str, scheme: str) -> tuple[torch.export.ExportedProgram, Inputs
     calibrated on two fresh inputs) and export it; returns the program and fresh
     inputs (seed 99) to check it on. Raises NotApplicable when torch or torchao
     fails (before qopt is involved) or the scheme finds no layer to quantize."""
-    from qopt.examples import apply_scheme
-
     model, inputs, make = build(name)
     try:
         with torch.random.fork_rng(devices=[]):
@@ -497,8 +497,6 @@ def run(ep: torch.export.ExportedProgram, inputs: Inputs, target: str, workdir: 
     """The program's first output on `target`: `interp` interprets the fused import
     level, `coreml` saves the package, reads it back and interprets it (no Core ML
     runtime on Linux), `vulkan` runs the compiled program on the Vulkan device."""
-    import qopt
-
     if target == "interp":
         return qopt.interpret(qopt.fuse(qopt.import_program(ep)), *inputs)[0]
     if target == "coreml":
@@ -518,8 +516,6 @@ def check(
 ) -> dict[str, Any]:
     """One cell: {"status": pass | wrong | unsupported | crash, "detail": text,
     "rel": relative L2 error, "max_abs": max abs error} against torch on `inputs`."""
-    from qopt.errors import QoptError
-
     with torch.no_grad():
         want = ep.module()(*inputs).detach().numpy()
     try:

@@ -6,43 +6,20 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from qopt.registry import factories
+
+#: Each dialect by name: the module that defines it (imported when it is asked for).
+DIALECTS: dict[str, str] = {
+    "ml_program": "qopt.dialects.ml_program:MLProgram",
+    "aten": "qopt.dialects.aten:Aten",
+    "quant": "qopt.dialects.quant:Quant",
+    "qfused": "qopt.dialects.qfused:QFused",
+    "coreml": "qopt.dialects.coreml:CoreML",
+    "vkc": "qopt.dialects.vkc:Vkc",
+}
+
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    def get_aten() -> Dialect:
-        from qopt.dialects.aten import Aten
-
-        return Aten
-
-    def get_quant() -> Dialect:
-        from qopt.dialects.quant import Quant
-
-        return Quant
-
-    def get_qfused() -> Dialect:
-        from qopt.dialects.qfused import QFused
-
-        return QFused
-
-    def get_coreml() -> Dialect:
-        from qopt.dialects.coreml import CoreML
-
-        return CoreML
-
-    def get_vkc() -> Dialect:
-        from qopt.dialects.vkc import Vkc
-
-        return Vkc
-
-    def get_ml_program() -> Dialect:
-        from qopt.dialects.ml_program import MLProgram
-
-        return MLProgram
-
-    return {
-        "ml_program": get_ml_program,
-        "aten": get_aten,
-        "quant": get_quant,
-        "qfused": get_qfused,
-        "coreml": get_coreml,
-        "vkc": get_vkc,
-    }
+    """`{dialect name: factory}`; each factory imports its dialect's module when called
+    (qopt/registry.py)."""
+    return factories(DIALECTS)

@@ -58,6 +58,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from qopt.dialects.aten.base import broadcast_shapes
+from qopt.dialects.aten.nn import conv_out
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.dtypes import int_range, is_float, is_int
 from qopt.errors import where
@@ -587,8 +589,6 @@ class Conv2dOp(QFusedOp):
         return (f"q8ta_conv2d{self._variant()}", f"conv2d_q8ta_q8csw_q8to{self._variant()}")
 
     def verify_(self) -> None:
-        from qopt.dialects.aten.nn import conv_out
-
         x, w = shape_of(self.input), shape_of(self.weight)
         groups = self.groups.value.data
         params = [tuple(a.get_values()) for a in (self.stride, self.padding, self.dilation)]
@@ -682,8 +682,6 @@ class AddOp(QFusedOp):
         return ("q8ta_add",) if self.kernel_name() == "add_q8ta_q8ta_q8to" else ()
 
     def verify_(self) -> None:
-        from qopt.dialects.aten.base import broadcast_shapes
-
         shape = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         if shape is None or shape != shape_of(self.result):
             raise self.fail("operands must broadcast to the result shape")
@@ -719,8 +717,6 @@ class MulOp(QFusedOp):
         )
 
     def verify_(self) -> None:
-        from qopt.dialects.aten.base import broadcast_shapes
-
         shape = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         if shape is None or shape != shape_of(self.result):
             raise self.fail("operands must broadcast to the result shape")

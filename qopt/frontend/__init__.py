@@ -7,17 +7,16 @@ from collections.abc import Callable
 from xdsl.utils.frontend import Frontend
 
 from qopt.frontend.program import import_program
+from qopt.registry import factories
+
+#: Each frontend by the file extension it reads (imported when a file of it is read).
+FRONTENDS: dict[str, str] = {"pt2": "qopt.frontend.pt2_frontend:PT2Frontend"}
 
 
 def get_all_frontends() -> dict[str, Callable[[], type[Frontend]]]:
-    """`{file extension: factory}` of qopt's frontends (xdsl-opt's registry shape)."""
-
-    def get_pt2() -> type[Frontend]:
-        from qopt.frontend.pt2_frontend import PT2Frontend
-
-        return PT2Frontend
-
-    return {"pt2": get_pt2}
+    """`{file extension: factory}` of qopt's frontends (xdsl-opt's registry shape;
+    qopt/registry.py)."""
+    return factories(FRONTENDS)
 
 
 __all__ = ["get_all_frontends", "import_program"]

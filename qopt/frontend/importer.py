@@ -21,18 +21,14 @@ Size variants: targets that compile static shapes import a Dim-exported program
 once per size (`Importer(..., sizes={"s0": 5})`): every expression of a Dim's
 symbol is then the int it takes at that size, so the function is static
 (`enumerate_sizes` chooses the sizes, `import_methods` names the functions
-`<method>__<size>`, qopt/dialects/signature.py).
+`<method>__<size>`: qopt/frontend/methods.py, qopt/dialects/signature.py). What the
+importer reads from single nodes (types, static ints, locations) is nodes.py's.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,18 +39,11 @@ from torch.fx import Node
 from xdsl.builder import Builder
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
-    FileLineColLoc,
-    IntAttr,
-    IntegerType,
     ModuleOp,
-    NameLoc,
-    NoneAttr,
-    StringAttr,
     TensorType,
     i64,
 )
@@ -63,10 +52,13 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
-from qopt.dialects.aten.base import DYNAMIC
+from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import indexing as ix
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.scalar import INT64_MAX
 from qopt.dialects.ml_program import GlobalLoadOp, GlobalOp, GlobalStoreOp
 from qopt.dialects.signature import set_dynamic_dims, set_output_names
-from qopt.dtypes import element_type
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError, quoted
 from qopt.frontend.decompose import Decomposition, decompose_graph
 from qopt.frontend.mutation import (
@@ -77,7 +69,16 @@ from qopt.frontend.mutation import (
     is_view,
     mutated_argument,
 )
-from qopt.limits import active_limits
+from qopt.frontend.nodes import (
+    describe,
+    node_location,
+    range_ints,
+    specialized,
+    static_int,
+    tensor_type,
+    tensor_type_of,
+    to_numpy,
+)
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Constants with at most this many elements are printed inline (`dense<...>`).
@@ -92,193 +93,8 @@ DROPPED_TARGETS = frozenset(
     }
 )
 
-TORCH_TO_NUMPY: dict[torch.dtype, np.dtype] = {
-    torch.float32: np.dtype(np.float32),
-    torch.float16: np.dtype(np.float16),
-    torch.float64: np.dtype(np.float64),
-    torch.bool: np.dtype(np.bool_),
-    torch.int8: np.dtype(np.int8),
-    torch.int16: np.dtype(np.int16),
-    torch.int32: np.dtype(np.int32),
-    torch.int64: np.dtype(np.int64),
-    torch.uint8: np.dtype(np.uint8),
-    torch.uint16: np.dtype(np.uint16),
-    torch.uint32: np.dtype(np.uint32),
-}
-
 ConverterResult = Operation | SSAValue | Sequence[SSAValue] | int | float | None
 Converter = Callable[["Importer", Node, dict[str, Any]], ConverterResult]
-
-
-def numpy_dtype_of(dtype: torch.dtype, where: str = "") -> np.dtype:
-    if dtype not in TORCH_TO_NUMPY:
-        raise QoptError(
-            f"unsupported dtype {dtype}{where}: qopt imports float16/32/64, bool and "
-            "integer tensors; convert the model (e.g. model.float()) before exporting"
-        )
-    return TORCH_TO_NUMPY[dtype]
-
-
-_SIZES: ContextVar[Mapping[str, int]] = ContextVar("qopt_import_sizes", default={})
-"""The sizes the Dims' symbols take while one size variant imports (`specialized`)."""
-
-
-@contextmanager
-def specialized(sizes: Mapping[str, int]) -> Iterator[None]:
-    """While the block runs, `static_int` reads each symbol of `sizes` as its size."""
-    token = _SIZES.set(dict(sizes))
-    try:
-        yield
-    finally:
-        _SIZES.reset(token)
-
-
-def static_int(value: Any) -> int | None:
-    """A Python int or a SymInt torch knows the value of, as an int (or that a size
-    variant's symbols make an int, `specialized`); else None."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, torch.SymInt):
-        known = value.node.maybe_as_int()
-        if known is not None:
-            return int(known)
-        sizes = _SIZES.get()
-        if sizes:
-            return _specialized_int(value.node.expr, sizes)
-    return None
-
-
-def _specialized_int(expr: Any, sizes: Mapping[str, int]) -> int | None:
-    import sympy
-
-    symbols = expr.free_symbols
-    if not symbols or not all(str(s) in sizes for s in symbols):
-        return None
-    value = expr.xreplace({s: sympy.Integer(sizes[str(s)]) for s in symbols})
-    return int(value) if value.is_Integer else None
-
-
-def tensor_type_of(
-    t: torch.Tensor, where: str | Callable[[], str] = ""
-) -> TensorType[AnyFloat | IntegerType]:
-    """The tensor type of `t`; `where` (or a function computing it only when an
-    error is raised) places the tensor in error messages. A symbolic dim (a
-    `torch.export.Dim`, or an expression of one) is `?`."""
-    shape: list[int] = []
-    for d in t.shape:
-        size = static_int(d)
-        if size is None and not isinstance(d, torch.SymInt):
-            where = where() if callable(where) else where
-            raise QoptError(f"dimension {d!r}{where} is neither an int nor a SymInt")
-        shape.append(DYNAMIC if size is None else size)
-    _check_elements(shape, where)
-    if t.dtype not in TORCH_TO_NUMPY:
-        numpy_dtype_of(t.dtype, where() if callable(where) else where)
-    return tensor_type(TORCH_TO_NUMPY[t.dtype], tuple(shape))
-
-
-def _check_elements(shape: Sequence[int], where: str | Callable[[], str] = "") -> None:
-    """A tensor the program makes (its static dims; a size variant's at its size)
-    within the active limits' `max_tensor_elements`, as a shape a file declares."""
-    count = math.prod(d for d in shape if d != DYNAMIC)
-    limits = active_limits()
-    if count > limits.max_tensor_elements:
-        where = where() if callable(where) else where
-        raise limits.exceeded(f"the element count of a tensor{where}", count, "max_tensor_elements")
-
-
-@functools.lru_cache(maxsize=4096)
-def tensor_type(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType[AnyFloat | IntegerType]:
-    """`tensor<shape x dtype>`, shared: attributes are immutable, and building and
-    verifying one per op and constant was a large part of import time."""
-    return TensorType(element_type(dtype), list(shape))
-
-
-def range_ints(lower: Any, upper: Any) -> tuple[int, int] | None:
-    """A sympy range as int64 bounds (infinite ends clamp to int64's); None if both
-    ends are infinite."""
-    from qopt.dialects.aten.scalar import INT64_MAX, INT64_MIN
-
-    def bound(value: Any) -> int | None:
-        try:
-            number = int(value)
-        except (TypeError, ValueError, AttributeError, OverflowError):  # int_oo, -int_oo
-            return None
-        return min(max(number, INT64_MIN), INT64_MAX)
-
-    low, high = bound(lower), bound(upper)
-    if low is None and high is None:
-        return None
-    return (INT64_MIN if low is None else low, INT64_MAX if high is None else high)
-
-
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy()
-
-
-#: Frames inside these packages are torch's or torchao's own code, not the model's.
-_LIBRARY_DIRS = (f"{os.sep}torch{os.sep}", f"{os.sep}torchao{os.sep}")
-
-
-def node_location(node: Node) -> FileLineColLoc | NameLoc | None:
-    """The model's file and line from the node's stack trace (its innermost frame
-    outside torch and torchao: `nn.Linear.forward` is not the user's line), named by
-    the path of the module that ran it (torch's `nn_module_stack`), as MLIR's named
-    locations: `loc("layers.0.mlp.down_proj"("model.py":12:0))`."""
-    trace = node.meta.get("stack_trace")
-    path = _module_path(node)
-    # PT2E inserts quantize/dequantize nodes without a trace or a module stack: they
-    # belong to the line and module of the value they (de)quantize (through a
-    # quantize -> dequantize chain).
-    source = node
-    for _ in range(4):
-        if (trace and path) or not str(source.target).startswith("quantized_decomposed."):
-            break
-        if not source.args or not isinstance(source.args[0], Node):
-            break
-        source = source.args[0]
-        trace = trace or source.meta.get("stack_trace")
-        path = path or _module_path(source)
-    file_line = _location_of_trace(trace) if trace else None
-    if path is None:
-        return file_line
-    return _named_location(path, file_line)
-
-
-def _module_path(node: Node) -> str | None:
-    """The qualified name of the innermost module on the node's `nn_module_stack`
-    (None at the top level or without one)."""
-    stack = node.meta.get("nn_module_stack")
-    if not stack:
-        return None
-    last = next(reversed(stack.values()))
-    path = last[0] if isinstance(last, tuple) and last and isinstance(last[0], str) else None
-    return path or None
-
-
-@functools.lru_cache(maxsize=4096)
-def _named_location(path: str, file_line: FileLineColLoc | None) -> NameLoc:
-    return NameLoc(StringAttr(path), NoneAttr() if file_line is None else file_line)
-
-
-@functools.lru_cache(maxsize=4096)
-def _location_of_trace(trace: str) -> FileLineColLoc | None:
-    # Cached: every node of one source line shares its trace, and building the
-    # (immutable) location attribute verifies it, which dominated import time.
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    if not frames:
-        return None
-    user = [f for f in frames if not any(d in f[0] for d in _LIBRARY_DIRS)]
-    file, line = (user or frames)[-1]
-    return FileLineColLoc(StringAttr(file), IntAttr(int(line)), IntAttr(0))
-
-
-def describe(node: Node) -> str:
-    from qopt.errors import describe_location
-
-    return f"'{node.target}' (node {node.name}){describe_location(node_location(node))}"
 
 
 def _key(name: str) -> str:
@@ -399,8 +215,6 @@ class Importer:
 
     @staticmethod
     def scalar_dtype(value: bool | float, like: SSAValue | None) -> np.dtype:
-        from qopt.dtypes import numpy_dtype
-
         other = None
         if like is not None and isinstance(like.type, TensorType):
             other = numpy_dtype(like.type.get_element_type())
@@ -633,7 +447,6 @@ class Importer:
                         'ep_s8, "decode": ep_s1}))'
                     )
                 bounds = self.symbol_range(d)
-                from qopt.dialects.aten.scalar import INT64_MAX
 
                 if bounds is None or bounds[1] == INT64_MAX:
                     raise QoptError(
@@ -907,9 +720,6 @@ class Importer:
 
     def _copy_value(self, dst: Node, src: Any) -> SSAValue:
         """`dst.copy_(src)`: src broadcast to dst's shape, in dst's element type."""
-        from qopt.dialects.aten import elementwise as ew
-        from qopt.dialects.aten import shape as sh
-
         type = self.value(dst).type
         assert isinstance(type, TensorType)
         value = self.operand(src, self.value(dst))
@@ -941,8 +751,6 @@ class Importer:
 
     def _unview(self, view: Node, parent: SSAValue, value: SSAValue) -> SSAValue:
         """The new value of `parent` when its view `view` is written with `value`."""
-        from qopt.dialects.aten import shape as sh
-
         target = str(view.target)
         parent_type = parent.type
         op: Operation
@@ -977,9 +785,6 @@ class Importer:
         `value`: `aten.slice_scatter` / `aten.select_scatter` with the view's own
         (normalised) parameters; `aten.dynamic_update_slice` at the run-time start of
         an `aten.dynamic_slice` (a narrow or select at a SymInt)."""
-        from qopt.dialects.aten import indexing as ix
-        from qopt.dialects.aten import shape as sh
-
         forward = self.value(view).owner
         if isinstance(forward, sh.SqueezeOp) and isinstance(
             window := forward.input.owner, ix.DynamicSliceOp
@@ -1065,148 +870,3 @@ class Importer:
             outputs.append(self.value(item))
             self.output_names.append(spec.arg.name)
         return outputs
-
-
-def subclass_inner(imp: Importer, node: Node, args: dict[str, Any]) -> SSAValue:
-    """`export.access_subclass_inner_tensor(param, 'qdata')` -> a constant of that part."""
-    owner = args.get("src_subclass_tensor")
-    attr = args.get("attr")
-    if owner is None or attr is None:
-        owner, attr = [*node.args, None, None][:2]
-    subclass = imp.subclass_params.get(owner)
-    if subclass is None:
-        raise imp.error("access_subclass_inner_tensor must read a tensor-subclass parameter")
-    parts, _ = subclass.__tensor_flatten__()
-    if attr not in parts:
-        raise imp.error(f"{type(subclass).__name__} has no tensor part {str(attr)[:40]!r}")
-    inner = getattr(subclass, attr, None)
-    if not isinstance(inner, torch.Tensor):
-        raise imp.error(f"{type(subclass).__name__} has no tensor part '{attr}'")
-    return imp.constant(to_numpy(inner), f"{owner.name}_{attr}", node)
-
-
-ALL_SIZES_UP_TO = 16
-"""A Dim of at most this many sizes is compiled at each; a wider one at its min,
-its max and the powers of two between (`enumerate_sizes`)."""
-MAX_VARIANTS = 64
-"""The most size variants one method compiles to."""
-
-
-def enumerate_sizes(
-    method: str, dims: Mapping[str, tuple[int, int]], requested: Any = None
-) -> list[dict[str, int]]:
-    """The size variants a static target compiles `method` at: for each Dim symbol
-    (`dims`: symbol -> range), the sizes `requested` gives (a list for a method with
-    one Dim, or a dict by symbol name), else every size of a Dim of at most
-    ALL_SIZES_UP_TO sizes, else its min, max and the powers of two between; their
-    combinations, in symbol-name order."""
-    import itertools
-
-    symbols = sorted(dims)
-    chosen: list[list[int]] = []
-    for symbol in symbols:
-        low, high = dims[symbol]
-        if requested is None:
-            sizes = (
-                list(range(low, high + 1))
-                if high - low < ALL_SIZES_UP_TO
-                else sorted(
-                    {
-                        low,
-                        high,
-                        *(1 << i for i in range(high.bit_length()) if low <= 1 << i <= high),
-                    }
-                )
-            )
-        else:
-            given = requested.get(symbol) if isinstance(requested, Mapping) else requested
-            if isinstance(requested, Mapping) and given is None:
-                raise QoptError(
-                    f"dynamic_sizes has no sizes for {symbol} (range [{low}, {high}]) of "
-                    f"method {method!r}: give {{{', '.join(repr(x) for x in symbols)}: [...]}}"
-                )
-            if isinstance(requested, Mapping) and len(requested) and len(symbols) > 0:
-                extra = sorted(set(requested) - set(symbols))
-                if extra:
-                    raise QoptError(
-                        f"dynamic_sizes names {', '.join(extra)}, not a dynamic dim of method "
-                        f"{method!r} (its Dims: {', '.join(symbols)})"
-                    )
-            elif len(symbols) > 1:
-                raise QoptError(
-                    f"method {method!r} has {len(symbols)} dynamic dims ({', '.join(symbols)}): "
-                    "give dynamic_sizes as a dict {symbol: [sizes]}"
-                )
-            if isinstance(given, int) or not isinstance(given, Sequence) or not given:
-                raise QoptError(
-                    f"dynamic_sizes for {symbol} must be a non-empty list of ints, got {given!r}"
-                )
-            sizes = sorted({int(x) for x in given})
-            outside = [x for x in sizes if not low <= x <= high]
-            if outside:
-                raise QoptError(
-                    f"dynamic_sizes {outside} of method {method!r} are outside the range "
-                    f"[{low}, {high}] of its Dim {symbol}"
-                )
-        chosen.append(sizes)
-    combos = [dict(zip(symbols, c, strict=True)) for c in itertools.product(*chosen)]
-    if len(combos) > MAX_VARIANTS:
-        raise QoptError(
-            f"method {method!r} would compile to {len(combos)} size variants (more than "
-            f"{MAX_VARIANTS}): choose its sizes with dynamic_sizes"
-        )
-    return combos
-
-
-def import_methods(
-    programs: dict[str, ExportedProgram],
-    converters: dict[str, Converter],
-    sizes: Mapping[str, Mapping[str, int]] | None = None,
-) -> ModuleOp:
-    """Several exported programs (an LLM's `prefill` and `decode`) as one module: a
-    function per method, named after its key; the weights they share stored once
-    (same key and equal data); the states they share declared once (the same buffer
-    names must have the same type and initial value in every program). `sizes`:
-    the Dim sizes a function is imported at (a size variant, see `Importer`)."""
-    store = WeightStore()
-    declared: dict[str, GlobalOp] = {}
-    functions: list[Operation] = []
-    for name, ep in programs.items():
-        fixed = (sizes or {}).get(name)
-        importer = Importer(ep, converters, store=store, function=name, sizes=fixed)
-        module = importer.run()
-        for op in list(module.ops):
-            op.detach()
-            if isinstance(op, GlobalOp):
-                first = declared.get(op.sym_name.data)
-                if first is None:
-                    declared[op.sym_name.data] = op
-                elif first.type != op.type or not _same_initial(first, op, store):
-                    raise QoptError(
-                        f"method {name!r} declares the state {op.sym_name.data} with another "
-                        "type or initial value than an earlier method: the methods must be "
-                        "exported from one model"
-                    )
-            else:
-                functions.append(op)
-    merged = attach(ModuleOp([*declared.values(), *functions]), store)
-    try:
-        merged.verify()
-    except VerifyException as e:
-        first = (str(e).strip().splitlines() or [""])[0]
-        raise QoptError(f"the imported methods do not verify together: {first}") from e
-    return merged
-
-
-def _same_initial(a: GlobalOp, b: GlobalOp, store: WeightStore) -> bool:
-    from qopt.resources import dense_array, resource_array
-
-    def value(g: GlobalOp) -> np.ndarray | None:
-        if isinstance(g.value, DenseResourceAttr):
-            return resource_array(g.value, store)
-        if isinstance(g.value, DenseIntOrFPElementsAttr):
-            return dense_array(g.value)
-        return None
-
-    x, y = value(a), value(b)
-    return x is not None and y is not None and np.array_equal(x, y)

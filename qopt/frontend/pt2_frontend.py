@@ -17,7 +17,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.frontend import Frontend
 
+from qopt.context import register_qopt_dialects
 from qopt.errors import QoptError
+from qopt.frontend.program import import_program
 from qopt.limits import DEFAULT_LIMITS, Limits
 
 
@@ -60,8 +62,6 @@ class PT2Frontend(Frontend):
     dynamic_sizes: tuple[int, ...] = ()
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
-        from qopt.context import register_qopt_dialects
-
         register_qopt_dialects(ctx)
         if getattr(input, "name", None) == input_name and os.path.isfile(input_name):
             precheck_pt2(input_name)
@@ -74,8 +74,6 @@ class PT2Frontend(Frontend):
             return self._import(path)
 
     def _import(self, path: str) -> ModuleOp:
-        from qopt.frontend.program import import_program
-
         return import_program(
             path,
             trust_pickle=self.trust_pickle,

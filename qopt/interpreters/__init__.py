@@ -17,7 +17,28 @@ from qopt.dialects.signature import check_dynamic_sizes
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs as check_inputs_of
+from qopt.interpreters.aten_shape import LAZY_WINDOWS, AtenShapeFunctions
+from qopt.interpreters.builtin import BuiltinFunctions
+from qopt.interpreters.common import RuntimeSizes
 from qopt.interpreters.ml_program import MLProgramFunctions, State
+from qopt.registry import resolve
+
+#: The implementation tables of each dialect's ops, as "module:Class" (qopt/registry.py):
+#: a table's module is imported only when its dialect is interpreted.
+TABLES: dict[str, tuple[str, ...]] = {
+    "aten": (
+        "qopt.interpreters.aten_elementwise:AtenElementwiseFunctions",
+        "qopt.interpreters.aten_nn:AtenNNFunctions",
+        "qopt.interpreters.aten_shape:AtenShapeFunctions",
+        "qopt.interpreters.aten_reduction:AtenReductionFunctions",
+        "qopt.interpreters.aten_layers:AtenLayersFunctions",
+        "qopt.interpreters.aten_scalar:AtenScalarFunctions",
+    ),
+    "quant": ("qopt.interpreters.quant:QuantFunctions",),
+    "qfused": ("qopt.interpreters.qfused:QFusedFunctions",),
+    "coreml": ("qopt.interpreters.coreml:CoremlFunctions",),
+    "vkc": ("qopt.interpreters.vkc:VkcFunctions",),
+}
 
 
 def all_functions(
@@ -32,49 +53,15 @@ def all_functions(
     needs, not what evaluating single ops needs); importing it imports every xDSL
     interpreter table (`xdsl.interpreters` loads them all, ~0.4 s), so the passes that
     only fold ops leave it out."""
-    from qopt.interpreters.builtin import BuiltinFunctions
-
-    def wanted(name: str) -> bool:
-        return dialects is None or name in dialects
-
     tables: list[InterpreterFunctions] = []
     if calls:
         from xdsl.interpreters.func import FuncFunctions
 
         tables.append(FuncFunctions())
     tables += [BuiltinFunctions(), MLProgramFunctions()]
-    if wanted("aten"):
-        from qopt.interpreters.aten_elementwise import AtenElementwiseFunctions
-        from qopt.interpreters.aten_layers import AtenLayersFunctions
-        from qopt.interpreters.aten_nn import AtenNNFunctions
-        from qopt.interpreters.aten_reduction import AtenReductionFunctions
-        from qopt.interpreters.aten_scalar import AtenScalarFunctions
-        from qopt.interpreters.aten_shape import AtenShapeFunctions
-
-        tables += [
-            AtenElementwiseFunctions(),
-            AtenNNFunctions(),
-            AtenShapeFunctions(),
-            AtenReductionFunctions(),
-            AtenLayersFunctions(),
-            AtenScalarFunctions(),
-        ]
-    if wanted("quant"):
-        from qopt.interpreters.quant import QuantFunctions
-
-        tables.append(QuantFunctions())
-    if wanted("qfused"):
-        from qopt.interpreters.qfused import QFusedFunctions
-
-        tables.append(QFusedFunctions())
-    if wanted("coreml"):
-        from qopt.interpreters.coreml import CoremlFunctions
-
-        tables.append(CoremlFunctions())
-    if wanted("vkc"):
-        from qopt.interpreters.vkc import VkcFunctions
-
-        tables.append(VkcFunctions())
+    for dialect, references in TABLES.items():
+        if dialects is None or dialect in dialects:
+            tables += [resolve(reference)() for reference in references]
     return tables
 
 
@@ -94,8 +81,6 @@ def make_interpreter(
     `State` if None: one call on the initial state). `calls=False`: one that only runs
     single ops (`run_op`: constant folding), without xDSL's `func` table; `dialects`:
     the tables of those dialects only (`all_functions`)."""
-    from qopt.interpreters.common import RuntimeSizes
-
     interpreter = Interpreter(module, listeners=(RuntimeSizes(),))
     if state is not None:  # what every state op of the interpreter reads (`state_of`)
         interpreter.set_data(MLProgramFunctions, "state", state)
@@ -104,8 +89,6 @@ def make_interpreter(
             functions = MLProgramFunctions(state)
         interpreter.register_implementations(functions)
     if calls and wanted_aten(dialects):  # a whole-function run: sizes as the inputs need
-        from qopt.interpreters.aten_shape import LAZY_WINDOWS, AtenShapeFunctions
-
         interpreter.set_data(AtenShapeFunctions, LAZY_WINDOWS, True)
     return interpreter
 

@@ -11,6 +11,10 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
+from qopt.dialects.aten import indexing as ix
+from qopt.dialects.aten import shape as sh
+from qopt.dialects.aten.base import AtenOp, AtenOpBase, integer
+from qopt.dialects.aten.bounds import result_bound
 from qopt.dialects.tensors import dtype_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.limits import active_limits
@@ -31,11 +35,6 @@ def runtime_result_sizes(op: Operation, args: Sequence[Any]) -> list[int] | None
     None for an op without a shape rule (its results are checked as soon as they
     exist); a QoptError for an aten op whose rule gives its `?` result no size (a
     `full` of a `?` dim: nothing decides it), which qopt does not run."""
-    from qopt.dialects.aten import indexing as ix
-    from qopt.dialects.aten import shape as sh
-    from qopt.dialects.aten.base import AtenOp, AtenOpBase, integer
-    from qopt.dialects.aten.bounds import result_bound
-
     shapes = {
         v: tuple(np.shape(a)) for v, a in zip(op.operands, args, strict=False)
         if isinstance(v.type, TensorType)

@@ -42,6 +42,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from qopt.dialects.tensors import dtype_of, numel, shape_of
 from qopt.dtypes import tensor_type
 from qopt.errors import QoptError, where
+from qopt.interpreters import dialects_of, make_interpreter
+from qopt.interpreters.common import has_runtime_size, runtime_result_sizes
 from qopt.resources import (
     WeightStore,
     make_resource,
@@ -69,9 +71,6 @@ class FoldConstantsPass(ModulePass):
     """Largest result (in elements) that is folded into the IR."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from qopt.interpreters import dialects_of, make_interpreter
-        from qopt.interpreters.common import has_runtime_size, runtime_result_sizes
-
         require_weights(op, self.name)
         # single ops of the module's dialects only: no func table, no other target's
         interpreter = make_interpreter(op, calls=False, dialects=dialects_of(op))

@@ -26,6 +26,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from qopt.errors import QoptError
+from qopt.lowering.fold_constants import FoldConstantsPass
+from qopt.lowering.fuse_quant import FuseQuantPass
+from qopt.report import phase
 
 MAX_ROUNDS = 16
 """A fixed point takes one or two rounds on every model seen; more is a bug."""
@@ -44,10 +47,6 @@ class FuseQuantFixpointPass(ModulePass):
     name = "fuse-quant-fixpoint"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from qopt.lowering.fold_constants import FoldConstantsPass
-        from qopt.lowering.fuse_quant import FuseQuantPass
-        from qopt.report import phase
-
         passes: list[ModulePass] = [FuseQuantPass(rerun=True), FoldConstantsPass()]
         for round_ in range(MAX_ROUNDS):
             for sub_pass in passes:

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qopt.errors import QoptError
+from qopt import import_program, load, session
+from qopt.errors import QoptError, QoptWarning
 from qopt.files import temp_file_beside
+from qopt.generation import generate
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
@@ -107,14 +109,13 @@ def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_
     """An `.mlir` or `.pt2` input (untrusted: bounded by `limits`), verified."""
     extension = os.path.splitext(path)[1]
     if extension == ".pt2":
-        from qopt import import_program
-        from qopt.frontend.pt2_frontend import precheck_pt2
+        from qopt.frontend.pt2_frontend import precheck_pt2  # the compiler side: xDSL
 
         precheck_pt2(path)
         return import_program(path, trust_pickle=trust_pickle, limits=limits)
     if extension != ".mlir":
         raise QoptError(f"'{path}': expected an .mlir or .pt2 file")
-    from qopt.context import parse_module
+    from qopt.context import parse_module  # the compiler side: xDSL
 
     with open(path, "rb") as f:
         data = f.read()
@@ -190,6 +191,7 @@ def run_vulkan(
     """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan (with
     `fallback`: ops without a kernel on the host), on the Vulkan device (with `check`,
     first compared dispatch by dispatch with the kernels' references)."""
+    # the Vulkan runtime (the kernel catalogue): imported for --device vulkan only
     from qopt.backends.vulkan.artifact import VulkanArtifact, compile_artifact
     from qopt.backends.vulkan.runtime import vulkan_available
 
@@ -199,20 +201,27 @@ def run_vulkan(
         artifact = VulkanArtifact.load(path, limits=limits)
     else:
         module = load_module(path, trust_pickle=trust_pickle, limits=limits)
-        if not any(op.name == "vkc.dispatch" for op in module.walk()):
-            from qopt.context import make_context
-            from qopt.lowering.pipelines import QoptVulkanPipeline
-
-            QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
-        artifact = compile_artifact(module)
+        artifact = compile_artifact(lowered_for_vulkan(module, fallback))
     with artifact:
         if check:
             check_dispatches_report(artifact, inputs)
         return artifact(*inputs, method=method)
 
 
+def lowered_for_vulkan(module: ModuleOp, fallback: bool) -> ModuleOp:
+    """`module` lowered with qopt-vulkan, unless it is at the vkc level already."""
+    if any(op.name == "vkc.dispatch" for op in module.walk()):
+        return module
+    # the compiler side (xDSL, the passes): imported only to compile, never to run a .qvk
+    from qopt.context import make_context
+    from qopt.lowering.pipelines import QoptVulkanPipeline
+
+    QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
+    return module
+
+
 def check_dispatches_report(artifact: Any, inputs: Sequence[np.ndarray]) -> None:
-    from qopt.backends.vulkan.bisect import check_dispatches
+    from qopt.backends.vulkan.bisect import check_dispatches  # the kernels' references
 
     reports = check_dispatches(artifact.program, inputs, device=artifact.device)
     steps = len(artifact.program.steps)
@@ -247,9 +256,6 @@ def run_generate(args: argparse.Namespace) -> None:
     """`--generate N`: greedy tokens on a session of the input: a `.qvk` on the Vulkan
     device, an `.mlpackage` read back and interpreted, an `.mlir`/`.pt2` module in the
     interpreter (or, with --device vulkan, compiled with qopt-vulkan first)."""
-    from qopt import load, session
-    from qopt.generation import generate
-
     prompt = prompt_ids(args.prompt_ids)
     if args.inputs is not None or args.outputs is not None:
         raise QoptError("--generate takes --prompt-ids, not --inputs/--outputs")
@@ -259,13 +265,9 @@ def run_generate(args: argparse.Namespace) -> None:
     else:
         module = load_module(path, trust_pickle=args.trust_pickle, limits=args.limits)
         if args.device == "vulkan":
-            from qopt.backends.vulkan.artifact import compile_artifact
-            from qopt.context import make_context
-            from qopt.lowering.pipelines import QoptVulkanPipeline
+            from qopt.backends.vulkan.artifact import compile_artifact  # --device vulkan only
 
-            if not any(op.name == "vkc.dispatch" for op in module.walk()):
-                QoptVulkanPipeline(fallback=args.host_fallback).apply(make_context(), module)
-            runner = compile_artifact(module).session()
+            runner = compile_artifact(lowered_for_vulkan(module, args.host_fallback)).session()
         else:
             runner = session(module)
     tokens = generate(runner, prompt, args.generate)
@@ -301,13 +303,11 @@ def run(args: argparse.Namespace) -> None:
             "(or interpret its .mlir at the vkc level)"
         )
     elif args.input_file.rstrip("/").endswith(".mlpackage"):
-        from qopt import load
-
         outputs = load(args.input_file)(
             *load_inputs(args.inputs, args.limits), method=args.function
         )
     else:
-        from qopt.interpreters.session import Session
+        from qopt.interpreters.session import Session  # the compiler side: xDSL
 
         module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
         inputs = load_inputs(args.inputs, args.limits)
@@ -321,8 +321,6 @@ def run(args: argparse.Namespace) -> None:
 
 def _show_warning(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
     """qopt's warnings as `qopt-run: warning: ...` (an input's dtype converted)."""
-    from qopt.report import QoptWarning
-
     if issubclass(category, QoptWarning):
         print(f"qopt-run: warning: {message}", file=sys.stderr)
 

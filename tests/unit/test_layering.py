@@ -5,7 +5,7 @@ function: no lazy import hides an edge) only from its own layer or below:
 
     core        errors, limits, logs, dtypes, inputs, resources, context, version,
                 files, report (the compile report every stage fills), variants (size
-                variants by name), dialects (the IR), kernels (the Vulkan kernel
+                variants by name), registry (lazy "module:Name" tables), dialects (the IR), kernels (the Vulkan kernel
                 catalogue as data, its prebuilt SPIR-V and the command building it)
     semantics   numerics, interpreters (incl. the kernels' numpy references)
     transforms  frontend, lowering
@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "qopt.files",
             "qopt.report",
             "qopt.variants",
+            "qopt.registry",
         ),
     ),
     ("semantics", ("qopt.numerics", "qopt.interpreters")),
@@ -241,6 +242,7 @@ def _within(name: str, *prefixes: str) -> bool:
             (
                 "qopt.backends.vulkan.bundle",
                 "qopt.backends.vulkan.runtime",
+                "qopt.backends.vulkan.loader",
                 "qopt.backends.vulkan.artifact",
                 "qopt.backends.vulkan.spirv",
                 "qopt.backends.vulkan.program",

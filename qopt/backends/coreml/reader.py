@@ -63,10 +63,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -96,13 +94,26 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import OptOperandDef, VarOperandDef
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from qopt.backends.coreml.package import (
+    MAX_BLOB_FILE_BYTES,
+    MAX_ELEMENTS,
+    MAX_MANIFEST_BYTES,
+    MAX_PARAM_ENTRIES,
+    MAX_RANK,
+    MAX_SPEC_BYTES,
+    CheckedType,
+    Package,
+    decode_values,
+    message_line,
+    quoted_name,
+    value_nbytes,
+)
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR, OPSETS, storage_dtype
 from qopt.dialects.ml_program import GlobalOp
 from qopt.dialects.signature import set_output_names
-from qopt.errors import QoptError, one_line, quoted
-from qopt.limits import DEFAULT_LIMITS
-from qopt.numerics.bits import packed_nbytes, unpack_bits
+from qopt.errors import QoptError
+from qopt.logs import quiet_third_party_logs
 from qopt.resources import WeightStore, attach, make_resource, printable_inline
 
 #: Package metadata keys qopt writes (qopt/backends/coreml/emitter.py).
@@ -112,28 +123,6 @@ VERSION_METADATA = "qopt.version"
 SCALAR_INPUTS_METADATA = "qopt.scalar_inputs"
 SOURCE_HASH_METADATA = "qopt.source_sha256"
 WEIGHTS_METADATA = "qopt.weights"
-#: Largest Manifest.json read (coremltools writes well under 1 KiB).
-MAX_MANIFEST_BYTES = 1 << 20
-#: Largest root model spec (model.mlmodel) read; it holds every immediate value
-#: (coremltools stores constants of more than 10 elements in blob files, so a spec
-#: is ~1 KiB per op: a few MiB for the largest models).
-MAX_SPEC_BYTES = 64 << 20
-#: Largest blob file opened (never read whole; see the module docstring).
-MAX_BLOB_FILE_BYTES = 1 << 38
-#: Largest rank of a declared tensor type.
-MAX_RANK = DEFAULT_LIMITS.max_tensor_rank
-#: Most elements of one declared tensor (a constant, a function input, an op result).
-MAX_ELEMENTS = DEFAULT_LIMITS.max_tensor_elements
-#: Most entries of a list-valued MIL parameter (axes, perm, pad, begin, ...: <= 2 * rank).
-MAX_PARAM_ENTRIES = 2 * MAX_RANK
-
-_BLOB_SENTINEL = 0xDEADBEEF
-_BLOB_VERSION = 2
-_HEADER_BYTES = 64  # MILBlob storage header
-_RECORD_BYTES = 64  # MILBlob per-blob metadata record
-_MAX_NAME = 120  # characters of a package-supplied name shown in a message
-_MAX_MESSAGE = 2000
-
 _TYPES: dict[str, Attribute] = {
     "FLOAT16": f16,
     "FLOAT32": f32,
@@ -148,11 +137,6 @@ _TYPES: dict[str, Attribute] = {
     "INT4": IntegerType(4),
     **{f"UINT{n}": IntegerType(n, Signedness.UNSIGNED) for n in (1, 2, 3, 4, 6)},
 }
-_BLOB_DTYPES = {
-    1: "FLOAT16", 2: "FLOAT32", 3: "UINT8", 4: "INT8", 6: "INT16", 7: "UINT16", 8: "INT4",
-    9: "UINT1", 10: "UINT2", 11: "UINT4", 12: "UINT3", 13: "UINT6", 14: "INT32", 15: "UINT32",
-}  # fmt: skip
-_BLOB_CODES = {name: code for code, name in _BLOB_DTYPES.items()}
 #: numpy dtype of each repeated field of an immediate `TensorValue` (read with
 #: `np.fromiter`: no Python list of its values).
 _FIELD_DTYPES = {
@@ -201,270 +185,6 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _line(text: str) -> str:
-    """`text` on one printable line, at most `_MAX_MESSAGE` characters."""
-    return one_line(text, _MAX_MESSAGE)
-
-
-def _name(text: object, limit: int = _MAX_NAME) -> str:
-    """A package-supplied name, quoted, shortened and made printable."""
-    return quoted(text, limit)
-
-
-def _inside(real: str, root: str) -> bool:
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _pread(fd: int, size: int, offset: int) -> bytearray:
-    """Exactly `size` bytes of `fd` at `offset` (OSError if the file is shorter)."""
-    buf = bytearray(size)
-    view = memoryview(buf)
-    try:
-        done = 0
-        while done < size:
-            if hasattr(os, "preadv"):
-                n = os.preadv(fd, [view[done:]], offset + done)
-            else:  # pragma: no cover - platforms without preadv
-                chunk = os.pread(fd, min(size - done, 1 << 30), offset + done)
-                n = len(chunk)
-                view[done : done + n] = chunk
-            if n == 0:
-                raise OSError(f"the file ends before byte {offset + size} (it changed?)")
-            done += n
-    finally:
-        view.release()
-    return buf
-
-
-def _sub_byte(elem: Attribute) -> bool:
-    return isinstance(elem, IntegerType) and (
-        1 < elem.width.data < 8 or elem == IntegerType(1, Signedness.UNSIGNED)
-    )
-
-
-def _nbytes(elem: Attribute, count: int) -> int:
-    """Bytes `count` values of `elem` take in a blob or an immediate `bytes` value."""
-    if _sub_byte(elem):
-        assert isinstance(elem, IntegerType)
-        return packed_nbytes(count, elem.width.data)
-    return count * storage_dtype(elem).itemsize
-
-
-def _decode(raw: bytes | bytearray, elem: Attribute, count: int) -> np.ndarray:
-    """The `count` values of `elem` in `raw` (exactly `_nbytes(elem, count)` long), flat."""
-    assert len(raw) == _nbytes(elem, count)
-    if _sub_byte(elem):
-        assert isinstance(elem, IntegerType)
-        signed = elem.signedness.data != Signedness.UNSIGNED
-        return unpack_bits(np.frombuffer(raw, np.uint8), elem.width.data, count, signed)
-    dtype = storage_dtype(elem)
-    if dtype == np.bool_:
-        return np.frombuffer(raw, np.uint8, count).astype(np.bool_)
-    return np.frombuffer(raw, dtype, count)
-
-
-@dataclass(frozen=True)
-class _TType:
-    """A checked tensor type: MIL data type name, element type, shape, element count."""
-
-    name: str
-    elem: Attribute
-    shape: tuple[int, ...]
-    count: int
-
-
-@dataclass
-class _BlobFile:
-    fd: int
-    size: int
-    decoded: int = 0  # bytes of distinct blob data decoded from this file
-    ranges: set[tuple[int, int]] = field(default_factory=set[tuple[int, int]])
-
-
-class _Package:
-    """The package's files, opened only after their paths are checked."""
-
-    def __init__(self, path: str):
-        self.path = path  # as given, for messages
-        self.root = os.path.realpath(path)
-        self.model_dir = ""  # the root model's directory: `@model_path`
-        self.files: dict[str, _BlobFile] = {}
-        self.blobs: dict[tuple[str, int, int, int, int], np.ndarray] = {}
-
-    def error(self, message: str) -> QoptError:
-        return QoptError(_line(f"read_mlpackage: {self.path}: {message}"))
-
-    def close(self) -> None:
-        for f in self.files.values():
-            os.close(f.fd)
-        self.files.clear()
-        self.blobs.clear()
-
-    # ----- files ---------------------------------------------------------------
-
-    def _join(self, base: str, rel: str, what: str) -> str:
-        """`base/rel` for a package-relative `rel`: no absolute path, no `..`."""
-        if not rel or "\x00" in rel:
-            raise self.error(f"{what}: empty path or a NUL byte in {_name(rel)}; refused")
-        if rel.startswith(("/", "\\")) or os.path.isabs(rel):
-            raise self.error(f"{what}: absolute path {_name(rel)}; refused")
-        if ".." in re.split(r"[/\\]", rel):
-            raise self.error(f"{what}: path {_name(rel)} has a '..' component; refused")
-        return os.path.join(base, rel)
-
-    def _open(self, full: str, cap: int, what: str) -> tuple[int, int]:
-        """(fd, size) of the regular file `full` inside the package, at most `cap` bytes."""
-        real = os.path.realpath(full)
-        if not _inside(real, self.root):
-            raise self.error(
-                f"{what} resolves outside the package (to {_name(real, 400)}); refused"
-            )
-        try:
-            st = os.stat(real)
-        except OSError as e:
-            raise self.error(f"{what}: cannot read it: {e.strerror}") from None
-        if not stat.S_ISREG(st.st_mode):
-            raise self.error(f"{what} is not a regular file; refused")
-        if st.st_size > cap:
-            raise self.error(f"{what} has {st.st_size} bytes, more than the limit {cap}; refused")
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0))
-        except OSError as e:
-            raise self.error(f"{what}: cannot read it: {e.strerror}") from None
-        opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or opened.st_size > cap:
-            os.close(fd)  # replaced between the checks and the open
-            raise self.error(f"{what} changed while being opened; refused")
-        return fd, opened.st_size
-
-    def _read_file(self, full: str, cap: int, what: str) -> bytearray:
-        fd, size = self._open(full, cap, what)
-        try:
-            return _pread(fd, size, 0)
-        except OSError as e:
-            raise self.error(f"{what}: cannot read: {e}") from None
-        finally:
-            os.close(fd)
-
-    def read_manifest(self) -> str:
-        """The path of the root model (the spec), from Manifest.json."""
-        what = "Manifest.json"
-        raw = self._read_file(os.path.join(self.root, what), MAX_MANIFEST_BYTES, what)
-        try:
-            manifest = json.loads(raw)
-        except (ValueError, RecursionError) as e:
-            raise self.error(f"{what} is not valid JSON: {e}") from None
-        if not isinstance(manifest, dict):
-            raise self.error(f"{what} is not a JSON object")
-        version = manifest.get("fileFormatVersion")
-        if not isinstance(version, str) or not re.fullmatch(r"1\.\d{1,9}\.\d{1,9}", version):
-            raise self.error(
-                f"{what}: fileFormatVersion {_name(version)} is not a 1.x.y package format"
-            )
-        entries = manifest.get("itemInfoEntries")
-        root_id = manifest.get("rootModelIdentifier")
-        if not isinstance(entries, dict):
-            raise self.error(f"{what} has no itemInfoEntries object")
-        if not isinstance(root_id, str) or root_id not in entries:
-            raise self.error(f"{what}: rootModelIdentifier {_name(root_id)} names no item")
-        entry = entries[root_id]
-        item_path = entry.get("path") if isinstance(entry, dict) else None
-        if not isinstance(item_path, str):
-            raise self.error(f"{what}: the root model item has no path")
-        full = self._join(os.path.join(self.root, "Data"), item_path, f"{what}: root model item")
-        self.model_dir = os.path.dirname(os.path.realpath(full))
-        return full
-
-    def read_spec(self, full: str) -> Any:
-        from coremltools.proto import Model_pb2
-        from google.protobuf.message import DecodeError, Message
-
-        raw = self._read_file(full, MAX_SPEC_BYTES, "the root model (Manifest.json's root item)")
-        # a class made at run time by protobuf's reflection: the checker cannot see its base
-        spec = cast(Message, Model_pb2.Model())
-        try:
-            spec.ParseFromString(raw)  # pyright: ignore[reportArgumentType] -- any buffer works; the protobuf stubs say bytes
-        except (DecodeError, RecursionError, ValueError) as e:
-            raise self.error(f"the root model is not a Core ML protobuf spec: {e}") from None
-        return spec
-
-    # ----- blobs ---------------------------------------------------------------
-
-    def _blob_file(self, file_name: str, what: str) -> tuple[str, _BlobFile]:
-        prefix = "@model_path/"
-        if not file_name.startswith(prefix):
-            raise self.error(
-                f"{what}: blob file {_name(file_name)} is not @model_path/...; refused"
-            )
-        full = self._join(self.model_dir, file_name[len(prefix) :], f"{what}: blob file")
-        real = os.path.realpath(full)
-        if real not in self.files:
-            where = f"{what}: blob file {_name(file_name)}"
-            fd, size = self._open(full, MAX_BLOB_FILE_BYTES, where)
-            blob_file = _BlobFile(fd, size)
-            self.files[real] = blob_file  # closed by close()
-            if size < _HEADER_BYTES:
-                raise self.error(f"{where} is shorter than its {_HEADER_BYTES}-byte header")
-            header = self._pread(blob_file, _HEADER_BYTES, 0, where)
-            _, version = struct.unpack_from("<II", header)
-            if version != _BLOB_VERSION:
-                raise self.error(
-                    f"{where} has storage version {version}; qopt reads version {_BLOB_VERSION}"
-                )
-        return real, self.files[real]
-
-    def _pread(self, f: _BlobFile, size: int, offset: int, what: str) -> bytearray:
-        try:
-            return _pread(f.fd, size, offset)
-        except OSError as e:
-            raise self.error(f"{what}: cannot read: {e}") from None
-
-    def blob(self, what: str, file_name: str, offset: int, t: _TType) -> np.ndarray:
-        """The flat, read-only values of the blob record at `offset` of `file_name`."""
-        real, f = self._blob_file(file_name, what)
-        where = f"{what}: blob at offset {offset} of {_name(file_name)}"
-        if offset < _HEADER_BYTES or offset > f.size - _RECORD_BYTES:
-            raise self.error(f"{where}: the record lies outside the file ({f.size} bytes)")
-        record = self._pread(f, _RECORD_BYTES, offset, where)
-        sentinel, code, size, data_offset = struct.unpack_from("<IIQQ", record)
-        if sentinel != _BLOB_SENTINEL:
-            raise self.error(f"{where}: no blob record there (sentinel {sentinel:#x})")
-        want_code = _BLOB_CODES.get(t.name)
-        if want_code is None:
-            raise self.error(f"{where}: {t.name} values cannot come from a blob")
-        if code != want_code:
-            raise self.error(
-                f"{where}: the blob holds dtype code {code} ({_BLOB_DTYPES.get(code, 'unknown')}), "
-                f"the value is declared {t.name}"
-            )
-        need = _nbytes(t.elem, t.count)
-        if size != need:
-            raise self.error(
-                f"{where}: the blob holds {size} bytes, the declared {t.name} "
-                f"{list(t.shape)} needs {need}"
-            )
-        if data_offset < _HEADER_BYTES or data_offset > f.size or size > f.size - data_offset:
-            raise self.error(
-                f"{where}: its data [{data_offset}, {data_offset + size}) lies outside the "
-                f"file's blob area [{_HEADER_BYTES}, {f.size})"
-            )
-        key = (real, data_offset, size, code, t.count)
-        if key in self.blobs:
-            return self.blobs[key]
-        if (data_offset, size) not in f.ranges:
-            f.ranges.add((data_offset, size))
-            f.decoded += size
-            if f.decoded > f.size:
-                raise self.error(
-                    f"{where}: the file's blobs overlap (they hold more bytes than the file)"
-                )
-        array = _decode(self._pread(f, size, data_offset, where), t.elem, t.count)
-        array.flags.writeable = False
-        self.blobs[key] = array
-        return array
-
-
 def _param_attr(array: Any, kind: str) -> Attribute:
     if (kind == "str") != isinstance(array, str):
         raise TypeError(f"expected {'a string' if kind == 'str' else 'a number'}")
@@ -500,7 +220,7 @@ def _operand_kinds(cls: type[coreml.CoremlOp]) -> dict[str, str]:
 class Reader:
     """Reads one function of the package (its block, values and state uses)."""
 
-    def __init__(self, pkg: _Package, store: WeightStore, states: _States):
+    def __init__(self, pkg: Package, store: WeightStore, states: _States):
         self.pkg = pkg
         self.block = Block()
         self.values: dict[str, SSAValue] = {}
@@ -516,7 +236,7 @@ class Reader:
 
     # ----- types and values ----------------------------------------------------
 
-    def tensor_type(self, value_type: Any, what: str, string_ok: bool = False) -> _TType:
+    def tensor_type(self, value_type: Any, what: str, string_ok: bool = False) -> CheckedType:
         from coremltools.proto import MIL_pb2
 
         kind = value_type.WhichOneof("type")
@@ -533,7 +253,7 @@ class Reader:
                 raise self.fail(f"{what} is a string; qopt reads numeric tensors")
             if len(dims) or tensor.rank:
                 raise self.fail(f"{what} is a string tensor; qopt reads string scalars only")
-            return _TType(name, StringAttr(""), (), 1)
+            return CheckedType(name, StringAttr(""), (), 1)
         if name not in _TYPES:
             raise self.fail(f"{what} has unsupported MIL data type {name}")
         if tensor.rank < 0:
@@ -556,9 +276,9 @@ class Reader:
             count *= size
         if count > MAX_ELEMENTS:
             raise self.fail(f"{what} has shape {shape}: more than {MAX_ELEMENTS} elements")
-        return _TType(name, _TYPES[name], tuple(shape), count)
+        return CheckedType(name, _TYPES[name], tuple(shape), count)
 
-    def value(self, value: Any, what: str) -> tuple[Any, _TType]:
+    def value(self, value: Any, what: str) -> tuple[Any, CheckedType]:
         """(numpy array or str, type) of a proto `Value`."""
         t = self.tensor_type(value.type, what, string_ok=True)
         kind = value.WhichOneof("value")
@@ -587,12 +307,12 @@ class Reader:
             return np.zeros(t.shape, dtype), t
         if which == "bytes":
             raw = tensor.bytes.values
-            need = _nbytes(t.elem, t.count)
+            need = value_nbytes(t.elem, t.count)
             if len(raw) != need:
                 raise self.fail(
                     f"{what} holds {len(raw)} bytes; its type {t.name} {list(t.shape)} needs {need}"
                 )
-            return _decode(raw, t.elem, t.count).reshape(t.shape).copy(), t
+            return decode_values(raw, t.elem, t.count).reshape(t.shape).copy(), t
         values = getattr(tensor, which).values
         if len(values) != t.count:
             raise self.fail(
@@ -659,7 +379,9 @@ class Reader:
         if which == "name":
             ref = binding.name
             if ref not in self.values and ref not in self.arrays:
-                raise self.fail(f"input '{key}' names {_name(ref)}, which is not defined before it")
+                raise self.fail(
+                    f"input '{key}' names {quoted_name(ref)}, which is not defined before it"
+                )
             return self.values.get(ref), self.arrays.get(ref)
         if which != "value":
             raise self.fail(f"input '{key}' has an argument with no binding")
@@ -741,7 +463,7 @@ class Reader:
             raise self.fail("input 'input' must name one state")
         state = bindings[0].name
         if state not in self.states_in:
-            raise self.fail(f"input 'input' names {_name(state)}, which is not a state input")
+            raise self.fail(f"input 'input' names {quoted_name(state)}, which is not a state input")
         name = self.states_in[state]
         type = self.states.globals[name].type
         ref = {"state": SymbolRefAttr(name)}
@@ -796,7 +518,7 @@ def _hint(name: str) -> str | None:
 
 def _op_label(op: Any) -> str:
     out = op.outputs[0].name if len(op.outputs) else "<no output>"
-    return f"{_name(op.type)[1:-1]} {_name(out)}"
+    return f"{quoted_name(op.type)[1:-1]} {quoted_name(out)}"
 
 
 #: The MIL function names and state names qopt reads (a package's names become
@@ -806,7 +528,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 MAX_STATES_METADATA = 1 << 20
 
 
-def _function_names(pkg: _Package, spec: Any) -> list[tuple[str, str]]:
+def _function_names(pkg: Package, spec: Any) -> list[tuple[str, str]]:
     """(MIL name, qopt name) of each function to read, in the package's order: a
     single `main` is `forward` (or the method qopt recorded), the functions of a
     multifunction package keep their names."""
@@ -818,21 +540,23 @@ def _function_names(pkg: _Package, spec: Any) -> list[tuple[str, str]]:
         only = names[0]
         method = spec.description.metadata.userDefined.get(METHOD_METADATA, "forward")
         if not _IDENTIFIER.fullmatch(method):
-            raise pkg.error(f"metadata {METHOD_METADATA} {_name(method)} is not an identifier")
+            raise pkg.error(
+                f"metadata {METHOD_METADATA} {quoted_name(method)} is not an identifier"
+            )
         if only != "main" and not _IDENTIFIER.fullmatch(only):
-            raise pkg.error(f"function {_name(only)} has a name qopt does not read")
+            raise pkg.error(f"function {quoted_name(only)} has a name qopt does not read")
         return [(only, method if only == "main" else only)]
     ordered = [f.name for f in spec.description.functions if f.name in program.functions]
     ordered += sorted(set(names) - set(ordered))
     for name in ordered:
         if not _IDENTIFIER.fullmatch(name):
-            raise pkg.error(f"function {_name(name)} has a name qopt does not read")
+            raise pkg.error(f"function {quoted_name(name)} has a name qopt does not read")
     if len(set(ordered)) != len(ordered):
         raise pkg.error("names a function twice")
     return [(name, name) for name in ordered]
 
 
-def _state_names(pkg: _Package, spec: Any) -> dict[str, str]:
+def _state_names(pkg: Package, spec: Any) -> dict[str, str]:
     """MIL state name -> global name, from the `qopt.states` metadata qopt writes
     (a JSON object of strings; absent: each state keeps its MIL name)."""
     raw = spec.description.metadata.userDefined.get(STATES_METADATA)
@@ -850,14 +574,14 @@ def _state_names(pkg: _Package, spec: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in cast(dict[Any, Any], names).items():
         if not isinstance(value, str) or not value or len(value) > 1000 or not value.isprintable():
-            raise pkg.error(f"{what}: state {_name(key)} has a name qopt does not read")
+            raise pkg.error(f"{what}: state {quoted_name(key)} has a name qopt does not read")
         out[str(key)] = value
     if len(set(out.values())) != len(out):
         raise pkg.error(f"{what} gives two states one name")
     return out
 
 
-def _scalar_inputs(pkg: _Package, spec: Any) -> dict[str, list[str]]:
+def _scalar_inputs(pkg: Package, spec: Any) -> dict[str, list[str]]:
     """Method -> the inputs qopt wrote as `[1]` for a rank-0 tensor (the emitter's
     `qopt.scalar_inputs` metadata, a JSON object of lists of names; absent: none)."""
     raw = spec.description.metadata.userDefined.get(SCALAR_INPUTS_METADATA)
@@ -877,7 +601,7 @@ def _scalar_inputs(pkg: _Package, spec: Any) -> dict[str, list[str]]:
         if not isinstance(names, list) or not all(
             isinstance(n, str) for n in cast(list[Any], names)
         ):
-            raise pkg.error(f"{what}: method {_name(method)} does not map to a list of names")
+            raise pkg.error(f"{what}: method {quoted_name(method)} does not map to a list of names")
         out[str(method)] = [str(n) for n in cast(list[Any], names)]
     return out
 
@@ -888,7 +612,7 @@ READ_MIL_OPS = frozenset({"const", "identity", "write_state", *coreml.BY_MIL_NAM
 `coreml_update_state`)."""
 
 
-def _read(pkg: _Package) -> ModuleOp:
+def _read(pkg: Package) -> ModuleOp:
     spec = pkg.read_spec(pkg.read_manifest())
     kind = spec.WhichOneof("Type")
     if kind != "mlProgram":
@@ -909,7 +633,7 @@ def _read(pkg: _Package) -> ModuleOp:
     if unused:
         raise pkg.error(
             f"metadata {STATES_METADATA} names states the functions do not have: "
-            + ", ".join(_name(n) for n in sorted(unused)[:8])
+            + ", ".join(quoted_name(n) for n in sorted(unused)[:8])
         )
     module = attach(ModuleOp([*states.globals.values(), *funcs]), store)
     for reader in readers:
@@ -931,7 +655,7 @@ class _States:
     """The package's states: one `ml_program.global` per state name, shared by
     every function that declares it (with one type)."""
 
-    def __init__(self, pkg: _Package, names: dict[str, str]):
+    def __init__(self, pkg: Package, names: dict[str, str]):
         self.pkg = pkg
         self.names = names  # MIL state name -> global name (metadata)
         self.globals: dict[str, GlobalOp] = {}  # global name -> its declaration
@@ -940,11 +664,13 @@ class _States:
     def declare(self, mil_name: str, type: TensorType, where: str) -> str:
         name = self.names.get(mil_name, mil_name)
         if not _IDENTIFIER.fullmatch(mil_name):
-            raise self.pkg.error(f"{where}: state name {_name(mil_name)} is not an identifier")
+            raise self.pkg.error(
+                f"{where}: state name {quoted_name(mil_name)} is not an identifier"
+            )
         if name in self.globals:
             if self.by_mil.get(mil_name) != name or self.globals[name].type != type:
                 raise self.pkg.error(
-                    f"{where}: state {_name(mil_name)} differs from the one of that name in "
+                    f"{where}: state {quoted_name(mil_name)} differs from the one of that name in "
                     "another function"
                 )
             return name
@@ -960,12 +686,12 @@ def _read_function(
     inputs qopt wrote for rank-0 tensors) are rank-0 arguments again, reshaped to
     `[1]` for the program's ops."""
     pkg = reader.pkg
-    label = f"function {_name(mil_name)}"
+    label = f"function {quoted_name(mil_name)}"
     match = re.fullmatch(r"CoreML(\d{1,3})", function.opset)
     opset = f"iOS{int(match.group(1)) + 10}" if match else ""
     if opset not in OPSETS:
         raise pkg.error(
-            f"{mil_name if mil_name == 'main' else label} has opset {_name(function.opset)}; "
+            f"{mil_name if mil_name == 'main' else label} has opset {quoted_name(function.opset)}; "
             "qopt reads " + ", ".join(f"CoreML{int(o[3:]) - 10} ({o})" for o in OPSETS)
         )
     if function.opset not in function.block_specializations:
@@ -973,14 +699,14 @@ def _read_function(
     block_spec = function.block_specializations[function.opset]
     unknown = sorted({op.type for op in block_spec.operations} - READ_MIL_OPS)
     if unknown:
-        shown = ", ".join(_name(t)[1:-1] for t in unknown[:20])
+        shown = ", ".join(quoted_name(t)[1:-1] for t in unknown[:20])
         more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
         raise pkg.error(f"uses MIL ops qopt does not know: {shown}{more}")
     arg_types: list[TensorType[Attribute]] = []
     arg_names: list[str] = []
     seen: set[str] = set()
     for named in function.inputs:
-        reader.where = f"input {_name(named.name)}"
+        reader.where = f"input {quoted_name(named.name)}"
         if not named.name or named.name in seen:
             raise reader.fail("is unnamed or defined twice")
         seen.add(named.name)
@@ -1000,7 +726,7 @@ def _read_function(
     if unknown_scalars := sorted(set(scalars) - set(arg_names)):
         raise pkg.error(
             f"metadata {SCALAR_INPUTS_METADATA} names inputs {mil_name} does not have: "
-            + ", ".join(_name(n) for n in unknown_scalars[:8])
+            + ", ".join(quoted_name(n) for n in unknown_scalars[:8])
         )
     reader.block = Block(arg_types=arg_types)
     for arg_name, arg, arg_type in zip(arg_names, reader.block.args, arg_types, strict=True):
@@ -1035,7 +761,7 @@ def _read_function(
     outputs: list[SSAValue] = []
     for out in block_spec.outputs:
         if out not in reader.values:
-            raise pkg.error(f"output {_name(out)} is not a tensor defined in {mil_name}")
+            raise pkg.error(f"output {quoted_name(out)} is not a tensor defined in {mil_name}")
         outputs.append(reader.values[out])
     reader.block.add_op(ReturnOp(*outputs))
     func = FuncOp.from_region(name, arg_types, [v.type for v in outputs], Region(reader.block))
@@ -1049,13 +775,11 @@ def read_mlpackage(path: Any) -> ModuleOp:
 
     The package is untrusted: see the module docstring for what is checked.
     """
-    from qopt.logs import quiet_third_party_logs
-
     quiet_third_party_logs()
     path = os.fsdecode(os.fspath(path))
     if not os.path.isdir(path):
-        raise QoptError(_line(f"read_mlpackage: {path} is not an .mlpackage directory"))
-    pkg = _Package(path)
+        raise QoptError(message_line(f"read_mlpackage: {path} is not an .mlpackage directory"))
+    pkg = Package(path)
     try:
         return _read(pkg)
     except QoptError:

@@ -25,7 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from qopt.backends.vulkan.artifact import _to_abi
+from qopt.backends.vulkan.host import run_host_call
 from qopt.backends.vulkan.program import BundleProgram, Method
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+from qopt.inputs import check_inputs
+from qopt.interpreters.kernels import kernel
 
 _WORD = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
@@ -79,8 +84,6 @@ def _host_buffers(
     """Host memory for every buffer id, slots sharing memory as on the device: the
     inputs of `method` (default: the program's default method), the states at their
     initial values."""
-    from qopt.backends.vulkan.artifact import _to_abi
-
     method = program.method(None) if method is None else method
     owner = program.methods.index(method)
     slots = [np.zeros(max(n, 4), np.uint8) for n in program.slots]
@@ -138,10 +141,6 @@ def check_dispatches(
     `device`: an open `runtime.VulkanDevice` (else one is opened and closed here).
     Steps run one at a time (one submit each): slow, for diagnosis only.
     """
-    from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
-    from qopt.inputs import check_inputs
-    from qopt.interpreters.kernels import kernel
-
     entry_point = program.method(method)
     signature = [(tuple(t.shape), np.dtype(t.dtype)) for t in program.method_inputs(entry_point)]
     arrays = check_inputs(inputs, signature, "the Vulkan program")
@@ -153,8 +152,6 @@ def check_dispatches(
     calls = program.method_host_calls(entry_point)
 
     def host_calls_at(index: int) -> None:
-        from qopt.backends.vulkan.host import run_host_call
-
         for call in calls:
             if call.at == index:
                 run_host_call(

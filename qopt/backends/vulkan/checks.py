@@ -326,8 +326,7 @@ def _check_host_calls(
         return
     # The host fallback's IR is parsed with qopt's dialects: the one place a bundle
     # pulls the compiler side in, only when it has host segments.
-    from qopt.backends.vulkan.host import parse_segment
-    from qopt.dtypes import numpy_dtype
+    from qopt.backends.vulkan.host import element_dtype_name, parse_segment
 
     last = (0, 0)
     for i, call in enumerate(calls):
@@ -379,10 +378,7 @@ def _check_host_calls(
             for d in dims:
                 numel *= d
             limits.check(f"{what}'s elements", numel, "max_tensor_elements")
-            try:
-                dtype = numpy_dtype(t.get_element_type()).name
-            except (ValueError, KeyError, TypeError):
-                dtype = str(t.get_element_type())
+            dtype = element_dtype_name(t)
             if dtype not in TENSOR_DTYPES:
                 raise QoptError(f"{what}: a {kind} of dtype {dtype[:20]!r} is no tensor dtype")
             if max(numel, 1) > sizes[b]:

@@ -23,8 +23,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.interpreter import Interpreter
 
+from qopt.context import parse_module, print_module
 from qopt.dialects import vkc
+from qopt.dialects.aten.bounds import upper_bounds
+from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.interpreters import call_function, make_interpreter
+from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 
 SEGMENT_NAME = "host_segment"
@@ -33,8 +38,6 @@ SEGMENT_NAME = "host_segment"
 
 def segment_text(op: vkc.HostCallOp) -> str:
     """The MLIR text of `op`'s body as `func.func @host_segment`, for a bundle."""
-    from qopt.context import print_module
-
     body = op.body.clone()
     block = body.block
     yields = block.last_op
@@ -48,6 +51,15 @@ def segment_text(op: vkc.HostCallOp) -> str:
     function = func.FuncOp(SEGMENT_NAME, ([a.type for a in block.args], results), body)
     function.location = op.location
     return print_module(ModuleOp([function]), elide_larger_than=None)
+
+
+def element_dtype_name(type: TensorType) -> str:
+    """The numpy dtype name of `type`'s elements (their MLIR spelling where numpy has
+    none), for the bundle checks (checks.py)."""
+    try:
+        return numpy_dtype(type.get_element_type()).name
+    except (ValueError, KeyError, TypeError):
+        return str(type.get_element_type())
 
 
 @dataclass
@@ -69,8 +81,6 @@ class HostSegmentIR:
     def run(self, arrays: Sequence[np.ndarray], what: str) -> list[np.ndarray]:
         """The segment's results on `arrays` (its argument tensors); an error in it is
         a QoptError naming `what`."""
-        from qopt.interpreters import call_function, make_interpreter
-
         if self._interpreter is None:
             self._interpreter = make_interpreter(self.module)
         try:
@@ -102,8 +112,6 @@ def parse_segment(
     if max_bytes is None:
         max_bytes = limits.max_device_bytes
     from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-
-    from qopt.context import parse_module
 
     if not isinstance(text, str):
         raise QoptError(f"{what}: its IR must be MLIR text")
@@ -140,7 +148,6 @@ def parse_segment(
             raise QoptError(f"{what}: its arguments and results must be static tensors")
     # Every value's largest size, a `?` one's derived from the static arguments by its
     # op's shape rule (qopt.dialects.aten.bounds; no rule: refused), before any runs.
-    from qopt.dialects.aten.bounds import upper_bounds
 
     try:
         bounds = upper_bounds(function)
@@ -184,9 +191,6 @@ def run_host_call(
     of a buffer it reads (a constant is read from `program.constants`, never through
     `read`); `write(buffer, words)` stores the words of a result. Every read happens
     before the segment runs, every write after it."""
-    from qopt.dtypes import numpy_dtype
-    from qopt.interpreters.vkc import tensor_from_words, words_from_tensor
-
     index = program.host_calls.index(call)
     what = f"host segment {index} ({', '.join(call.ops[:3])})"
     if call.segment is None:  # compiled in this process (a loaded bundle's is parsed)
@@ -220,4 +224,11 @@ def _numel(type: TensorType[Any]) -> int:
     return int(np.prod([int(d) for d in type.get_shape()], dtype=np.int64))
 
 
-__all__ = ["SEGMENT_NAME", "HostSegmentIR", "parse_segment", "run_host_call", "segment_text"]
+__all__ = [
+    "SEGMENT_NAME",
+    "HostSegmentIR",
+    "element_dtype_name",
+    "parse_segment",
+    "run_host_call",
+    "segment_text",
+]

@@ -16,68 +16,33 @@ collected in `VulkanDevice.validation_errors` and raised as `VulkanError` at the
 end of the call that produced them (`raise_on_validation=False` only collects).
 
 Every Vulkan object the device creates is destroyed by `close()` (also on
-`with` exit and, as a last resort, by `__del__`).
+`with` exit and, as a last resort, by `__del__`). Loading the `vulkan` package, finding
+devices (`list_devices`) and routing validation messages are `loader.py`'s.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 import numpy as np
 
+from qopt.backends.vulkan.loader import (
+    MESSAGE_SINKS,
+    SINK_LOCK,
+    VALIDATION_LAYER,
+    VulkanError,
+    debug_callback,
+    enumerate_devices,
+    load_vulkan,
+    select_device,
+)
 from qopt.backends.vulkan.spirv import compile_kernel
-from qopt.errors import QoptError
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
 from qopt.kernels.spec import MAX_UNIFORM_BYTES
-
-VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
-
-
-class VulkanError(QoptError):
-    """A Vulkan failure: no device, a failed call, or validation-layer errors."""
-
-
-def _vk() -> Any:
-    try:
-        import vulkan as vk
-    except OSError as e:  # the cffi package is there but libvulkan.so.1 is not
-        raise VulkanError(
-            f"the Vulkan loader could not be loaded ({e}); install it "
-            "(Debian/Ubuntu: `apt-get install libvulkan1 mesa-vulkan-drivers`)"
-        ) from e
-    except ImportError as e:
-        raise VulkanError(
-            "the `vulkan` Python package is not installed (`pip install vulkan`)"
-        ) from e
-    return vk
-
-
-# ----- validation messages ----------------------------------------------------------
-# The cffi package has one global callback slot per callback type: route it to
-# every live device that asked for validation.
-
-_MESSAGE_SINKS: weakref.WeakSet[VulkanDevice] = weakref.WeakSet()
-_SINK_LOCK = threading.Lock()
-
-
-def _debug_callback(severity: int, types: int, data: Any, user: Any) -> int:
-    vk = _vk()
-    try:
-        message = vk.ffi.string(data.pMessage).decode(errors="replace")
-    except Exception:
-        message = "<unreadable validation message>"
-    is_error = bool(severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)
-    with _SINK_LOCK:
-        for dev in list(_MESSAGE_SINKS):
-            (dev.validation_errors if is_error else dev.validation_warnings).append(message)
-    return 0
-
 
 # ----- buffers, dispatches -------------------------------------------------------------
 
@@ -539,41 +504,6 @@ class Program:
 # ----- the device -------------------------------------------------------------------
 
 
-def _enumerate(vk: Any, instance: Any) -> list[tuple[Any, str, int]]:
-    """(physical device, name, compute queue family) of every compute-capable device."""
-    found = []
-    for pd in vk.vkEnumeratePhysicalDevices(instance):
-        props = vk.vkGetPhysicalDeviceProperties(pd)
-        name = props.deviceName
-        name = vk.ffi.string(name).decode() if not isinstance(name, str) else name
-        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
-        for i, fam in enumerate(families):
-            if fam.queueFlags & vk.VK_QUEUE_COMPUTE_BIT and fam.queueCount > 0:
-                found.append((pd, name, i))
-                break
-    return found
-
-
-def _select(found: list[tuple[Any, str, int]], choice: str | int | None) -> tuple[Any, str, int]:
-    if not found:
-        raise VulkanError(
-            "no compute-capable Vulkan device was found (on a machine without a GPU, "
-            "install Mesa's lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`)"
-        )
-    if choice is None or choice == "":
-        return found[0]
-    names = ", ".join(f"{i}: {n}" for i, (_, n, _) in enumerate(found))
-    if isinstance(choice, int) or str(choice).strip().isdigit():
-        index = int(choice)
-        if not 0 <= index < len(found):
-            raise VulkanError(f"Vulkan device index {index} out of range (devices: {names})")
-        return found[index]
-    matches = [f for f in found if str(choice).lower() in f[1].lower()]
-    if not matches:
-        raise VulkanError(f"no Vulkan device name contains '{choice}' (devices: {names})")
-    return matches[0]
-
-
 class VulkanDevice:
     """A compute-capable Vulkan device with one compute queue."""
 
@@ -583,7 +513,7 @@ class VulkanDevice:
         validation: bool | None = None,
         raise_on_validation: bool = True,
     ):
-        self.vk = vk = _vk()
+        self.vk = vk = load_vulkan()
         self._closed = False
         self.instance = self.device = self.command_pool = self.messenger = None
         self._pipelines: dict[tuple[str, tuple[int, ...]], _Pipeline] = {}
@@ -640,9 +570,9 @@ class VulkanDevice:
         except vk.VkError as e:
             raise VulkanError(f"vkCreateInstance failed ({type(e).__name__})") from e
         if self.validation:
-            vk._internal_vkDebugUtilsMessengerCallbackEXT = _debug_callback
-            with _SINK_LOCK:
-                _MESSAGE_SINKS.add(self)
+            vk._internal_vkDebugUtilsMessengerCallbackEXT = debug_callback
+            with SINK_LOCK:
+                MESSAGE_SINKS.add(self)
             create = vk.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
             self._destroy_messenger = vk.vkGetInstanceProcAddr(
                 self.instance, "vkDestroyDebugUtilsMessengerEXT"
@@ -653,10 +583,10 @@ class VulkanDevice:
                 messageType=vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
                 | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
                 | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-                pfnUserCallback=_debug_callback,
+                pfnUserCallback=debug_callback,
             )
             self.messenger = create(self.instance, minfo, None)
-        pd, name, family = _select(_enumerate(vk, self.instance), choice)
+        pd, name, family = select_device(enumerate_devices(vk, self.instance), choice)
         self.physical_device, self.name, self.queue_family = pd, name, family
         props = vk.vkGetPhysicalDeviceProperties(pd)
         limits = props.limits
@@ -896,8 +826,8 @@ class VulkanDevice:
                 self.messenger = None
             vk.vkDestroyInstance(self.instance, None)
             self.instance = None
-        with _SINK_LOCK:
-            _MESSAGE_SINKS.discard(self)
+        with SINK_LOCK:
+            MESSAGE_SINKS.discard(self)
 
     def __enter__(self) -> Self:
         return self
@@ -913,24 +843,6 @@ class VulkanDevice:
 
     def __repr__(self) -> str:
         return f"VulkanDevice({self.name!r})"
-
-
-def list_devices() -> list[str]:
-    """Names of the compute-capable Vulkan devices (empty if none or no loader)."""
-    try:
-        vk = _vk()
-        instance = vk.vkCreateInstance(
-            vk.VkInstanceCreateInfo(
-                pApplicationInfo=vk.VkApplicationInfo(apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
-            ),
-            None,
-        )
-    except Exception:
-        return []
-    try:
-        return [name for _, name, _ in _enumerate(vk, instance)]
-    finally:
-        vk.vkDestroyInstance(instance, None)
 
 
 _AVAILABLE: dict[str, str | None] = {}

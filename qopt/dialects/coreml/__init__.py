@@ -16,14 +16,27 @@ tables, opsets, dtypes, the custom syntax). The ops live by family:
 - `state.py`: `read_state`, `coreml_update_state` (iOS18 states, each an
   `ml_program.global` of the module).
 
-Every name is re-exported here: `from qopt.dialects import coreml; coreml.LinearOp`.
+Each family module ends with its `OPS`; `ALL_OPS` (the dialect's op list) joins them.
+Every name is re-exported here, `from qopt.dialects import coreml; coreml.LinearOp`: the
+imports below are the package's interface (so ruff's unused-import rule is off here).
 """
+
+# ruff: noqa: F401
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import AnyFloat
 from xdsl.ir import Dialect
 
+from qopt.dialects.coreml import (
+    constexpr,
+    elementwise,
+    linalg,
+    quantization,
+    reduction,
+    shape,
+    state,
+)
 from qopt.dialects.coreml.base import (
     ANY,
     FI,
@@ -49,6 +62,7 @@ from qopt.dialects.coreml.base import (
     with_segments,
 )
 from qopt.dialects.coreml.constexpr import (
+    COMPRESSION_OPS,
     ConstexprAffineDequantizeOp,
     ConstexprBlockwiseShiftScaleOp,
     ConstexprLutToDenseOp,
@@ -152,157 +166,16 @@ from qopt.dialects.coreml.state import (
 )
 from qopt.dialects.tensors import elem_of, shape_of  # re-exported: coreml.shape_of(v)
 
-FLOAT_OPS: tuple[type[CoremlOp], ...] = (
-    LinearOp, MatmulOp, ConvOp, GatherOp, GatherAlongAxisOp,
-    AddOp, SubOp, MulOp, RealDivOp, FloorDivOp, PowOp, MaximumOp, MinimumOp, ModOp,
-    EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
-    LogicalAndOp, LogicalOrOp, LogicalXorOp,
-    ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanOp, ErfOp,
-    AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, GeluOp,
-    SigmoidHardOp, LeakyReluOp, AbsOp, CeilOp, FloorOp, LogOp, InverseOp,
-    SoftmaxOp, LayerNormOp, BatchNormOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp,
-    CumsumOp,
-    ReshapeOp, TransposeOp, ConcatOp, TileOp, PadOp, SliceByIndexOp, ExpandDimsOp, SqueezeOp,
-    ScatterOp, CastOp, ClipOp, SelectOp, MaxPoolOp, AvgPoolOp, ScaledDotProductAttentionOp,
-)  # fmt: skip
-COMPRESSION_OPS: tuple[type[CoremlOp], ...] = (
-    ConstexprLutToDenseOp,
-    ConstexprBlockwiseShiftScaleOp,
-    ConstexprAffineDequantizeOp,
-)
+#: Every op of the dialect: each family module's `OPS`, in family order.
 ALL_OPS: tuple[type[CoremlOp], ...] = (
-    ConstOp,
-    *COMPRESSION_OPS,
-    QuantizeOp,
-    DequantizeOp,
-    *FLOAT_OPS,
-    ReadStateOp,
-    CoremlUpdateStateOp,
+    *constexpr.OPS,
+    *quantization.OPS,
+    *linalg.OPS,
+    *elementwise.OPS,
+    *reduction.OPS,
+    *shape.OPS,
+    *state.OPS,
 )
 BY_MIL_NAME: dict[str, type[CoremlOp]] = {op.name.split(".", 1)[1]: op for op in ALL_OPS}
 
 CoreML = Dialect("coreml", list(ALL_OPS), [])
-
-__all__ = [
-    "ALL_OPS",
-    "ANY",
-    "BY_MIL_NAME",
-    "COMPRESSION_OPS",
-    "FI",
-    "FLOAT_OPS",
-    "IOS18_INDICES",
-    "IOS18_SHIFT_DATA",
-    "LUT_TYPES",
-    "OPSETS",
-    "OPSET_ATTR",
-    "PACKAGE_STATE_TYPES",
-    "STATE_TYPES",
-    "AbsOp",
-    "AcosOp",
-    "AddOp",
-    "AnyFloat",
-    "AsinOp",
-    "AtanOp",
-    "AvgPoolOp",
-    "BatchNormOp",
-    "BinaryOp",
-    "CastOp",
-    "CeilOp",
-    "ClipOp",
-    "CompareOp",
-    "CompileTimeOp",
-    "ConcatOp",
-    "ConstOp",
-    "ConstexprAffineDequantizeOp",
-    "ConstexprBlockwiseShiftScaleOp",
-    "ConstexprLutToDenseOp",
-    "ConstexprOp",
-    "ConvOp",
-    "CoreML",
-    "CoremlOp",
-    "CoremlUpdateStateOp",
-    "CosOp",
-    "CoshOp",
-    "CumsumOp",
-    "DequantizeOp",
-    "EqualOp",
-    "ErfOp",
-    "ExpOp",
-    "ExpandDimsOp",
-    "F",
-    "FloorDivOp",
-    "FloorOp",
-    "GatherAlongAxisOp",
-    "GatherOp",
-    "GeluOp",
-    "GreaterEqualOp",
-    "GreaterOp",
-    "InverseOp",
-    "LayerNormOp",
-    "LeakyReluOp",
-    "LessEqualOp",
-    "LessOp",
-    "LinearOp",
-    "LogOp",
-    "LogicalAndOp",
-    "LogicalOp",
-    "LogicalOrOp",
-    "LogicalXorOp",
-    "MatmulOp",
-    "MaxPoolOp",
-    "MaximumOp",
-    "MinimumOp",
-    "ModOp",
-    "MulOp",
-    "NotEqualOp",
-    "PadOp",
-    "PoolOp",
-    "PowOp",
-    "QuantizeOp",
-    "ReadStateOp",
-    "RealDivOp",
-    "ReduceMaxOp",
-    "ReduceMeanOp",
-    "ReduceMinOp",
-    "ReduceOp",
-    "ReduceSumOp",
-    "ReluOp",
-    "ReshapeOp",
-    "RsqrtOp",
-    "ScaledDotProductAttentionOp",
-    "ScatterOp",
-    "SelectOp",
-    "SigmoidHardOp",
-    "SigmoidOp",
-    "SiluOp",
-    "SinOp",
-    "SinhOp",
-    "SliceByIndexOp",
-    "SoftmaxOp",
-    "SqrtOp",
-    "SqueezeOp",
-    "StateOp",
-    "SubOp",
-    "TanOp",
-    "TanhOp",
-    "TileOp",
-    "TransposeOp",
-    "UnaryOp",
-    "broadcast",
-    "elem_of",
-    "int_bounds",
-    "keyword_optional_format",
-    "matmul_shape",
-    "mil_dtype_name",
-    "mil_state_names",
-    "mutable_globals",
-    "opset_number",
-    "same_shape_result",
-    "shape_of",
-    "slice_by_index_indices",
-    "spatial_out_shape",
-    "storage_dtype",
-    "trailing_optional_format",
-    "type_name",
-    "with_segments",
-]

@@ -37,6 +37,7 @@ from qopt.dialects.coreml.base import (
     IOS18_SHIFT_DATA,
     LUT_TYPES,
     CompileTimeOp,
+    CoremlOp,
     F,
     storage_dtype,
     trailing_optional_format,
@@ -224,3 +225,13 @@ class ConstexprLutToDenseOp(ConstexprOp):
             expected[self.check_axis(self.vector_axis.value.data, len(idx), "vector_axis")] *= vec
         if list(out) != expected:
             raise self.fail(f"result shape must be {expected}")
+
+
+#: The compile-time decompressions of a weight (each a `ConstexprOp`).
+COMPRESSION_OPS: tuple[type[CoremlOp], ...] = (
+    ConstexprLutToDenseOp,
+    ConstexprBlockwiseShiftScaleOp,
+    ConstexprAffineDequantizeOp,
+)
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (ConstOp, *COMPRESSION_OPS)

@@ -1,14 +1,16 @@
 """`coreml` elementwise ops: arithmetic and comparisons with numpy
 broadcasting, boolean logic, unary math and activations, `cast`, `select`.
 
-Most classes are made by the factories below (one MIL op each); every op
-prints in the base class's functional form, `coreml.add %x, %y : (...) -> ...`,
-with its parameters (`alpha`, `epsilon`, `mode`, ...) in the attribute dictionary.
+One class per MIL op; the base classes (`BinaryOp`, `CompareOp`, `LogicalOp`,
+`UnaryOp`) carry the operands, the result and the verifier, so each op names its MIL
+op and adds only its parameters. Every op prints in the functional form,
+`coreml.add %x, %y : (...) -> ...`, with its parameters (`alpha`, `epsilon`, `mode`,
+...) in the attribute dictionary.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar, cast
+from typing import ClassVar
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
@@ -31,6 +33,9 @@ class BinaryOp(CoremlOp):
     broadcast shape of x and y (coremltools' `elementwise_binary`; real_div and
     pow keep `T` too)."""
 
+    x = operand_def(TensorType)
+    y = operand_def(TensorType)
+    result = result_def(TensorType)
     MIL_OPERANDS: ClassVar[tuple[str, ...]] = ("x", "y")
     INPUT_TYPES: ClassVar[frozenset[str]] = FI
 
@@ -42,6 +47,9 @@ class BinaryOp(CoremlOp):
 class UnaryOp(CoremlOp):
     """One input `x`; the result has x's shape and element type."""
 
+    x = operand_def(TensorType)
+    result = result_def(TensorType)
+
     def check(self) -> None:
         same_shape_result(self, self.operands[0], self.results[0])
         if (got := elem_of(self.results[0])) != (want := elem_of(self.operands[0])):
@@ -51,47 +59,6 @@ class UnaryOp(CoremlOp):
         axis = self.properties.get("axis")  # softmax
         if isinstance(axis, IntegerAttr):
             self.check_axis(axis.value.data, len(shape_of(self.operands[0])))
-
-
-_OpT = TypeVar("_OpT", bound="CoremlOp")
-
-
-def _two_operand(base: type[_OpT], mil_name: str, doc: str) -> type[_OpT]:
-    """An `x`, `y` -> `result` MIL op class on `base` (elementwise, compare, logical)."""
-    namespace: dict[str, object] = {
-        "__doc__": doc,
-        "name": f"coreml.{mil_name}",
-        "x": operand_def(TensorType),
-        "y": operand_def(TensorType),
-        "result": result_def(TensorType),
-        "__module__": __name__,
-    }
-    class_name = f"{''.join(p.title() for p in mil_name.split('_'))}Op"
-    # a class made by type() from a TypeVar base: the checker cannot see it is an _OpT
-    cls = cast(type[_OpT], type(class_name, (base,), namespace))
-    return irdl_op_definition(cls)
-
-
-def _binary(mil_name: str, doc: str) -> type[BinaryOp]:
-    return _two_operand(BinaryOp, mil_name, doc)
-
-
-def _unary(mil_name: str, doc: str, **params: tuple[object, str]) -> type[UnaryOp]:
-    namespace: dict[str, object] = {
-        "__doc__": doc,
-        "name": f"coreml.{mil_name}",
-        "x": operand_def(TensorType),
-        "result": result_def(TensorType),
-        "__module__": __name__,
-    }
-    kinds: dict[str, str] = {}
-    for key, (definition, kind) in params.items():
-        namespace[key] = definition
-        kinds[key] = kind
-    namespace["MIL_PARAMS"] = kinds
-    namespace["__annotations__"] = {"MIL_PARAMS": ClassVar[dict[str, str]]}
-    cls = type(f"{''.join(p.title() for p in mil_name.split('_'))}Op", (UnaryOp,), namespace)
-    return irdl_op_definition(cls)
 
 
 class CompareOp(BinaryOp):
@@ -109,34 +76,111 @@ def _bool_result(op: CoremlOp, out: tuple[int, ...]) -> None:
         raise op.fail(f"result must be a bool tensor of shape {list(out)}, got {result.type}")
 
 
-def _compare(mil_name: str, doc: str) -> type[CompareOp]:
-    return _two_operand(CompareOp, mil_name, doc)
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """x + y (numpy broadcasting)"""
+
+    name = "coreml.add"
 
 
-AddOp = _binary("add", "x + y (numpy broadcasting)")
-SubOp = _binary("sub", "x - y")
-MulOp = _binary("mul", "x * y")
-RealDivOp = _binary("real_div", "x / y")
-FloorDivOp = _binary(
-    "floor_div",
-    "`floor(x / y)` (coremltools' `iOS15.elementwise_binary.floor_div`, numpy's "
-    "floor_divide); qopt emits it for int32 operands only",
-)
-PowOp = _binary("pow", "x ** y")
-MaximumOp = _binary("maximum", "max(x, y)")
-MinimumOp = _binary("minimum", "min(x, y)")
-ModOp = _binary(
-    "mod",
-    "`x % y` with Python's sign rule (the result has the sign of y; coremltools' "
-    "`iOS15.elementwise_binary.mod` defines it as `operator.mod`); fp16, fp32 or int32",
-)
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """x - y"""
 
-EqualOp = _compare("equal", "x == y")
-NotEqualOp = _compare("not_equal", "x != y")
-LessOp = _compare("less", "x < y")
-LessEqualOp = _compare("less_equal", "x <= y")
-GreaterOp = _compare("greater", "x > y")
-GreaterEqualOp = _compare("greater_equal", "x >= y")
+    name = "coreml.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """x * y"""
+
+    name = "coreml.mul"
+
+
+@irdl_op_definition
+class RealDivOp(BinaryOp):
+    """x / y"""
+
+    name = "coreml.real_div"
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryOp):
+    """`floor(x / y)` (coremltools' `iOS15.elementwise_binary.floor_div`, numpy's floor_divide);
+    qopt emits it for int32 operands only"""
+
+    name = "coreml.floor_div"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """x ** y"""
+
+    name = "coreml.pow"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    """max(x, y)"""
+
+    name = "coreml.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    """min(x, y)"""
+
+    name = "coreml.minimum"
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """`x % y` with Python's sign rule (the result has the sign of y; coremltools'
+    `iOS15.elementwise_binary.mod` defines it as `operator.mod`); fp16, fp32 or int32"""
+
+    name = "coreml.mod"
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    """x == y"""
+
+    name = "coreml.equal"
+
+
+@irdl_op_definition
+class NotEqualOp(CompareOp):
+    """x != y"""
+
+    name = "coreml.not_equal"
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    """x < y"""
+
+    name = "coreml.less"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    """x <= y"""
+
+    name = "coreml.less_equal"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    """x > y"""
+
+    name = "coreml.greater"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    """x >= y"""
+
+    name = "coreml.greater_equal"
 
 
 class LogicalOp(BinaryOp):
@@ -149,65 +193,220 @@ class LogicalOp(BinaryOp):
         _bool_result(self, _broadcast_xy(self))
 
 
-def _logical(mil_name: str, doc: str) -> type[LogicalOp]:
-    return _two_operand(LogicalOp, mil_name, doc)
+@irdl_op_definition
+class LogicalAndOp(LogicalOp):
+    """x AND y"""
+
+    name = "coreml.logical_and"
 
 
-LogicalAndOp = _logical("logical_and", "x AND y")
-LogicalOrOp = _logical("logical_or", "x OR y")
-LogicalXorOp = _logical("logical_xor", "x XOR y")
+@irdl_op_definition
+class LogicalOrOp(LogicalOp):
+    """x OR y"""
 
-ReluOp = _unary("relu", "max(x, 0)")
-SiluOp = _unary("silu", "x * sigmoid(x)")
-SigmoidOp = _unary("sigmoid", "1 / (1 + exp(-x))")
-TanhOp = _unary("tanh", "tanh(x)")
-ExpOp = _unary("exp", "exp(x)")
-SqrtOp = _unary("sqrt", "sqrt(x)")
-SinOp = _unary("sin", "sin(x)")
-CosOp = _unary("cos", "cos(x)")
-TanOp = _unary("tan", "tan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.tan`")
-AsinOp = _unary("asin", "arcsin(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.asin`")
-AcosOp = _unary("acos", "arccos(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.acos`")
-AtanOp = _unary("atan", "arctan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.atan`")
-SinhOp = _unary("sinh", "sinh(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.sinh`")
-CoshOp = _unary("cosh", "cosh(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.cosh`")
-ErfOp = _unary("erf", "erf(x)")
-RsqrtOp = _unary("rsqrt", "1 / sqrt(x + epsilon)", epsilon=(prop_def(FloatAttr), "float"))
-GeluOp = _unary(
-    "gelu", "GELU, mode EXACT or TANH_APPROXIMATION", mode=(prop_def(StringAttr), "str")
-)
-SoftmaxOp = _unary("softmax", "softmax along axis", axis=(prop_def(IntegerAttr), "int"))
-ClipOp = _unary(
-    "clip",
-    "min(max(x, alpha), beta)",
-    alpha=(prop_def(FloatAttr), "float"),
-    beta=(prop_def(FloatAttr), "float"),
-)
-SigmoidHardOp = _unary(
-    "sigmoid_hard",
-    "`min(max(alpha * x + beta, 0), 1)`; x fp16 or fp32: coremltools' "
-    "`iOS15.activation.sigmoid_hard`",
-    alpha=(prop_def(FloatAttr), "float"),
-    beta=(prop_def(FloatAttr), "float"),
-)
-LeakyReluOp = _unary(
-    "leaky_relu",
-    "`x` where `x >= 0`, else `alpha * x`; x fp16 or fp32: coremltools' "
-    "`iOS15.activation.leaky_relu`",
-    alpha=(prop_def(FloatAttr), "float"),
-)
-CeilOp = _unary("ceil", "ceil(x); x fp16 or fp32")
-FloorOp = _unary("floor", "floor(x) (towards -inf); x fp16 or fp32")
-LogOp = _unary(
-    "log",
-    "`log(x + epsilon)` (MIL's default epsilon is 1e-45; qopt emits 0); x fp16 or fp32",
-    epsilon=(prop_def(FloatAttr), "float"),
-)
-InverseOp = _unary(
-    "inverse",
-    "`1 / (x + epsilon)` (MIL's default epsilon is 1e-4; qopt emits 0); x fp16 or fp32",
-    epsilon=(prop_def(FloatAttr), "float"),
-)
+    name = "coreml.logical_or"
+
+
+@irdl_op_definition
+class LogicalXorOp(LogicalOp):
+    """x XOR y"""
+
+    name = "coreml.logical_xor"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)"""
+
+    name = "coreml.relu"
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    """x * sigmoid(x)"""
+
+    name = "coreml.silu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1 / (1 + exp(-x))"""
+
+    name = "coreml.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """tanh(x)"""
+
+    name = "coreml.tanh"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """exp(x)"""
+
+    name = "coreml.exp"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """sqrt(x)"""
+
+    name = "coreml.sqrt"
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """sin(x)"""
+
+    name = "coreml.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """cos(x)"""
+
+    name = "coreml.cos"
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """tan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.tan`"""
+
+    name = "coreml.tan"
+
+
+@irdl_op_definition
+class AsinOp(UnaryOp):
+    """arcsin(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.asin`"""
+
+    name = "coreml.asin"
+
+
+@irdl_op_definition
+class AcosOp(UnaryOp):
+    """arccos(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.acos`"""
+
+    name = "coreml.acos"
+
+
+@irdl_op_definition
+class AtanOp(UnaryOp):
+    """arctan(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.atan`"""
+
+    name = "coreml.atan"
+
+
+@irdl_op_definition
+class SinhOp(UnaryOp):
+    """sinh(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.sinh`"""
+
+    name = "coreml.sinh"
+
+
+@irdl_op_definition
+class CoshOp(UnaryOp):
+    """cosh(x); x fp16 or fp32: coremltools' `iOS15.elementwise_unary.cosh`"""
+
+    name = "coreml.cosh"
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """erf(x)"""
+
+    name = "coreml.erf"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """1 / sqrt(x + epsilon)"""
+
+    name = "coreml.rsqrt"
+    epsilon = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"epsilon": "float"}
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """GELU, mode EXACT or TANH_APPROXIMATION"""
+
+    name = "coreml.gelu"
+    mode = prop_def(StringAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"mode": "str"}
+
+
+@irdl_op_definition
+class SoftmaxOp(UnaryOp):
+    """softmax along axis"""
+
+    name = "coreml.softmax"
+    axis = prop_def(IntegerAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"axis": "int"}
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """min(max(x, alpha), beta)"""
+
+    name = "coreml.clip"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"alpha": "float", "beta": "float"}
+
+
+@irdl_op_definition
+class SigmoidHardOp(UnaryOp):
+    """`min(max(alpha * x + beta, 0), 1)`; x fp16 or fp32: coremltools'
+    `iOS15.activation.sigmoid_hard`"""
+
+    name = "coreml.sigmoid_hard"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"alpha": "float", "beta": "float"}
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """`x` where `x >= 0`, else `alpha * x`; x fp16 or fp32: coremltools'
+    `iOS15.activation.leaky_relu`"""
+
+    name = "coreml.leaky_relu"
+    alpha = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"alpha": "float"}
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """ceil(x); x fp16 or fp32"""
+
+    name = "coreml.ceil"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """floor(x) (towards -inf); x fp16 or fp32"""
+
+    name = "coreml.floor"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """`log(x + epsilon)` (MIL's default epsilon is 1e-45; qopt emits 0); x fp16 or fp32"""
+
+    name = "coreml.log"
+    epsilon = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"epsilon": "float"}
+
+
+@irdl_op_definition
+class InverseOp(UnaryOp):
+    """`1 / (x + epsilon)` (MIL's default epsilon is 1e-4; qopt emits 0); x fp16 or fp32"""
+
+    name = "coreml.inverse"
+    epsilon = prop_def(FloatAttr)
+    MIL_PARAMS: ClassVar[dict[str, str]] = {"epsilon": "float"}
 
 
 @irdl_op_definition
@@ -262,3 +461,54 @@ class SelectOp(CoremlOp):
         if out is None:
             raise self.fail(f"cond, a and b shapes do not broadcast: {shapes}")
         self.check_result(out, elem)
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    AddOp,
+    SubOp,
+    MulOp,
+    RealDivOp,
+    FloorDivOp,
+    PowOp,
+    MaximumOp,
+    MinimumOp,
+    ModOp,
+    EqualOp,
+    NotEqualOp,
+    LessOp,
+    LessEqualOp,
+    GreaterOp,
+    GreaterEqualOp,
+    LogicalAndOp,
+    LogicalOrOp,
+    LogicalXorOp,
+    ReluOp,
+    SiluOp,
+    SigmoidOp,
+    TanhOp,
+    ExpOp,
+    SqrtOp,
+    SinOp,
+    CosOp,
+    TanOp,
+    AsinOp,
+    AcosOp,
+    AtanOp,
+    SinhOp,
+    CoshOp,
+    ErfOp,
+    RsqrtOp,
+    GeluOp,
+    SoftmaxOp,
+    ClipOp,
+    SigmoidHardOp,
+    LeakyReluOp,
+    CeilOp,
+    FloorOp,
+    LogOp,
+    InverseOp,
+    AbsOp,
+    CastOp,
+    SelectOp,
+)

@@ -310,3 +310,14 @@ class ScaledDotProductAttentionOp(CoremlOp):
             if not m or m[-1] != k[-2] or broadcast(q[:-1], m[:-1]) != q[:-1]:
                 raise self.fail(f"attn_mask {list(m)} must broadcast to {[*q[:-1], k[-2]]}")
         self.check_result((*q[:-1], v[-1]), elem)
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    LinearOp,
+    MatmulOp,
+    ConvOp,
+    MaxPoolOp,
+    AvgPoolOp,
+    ScaledDotProductAttentionOp,
+)

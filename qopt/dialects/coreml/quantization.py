@@ -109,3 +109,10 @@ def _check_axis_params(
             raise op.fail("scale and zero_point must be scalars without axis")
         if dim is not None and s != (shape[dim],):
             raise op.fail("scale and zero_point must be vectors of length shape[axis]")
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    QuantizeOp,
+    DequantizeOp,
+)

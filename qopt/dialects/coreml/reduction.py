@@ -33,6 +33,10 @@ class ReduceOp(CoremlOp):
     """Reduce x over `axes` (each in [-rank, rank), none twice): the result has x's
     type and shape, with the reduced dims 1 (`keep_dims`) or removed."""
 
+    x = operand_def(TensorType)
+    axes = prop_def(DenseArrayBase[IntegerType])
+    keep_dims = prop_def(IntegerAttr)
+    result = result_def(TensorType)
     MIL_PARAMS: ClassVar[dict[str, str]] = {"axes": "ints", "keep_dims": "bool"}
     INPUT_TYPES: ClassVar[frozenset[str]] = FI
 
@@ -49,27 +53,32 @@ class ReduceOp(CoremlOp):
         self.check_result(out, elem_of(self.operands[0]))
 
 
-def _reduce(mil_name: str, doc: str) -> type[ReduceOp]:
-    cls = type(
-        f"{''.join(p.title() for p in mil_name.split('_'))}Op",
-        (ReduceOp,),
-        {
-            "__doc__": doc,
-            "name": f"coreml.{mil_name}",
-            "x": operand_def(TensorType),
-            "axes": prop_def(DenseArrayBase[IntegerType]),
-            "keep_dims": prop_def(IntegerAttr),
-            "result": result_def(TensorType),
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    """mean over axes"""
+
+    name = "coreml.reduce_mean"
 
 
-ReduceMeanOp = _reduce("reduce_mean", "mean over axes")
-ReduceSumOp = _reduce("reduce_sum", "sum over axes")
-ReduceMaxOp = _reduce("reduce_max", "max over axes")
-ReduceMinOp = _reduce("reduce_min", "min over axes")
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    """sum over axes"""
+
+    name = "coreml.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """max over axes"""
+
+    name = "coreml.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """min over axes"""
+
+    name = "coreml.reduce_min"
 
 
 @irdl_op_definition
@@ -180,3 +189,15 @@ class CumsumOp(CoremlOp):
         if not -1 <= axis < rank:
             raise self.fail(f"axis {axis} must be in [-1, {rank}) (MIL cumsum)")
         self.check_result(shape_of(self.x), elem_of(self.x))
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    ReduceMeanOp,
+    ReduceSumOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    LayerNormOp,
+    BatchNormOp,
+    CumsumOp,
+)

@@ -442,3 +442,19 @@ class ScatterOp(CoremlOp):
         if self.mode.data not in SCATTER_MODES:
             raise self.fail(f"mode must be one of {', '.join(SCATTER_MODES)}, got {self.mode.data}")
         self.check_result(data, elem)
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    ReshapeOp,
+    TransposeOp,
+    ConcatOp,
+    TileOp,
+    PadOp,
+    SliceByIndexOp,
+    ExpandDimsOp,
+    SqueezeOp,
+    GatherOp,
+    GatherAlongAxisOp,
+    ScatterOp,
+)

@@ -170,3 +170,10 @@ __all__ = [
     "mil_state_names",
     "mutable_globals",
 ]
+
+
+#: This family's ops, in the order the dialect lists them.
+OPS: tuple[type[CoremlOp], ...] = (
+    ReadStateOp,
+    CoremlUpdateStateOp,
+)

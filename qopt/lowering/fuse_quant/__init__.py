@@ -20,14 +20,16 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from qopt.dialects.weights import weight_summary
+from qopt.errors import QoptError
+from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
+from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
 from qopt.lowering.fuse_quant.report import FusionLog, kernel_counts, quant_op_count
-from qopt.resources import require_weights
+from qopt.report import active_report, warn
+from qopt.resources import attach, require_weights, weights_of
 
 
 def patterns(log: FusionLog) -> list[RewritePattern]:
-    from qopt.lowering.fuse_quant import conv, elementwise, embedding, fold, layout
-    from qopt.lowering.fuse_quant.linear import FuseQuantizedLinear
-
     return [
         FuseQuantizedLinear(log),
         *conv.patterns(log),
@@ -77,10 +79,6 @@ def warn_unfused(module: ModuleOp, pass_name: str) -> None:
     module and its blob names stay as they are."""
     from xdsl.utils.exceptions import VerifyException
 
-    from qopt.errors import QoptError
-    from qopt.report import warn
-    from qopt.resources import attach, weights_of
-
     if quant_op_count(module) == 0:
         return
     trial = attach(module.clone(), weights_of(module).copy())
@@ -104,9 +102,7 @@ def check_mid_level(module: ModuleOp, pass_name: str) -> None:
     """What a conversion to a target notes first: the cliff warning of
     `warn_unfused`, and the weights it is given (compressed against float) in the
     active compile report."""
-    from qopt.report import active_report
-
     warn_unfused(module, pass_name)
     report = active_report()
     if report is not None:
-        report.record_weights(module)
+        report.record_weights(weight_summary(module))

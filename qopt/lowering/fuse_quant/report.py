@@ -11,8 +11,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from qopt.dialects import qfused, quant
+from qopt.dialects.weights import weight_summary
 from qopt.errors import where
 from qopt.lowering.fuse_quant.match import Reject
+from qopt.report import active_report
 
 QUANT_OPS = (
     quant.QuantizeOp,
@@ -106,8 +108,6 @@ class FusionLog:
         refused), the quant ops left grouped by reason. A `rerun` (fuse-quant again
         after fold-constants) adds only the ops it fused: its quant ops and refused
         patterns were counted by the first run."""
-        from qopt.report import active_report
-
         report = active_report()
         if report is None:
             return
@@ -125,7 +125,7 @@ class FusionLog:
                 for reason, ops in groups.items()
             },
         )
-        report.record_weights(module)
+        report.record_weights(weight_summary(module))
 
     def print_unfused(self, module: ModuleOp, stream: TextIO = sys.stderr) -> None:
         for op, reason in self.unfused(module):

@@ -17,7 +17,7 @@ import torch
 import qopt
 from qopt.dialects.signature import logical_methods, pick_function, variant_name
 from qopt.examples import apply_scheme, build_kv_llama
-from qopt.frontend.importer import enumerate_sizes
+from qopt.frontend.methods import enumerate_sizes
 
 CONFIG = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
           "max_seq_len": 40}  # fmt: skip

@@ -1,4 +1,4 @@
-"""The importer's converters of the KV-cache updates (qopt/frontend/converters/shape.py):
+"""The importer's converters of the KV-cache updates (qopt/frontend/converters/indexing.py):
 the IR each exported form gives (the `None`s of `index_put` kept as `indexed_dims`, a
 boolean mask as `aten.where`, `copy` as a cast/broadcast) and the QoptErrors for forms
 qopt cannot represent. Their numerics against torch: tests/unit/interpreters/
