@@ -55,7 +55,11 @@ def _native() -> None:
     from qopt.kernels.prebuilt import prebuilt_spirv
 
     reason = vulkan_available() or native_library()
-    if reason is None and prebuilt_spirv("unary.glsl") is None and not shutil.which("glslangValidator"):
+    if (
+        reason is None
+        and prebuilt_spirv("unary.glsl") is None
+        and not shutil.which("glslangValidator")
+    ):
         reason = "no prebuilt kernel SPIR-V and no glslang: `python -m qopt.kernels.build`"
     if reason is not None:
         print(f"native corpus tests skipped: {reason}")
@@ -121,7 +125,8 @@ def test_valid_bundles_run_bit_identical(
             message = native_error(data, f"{name}.qvk")
             assert message is not None
             assert "\n" not in message
-            assert "aten.sort" in message and "fallback=False" in message
+            assert "aten.sort" in message
+            assert "fallback=False" in message
             continue
         path = tmp_path / f"{name}.qvk"
         path.write_bytes(data)
@@ -297,7 +302,9 @@ def test_crafted_bundles_under_asan(entries: list[tuple[str, bytes, str | None]]
     qvk-run (build/runtime-asan): each refused with one line and exit status 1, no
     sanitizer report."""
     if not ASAN_RUN.is_file():
-        reason = f"{ASAN_RUN.relative_to(ROOT)} is not built (scripts/setup.sh builds it with clang)"
+        reason = (
+            f"{ASAN_RUN.relative_to(ROOT)} is not built (scripts/setup.sh builds it with clang)"
+        )
         print(f"skipped: {reason}")
         pytest.skip(reason)
     crafted = [(n, d) for n, d, e in entries if e is not None]
@@ -308,5 +315,7 @@ def test_crafted_bundles_under_asan(entries: list[tuple[str, bytes, str | None]]
         run = subprocess.run([str(ASAN_RUN), str(path), "--list"], capture_output=True,
                              text=True, check=False, timeout=120)  # fmt: skip
         assert run.returncode == 1, (name, run.stdout[-500:], run.stderr[-2000:])
-        assert "Sanitizer" not in run.stderr and "runtime error" not in run.stderr, name
-        assert run.stderr.startswith("qvk-run: error: ") and run.stderr.count("\n") == 1, name
+        assert "Sanitizer" not in run.stderr, name
+        assert "runtime error" not in run.stderr, name
+        assert run.stderr.startswith("qvk-run: error: "), name
+        assert run.stderr.count("\n") == 1, name
