@@ -1160,7 +1160,9 @@ class Translator:
             try:
                 return fn(*args, **kwargs)
             except RuleError as e:
-                raise self.fail(str(e)) from None
+                raise self.fail(
+                    f"{getattr(fn, '__name__', fn)}() on a run-time value: {e}"
+                ) from None
             except Exception as e:
                 raise self.fail(f"{getattr(fn, '__name__', fn)}: {type(e).__name__}: {e}") from None
         raise self.fail(f"call of {fn!r}")
