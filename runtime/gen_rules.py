@@ -229,6 +229,11 @@ class Translator:
             return f"INT64_C({v})" if abs(v) >= 2**31 else str(v)
         raise self.fail(f"{type(v).__name__} value where an integer is needed")
 
+    def refusal(self, what: str) -> str:
+        """The message of a dispatch Python's rule would fail on with an exception other than
+        ValueError (the same words as the C helpers' overflow and division refusals)."""
+        return f"kernel {self.kernel}: {what} in its rules with these push constants"
+
     def tmp(self, expr: str) -> Dyn:
         name = f"t{self.n}"
         self.n += 1
@@ -279,7 +284,7 @@ class Translator:
             return self.lift(lambda x, y: self.arith(op, x, y), a, b)
         if not (isinstance(a, Dyn) or isinstance(b, Dyn)):
             if isinstance(a, int) and isinstance(b, int) and op in ("div", "mod") and b == 0:
-                self.emit_fail(Msg(["integer division by zero"]))
+                self.emit_fail(Msg([self.refusal("an integer division by zero")]))
                 return 0
             try:
                 return {
@@ -745,7 +750,7 @@ class Translator:
         if none is not False:
             saved = self.pc
             self.pc = self.land(saved, none)
-            self.emit_fail(Msg(["a key the rule builds at run time is not one of its keys"]))
+            self.emit_fail(Msg([self.refusal("a key missing from a dict")]))
             self.pc = saved
         return hits
 
@@ -754,7 +759,7 @@ class Translator:
         if bad is not False:
             saved = self.pc
             self.pc = self.land(saved, bad)
-            self.emit_fail(Msg(["index out of range"]))
+            self.emit_fail(Msg([self.refusal("an index out of range")]))
             self.pc = saved
 
     # ---- expressions ------------------------------------------------------------------
@@ -1138,6 +1143,8 @@ class Translator:
                 except ValueError as e:
                     self.raise_exc(Exc(ValueError, Msg([str(e)])))
                     return NOTHING
+                except Exception as e:  # reported as a translation failure
+                    raise self.fail(f"{fn.__qualname__}: {type(e).__name__}: {e}") from None
             node = _function_ast(fn)
             cells = {
                 name: cell.cell_contents
