@@ -167,6 +167,18 @@ QVK_API qvk_timings qvk_session_timings(const qvk_session *session);
 /* Free the session and every Vulkan object it made. NULL is fine. */
 QVK_API void qvk_session_destroy(qvk_session *session);
 
+/* The rules this runtime checks every dispatch of kernel `kernel` with (qopt's
+   `KernelSpec.workgroups` and `.extents`, translated into C from their Python source when
+   the runtime was built): for these push constants (`n_push` integers in the kernel's
+   declaration order; float ones are not read) and specialization values (`n_spec`: every
+   constant, in constant_id order) the workgroup counts a dispatch needs (`groups`) and
+   the words each binding can touch (`extents`, `n_extents` = the kernel's bindings).
+   QVK_ERROR_BUNDLE with the rule's own message when the rules refuse these values;
+   QVK_ERROR_ARGUMENT for an unknown kernel or wrong counts. For tools and tests. */
+QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, size_t n_push,
+                                    const int64_t *spec, size_t n_spec, int64_t groups[3],
+                                    int64_t *extents, size_t n_extents, qvk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

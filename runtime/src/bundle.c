@@ -2,9 +2,9 @@
    qopt/backends/vulkan/bundle.py `load_bundle` + `check_program`): every structural check
    of the Python loader, in the same order, and each kernel checked against the catalogue
    this runtime was built with (its SPIR-V byte for byte). The per-dispatch buffer
-   extents and workgroup counts the Python loader derives from each kernel's Python
-   `extents`/`workgroups` functions are not re-derived here: the device is required to
-   bound every buffer access (robustBufferAccess, session.c), see docs. */
+   extents and workgroup counts of each dispatch are checked with the kernel's own rules
+   (`KernelSpec.extents` / `workgroups`, translated into C at build time by
+   runtime/gen_rules.py); robustBufferAccess (session.c) stays as a second line. */
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -819,11 +819,45 @@ static qvk_status check_steps(ctx_t *c, qvk_bundle *b, manifest_t *m) {
                 k->name, MAX_WORKGROUPS, json_object_to_json_string(groups));
       break;
     }
+    /* the kernel's own rules (KernelSpec.workgroups / extents, translated into C) */
+    int64_t P[256], S[256], need[64];
+    for (size_t j = 0; j < k->n_push; j++) {
+      P[j] = k->push[j].kind == QVK_PUSH_I32 ? (int64_t)(int32_t)s->push[j] : (int64_t)s->push[j];
+    }
+    for (size_t j = 0; j < k->n_spec; j++) S[j] = b->kernels[s->kernel].spec[j];
+    qvk_rule_ctx rule = {k->name, 0, ""};
+    if (k->workgroups(P, S, need, &rule) != 0) {
+      st = FAIL("%s: %s", what, rule.msg);
+      break;
+    }
+    for (size_t g = 0; g < 3; g++) need[g] = need[g] > 1 ? need[g] : 1;
+    if (s->groups[0] > need[0] || s->groups[1] > need[1] || s->groups[2] > need[2]) {
+      /* every kernel loops over its work: more workgroups only burn device time */
+      st = FAIL("%s: kernel %s: [%u, %u, %u] workgroups, more than the [%" PRId64 ", %" PRId64
+                ", %" PRId64 "] these push constants need",
+                what, k->name, s->groups[0], s->groups[1], s->groups[2], need[0], need[1],
+                need[2]);
+      break;
+    }
     if (s->n_buffers != k->n_bindings) {
       st = FAIL("%s: kernel %s has %zu bindings, got %zu buffers", what, k->name, k->n_bindings,
                 s->n_buffers);
       break;
     }
+    if (k->extents(P, S, need, &rule) != 0) {
+      st = FAIL("%s: %s", what, rule.msg);
+      break;
+    }
+    for (size_t j = 0; j < k->n_bindings && st == QVK_OK; j++) {
+      int64_t nbytes = b->buffers[s->buffers[j]].nbytes;
+      int64_t words = (nbytes > 4 ? nbytes : 4) / 4;
+      if (need[j] > words) {
+        st = FAIL("%s: kernel %s: binding %s can touch %" PRId64 " words with these push "
+                  "constants, but its buffer holds %" PRId64,
+                  what, k->name, k->bindings[j].name, need[j], words);
+      }
+    }
+    if (st) break;
     for (size_t j = 0; j < k->n_bindings && st == QVK_OK; j++) {
       const qvk_cat_binding *binding = &k->bindings[j];
       int64_t id = s->buffers[j];
@@ -1242,4 +1276,30 @@ qvk_status qvk_bundle_pick_method(const qvk_bundle *b, const char *name, size_t 
                   "of shapes %s: compile it with those sizes (qopt.compile(..., "
                   "dynamic_sizes=[...]))",
                   want, have, got);
+}
+
+QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, size_t n_push,
+                                    const int64_t *spec, size_t n_spec, int64_t groups[3],
+                                    int64_t *extents, size_t n_extents, qvk_error *err) {
+  const qvk_cat_kernel *k = NULL;
+  for (size_t i = 0; kernel != NULL && i < qvk_cat_kernel_count; i++) {
+    if (strcmp(qvk_cat_kernels[i].name, kernel) == 0) k = &qvk_cat_kernels[i];
+  }
+  if (k == NULL) {
+    return qvk_fail(err, QVK_ERROR_ARGUMENT, "qvk_kernel_rules: no kernel %.100s in the catalogue",
+                    kernel ? kernel : "(null)");
+  }
+  if (n_push != k->n_push || n_spec != k->n_spec || n_extents != k->n_bindings ||
+      (n_push && push == NULL) || (n_spec && spec == NULL) || groups == NULL ||
+      (n_extents && extents == NULL)) {
+    return qvk_fail(err, QVK_ERROR_ARGUMENT,
+                    "qvk_kernel_rules: kernel %s takes %zu push constants, %zu specialization "
+                    "values and %zu extents",
+                    k->name, k->n_push, k->n_spec, k->n_bindings);
+  }
+  qvk_rule_ctx rule = {k->name, 0, ""};
+  if (k->workgroups(push, spec, groups, &rule) != 0 || k->extents(push, spec, extents, &rule) != 0) {
+    return qvk_fail(err, QVK_ERROR_BUNDLE, "%s", rule.msg);
+  }
+  return QVK_OK;
 }

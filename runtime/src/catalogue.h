@@ -36,6 +36,20 @@ typedef struct {
   int binding, flag;
 } qvk_cat_texel;
 
+/* The kernels' rules (KernelSpec.extents / workgroups), translated into C from their
+   Python source by runtime/gen_rules.py: each reads the push constants P (integers:
+   u32 zero-extended, i32 sign-extended; float ones are never read) and every
+   specialization value S (defaults filled in), writes one count per binding (extents:
+   the words the dispatch can touch) or per dimension (workgroups: the most it needs),
+   and returns 0, or -1 with ctx->msg set (the Python rule's ValueError text). */
+typedef struct {
+  const char *kernel;
+  int failed;
+  char msg[512];
+} qvk_rule_ctx;
+typedef int (*qvk_rule_fn)(const int64_t *push, const int64_t *spec, int64_t *out,
+                           qvk_rule_ctx *ctx);
+
 typedef struct {
   const char *glsl;
   const uint32_t *words;
@@ -57,6 +71,8 @@ typedef struct {
   const qvk_cat_texel *texels;
   size_t n_texels;
   int local_size[3];
+  qvk_rule_fn extents;    /* n_bindings counts */
+  qvk_rule_fn workgroups; /* 3 counts */
 } qvk_cat_kernel;
 
 typedef struct {
