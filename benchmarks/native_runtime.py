@@ -56,6 +56,16 @@ QUICK = {"vocab_size": 4096, "dim": 256, "n_layers": 2, "n_heads": 8, "hidden_di
 
 
 def rss_mib() -> float:
+    """This process's peak resident size: VmHWM where /proc exists (ru_maxrss is
+    inherited from the parent across fork on Linux: a child started by a large process
+    would report the parent's peak), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -129,6 +139,7 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true", help="the demo's decoder (dim 32)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--prefill", type=int, default=64)
+    parser.add_argument("--bundle", help="a bundle an earlier run compiled (same options)")
     parser.add_argument("--load-only", nargs=2, metavar=("native|python", "BUNDLE"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args()
@@ -143,17 +154,21 @@ def main() -> int:
     config = TINY if args.tiny else QUICK if args.quick else FULL
     prompt = torch.arange(args.prefill).reshape(1, -1) % config["vocab_size"]
     example = (prompt, torch.arange(args.prefill))
-    model = apply_scheme(build_kv_llama(**config), "w4g32", example)
-    with torch.no_grad():
-        methods = {
-            "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
-            "decode": torch.export.export(
-                copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
-            ),
-        }
-    tmp = tempfile.mkdtemp(prefix="qopt-native-bench-")
-    path = f"{tmp}/model.qvk"
-    qopt.compile(methods, target="vulkan").save(path)
+    if args.bundle:  # compiled by an earlier run (it prints where): same size and --prefill
+        path = args.bundle
+    else:
+        model = apply_scheme(build_kv_llama(**config), "w4g32", example)
+        with torch.no_grad():
+            methods = {
+                "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
+                "decode": torch.export.export(
+                    copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
+                ),
+            }
+        tmp = tempfile.mkdtemp(prefix="qopt-native-bench-")
+        path = f"{tmp}/model.qvk"
+        qopt.compile(methods, target="vulkan").save(path)
+        print(f"bundle: {path} (--bundle reuses it)")
     size = Path(path).stat().st_size
     print(
         f"decoder dim {config['dim']}, {config['n_layers']} layers, vocab {config['vocab_size']}, "
