@@ -78,8 +78,7 @@ def _allowed_subclasses() -> tuple[type, ...]:
     `torch._utils._rebuild_tensor_v2`, storages, dtypes, `torch.device`,
     `torch.serialization._get_layout`, `collections.OrderedDict`).
     """
-    with phase("torchao import"):  # once: torchao's import is most of a pickle's cost
-        return tuple(_torchao_subclasses())
+    return tuple(_torchao_subclasses())
 
 
 def _torchao_subclasses() -> Iterator[type]:
@@ -648,6 +647,7 @@ def _load_payloads(
         raise QoptError(f"{path}: entry '{config_file}' is malformed: {e}") from None
     is_weight = kind == "weights"
     loaded: dict[str, Any] = {}
+    pickled = False
     for fqn, meta in config.config.items():
         entry = base_dir + meta.path_name
         what = f"{path}: entry '{entry}' ({kind[:-1]} '{fqn}')"
@@ -663,6 +663,10 @@ def _load_payloads(
         if entry not in names:
             raise QoptError(f"{what}: the entry is missing from the archive")
         if meta.use_pickle:
+            if not pickled:  # torchao's import is most of the first pickle's cost
+                with phase("torchao import"):
+                    _allowed_subclasses()
+            pickled = True
             member = members.open(entry) if members is not None else None
             source = member if member is not None else reader.read_bytes(entry)
             loaded[fqn] = _restricted_load(source, what, limits)
