@@ -56,6 +56,7 @@ import torch
 from qopt.errors import QoptError, quoted
 from qopt.frontend.shape_expr import canonical_shape_expr
 from qopt.limits import Limits, check_zip, resolve
+from qopt.report import phase
 
 _TRUST_HINT = "pass --trust-pickle / trust_pickle=True only if you trust this file"
 
@@ -68,7 +69,8 @@ def _first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {line}" if line else type(e).__name__
 
 
-def _allowed_subclasses() -> list[type]:
+@functools.cache
+def _allowed_subclasses() -> tuple[type, ...]:
     """The torchao tensor subclasses qopt imports, as stored by `torch.export.save`.
 
     Their pickles need nothing else beyond torch's built-in weights-only globals
@@ -76,11 +78,14 @@ def _allowed_subclasses() -> list[type]:
     `torch._utils._rebuild_tensor_v2`, storages, dtypes, `torch.device`,
     `torch.serialization._get_layout`, `collections.OrderedDict`).
     """
-    allowed: list[type] = []
+    return tuple(_torchao_subclasses())
+
+
+def _torchao_subclasses() -> Iterator[type]:
     try:  # IntxWeightOnlyConfig / Int8DynamicActivationIntxWeightConfig weights
         from torchao.quantization import IntxUnpackedToInt8Tensor
 
-        allowed.append(IntxUnpackedToInt8Tensor)
+        yield IntxUnpackedToInt8Tensor
     except ImportError:
         pass
     try:  # CodebookWeightOnlyConfig (CoreML LUT) weights
@@ -88,10 +93,9 @@ def _allowed_subclasses() -> list[type]:
             CodebookQuantizedTensor,
         )
 
-        allowed.append(CodebookQuantizedTensor)
+        yield CodebookQuantizedTensor
     except ImportError:
         pass
-    return allowed
 
 
 def _global_name(obj: Any) -> str:
@@ -643,6 +647,7 @@ def _load_payloads(
         raise QoptError(f"{path}: entry '{config_file}' is malformed: {e}") from None
     is_weight = kind == "weights"
     loaded: dict[str, Any] = {}
+    pickled = False
     for fqn, meta in config.config.items():
         entry = base_dir + meta.path_name
         what = f"{path}: entry '{entry}' ({kind[:-1]} '{fqn}')"
@@ -658,6 +663,10 @@ def _load_payloads(
         if entry not in names:
             raise QoptError(f"{what}: the entry is missing from the archive")
         if meta.use_pickle:
+            if not pickled:  # torchao's import is most of the first pickle's cost
+                with phase("torchao import"):
+                    _allowed_subclasses()
+            pickled = True
             member = members.open(entry) if members is not None else None
             source = member if member is not None else reader.read_bytes(entry)
             loaded[fqn] = _restricted_load(source, what, limits)
@@ -688,8 +697,11 @@ def _load_sample_inputs(reader: Any, path: str, limits: Limits) -> Any:
 
 
 def _load_restricted(path: str, limits: Limits) -> torch.export.ExportedProgram:
-    from torch._export.serde import schema
-    from torch._export.serde.serialize import ExportedProgramDeserializer
+    # Importing torch's deserializer imports torch._dynamo (unless torchao did): timed
+    # as its own phase of a compile report, as are the stages below (`qopt-opt -v`).
+    with phase("torch deserializer import"):
+        from torch._export.serde import schema
+        from torch._export.serde.serialize import ExportedProgramDeserializer
     from torch.export.pt2_archive._package import PT2ArchiveReader
     from torch.export.pt2_archive.constants import (
         ARCHIVE_VERSION_PATH,
@@ -726,14 +738,17 @@ def _load_restricted(path: str, limits: Limits) -> torch.export.ExportedProgram:
             reader.archive_file.get_record_size(model_file),
             "max_graph_bytes",
         )
-        program_json = json.loads(reader.read_bytes(model_file).decode("utf-8"))
-        sanitize_program(program_json, limits, f"{path}: {stage}")
-        try:
-            serialized = to_schema(schema.ExportedProgram, program_json)
-        except (_Malformed, ValueError, TypeError, KeyError, AttributeError) as e:
-            raise QoptError(f"{path}: {stage} is not a serialized ExportedProgram: {e}") from None
+        with phase("graph (parse and check)"):
+            program_json = json.loads(reader.read_bytes(model_file).decode("utf-8"))
+            sanitize_program(program_json, limits, f"{path}: {stage}")
+            try:
+                serialized = to_schema(schema.ExportedProgram, program_json)
+            except (_Malformed, ValueError, TypeError, KeyError, AttributeError) as e:
+                raise QoptError(
+                    f"{path}: {stage} is not a serialized ExportedProgram: {e}"
+                ) from None
         del program_json
-        with _StoredMembers(path) as members:  # pickled payloads read from the file once
+        with phase("weights"), _StoredMembers(path) as members:  # read from the file once
             stage = "weights"
             state_dict = _load_payloads(
                 reader,
@@ -757,10 +772,11 @@ def _load_restricted(path: str, limits: Limits) -> torch.export.ExportedProgram:
         stage = "sample inputs"
         sample_inputs = _load_sample_inputs(reader, path, limits)
         stage = f"entry '{model_file}' (rebuilding the program)"
-        ep = ExportedProgramDeserializer(None).deserialize(
-            serialized, state_dict, constants, sample_inputs
-        )
-        check_graph_targets(ep, f"{path}: {stage}")
+        with phase("rebuild (torch's deserializer)"):
+            ep = ExportedProgramDeserializer(None).deserialize(
+                serialized, state_dict, constants, sample_inputs
+            )
+            check_graph_targets(ep, f"{path}: {stage}")
         return ep
     except QoptError:
         raise
