@@ -65,16 +65,10 @@ def weight_summary(module: ModuleOp) -> WeightSummary:
         value = op.result
         seen.add(value)
         size = _stored_bytes(value)
-        user = next(
-            (
-                use.operation
-                for use in value.uses
-                if use.operation.name in WEIGHT_OPS
-                and isinstance(value.type, TensorType)
-                and len(value.type.get_shape()) >= 2
-            ),
-            None,
-        )
+        user = None
+        if isinstance(value.type, TensorType) and len(shape_of(value)) >= 2:  # a matrix
+            uses = (use.operation for use in value.uses)
+            user = next((using for using in uses if using.name in WEIGHT_OPS), None)
         if user is None:
             summary.other_bytes += size
             continue

@@ -18,10 +18,11 @@ tables, opsets, dtypes, the custom syntax). The ops live by family:
 
 Each family module ends with its `OPS`; `ALL_OPS` (the dialect's op list) joins them.
 Every name is re-exported here, `from qopt.dialects import coreml; coreml.LinearOp`: the
-imports below are the package's interface (so ruff's unused-import rule is off here).
+imports below are the package's interface (the unused-import rules are off here).
 """
 
 # ruff: noqa: F401
+# pyright: reportUnusedImport=false
 
 from __future__ import annotations
 
