@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from qopt.kernels.extents import (
     FLAG,
-    always,
     WG_RANGE,
+    always,
     count,
     grid_workgroups,
     guarded,
