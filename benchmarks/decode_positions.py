@@ -15,9 +15,11 @@ for Vulkan (`decode`: one token). Two artifacts run the same program:
 
 For each position (`--positions`, default 16 256 1024) it prints the median wall
 time of one decode call (calls of the two interleaved, so background load hits both
-alike), tokens/s and the ratio, and per token the bytes the dispatches read and the
-bytes they must read (`qopt.backends.vulkan.work.method_work`: packed weights,
-scales and the cache rows in use), with the CPU model, the Vulkan device and the
+alike), tokens/s and the ratio, the attention dispatches' device time per call
+(timestamps of sdpa and mask_bound) and its ratio, and per token the bytes the
+dispatches read and the bytes they must read
+(`qopt.backends.vulkan.work.method_work`: packed weights, scales and the cache rows in
+use), with the CPU model, the Vulkan device and the
 load average.
 
     python benchmarks/decode_positions.py [--quick] [--positions 16 256 1024] [--repeats 9]
@@ -90,8 +92,8 @@ def main() -> None:
     if not positions:
         sys.exit(f"no position in [0, {cache}) among {args.positions}")
     example = (torch.tensor([[1]]), torch.tensor([0]))
-    model = apply_scheme(build_kv_llama(**config), args.scheme, example)
-    params = sum(p.numel() for p in build_kv_llama(**config).parameters())
+    model = apply_scheme(build_kv_llama(update="index_put", **config), args.scheme, example)
+    params = sum(p.numel() for p in build_kv_llama(update="index_put", **config).parameters())
     t0 = time.perf_counter()
     with torch.no_grad():
         ep = torch.export.export(copy.deepcopy(model), example, strict=False)
@@ -103,7 +105,15 @@ def main() -> None:
     print(f"CPU: {cpu_model()} ({os.cpu_count()} cores), load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
     print(f"Vulkan device: {bounded.device.name}")
-    sessions = {"bounded": bounded.session(), "whole": whole.session()}
+    artifacts = {"bounded": bounded, "whole": whole}
+    sessions = {name: a.session() for name, a in artifacts.items()}
+    attention = {  # per step of the method: an attention dispatch (sdpa, mask_bound)?
+        name: [
+            a.program.kernels[step.kernel].kernel in ("sdpa", "mask_bound")
+            for step in a.program.method_steps(a.program.method())
+        ]
+        for name, a in artifacts.items()
+    }
     token = np.array([[7]])
     rows = []
     for position in positions:
@@ -111,12 +121,17 @@ def main() -> None:
         for session in sessions.values():
             session.run(token, pos)  # warm-up (records the command buffer)
         times: dict[str, list[float]] = {name: [] for name in sessions}
+        attn: dict[str, list[float]] = {name: [] for name in sessions}
         for _ in range(args.repeats):
             for name, session in sessions.items():
                 t0 = time.perf_counter()
                 session.run(token, pos)
                 times[name].append(time.perf_counter() - t0)
+                owner = artifacts[name]
+                stamps = owner.last_times or []
+                attn[name].append(sum(t for t, k in zip(stamps, attention[name]) if k))
         medians = {name: statistics.median(t) for name, t in times.items()}
+        medians |= {f"attn {name}": statistics.median(t) for name, t in attn.items()}
         work = {
             "bounded": method_work(bounded.program, position=position),
             "whole": method_work(whole.program, position=position),
@@ -124,18 +139,23 @@ def main() -> None:
         rows.append((position, medians, work))
     print()
     print(f"{'position':>8} {'bounded':>9} {'whole':>9} {'tok/s b':>8} {'tok/s w':>8} "
-          f"{'speedup':>7}  {'read b':>8} {'read w':>8} {'needed':>8} {'b/need':>6} "
-          f"{'w/need':>6} {'rows b':>6} {'rows w':>6}")  # fmt: skip
+          f"{'speedup':>7} {'attn b':>8} {'attn w':>8} {'attn x':>7}  {'read b':>8} "
+          f"{'read w':>8} {'needed':>8} {'b/need':>6} {'w/need':>6} {'rows b':>6} "
+          f"{'rows w':>6}")  # fmt: skip
     for position, medians, work in rows:
         b, w = medians["bounded"], medians["whole"]
+        ab, aw = medians["attn bounded"], medians["attn whole"]
         wb, ww = work["bounded"], work["whole"]
         print(f"{position:>8} {b * 1e3:>7.2f}ms {w * 1e3:>7.2f}ms {1 / b:>8.1f} {1 / w:>8.1f} "
-              f"{w / b:>6.2f}x  {wb.read_bytes / 1e6:>6.2f}MB {ww.read_bytes / 1e6:>6.2f}MB "
+              f"{w / b:>6.2f}x {ab * 1e3:>6.2f}ms {aw * 1e3:>6.2f}ms {aw / ab:>6.2f}x  "
+              f"{wb.read_bytes / 1e6:>6.2f}MB {ww.read_bytes / 1e6:>6.2f}MB "
               f"{wb.needed_bytes / 1e6:>6.2f}MB {wb.ratio:>5.2f}x {ww.ratio:>5.2f}x "
               f"{wb.cache_rows:>6} {ww.cache_rows:>6}")  # fmt: skip
     first = rows[0][2]["bounded"]
     print(f"\ndispatches per token {first.dispatches}, per layer {first.per_layer:.0f} "
-          f"({first.layers} layers); speedup = whole-cache time / bounded time; read / "
+          f"({first.layers} layers); speedup = whole-cache time / bounded time (wall, one "
+          "decode call); attn = the attention dispatches' device time per call (sdpa and "
+          "mask_bound, timestamps), attn x = whole / bounded; read / "
           "needed: bytes the dispatches read per token over the packed weights, scales "
           "and cache rows in use; rows: cache rows one sdpa reads per key/value head")  # fmt: skip
     bounded.close()

@@ -26,7 +26,7 @@ KV_HEADS, HEAD_DIM = 2, 8  # build_kv_llama's n_kv_heads, dim / n_heads
 @functools.cache
 def program(scheme: str) -> BundleProgram:
     example = (torch.tensor([[1]]), torch.tensor([0]))
-    model = apply_scheme(build_kv_llama(**CONFIG), scheme, example)
+    model = apply_scheme(build_kv_llama(update="index_put", **CONFIG), scheme, example)
     with torch.no_grad():
         ep = torch.export.export(copy.deepcopy(model), example, strict=False)
     return qopt.compile(ep, target="vulkan").program
