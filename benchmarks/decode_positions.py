@@ -16,8 +16,8 @@ for Vulkan (`decode`: one token). Two artifacts run the same program:
 For each position (`--positions`, default 16 256 1024) it prints the median wall
 time of one decode call (calls of the two interleaved, so background load hits both
 alike), tokens/s and the ratio, the attention dispatches' device time per call
-(timestamps of sdpa and mask_bound) and its ratio, and per token the bytes the
-dispatches read and the bytes they must read
+(timestamps of sdpa and mask_bound, the least over the repeats) and its ratio, and
+per token the bytes the dispatches read and the bytes they must read
 (`qopt.backends.vulkan.work.method_work`: packed weights, scales and the cache rows in
 use), with the CPU model, the Vulkan device and the
 load average.
@@ -131,7 +131,7 @@ def main() -> None:
                 stamps = owner.last_times or []
                 attn[name].append(sum(t for t, k in zip(stamps, attention[name]) if k))
         medians = {name: statistics.median(t) for name, t in times.items()}
-        medians |= {f"attn {name}": statistics.median(t) for name, t in attn.items()}
+        medians |= {f"attn {name}": min(t) for name, t in attn.items()}  # least disturbed
         work = {
             "bounded": method_work(bounded.program, position=position),
             "whole": method_work(whole.program, position=position),
@@ -154,8 +154,9 @@ def main() -> None:
     first = rows[0][2]["bounded"]
     print(f"\ndispatches per token {first.dispatches}, per layer {first.per_layer:.0f} "
           f"({first.layers} layers); speedup = whole-cache time / bounded time (wall, one "
-          "decode call); attn = the attention dispatches' device time per call (sdpa and "
-          "mask_bound, timestamps), attn x = whole / bounded; read / "
+          "decode call, median); attn = the attention dispatches' device time per call (sdpa "
+          "and mask_bound, timestamps; the least of the repeats, the one load disturbed "
+          "least), attn x = whole / bounded; read / "
           "needed: bytes the dispatches read per token over the packed weights, scales "
           "and cache rows in use; rows: cache rows one sdpa reads per key/value head")  # fmt: skip
     bounded.close()
