@@ -22,6 +22,9 @@ per token the bytes the dispatches read and the bytes they must read
 use), with the CPU model, the Vulkan device and the
 load average.
 
+Last, one layer's decode sdpa dispatch alone at each position, bounded and not (the
+attention's own cost, without the rest of the token around it).
+
     python benchmarks/decode_positions.py [--quick] [--positions 16 256 1024] [--repeats 9]
 """
 
@@ -161,6 +164,48 @@ def main() -> None:
           "and cache rows in use; rows: cache rows one sdpa reads per key/value head")  # fmt: skip
     bounded.close()
     whole.close()
+    kernel_alone(config, positions, args.repeats)
+
+
+def kernel_alone(config: dict[str, int], positions: list[int], repeats: int) -> None:
+    """The decode sdpa dispatch of one layer alone (the decoder's heads and cache, random
+    data, its mask row at each position), bounded and not, each recorded once and
+    submitted `repeats * 3` times interleaved: the least wall time of each."""
+    from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+
+    s, heads = config["max_seq_len"], config["n_heads"]
+    e, group = config["dim"] // heads, heads // 2  # build_kv_llama: 2 key/value heads
+    rng = np.random.default_rng(0)
+    with VulkanDevice() as dev:
+        q = dev.upload(rng.standard_normal(heads * e).astype(np.float32))
+        k = dev.upload(rng.standard_normal(2 * s * e).astype(np.float32))
+        v = dev.upload(rng.standard_normal(2 * s * e).astype(np.float32))
+        out = dev.buffer(heads * e * 4)
+        push = {"BH": heads, "H": heads, "L": 1, "S": s, "E": e, "EV": e, "G": group}
+        push |= {"scale": float(e) ** -0.5, "mb": 0, "mh": 0, "ml": 0, "ms": 1}
+        programs = {}
+        for position in positions:
+            mask = dev.upload(np.where(np.arange(s) <= position, 0.0, -np.inf).astype(np.float32))
+            bound = dev.buffer(4)
+            find = Dispatch("mask_bound", [mask, bound], {"rows": 1, "S": s})
+            dev.run([find])
+            for flag in (1, 0):
+                spec = {"HAS_MASK": 1, "REG": e, "BOUNDED": flag}
+                attend = Dispatch("sdpa", [q, k, v, mask, out, bound], push, spec)
+                programs[position, flag] = dev.program([attend])
+            programs[position, "find"] = dev.program([find])
+        best = dict.fromkeys(programs, float("inf"))
+        for _ in range(3 * repeats):
+            for key, program in programs.items():
+                t0 = time.perf_counter()
+                program.submit()
+                best[key] = min(best[key], time.perf_counter() - t0)
+    print(f"\none layer's decode sdpa alone ({heads} query heads, 2 key/value heads, head "
+          f"dim {e}, cache {s}; least wall time of {3 * repeats} submits):")  # fmt: skip
+    for position in positions:
+        b, w, f = best[position, 1], best[position, 0], best[position, "find"]
+        print(f"  position {position:>5}: bounded {b * 1e3:.3f}ms, whole cache {w * 1e3:.3f}ms "
+              f"({w / b:.2f}x); mask_bound {f * 1e3:.3f}ms (once per token)")  # fmt: skip
 
 
 if __name__ == "__main__":
