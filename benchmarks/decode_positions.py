@@ -13,14 +13,14 @@ for Vulkan (`decode`: one token). Two artifacts run the same program:
   then loops over all the rows, as before the bound existed; the mask_bound
   dispatch still runs, a few microseconds).
 
-For each position (`--positions`, default 16 256 1024) it prints the median wall
-time of one decode call (calls of the two interleaved, so background load hits both
-alike), tokens/s and the ratio, the attention dispatches' device time per call
-(timestamps of sdpa and mask_bound, the least over the repeats) and its ratio, and
-per token the bytes the dispatches read and the bytes they must read
-(`qopt.backends.vulkan.work.method_work`: packed weights, scales and the cache rows in
-use), with the CPU model, the Vulkan device and the
-load average.
+For each position (`--positions`, default 16 256 1024) it prints the least wall time
+of one decode call over the repeats (calls of the two interleaved, so background load
+hits both alike; the least is the call load disturbed least), tokens/s and the ratio,
+the attention dispatches' device time per call (timestamps of sdpa and mask_bound, the
+least over the repeats) and its ratio, and per token the bytes the dispatches read and
+the bytes they must read (`qopt.backends.vulkan.work.method_work`: packed weights,
+scales and the cache rows in use), with the CPU model, the Vulkan device and the load
+average.
 
 Last, one layer's decode sdpa dispatch alone at each position, bounded and not (the
 attention's own cost, without the rest of the token around it).
@@ -35,7 +35,6 @@ import copy
 import dataclasses
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -133,7 +132,7 @@ def main() -> None:
                 owner = artifacts[name]
                 stamps = owner.last_times or []
                 attn[name].append(sum(t for t, k in zip(stamps, attention[name]) if k))
-        medians = {name: statistics.median(t) for name, t in times.items()}
+        medians = {name: min(t) for name, t in times.items()}  # least disturbed by load
         medians |= {f"attn {name}": min(t) for name, t in attn.items()}  # least disturbed
         work = {
             "bounded": method_work(bounded.program, position=position),
@@ -157,9 +156,9 @@ def main() -> None:
     first = rows[0][2]["bounded"]
     print(f"\ndispatches per token {first.dispatches}, per layer {first.per_layer:.0f} "
           f"({first.layers} layers); speedup = whole-cache time / bounded time (wall, one "
-          "decode call, median); attn = the attention dispatches' device time per call (sdpa "
-          "and mask_bound, timestamps; the least of the repeats, the one load disturbed "
-          "least), attn x = whole / bounded; read / "
+          "decode call, the least of the repeats); attn = the attention dispatches' "
+          "device time per call (sdpa and mask_bound, timestamps; the least of the "
+          "repeats), attn x = whole / bounded; read / "
           "needed: bytes the dispatches read per token over the packed weights, scales "
           "and cache rows in use; rows: cache rows one sdpa reads per key/value head")  # fmt: skip
     bounded.close()
