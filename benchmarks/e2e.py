@@ -17,6 +17,11 @@ for one forward at each length:
 Ratios: qopt / torch float and qopt / torchao (below 1.0 = qopt faster). Calls of
 the three are interleaved, so background load hits them alike.
 
+Per scheme and length it also prints the work of one call from the compiled program
+(`qopt.backends.vulkan.work.method_work`, the same on any device): the bytes the
+dispatches read against the bytes they must read (packed weights, scales, the cache
+rows in use; goal <= 1.1x) and the dispatches per layer.
+
 With `--profile N` it also prints, per scheme and length, the N kernels with the most
 GPU time per call (dispatch timestamps, median over the repeats, summed over that
 kernel's dispatches) and the host time outside the GPU.
@@ -42,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
 from qopt.backends.vulkan.runtime import vulkan_available
+from qopt.backends.vulkan.work import method_work
 from qopt.examples import LlamaConfig, TinyLlama, apply_scheme
 from qopt.logs import quiet_third_party_logs
 
@@ -144,6 +150,12 @@ def main() -> None:
         artifact = qopt.compile(methods, target="vulkan")
         compile_s = time.perf_counter() - t0
         print(f"{scheme}: export {export_s:.1f}s, Vulkan compile {compile_s:.1f}s")
+        for seq in inputs:
+            work = method_work(artifact.program, f"seq{seq}", position=0)
+            print(f"  seq {seq}: dispatches read {work.read_bytes / 1e6:.2f} MB per call, "
+                  f"must read {work.needed_bytes / 1e6:.2f} MB (packed weights, scales, "
+                  f"cache rows in use): {work.ratio:.3f}x; {work.dispatches} dispatches, "
+                  f"{work.per_layer:.0f} per layer")  # fmt: skip
         et = executorch_runner(model, (inputs[args.seqs[0]],)) if scheme == "8da4w" else None
         session = artifact.session()
         for seq, tokens in inputs.items():

@@ -296,7 +296,7 @@ class _Folder:
             self.block.insert_op_before(dest_owner, sdpa)
         spec = {**kernel.spec_values(), "OMAP": 1, "OOFF": offset}
         spec.update({"OSH": osh, "OSL": osl, "OSE": ose})
-        buffers = [*sdpa.buffers[:4], dest]
+        buffers = [*sdpa.buffers[:4], dest, *sdpa.buffers[5:]]
         new = make_dispatch(self.symbols, "sdpa", spec, buffers, push, sdpa)
         self.block.insert_op_before(new, sdpa)
         erase_dispatch(copy.op)

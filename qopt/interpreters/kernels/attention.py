@@ -1,10 +1,10 @@
-"""Reference of the attention kernel (sdpa)."""
+"""References of the attention kernels (sdpa, mask_bound)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from qopt.interpreters.kernels.common import F32, f32s, store
+from qopt.interpreters.kernels.common import F32, as_words, f32s, store
 from qopt.kernels.extents import spec_int
 from qopt.kernels.spec import PushValues, Reference, SpecValues
 
@@ -33,6 +33,9 @@ def _sdpa_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues
         scores = scores + f32s(buffers["mask"])[idx].astype(np.float64)
     if spec_int(spec, "CAUSAL", 0):
         scores = np.where(np.arange(s)[None, :] <= np.arange(lq)[:, None], scores, -np.inf)
+    if spec_int(spec, "BOUNDED", 0):  # keys at or past bound[0] are not read
+        bound = int(as_words(buffers["bound"])[0])
+        scores = np.where(np.arange(s) < bound, scores, -np.inf)
     with np.errstate(invalid="ignore"):
         m = scores.max(axis=-1, keepdims=True)
         p = np.exp(scores - m)
@@ -57,4 +60,12 @@ def digit_address(dims: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray
     return at
 
 
-REFERENCES: dict[str, Reference] = {"sdpa": _sdpa_ref}
+def _mask_bound_ref(buffers: dict[str, np.ndarray], push: PushValues, spec: SpecValues) -> None:
+    rows, s = int(push["rows"]), int(push["S"])
+    mask = f32s(buffers["mask"])[: rows * s].reshape(rows, s)
+    open_keys = np.flatnonzero((mask != -np.inf).any(axis=0))
+    bound = int(open_keys[-1]) + 1 if open_keys.size else 0
+    store(buffers, "bound", np.array([bound], dtype=np.uint32))
+
+
+REFERENCES: dict[str, Reference] = {"sdpa": _sdpa_ref, "mask_bound": _mask_bound_ref}

@@ -12,7 +12,10 @@
 // out[OOFF + bh*OSH + l*OSL + e*OSE] instead of out[(bh*L + l)*EV + e]. The same f32
 // operations either way. REG > 0 (E = EV = REG, convert-to-vkc picks it): the query row
 // and the output row in registers, the output written once at the end: the same f32
-// operations, without the per-key loads and stores of the output row.
+// operations, without the per-key loads and stores of the output row. BOUNDED = 1: the
+// keys end at min(S, bound[0]), a count computed on the device (mask_bound.glsl: every
+// key at or past it is -inf in every mask row, skipped anyway), so a decode step over a
+// KV cache reads the cache rows in use, not all S; the same f32 operations.
 layout(local_size_x_id = 2) in;
 layout(constant_id = 0) const int HAS_MASK = 0;
 layout(constant_id = 1) const int CAUSAL = 0;
@@ -28,12 +31,14 @@ layout(constant_id = 10) const int OSH = 0;
 layout(constant_id = 11) const int OSL = 0;
 layout(constant_id = 12) const int OSE = 0;
 layout(constant_id = 13) const int REG = 0;
+layout(constant_id = 14) const int BOUNDED = 0;
 const int REGS = REG > 0 ? REG : 1;
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 4) buffer Out { float o[]; };
+layout(std430, binding = 5) readonly buffer Bound { uint bound[]; };
 layout(push_constant) uniform P {
   uint BH; uint H; uint L; uint S; uint E; uint EV; uint G; float scale;
   uint mb; uint mh; uint ml; uint ms;
@@ -75,6 +80,7 @@ void main() {
     uint vse = VMAP == 1 ? uint(VSE) : 1u;
     float m = -1.0 / 0.0, denom = 0.0;
     uint send = CAUSAL == 1 ? min(p.S, l + 1) : p.S;
+    if (BOUNDED == 1) send = min(send, bound[0]);
     if (REG > 0) {
       float qr[REGS];
       float acc[REGS];

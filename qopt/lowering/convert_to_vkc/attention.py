@@ -7,6 +7,17 @@ KV cache is never copied per query head. A `repeat_interleave` of the key/value
 heads (ExecuTorch's GQA) whose only uses are sdpa keys and values is the same
 grouping: its rule (views.py) leaves it to sdpa (`absorbs_repeat`), which reads the
 repeated tensor's source. Only a batch broadcast is a strided copy.
+
+Attention over a KV cache (more keys than queries) under an additive mask whose last
+dim is the keys reads only the keys the mask leaves open: a `mask_bound` dispatch
+computes on the device 1 + the last key that some mask row does not set to -inf (the
+cache rows in use: position + 1 for a causal mask built from the position), once per
+mask value (every layer reads the same mask), and the sdpa (`BOUNDED = 1`) loops its
+keys to it. Every key past the bound is -inf in every row, a key the kernel skips
+anyway, so the result is the same bits whatever the mask's form (a causal mask from
+the position, a boolean or additive mask, a sliding window); a mask broadcast over the
+keys, or attention without a mask or with no more keys than queries, reads every key
+as before.
 """
 
 from __future__ import annotations
@@ -132,18 +143,32 @@ def lower_sdpa(lw: Lowering, op: Sdpa) -> Sequence[Buf]:
             mask = _bool_mask_to_float(lw, mask, m_dims or (1,))
         strides = broadcast_strides(m_dims, (b, h, l, s))
         mb, mh, ml, ms = strides
+        bound = _key_bound(lw, mask_value, mask, s) if s > l and ms == 1 else None
     else:
         mask = q
+        bound = None
     out = lw.alloc((b, h, l, ev), "f32")
     causal = int(flag(op.is_causal))
     lw.dispatch(
         "sdpa",
-        [q, k, v, mask, out],
+        [q, k, v, mask, out, q if bound is None else bound],
         [b * h, h, l, s, e, ev, group, scale, mb, mh, ml, ms],
         {
             "HAS_MASK": int(mask_value is not None),
             "CAUSAL": causal,
             "REG": e if e == ev and 0 < e <= SDPA_MAX_REG else 0,
+            "BOUNDED": int(bound is not None),
         },
     )
     return [out]
+
+
+def _key_bound(lw: Lowering, value: SSAValue, mask: Buf, keys: int) -> Buf:
+    """The one-word buffer `mask_bound` fills with the keys mask `value` (its float
+    buffer `mask`, last dim `keys`) leaves open, made once per mask value."""
+    found = lw.mask_bounds.get(value)
+    if found is None:
+        found = lw.alloc((1,), "u32")
+        lw.dispatch("mask_bound", [mask, found], [mask.numel // keys, keys])
+        lw.mask_bounds[value] = found
+    return found

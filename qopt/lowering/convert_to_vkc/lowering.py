@@ -119,6 +119,9 @@ class Lowering:
     kv_groups: dict[SSAValue, Buf] = field(default_factory=dict)
     """repeat_interleave results that sdpa reads as grouped key/value heads, by the
     buffer of their source (attention.py: no copy per query head)."""
+    mask_bounds: dict[SSAValue, Buf] = field(default_factory=dict)
+    """The `mask_bound` result of each attention mask value (attention.py: computed
+    once, read by the sdpa of every layer)."""
     stores: list[tuple[str, SSAValue, Operation]] = field(default_factory=list)
     """State writes that are copies (global, stored value, the global_store), emitted
     after every other dispatch of the function (`state.finish`)."""
@@ -134,7 +137,13 @@ class Lowering:
             {o: self.values[o] for o in op.operands if o in self.values},
             {
                 name: len(getattr(self, name))
-                for name in ("constant_cache", "kernel_ops", "state_buffers", "kv_groups")
+                for name in (
+                    "constant_cache",
+                    "kernel_ops",
+                    "state_buffers",
+                    "kv_groups",
+                    "mask_bounds",
+                )
             },
             len(self.stores),
             None if self.shared_constants is None else len(self.shared_constants),

@@ -68,7 +68,7 @@ func.func @moves(%x: tensor<1x4x2x8xf32>, %w: tensor<8x3xf32>) -> tensor<1x2x4x3
 // read by the sdpa through the composed map (VMAP: head stride 8, token stride 16), and
 // the output's transpose back to [1, 3, 2, 8], which a matmul reads, is written by the
 // sdpa directly (OMAP: head stride 8, token stride 16): no copy left.
-// CHECK:       vkc.kernel @[[S:sdpa_[0-9]+]] {kernel = "sdpa"{{.*}}spec = {HAS_MASK = 0 : i64, CAUSAL = 1 : i64, WG = 64 : i64, VMAP = 1 : i64, VOFF = 0 : i64, VSH = 8 : i64, VSS = 16 : i64, VSE = 1 : i64, OMAP = 1 : i64, OOFF = 0 : i64, OSH = 8 : i64, OSL = 16 : i64, OSE = 1 : i64, REG = 8 : i64}
+// CHECK:       vkc.kernel @[[S:sdpa_[0-9]+]] {kernel = "sdpa"{{.*}}spec = {HAS_MASK = 0 : i64, CAUSAL = 1 : i64, WG = 64 : i64, VMAP = 1 : i64, VOFF = 0 : i64, VSH = 8 : i64, VSS = 16 : i64, VSE = 1 : i64, OMAP = 1 : i64, OOFF = 0 : i64, OSH = 8 : i64, OSL = 16 : i64, OSE = 1 : i64, REG = 8 : i64, BOUNDED = 0 : i64}
 // CHECK-LABEL: func.func @attention
 // CHECK-NOT:     copy_strided
 // CHECK:         vkc.dispatch @[[S]]

@@ -67,7 +67,7 @@ def steps(prog: Any) -> Iterator[tuple[int, KernelSpec, dict[str, int], Any]]:
 
 def test_every_kernel_declares_extents_and_spec_bounds() -> None:
     table = kernels()
-    assert len(table) == 35
+    assert len(table) == 36
     for name, spec in table.items():
         assert spec.extents is not None, name
         assert sorted(spec.spec_bounds) == sorted(n for n, _ in spec.spec), name
@@ -563,6 +563,25 @@ DIRECT: list[tuple[str, dict[str, Any], dict[str, int]]] = [
             **{"OMAP": 1, "OOFF": 2, "OSH": 6, "OSL": 18, "OSE": 1},
         },
     ),
+    (  # decode over a cache bounded on the device (the bound word random: >= S mostly)
+        "sdpa",
+        {
+            "BH": 4,
+            "H": 4,
+            "L": 1,
+            "S": 9,
+            "E": 6,
+            "EV": 6,
+            "G": 2,
+            "scale": 0.5,
+            "mb": 0,
+            "mh": 0,
+            "ml": 9,
+            "ms": 1,
+        },
+        {"HAS_MASK": 1, "REG": 6, "BOUNDED": 1},
+    ),
+    ("mask_bound", {"rows": 3, "S": 70}, {}),
     ("quantize_per_tensor", {"n": 21, "inv_scale": 20.0, "zp": 3, "qmin": -128, "qmax": 127}, {}),
     (
         "dequantize",

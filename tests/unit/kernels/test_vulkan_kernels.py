@@ -842,6 +842,63 @@ def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
     assert regs["out"].tobytes() == moved.tobytes()
 
 
+def test_mask_bound_and_bounded_sdpa(dev: VulkanDevice) -> None:
+    """mask_bound gives 1 + the last key some mask row leaves open (its reference the
+    same word) for causal rows at positions 0, middle and last, a sliding window, NaN
+    (open), every key masked (0) and several rows; sdpa BOUNDED = 1 reading that word
+    computes the same bits as sdpa over every key, at each position (one query row and
+    a 3-row prefill; REG and the row-major path), its reference close to torch."""
+    s, e, heads = 37, 8, 4
+    keys = np.arange(s)
+    inf = np.float32(-np.inf)
+
+    def causal(last: int) -> np.ndarray:
+        return np.where(keys <= last, 0.0, inf).astype(F32)
+
+    window = np.where((keys <= 20) & (keys > 15), 0.0, inf).astype(F32)
+    nan = causal(3)
+    nan[30] = np.nan
+    masks = {
+        "first": (causal(0)[None], 1),
+        "middle": (causal(18)[None], 19),
+        "last": (causal(s - 1)[None], s),
+        "window": (window[None], 21),
+        "nan": (nan[None], 31),
+        "closed": (np.full((1, s), inf, F32), 0),
+        "prefill": (np.stack([causal(9), causal(10), causal(11)]), 12),
+    }
+    for what, (mask, want) in masks.items():
+        rows = mask.shape[0]
+        got, ref = run_kernel(
+            dev, "mask_bound", {"mask": mask}, {"bound": (np.uint32, 1)}, {"rows": rows, "S": s}
+        )
+        assert int(got["bound"][0]) == int(ref["bound"][0]) == want, what
+        if what in ("nan", "closed"):
+            continue
+        q = RNG.standard_normal((heads, rows, e)).astype(F32)
+        k = RNG.standard_normal((heads // 2, s, e)).astype(F32)
+        v = RNG.standard_normal((heads // 2, s, e)).astype(F32)
+        push = {"BH": heads, "H": heads, "L": rows, "S": s, "E": e, "EV": e, "G": 2}
+        push.update({"scale": 0.35, "mb": 0, "mh": 0, "ml": s, "ms": 1})
+        inputs = {"q": q, "k": k, "v": v, "mask": mask, "bound": got["bound"]}
+        for reg in (0, e):
+            spec = {"HAS_MASK": 1, "REG": reg}
+            full, _ = run_kernel(dev, "sdpa", inputs, {"out": (F32, q.size)}, push, spec)
+            bounded, bref = run_kernel(
+                dev, "sdpa", inputs, {"out": (F32, q.size)}, push, {**spec, "BOUNDED": 1}
+            )
+            assert bounded["out"].tobytes() == full["out"].tobytes(), (what, reg)
+            close(bounded["out"], bref["out"])
+        expect = F.scaled_dot_product_attention(
+            torch.from_numpy(q)[None],
+            torch.from_numpy(k)[None].repeat_interleave(2, 1),
+            torch.from_numpy(v)[None].repeat_interleave(2, 1),
+            attn_mask=torch.from_numpy(mask),
+            scale=0.35,
+        )
+        tclose(bref["out"], expect)
+
+
 # -- standalone quantization
 
 

@@ -83,6 +83,13 @@ def one(
 
 
 F = "tensor<2x3x4xf32>"
+WINDOW3 = "dense<[{}]>".format(
+    ", ".join(
+        "[" + ", ".join("true" if r - 3 < c <= r else "false" for c in range(6)) + "]"
+        for r in range(6)
+    )
+)
+"""A 6 x 6 sliding-window causal mask (each row sees its last 3 keys)."""
 
 CASES: list[Case] = [
     # ----- views, layout changes, gathers ----------------------------------------------
@@ -801,6 +808,27 @@ func.func @forward(%x: tensor<3xi64>) -> (tensor<3xi64>, tensor<3xi64>) {
         %c = aten.scaled_dot_product_attention %q, %kr2, %kr2 : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x3x8xf32>
         %a, %b, %c""",
     ),
+    # attention over a 6-row cache at run-time position %p (bounded by mask_bound): a
+    # sliding-window boolean mask gathered from a table (ExecuTorch's `mask[input_pos]`)
+    # and an additive causal mask built from the position (HF's `cache_position`)
+    one(
+        "sdpa_kv_cache_position_masks",
+        "%q: tensor<1x4x1x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>, %p: tensor<1xi64>",
+        "tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>",
+        f"""
+        %t = arith.constant {WINDOW3} : tensor<6x6xi1>
+        %m = aten.index_select %t, %p {{dim = 0 : i64}} : (tensor<6x6xi1>, tensor<1xi64>) -> tensor<1x6xi1>
+        %z = arith.constant dense<0.0> : tensor<f32>
+        %n = aten.log %z : (tensor<f32>) -> tensor<f32>
+        %c = arith.constant dense<[[0, 1, 2, 3, 4, 5]]> : tensor<1x6xi64>
+        %le = aten.le %c, %p : (tensor<1x6xi64>, tensor<1xi64>) -> tensor<1x6xi1>
+        %f = aten.where %le, %z, %n : (tensor<1x6xi1>, tensor<f32>, tensor<f32>) -> tensor<1x6xf32>
+        %a = aten.scaled_dot_product_attention %q, %k, %v, %m {{enable_gqa = true}} : (tensor<1x4x1x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>, tensor<1x6xi1>) -> tensor<1x4x1x8xf32>
+        %b = aten.scaled_dot_product_attention %q, %k, %v, %f {{enable_gqa = true}} : (tensor<1x4x1x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>, tensor<1x6xf32>) -> tensor<1x4x1x8xf32>
+        %a, %b""",
+        low=0,
+        high=6,
+    ),
     # ----- standalone quantization ----------------------------------------------------------
     one(
         "quantize_dequantize",
@@ -1040,6 +1068,30 @@ def test_kv_cache_update_scatters_into_the_state_buffer() -> None:
     assert "copy_strided" not in names
     (scatter,) = [d for d, n in zip(dispatches, names, strict=True) if n == "scatter_dim"]
     assert scatter.buffers[2] is state.result
+
+
+def test_kv_attention_reads_the_keys_in_use_at_every_position() -> None:
+    """Both masks of `sdpa_kv_cache_position_masks` bound their sdpa by a mask_bound
+    computed on the device (one per mask, BOUNDED = 1), and the lowered program equals
+    the mid level at every cache position, the first and the last included."""
+    from qopt.dialects import vkc
+
+    (case,) = [c for c in CASES if c.id == "sdpa_kv_cache_position_masks"]
+    module = parse(case.body)
+    lowered = parse(case.body)
+    ConvertToVkcPass().apply(make_context(), lowered)
+    kernels = {k.sym_name.data: k for k in lowered.walk() if isinstance(k, vkc.KernelOp)}
+    called = [
+        kernels[d.kernel.root_reference.data]
+        for d in lowered.walk()
+        if isinstance(d, vkc.DispatchOp)
+    ]
+    assert [k.kernel.data for k in called].count("mask_bound") == 2
+    assert [k.spec_values()["BOUNDED"] for k in called if k.kernel.data == "sdpa"] == [1, 1]
+    q, k, v, _ = random_inputs(case, module)
+    for position in range(6):
+        inputs = (q, k, v, np.array([position]))
+        assert_same(qopt.interpret(lowered, *inputs), qopt.interpret(module, *inputs), case)
 
 
 # ----- ops without a Vulkan lowering --------------------------------------------------

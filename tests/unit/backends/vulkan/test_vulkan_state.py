@@ -161,6 +161,39 @@ def test_qvk_decode_matches_torch(vulkan_device: None, bundles: str, update: str
             np.testing.assert_allclose(session.read_state(name), caches[name], atol=1e-3)
 
 
+@pytest.mark.parametrize("update", ["index_put", "narrow"])
+def test_decode_attends_over_the_cache_rows_in_use(
+    vulkan_device: None, bundles: str, update: str
+) -> None:
+    """Attention reads the cache rows in use: the program computes the bound once per
+    call (one mask_bound, the mask shared by the layers) and every sdpa loops to it
+    (BOUNDED); decoding every position of the cache, 0 and the last row included, gives
+    torch's logits, and the same bits as the program with the loop over the whole cache
+    (BOUNDED = 0) at positions 0, 20 and 39."""
+    artifact = qopt.compile(decode_program(update, "float"), target="vulkan")
+    full = qopt.compile(decode_program(update, "float"), target="vulkan")
+    names = [artifact.program.kernels[step.kernel].kernel for step in artifact.program.steps]
+    assert names.count("mask_bound") == 1
+    sdpa = [k for k in artifact.program.kernels if k.kernel == "sdpa"]
+    assert sdpa
+    assert all(k.spec["BOUNDED"] == 1 for k in sdpa)
+    for entry in full.program.kernels:
+        if entry.kernel == "sdpa":
+            entry.spec["BOUNDED"] = 0
+    steps = CONFIG["max_seq_len"]
+    want_tokens, want_logits, _ = torch_greedy(update, "float", 3, steps)
+    with artifact, full:
+        session, whole = artifact.session(), full.session()
+        token = 3
+        for pos in range(steps):
+            (got,) = session.run(np.array([[token]]), np.array([pos]))
+            (ref,) = whole.run(np.array([[token]]), np.array([pos]))
+            assert float(np.abs(got - want_logits[pos]).max()) < 1e-4, pos
+            if pos in (0, 20, steps - 1):
+                assert got.tobytes() == ref.tobytes(), pos
+            token = want_tokens[pos]
+
+
 def test_sessions_are_independent_and_reset(vulkan_device: None, bundles: str) -> None:
     want, _, _ = torch_greedy("index_put", "float", 3, 12)
     with load_vulkan_artifact(saved("index_put", "float", bundles)) as artifact:
