@@ -26,15 +26,44 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from qopt import arguments, options
 from qopt.errors import QoptError
 from qopt.limits import Limits
+from qopt.registry import LazyModule
 from qopt.version import qopt_version
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from qopt import context as _context
+    from qopt import driver as _driver
+    from qopt import frontend as _frontend
+    from qopt import generation as _generation
+    from qopt import interpreters as _interpreters
+    from qopt import report as _report
+    from qopt.backends import coreml as _coreml
+    from qopt.backends import vulkan as _vulkan
     from qopt.backends.coreml import CoremlArtifact
+    from qopt.backends.coreml import reader as _coreml_reader
     from qopt.backends.vulkan.artifact import VulkanArtifact
+    from qopt.interpreters import session as _session
+    from qopt.lowering import fold_constants as _fold_constants
+    from qopt.lowering import fuse_quant as _fuse_quant
+else:
+    # `import qopt` stays cheap (no xDSL, numpy, torch): each function's machinery is
+    # imported when it is first called; a loaded `.qvk` never imports the compiler.
+    _context = LazyModule("qopt.context")
+    _driver = LazyModule("qopt.driver")
+    _frontend = LazyModule("qopt.frontend")
+    _generation = LazyModule("qopt.generation")
+    _interpreters = LazyModule("qopt.interpreters")
+    _report = LazyModule("qopt.report")
+    _coreml = LazyModule("qopt.backends.coreml")
+    _vulkan = LazyModule("qopt.backends.vulkan")
+    _coreml_reader = LazyModule("qopt.backends.coreml.reader")
+    _session = LazyModule("qopt.interpreters.session")
+    _fold_constants = LazyModule("qopt.lowering.fold_constants")
+    _fuse_quant = LazyModule("qopt.lowering.fuse_quant")
 
 __version__ = qopt_version()
 """qopt's version (package metadata; a checkout's pyproject.toml when not installed)."""
@@ -85,20 +114,17 @@ def import_program(
     it declares is bounded by `limits` (`qopt.Limits`, or "name=value,..." text).
     A `torch.export.Dim` stays a `?` dim, or with `dynamic_sizes` (a list of sizes,
     or a dict by symbol or method) becomes static size variants `<method>__<size>`."""
-    from qopt.frontend import import_program as _import
-
-    return _import(
+    return _frontend.import_program(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, dynamic_sizes=dynamic_sizes
     )
 
 
 def interpret(module: ModuleOp, *inputs: Any, function: str = "forward") -> tuple[Any, ...]:
     """Run a module through the reference interpreter; numpy outputs in program order."""
-    from qopt import arguments
-    from qopt.interpreters import interpret as _interpret
-
     function = arguments.name(function, "interpret's function")
-    return _interpret(_module_argument(module, "interpret"), *inputs, function=function)
+    return _interpreters.interpret(
+        _module_argument(module, "interpret"), *inputs, function=function
+    )
 
 
 def session(module: ModuleOp) -> Any:
@@ -106,9 +132,7 @@ def session(module: ModuleOp) -> Any:
     keeps the program's state (its `ml_program` globals: mutated buffers such as a
     KV cache) between calls; `reset()`, `read_state(name)`, `state_names`,
     `methods`. Two sessions never share state."""
-    from qopt.interpreters.session import Session
-
-    return Session(_module_argument(module, "session"))
+    return _session.Session(_module_argument(module, "session"))
 
 
 def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
@@ -116,8 +140,6 @@ def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
     session (`qopt.session(module)`, an artifact's `.session()`), a module or an
     artifact (a fresh session of it); `prefill` then `decode` where the program has
     them (qopt/generation.py)."""
-    from qopt.generation import generate as _generate
-
     if _is_module(runner):
         runner = session(runner)
     elif not hasattr(runner, "run") and hasattr(runner, "session"):
@@ -126,28 +148,24 @@ def generate(runner: Any, prompt: Any, max_new_tokens: int) -> list[int]:
         raise QoptError(
             f"qopt.generate takes a session, a module or an artifact, got {type(runner).__name__}"
         )
-    from qopt import arguments
-
     prompt_ids = arguments.token_ids(prompt, "generate's prompt")
     count = arguments.integer(max_new_tokens, "generate's max_new_tokens")
-    return _generate(runner, prompt_ids, count)
+    return _generation.generate(runner, prompt_ids, count)
 
 
 def fuse(module: ModuleOp, *, report: bool = False) -> ModuleOp:
     """Run `fuse-quant` on `module` in place and return it."""
-    from qopt.context import make_context
-    from qopt.lowering.fuse_quant import FuseQuantPass
-
-    FuseQuantPass(report=report).apply(make_context(), _module_argument(module, "fuse"))
+    _fuse_quant.FuseQuantPass(report=report).apply(
+        _context.make_context(), _module_argument(module, "fuse")
+    )
     return module
 
 
 def fold_constants(module: ModuleOp) -> ModuleOp:
     """Run `fold-constants` on `module` in place and return it."""
-    from qopt.context import make_context
-    from qopt.lowering.fold_constants import FoldConstantsPass
-
-    FoldConstantsPass().apply(make_context(), _module_argument(module, "fold_constants"))
+    _fold_constants.FoldConstantsPass().apply(
+        _context.make_context(), _module_argument(module, "fold_constants")
+    )
     return module
 
 
@@ -292,8 +310,6 @@ def compile(
     or option, or an option of the other target, is a QoptError listing the valid
     ones (the closest for a typo).
     """
-    from qopt import options
-
     target = options.check_target(target)
     options.check_unknown(target, unknown)
     given: dict[str, object] = {
@@ -307,9 +323,9 @@ def compile(
         "fallback": fallback,
     }
     options.check_target_options(target, given)
-    from qopt.report import CompileReport
-
-    report = CompileReport(target=target, verbose=bool(verbose), on_warning=_compile_warning)
+    report = _report.CompileReport(
+        target=target, verbose=bool(verbose), on_warning=_compile_warning
+    )
     with report.active():
         artifact = _compile(
             ep_or_path, target, minimum_deployment_target, compute_precision, output_names,
@@ -326,13 +342,11 @@ def _compile_warning(text: str) -> None:
     """A QoptWarning attributed to the caller's line (the first frame outside qopt)."""
     import warnings
 
-    from qopt.report import QoptWarning
-
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     level, frame = 2, sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         level, frame = level + 1, frame.f_back
-    warnings.warn(text, QoptWarning, stacklevel=level)
+    warnings.warn(text, _report.QoptWarning, stacklevel=level)
 
 
 def _compile(
@@ -350,9 +364,6 @@ def _compile(
     limits: Limits | str | None,
     dynamic_sizes: Sequence[int] | Mapping[str, Any] | None,
 ) -> CoremlArtifact | VulkanArtifact:
-    from qopt import options
-    from qopt.frontend import import_program as _import
-
     if target == "coreml":
         opset = options.deployment_target(
             "iOS18" if minimum_deployment_target is None else minimum_deployment_target
@@ -362,23 +373,21 @@ def _compile(
         )
         names = options.output_names(output_names)
         state_form = options.states(states)
-        module = _import(
+        module = _frontend.import_program(
             ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
             dynamic_sizes=dynamic_sizes,
         )  # fmt: skip
-        from qopt.driver import compile_coreml  # qopt-coreml, then the target's Program
-
         activations = options.dynamic_activations(dynamic_activations)
-        return compile_coreml(module, opset, precision, names, state_form, activations)
+        # qopt-coreml, then the target's Program
+        return _driver.compile_coreml(module, opset, precision, names, state_form, activations)
     vulkan_device = options.device(device)
     host_fallback = options.fallback(fallback)
-    module = _import(
+    module = _frontend.import_program(
         ep_or_path, trust_pickle=trust_pickle, limits=limits, static=True,
         dynamic_sizes=dynamic_sizes,
     )  # fmt: skip
-    from qopt.driver import compile_vulkan  # qopt-vulkan, then the target's artifact
-
-    return compile_vulkan(
+    # qopt-vulkan, then the target's artifact
+    return _driver.compile_vulkan(
         module,
         vulkan_device,
         None if validation is None else bool(validation),
@@ -389,11 +398,9 @@ def _compile(
 def read_mlpackage(path: Any) -> ModuleOp:
     """Read any ML Program `.mlpackage` back into the coreml dialect (untrusted input:
     every path stays inside the package, every size is checked before use)."""
-    from qopt.backends.coreml.reader import read_mlpackage as _read
-
     if not isinstance(path, str | os.PathLike):
         raise QoptError(f"qopt.read_mlpackage takes a path, got {type(path).__name__}")
-    return _read(path)
+    return _coreml_reader.read_mlpackage(path)
 
 
 def load(path: Any) -> Any:
@@ -406,13 +413,9 @@ def load(path: Any) -> Any:
         raise QoptError(f"qopt.load takes a path, got {type(path).__name__}")
     text = os.fspath(path)
     if text.rstrip("/").endswith(".mlpackage"):
-        from qopt.backends.coreml import load_mlpackage_artifact
-
-        return load_mlpackage_artifact(text)
+        return _coreml.load_mlpackage_artifact(text)
     if text.endswith(".qvk"):
-        from qopt.backends.vulkan import load_vulkan_artifact
-
-        return load_vulkan_artifact(text)
+        return _vulkan.load_vulkan_artifact(text)
     raise QoptError(
         f"qopt.load reads a .qvk bundle or an .mlpackage, got '{text}' (import a .pt2 "
         "with qopt.import_program or qopt.compile)"

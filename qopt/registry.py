@@ -1,4 +1,4 @@
-"""Lazy registries: a table names each registered object by a reference,
+"""Lazy registries and lazy modules: a table names each registered object by a reference,
 `"package.module:Name"`, and `resolve` imports the module only when the object is asked
 for. qopt's registries (dialects, passes, frontends, interpreter tables) are such tables,
 each resolved in one function. Lazy loading is the point of xDSL's registries
@@ -24,3 +24,27 @@ def factories(table: Mapping[str, str]) -> dict[str, Callable[[], Any]]:
     """`{name: factory}` (xDSL's registry shape) of a `{name: reference}` table: each
     factory resolves its reference when called."""
     return {name: functools.partial(resolve, reference) for name, reference in table.items()}
+
+
+class LazyModule:
+    """A module imported on its first attribute access: what a function-level import
+    does, declared once at the top of the importing module. For the imports whose
+    laziness is the point (`import qopt` stays free of xDSL, a loaded `.qvk` of the
+    compiler, one target of the other's packages): the importer declares it as
+
+        if TYPE_CHECKING:
+            from qopt import driver as _driver
+        else:
+            _driver = LazyModule("qopt.driver")
+
+    so the type checker and tests/unit/test_layering.py see the real import, and
+    nothing is imported before `_driver.compile_vulkan` is first used."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"

@@ -44,12 +44,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from qopt.errors import QoptError
+from qopt.lowering import PASSES
+from qopt.lowering.fold_constants import FoldConstantsPass
+from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
+from qopt.lowering.fuse_quant import FuseQuantPass
+from qopt.lowering.name_outputs import NameOutputsPass
+from qopt.registry import resolve
+from qopt.report import active_report
 
 COMPUTE_PRECISIONS = ("fp16", "fp32")
 """`compute-precision` of qopt-coreml: fp16 (default, as `ct.convert`) or fp32 (exact
@@ -61,8 +69,6 @@ def run_passes(
 ) -> None:
     """Apply `passes` in order, verifying `module` after each; each pass is a phase of
     the active compile report (qopt.report), nested under `name` (the pipeline's)."""
-    from qopt.report import active_report
-
     report = active_report()
     if report is None:
         for sub_pass in passes:
@@ -75,6 +81,13 @@ def run_passes(
                 sub_pass.apply(ctx, module)
                 module.verify()
     report.record_target_ops(module)
+
+
+def target_pass(name: str) -> Any:
+    """The class of the registered pass `name` (PASSES). A pipeline names its target's
+    passes so: building one target's pipeline imports that target's passes and
+    dialect, never the other's (the passes both run are imported above)."""
+    return resolve(PASSES[name])
 
 
 def sub_passes(module_pass: ModulePass) -> list[ModulePass] | None:
@@ -128,21 +141,13 @@ class QoptCoremlPipeline(ModulePass):
         return self.target if given is None else given
 
     def passes(self) -> list[ModulePass]:
-        from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
-        from qopt.lowering.coreml_canonicalize import CoremlCanonicalizePass
-        from qopt.lowering.coreml_fp16 import CoremlFp16Pass
-        from qopt.lowering.fold_constants import FoldConstantsPass
-        from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
-        from qopt.lowering.fuse_quant import FuseQuantPass
-        from qopt.lowering.name_outputs import NameOutputsPass
-
         if self.compute_precision not in COMPUTE_PRECISIONS:
             raise QoptError(
                 f"qopt-coreml: compute_precision must be 'fp32' or 'fp16', got "
                 f"'{self.compute_precision}'"
             )
         passes: list[ModulePass] = [NameOutputsPass(self.output_names)] if self.output_names else []
-        convert = ConvertToCoremlPass(
+        convert = target_pass("convert-to-coreml")(
             target=self.deployment_target,
             states=self.states,
             dynamic_activations=self.dynamic_activations,
@@ -154,10 +159,10 @@ class QoptCoremlPipeline(ModulePass):
             FuseQuantFixpointPass(),
             *convert.preparation(),
             convert,
-            CoremlCanonicalizePass(),
+            target_pass("coreml-canonicalize")(),
         ]
         if self.compute_precision == "fp16":
-            passes.append(CoremlFp16Pass())
+            passes.append(target_pass("coreml-fp16")())
         return passes
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -195,36 +200,24 @@ class QoptVulkanPipeline(ModulePass):
     """Run vkc-fold-copies (`fold-copies=false`: every copy_strided stays a dispatch)."""
 
     def passes(self) -> list[ModulePass]:
-        from qopt.lowering.convert_to_vkc import ConvertToVkcPass
-        from qopt.lowering.fold_constants import FoldConstantsPass
-        from qopt.lowering.fuse_fixpoint import FuseQuantFixpointPass
-        from qopt.lowering.fuse_quant import FuseQuantPass
-        from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
-        from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
-        from qopt.lowering.vkc_fuse_norms import VkcFuseNormsPass
-        from qopt.lowering.vkc_fuse_row_quant import VkcFuseRowQuantPass
-        from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
-        from qopt.lowering.vkc_merge_siblings import VkcMergeSiblingsPass
-        from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
-
-        fuse: list[ModulePass] = [VkcFuseElementwisePass()] if self.fuse_elementwise else []
-        if self.fuse_norms:
-            fuse.append(VkcFuseNormsPass())
-        if self.merge_siblings:
-            fuse.append(VkcMergeSiblingsPass())
-        if self.fuse_row_quant:
-            fuse.append(VkcFuseRowQuantPass())
-        if self.fold_copies:
-            fuse.append(VkcFoldCopiesPass())
+        convert = target_pass("convert-to-vkc")
+        optional = (
+            (self.fuse_elementwise, "vkc-fuse-elementwise"),
+            (self.fuse_norms, "vkc-fuse-norms"),
+            (self.merge_siblings, "vkc-merge-siblings"),
+            (self.fuse_row_quant, "vkc-fuse-row-quant"),
+            (self.fold_copies, "vkc-fold-copies"),
+        )
+        fuse: list[ModulePass] = [target_pass(name)() for wanted, name in optional if wanted]
         return [
             FuseQuantPass(),
             FoldConstantsPass(),
             FuseQuantFixpointPass(),
-            *ConvertToVkcPass.preparation(),
-            ConvertToVkcPass(schedule=False, fallback=self.fallback, prepare=False),
+            *convert.preparation(),
+            convert(schedule=False, fallback=self.fallback, prepare=False),
             *fuse,
-            VkcPlanBuffersPass(),
-            VkcInsertBarriersPass(),
+            target_pass("vkc-plan-buffers")(),
+            target_pass("vkc-insert-barriers")(),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

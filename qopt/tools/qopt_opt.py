@@ -22,7 +22,7 @@ import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -32,11 +32,14 @@ from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from qopt.context import load_qopt_dialects, resource_slot
-from qopt.errors import QoptError
+from qopt.context import WeightMLIRTarget, load_qopt_dialects, resource_slot
+from qopt.errors import QoptError, did_you_mean
 from qopt.files import temp_file_beside
+from qopt.frontend import get_all_frontends
 from qopt.limits import Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
+from qopt.lowering import get_all_passes
+from qopt.registry import LazyModule
 from qopt.report import CompileReport
 from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
 from qopt.tools.contract import (
@@ -46,6 +49,21 @@ from qopt.tools.contract import (
     writes_in_place,
 )
 from qopt.version import qopt_version
+
+if TYPE_CHECKING:
+    from qopt.backends.coreml import reader as _coreml_reader
+    from qopt.backends.coreml import target as _coreml_target
+    from qopt.backends.vulkan import bundle as _vulkan_bundle
+    from qopt.frontend import pt2_frontend as _pt2_frontend
+    from qopt.lowering import pipelines as _pipelines
+else:
+    # Imported when used: `qopt-opt --help` loads no pass, a run loads the frontend of
+    # its input and the passes it runs, one target's run never the other's packages.
+    _coreml_reader = LazyModule("qopt.backends.coreml.reader")
+    _coreml_target = LazyModule("qopt.backends.coreml.target")
+    _vulkan_bundle = LazyModule("qopt.backends.vulkan.bundle")
+    _pt2_frontend = LazyModule("qopt.frontend.pt2_frontend")
+    _pipelines = LazyModule("qopt.lowering.pipelines")
 
 
 @dataclass(frozen=True)
@@ -57,9 +75,7 @@ class MlpackageFrontend(Frontend):
     name = "mlpackage"
 
     def parse(self, ctx: Context, input: IO[bytes], input_name: str) -> ModuleOp:
-        from qopt.backends.coreml.reader import read_mlpackage
-
-        return read_mlpackage(input_name)
+        return _coreml_reader.read_mlpackage(input_name)
 
 
 class AtomicOutput:
@@ -125,14 +141,12 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        from qopt.lowering import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
-        from qopt.frontend import get_all_frontends
 
         for extension, factory in get_all_frontends().items():
             self.available_frontends[extension] = factory
@@ -140,25 +154,20 @@ class QoptOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
-        from qopt.context import WeightMLIRTarget
 
         self.available_targets["mlir"] = lambda: WeightMLIRTarget
 
         def write_vkbundle(module: ModuleOp, output: IO[str]) -> None:
             """`-t vkbundle`: binary bytes to the -o file's buffer (renamed into place);
             never to stdout by default (a terminal, or a pipe expecting text)."""
-            from qopt.backends.vulkan.bundle import VkBundleTarget
-
             assert self._output is not None  # prepare_output refused stdout
-            VkBundleTarget().emit(self.ctx, module, self._output.stream)
+            _vulkan_bundle.VkBundleTarget().emit(self.ctx, module, self._output.stream)
 
         self.available_targets["vkbundle"] = write_vkbundle
 
         def write_mlpackage(module: ModuleOp, output: IO[str]) -> None:
             """`-t mlpackage`: a directory at -o, written atomically (temp dir + rename)."""
-            from qopt.backends.coreml.target import write_mlpackage as write
-
-            write(module, self.args.output_file)
+            _coreml_target.write_mlpackage(module, self.args.output_file)
             self._package_written = True
 
         self.available_targets["mlpackage"] = write_mlpackage
@@ -263,14 +272,12 @@ class QoptOptMain(xDSLOptMain):
 
     @staticmethod
     def _qopt_passes() -> list[str]:
-        from qopt.lowering import get_all_passes
 
         return list(get_all_passes())
 
     def _target_argument(self, text: str) -> str:
         """`-t`'s value, checked: a QoptError-style message naming qopt's targets
         first, with the closest name for a typo (argparse prints it, exit 2)."""
-        from qopt.errors import did_you_mean
 
         name = parse_spec(text).name
         if name in self.available_targets:
@@ -286,8 +293,6 @@ class QoptOptMain(xDSLOptMain):
         """xDSL's pipeline, after naming an unknown pass with qopt's passes first and
         the closest name (xDSL says only "Unrecognized passes")."""
         from xdsl.utils.arg_spec import parse_pipeline
-
-        from qopt.errors import QoptError, did_you_mean
 
         mine = self._qopt_passes()
         xdsl = self._xdsl_names(self.available_passes, mine)
@@ -309,13 +314,10 @@ class QoptOptMain(xDSLOptMain):
         qopt's callback between them: xDSL's verification and --print-between-passes,
         --print-ir-after, and a phase of the compile report per pass (nested under its
         pipeline), which -v and --time-passes print."""
-        from qopt.errors import QoptError, did_you_mean
-        from qopt.lowering.pipelines import sub_passes
-
         passes: list[ModulePass] = []
         self._group: dict[int, ModulePass] = {}
         for given in self.pipeline.passes:
-            subs = sub_passes(given)
+            subs = _pipelines.sub_passes(given)
             if subs is None:
                 passes.append(given)
                 continue
@@ -415,9 +417,7 @@ class QoptOptMain(xDSLOptMain):
             with resource_slot(self.ctx).bound(store), self.report.phase("parse"):
                 module = super().parse_chunk(chunk, file_extension, start_offset)
             return None if module is None else attach(module, store)
-        from qopt.frontend.pt2_frontend import PT2Frontend
-
-        frontend = PT2Frontend.from_spec(spec)
+        frontend = _pt2_frontend.PT2Frontend.from_spec(spec)
         if self.args.trust_pickle:
             frontend = dataclasses.replace(frontend, trust_pickle=True)
         frontend = dataclasses.replace(frontend, limits=self.limits)
@@ -435,7 +435,6 @@ class QoptOptMain(xDSLOptMain):
         return super().get_input_stream()
 
     def _unknown_extension(self, path: str, extension: str) -> NoReturn:
-        from qopt.errors import QoptError, did_you_mean
 
         xdsl = self._xdsl_names(self.available_frontends, INPUT_EXTENSIONS)
         shown = f"extension '.{extension}'" if extension else "no extension"
@@ -453,8 +452,6 @@ class QoptOptMain(xDSLOptMain):
             return io.StringIO()  # the target writes the -o directory itself
         if self.args.output_file is None:
             if target in BINARY_TARGETS:  # before any work: never binary to stdout
-                from qopt.errors import QoptError
-
                 raise QoptError(
                     f"-t {target} writes a binary file, not text to stdout: give it with "
                     f"-o {BINARY_TARGETS[target]} (-o /dev/stdout to pipe the bytes on purpose)"
@@ -534,9 +531,6 @@ class ListPassesAction(argparse.Action):
 
 def list_passes(available: dict[str, Any]) -> str:
     """The text of `--list-passes`."""
-    from qopt.lowering import get_all_passes
-    from qopt.lowering.pipelines import sub_passes
-
     mine = get_all_passes()
     lines = ["qopt's passes (a pipeline runs as the passes it lists):"]
     for name, factory in mine.items():
@@ -548,7 +542,7 @@ def list_passes(available: dict[str, Any]) -> str:
         lines.append(f"  {name}")
         if summary:
             lines.append(f"      {summary}")
-        subs = sub_passes(cls())
+        subs = _pipelines.sub_passes(cls())
         if subs is not None:
             lines.append(f"      runs: {', '.join(str(p) for p in subs)}")
         docs = option_docs(cls)
@@ -604,16 +598,11 @@ def option_docs(cls: type) -> dict[str, str]:
 def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:
     """`pipeline` with `fallback=true` on its qopt-vulkan and convert-to-vkc passes
     (`--host-fallback`); QoptError if it has neither."""
-    from qopt.errors import QoptError
-    from qopt.lowering.convert_to_vkc import ConvertToVkcPass
-    from qopt.lowering.pipelines import QoptVulkanPipeline
-
-    vulkan = ConvertToVkcPass | QoptVulkanPipeline
+    vulkan = ("qopt-vulkan", "convert-to-vkc")  # by name: neither is imported for it
     passes = tuple(
-        dataclasses.replace(p, fallback=True) if isinstance(p, vulkan) else p
-        for p in pipeline.passes
+        dataclasses.replace(p, fallback=True) if p.name in vulkan else p for p in pipeline.passes
     )
-    if not any(isinstance(p, vulkan) for p in passes):
+    if not any(p.name in vulkan for p in passes):
         raise QoptError(
             "--host-fallback applies to the Vulkan lowering: -p names neither qopt-vulkan "
             "nor convert-to-vkc"

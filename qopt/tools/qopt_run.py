@@ -36,6 +36,7 @@ from qopt.generation import generate
 from qopt.inputs import load_npz
 from qopt.limits import DEFAULT_LIMITS, Limits, check_mlir_text
 from qopt.logs import quiet_third_party_logs
+from qopt.registry import LazyModule
 from qopt.tools.contract import (
     add_common_arguments,
     one_line_usage_errors,
@@ -46,6 +47,25 @@ from qopt.version import qopt_version
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+
+    from qopt import context as _context
+    from qopt.backends.vulkan import artifact as _vulkan_artifact
+    from qopt.backends.vulkan import bisect as _bisect
+    from qopt.backends.vulkan import runtime as _vulkan_runtime
+    from qopt.frontend import pt2_frontend as _pt2_frontend
+    from qopt.interpreters import session as _session
+    from qopt.lowering import pipelines as _pipelines
+else:
+    # Imported when used: running a `.qvk` imports no compiler (xDSL, dialects, passes:
+    # tests/unit/test_layering.py), `--device interp` no Vulkan runtime, and
+    # `--check-dispatches` alone the kernels' references.
+    _context = LazyModule("qopt.context")
+    _vulkan_artifact = LazyModule("qopt.backends.vulkan.artifact")
+    _bisect = LazyModule("qopt.backends.vulkan.bisect")
+    _vulkan_runtime = LazyModule("qopt.backends.vulkan.runtime")
+    _pt2_frontend = LazyModule("qopt.frontend.pt2_frontend")
+    _session = LazyModule("qopt.interpreters.session")
+    _pipelines = LazyModule("qopt.lowering.pipelines")
 
 DEVICES = ("interp", "vulkan")
 
@@ -109,14 +129,10 @@ def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_
     """An `.mlir` or `.pt2` input (untrusted: bounded by `limits`), verified."""
     extension = os.path.splitext(path)[1]
     if extension == ".pt2":
-        from qopt.frontend.pt2_frontend import precheck_pt2  # the compiler side: xDSL
-
-        precheck_pt2(path)
+        _pt2_frontend.precheck_pt2(path)
         return import_program(path, trust_pickle=trust_pickle, limits=limits)
     if extension != ".mlir":
         raise QoptError(f"'{path}': expected an .mlir or .pt2 file")
-    from qopt.context import parse_module  # the compiler side: xDSL
-
     with open(path, "rb") as f:
         data = f.read()
     check_mlir_text(data, limits, path)
@@ -124,7 +140,7 @@ def load_module(path: str, trust_pickle: bool = False, limits: Limits = DEFAULT_
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise QoptError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    module = parse_module(text, path)
+    module = _context.parse_module(text, path)
     module.verify()
     return module
 
@@ -191,17 +207,13 @@ def run_vulkan(
     """A `.qvk` bundle, or an `.mlir`/`.pt2` module lowered with qopt-vulkan (with
     `fallback`: ops without a kernel on the host), on the Vulkan device (with `check`,
     first compared dispatch by dispatch with the kernels' references)."""
-    # the Vulkan runtime (the kernel catalogue): imported for --device vulkan only
-    from qopt.backends.vulkan.artifact import VulkanArtifact, compile_artifact
-    from qopt.backends.vulkan.runtime import vulkan_available
-
-    if (reason := vulkan_available()) is not None:
+    if (reason := _vulkan_runtime.vulkan_available()) is not None:
         raise QoptError(f"--device vulkan: {reason}; run with --device interp instead")
     if os.path.splitext(path)[1] == ".qvk":
-        artifact = VulkanArtifact.load(path, limits=limits)
+        artifact = _vulkan_artifact.VulkanArtifact.load(path, limits=limits)
     else:
         module = load_module(path, trust_pickle=trust_pickle, limits=limits)
-        artifact = compile_artifact(lowered_for_vulkan(module, fallback))
+        artifact = _vulkan_artifact.compile_artifact(lowered_for_vulkan(module, fallback))
     with artifact:
         if check:
             check_dispatches_report(artifact, inputs)
@@ -212,18 +224,12 @@ def lowered_for_vulkan(module: ModuleOp, fallback: bool) -> ModuleOp:
     """`module` lowered with qopt-vulkan, unless it is at the vkc level already."""
     if any(op.name == "vkc.dispatch" for op in module.walk()):
         return module
-    # the compiler side (xDSL, the passes): imported only to compile, never to run a .qvk
-    from qopt.context import make_context
-    from qopt.lowering.pipelines import QoptVulkanPipeline
-
-    QoptVulkanPipeline(fallback=fallback).apply(make_context(), module)
+    _pipelines.QoptVulkanPipeline(fallback=fallback).apply(_context.make_context(), module)
     return module
 
 
 def check_dispatches_report(artifact: Any, inputs: Sequence[np.ndarray]) -> None:
-    from qopt.backends.vulkan.bisect import check_dispatches  # the kernels' references
-
-    reports = check_dispatches(artifact.program, inputs, device=artifact.device)
+    reports = _bisect.check_dispatches(artifact.program, inputs, device=artifact.device)
     steps = len(artifact.program.steps)
     for report in reports:
         print(report)
@@ -265,9 +271,9 @@ def run_generate(args: argparse.Namespace) -> None:
     else:
         module = load_module(path, trust_pickle=args.trust_pickle, limits=args.limits)
         if args.device == "vulkan":
-            from qopt.backends.vulkan.artifact import compile_artifact  # --device vulkan only
-
-            runner = compile_artifact(lowered_for_vulkan(module, args.host_fallback)).session()
+            runner = _vulkan_artifact.compile_artifact(
+                lowered_for_vulkan(module, args.host_fallback)
+            ).session()
         else:
             runner = session(module)
     tokens = generate(runner, prompt, args.generate)
@@ -307,11 +313,9 @@ def run(args: argparse.Namespace) -> None:
             *load_inputs(args.inputs, args.limits), method=args.function
         )
     else:
-        from qopt.interpreters.session import Session  # the compiler side: xDSL
-
         module = load_module(args.input_file, trust_pickle=args.trust_pickle, limits=args.limits)
         inputs = load_inputs(args.inputs, args.limits)
-        outputs = Session(module).run(*inputs, method=args.function)
+        outputs = _session.Session(module).run(*inputs, method=args.function)
     if args.outputs is not None:
         save_outputs(args.outputs, outputs)
         return

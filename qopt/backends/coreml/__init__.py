@@ -28,16 +28,26 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
 from qopt.backends import format_bytes, format_method, format_tensor
+from qopt.backends.coreml.emitter import (
+    build_programs,
+    function_of,
+    input_names_of,
+    output_names_of,
+    package_metadata,
+    save_program,
+)
+from qopt.backends.coreml.reader import read_mlpackage
 from qopt.dialects import coreml
 from qopt.dialects.coreml import OPSET_ATTR
 from qopt.dialects.queries import methods_of
+from qopt.dialects.signature import logical_methods
 from qopt.dialects.tensors import elem_of, numel, shape_of
 from qopt.dtypes import numpy_dtype
 from qopt.errors import QoptError
+from qopt.interpreters.session import Session
 from qopt.report import phase
 
 if TYPE_CHECKING:
-    from qopt.interpreters.session import Session
     from qopt.report import CompileReport
 
 
@@ -89,8 +99,6 @@ class CoremlArtifact:
     def methods(self) -> list[str]:
         """The program's methods (`forward`, or `prefill` and `decode` ...), in order
         (a method compiled at several sizes listed once)."""
-        from qopt.dialects.signature import logical_methods
-
         return logical_methods(methods_of(self.module))
 
     @property
@@ -120,8 +128,6 @@ class CoremlArtifact:
         return total
 
     def __repr__(self) -> str:
-        from qopt.backends.coreml.emitter import function_of, input_names_of, output_names_of
-
         lines = [
             f"CoremlArtifact({self.target}, {self.compute_precision}, weights "
             f"{format_bytes(self.weight_bytes())}"
@@ -150,8 +156,6 @@ class CoremlArtifact:
     def package_module(self) -> ModuleOp:
         """The package as a device loads it, read back into the coreml dialect
         (saved to a temporary directory once and read back, for a compiled artifact)."""
-        from qopt.backends.coreml.reader import read_mlpackage
-
         if self._package_module is None:
             if self.source is not None:
                 self._package_module = self.module
@@ -169,8 +173,6 @@ class CoremlArtifact:
         interpreter: `run(*inputs, method=None)` keeps the states between calls,
         `reset()`, `read_state(name)` (the buffer's qualified name), `methods`.
         Two sessions never share state."""
-        from qopt.interpreters.session import Session
-
         return Session(self.package_module())
 
     def __call__(self, *inputs: Any, method: str | None = None) -> tuple[np.ndarray, ...]:
@@ -201,9 +203,6 @@ def load_mlpackage_artifact(path: str | os.PathLike[str]) -> CoremlArtifact:
     """A `CoremlArtifact` of the `.mlpackage` at `path` (untrusted: read by
     `reader.read_mlpackage`), run by interpreting the package read back: the way
     to run one without Core ML (`qopt.load`)."""
-    from qopt.backends.coreml.emitter import output_names_of
-    from qopt.backends.coreml.reader import read_mlpackage
-
     source = os.path.abspath(os.fspath(path))
     module = read_mlpackage(source)
     opsets = [
@@ -261,8 +260,6 @@ def save_mlpackage(
     multifunction package) as an `.mlpackage` at `path`, atomically."""
     import coremltools as ct
 
-    from qopt.backends.coreml.emitter import save_program
-
     final = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(final)
     os.makedirs(parent, exist_ok=True)
@@ -283,8 +280,6 @@ def build_artifact(
     `qopt-coreml`: `qopt.driver.compile_coreml` runs it first): its MIL Program, one
     per method, its outputs named as the module records (name-outputs), its package
     metadata. Runs no pass."""
-    from qopt.backends.coreml.emitter import build_programs, output_names_of, package_metadata
-
     with phase("MIL build"):  # output names: recorded by the pipeline's name-outputs
         programs = build_programs(module)
     methods = list(programs)

@@ -83,13 +83,9 @@ from qopt.dialects.signature import output_names as recorded_output_names
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
 from qopt.files import default_modes
+from qopt.logs import quiet_third_party_logs
+from qopt.report import phase
 from qopt.version import qopt_version
-
-
-def _quiet() -> None:
-    from qopt.logs import quiet_third_party_logs
-
-    quiet_third_party_logs()
 
 
 def mil_type(elem: Attribute) -> Any:
@@ -362,7 +358,7 @@ def build_program(
     """The coremltools MIL Program of `module`'s function `function` (its entry
     function by default; coreml dialect), its outputs named by `output_names_of`,
     with every state of the module as a state input."""
-    _quiet()
+    quiet_third_party_logs()
     from coremltools.converters.mil import Builder as mb
 
     func = function_of(module, function)
@@ -542,10 +538,8 @@ def save_program(
     """Write `program` (a Program, or Programs by function name: several make a
     multifunction package, the first the default function) as an ML Program
     package (no coremltools passes), with `metadata` as its user-defined metadata."""
-    _quiet()
+    quiet_third_party_logs()
     import coremltools as ct
-
-    from qopt.report import phase
 
     programs = program if isinstance(program, dict) else {"main": program}
     path = os.fspath(path)
@@ -625,8 +619,6 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
         _reset_conversion_state,
     )
     from coremltools.models.utils import _create_mlpackage
-
-    from qopt.report import phase
 
     main_pipeline: Any = ct.PassPipeline.EMPTY  # a classproperty to the checker
     frontend_pipeline, backend_pipeline = _construct_other_pipelines(

@@ -15,15 +15,15 @@ import os
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 
+from qopt.backends.coreml import save_mlpackage
+from qopt.backends.coreml.emitter import build_programs, package_metadata
 from qopt.dialects import coreml
 from qopt.dialects.ml_program import GlobalOp
 from qopt.errors import QoptError, where
+from qopt.report import phase
 
 
 def write_mlpackage(module: ModuleOp, path: str | os.PathLike[str] | None) -> str:
-    from qopt.backends.coreml import save_mlpackage
-    from qopt.backends.coreml.emitter import build_programs, package_metadata
-
     if path is None:
         raise QoptError("-t mlpackage writes a directory: give it with -o model.mlpackage")
     for op in module.walk():
@@ -32,8 +32,6 @@ def write_mlpackage(module: ModuleOp, path: str | os.PathLike[str] | None) -> st
                 f"-t mlpackage: {where(op)} is not a coreml op: lower the module first "
                 "(-p qopt-coreml, or -p convert-to-coreml after fuse-quant)"
             )
-    from qopt.report import phase
-
     with phase("MIL build"):
         programs = build_programs(module)
     func = next(op for op in module.ops if isinstance(op, FuncOp))

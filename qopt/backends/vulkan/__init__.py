@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from qopt.errors import QoptError
+
 if TYPE_CHECKING:
     from qopt.backends.vulkan.artifact import VulkanArtifact
 
@@ -20,8 +22,8 @@ def load_vulkan(path: Any, device: str | int | None = None) -> VulkanArtifact:
     """A `.qvk` bundle (untrusted: checked whole on load) as an artifact: callable
     (`artifact(*inputs, method=None)`, one call on a fresh state), `.session()` for
     calls that keep the program's state on the device, `.methods`, `.state_names`."""
+    # Imported here: every `qopt.backends.vulkan.*` import runs this package first.
     from qopt.backends.vulkan.artifact import VulkanArtifact
-    from qopt.errors import QoptError
 
     if not isinstance(path, str | os.PathLike):
         raise QoptError(f"a Vulkan bundle is read from a path, got {type(path).__name__}")

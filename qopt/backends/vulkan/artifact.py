@@ -51,17 +51,29 @@ from qopt.backends.vulkan.program import (
     abi_numpy,
 )
 from qopt.backends.vulkan.qvk import bundle_bytes, fill_spirv, read_bundle, write_bundle
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
 from qopt.kernels.abi import narrow
 from qopt.limits import DEFAULT_LIMITS, Limits
+from qopt.registry import LazyModule
 from qopt.variants import logical_methods
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from qopt import report as _report
+    from qopt.backends.vulkan import bundle as _bundle
+    from qopt.backends.vulkan import host as _host
     from qopt.report import CompileReport
+else:
+    # The compiler side, imported when used: loading and running a `.qvk` imports no
+    # IR (tests/unit/test_layering.py). `compile_artifact` builds the program from a
+    # vkc module (bundle.py); a host segment runs in the interpreter (host.py).
+    _report = LazyModule("qopt.report")
+    _bundle = LazyModule("qopt.backends.vulkan.bundle")
+    _host = LazyModule("qopt.backends.vulkan.host")
 
 ABI = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
 
@@ -162,8 +174,6 @@ class VulkanArtifact:
         return self._device
 
     def _open(self) -> None:
-        from qopt.backends.vulkan.runtime import VulkanDevice
-
         program = self.program
         dev = VulkanDevice(self._device_choice, validation=self._validation)
         try:
@@ -307,8 +317,6 @@ class VulkanSession:
         buffers of its dispatches, and the host segments between them (HostCall)."""
         recorded = self._recorded.get(method.name)
         if recorded is None:
-            from qopt.backends.vulkan.runtime import Dispatch
-
             program = self._artifact.program
             steps = program.method_steps(method)
             calls = program.method_host_calls(method)
@@ -348,9 +356,7 @@ class VulkanSession:
 
     def _host_call(self, call: HostCall) -> None:
         """Run host segment `call`: download what it reads, run it, upload its results."""
-        from qopt.backends.vulkan.host import run_host_call
-
-        run_host_call(
+        _host.run_host_call(
             self._artifact.program,
             call,
             lambda b, dtype, count: self._buffers[b].read(dtype, count),
@@ -437,10 +443,7 @@ def compile_artifact(
 ) -> VulkanArtifact:
     """A vkc module as a callable artifact (its kernels compiled to SPIR-V now). The
     compile side (bundle.py, which reads the IR) is imported here, not by loading."""
-    from qopt.backends.vulkan.bundle import compile_spirv, program_from_module
-    from qopt.report import phase
-
-    with phase("program build"):
-        program = program_from_module(module)
-    compile_spirv(program)
+    with _report.phase("program build"):
+        program = _bundle.program_from_module(module)
+    _bundle.compile_spirv(program)
     return VulkanArtifact(program, module, device, validation)

@@ -700,7 +700,8 @@ __all__ = ["Lowering", "Results", "Rule", "RuleTable", "Rules", "mil_elem", "mil
 
 def vulkan_alternative(op: Operation) -> str:
     """Which target would run `op`, for the error of an op without a CoreML lowering
-    (CoreML has no host fallback)."""
+    (CoreML has no host fallback). The Vulkan side is imported on this error path
+    only: a CoreML compile loads no vkc dialect."""
     from qopt.dialects import vkc
     from qopt.lowering.convert_to_vkc import get_rules as vulkan_rules
 
