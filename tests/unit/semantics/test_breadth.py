@@ -18,16 +18,7 @@ ALL = ("interp", "coreml", "vulkan")
 TARGETS_OF_MIL = ("coreml",)
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    # aten.sort has no CoreML or Vulkan rule yet (Vulkan runs it with fallback=True)
-    # topk's indices of equal values are torch's CPU algorithm's: refused when used
-    "topk": ALL,
-    "topk_smallest": ALL,
     "kthvalue": ALL,
-    "topk_values": ("coreml", "vulkan"),
-    "sort": ("coreml", "vulkan"),
-    "sort_descending": ("coreml", "vulkan"),
-    "argsort": ("coreml", "vulkan"),
-    "msort": ("coreml", "vulkan"),
     # no decomposition in torch, and no qopt op yet
     "median_dim": ALL,
     "cummax": ALL,
