@@ -18,14 +18,6 @@ ALL = ("interp", "coreml", "vulkan")
 TARGETS_OF_MIL = ("coreml",)
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    "kthvalue": ALL,
-    # no decomposition in torch, and no qopt op yet
-    "median_dim": ALL,
-    "cummax": ALL,
-    "scatter": ALL,
-    "scatter_add": ALL,
-    "local_response_norm": ALL,  # avg_pool3d
-    "bilinear": ALL,  # aten._trilinear
     # MIL has no integer bitwise ops
     "bitwise_and": TARGETS_OF_MIL,
     "bitwise_or": TARGETS_OF_MIL,
