@@ -390,7 +390,8 @@ def trace_node(node: Node, known: frozenset[str]) -> tuple[GraphModule | None, D
         args, kwargs = pytree.tree_unflatten(filled, spec)
         # qopt's definition called itself: a CompositeImplicitAutograd op would be
         # decomposed by its kernel before the table is consulted
-        return EXTRA_DECOMPOSITIONS.get(op, op)(*args, **kwargs)
+        definition = EXTRA_DECOMPOSITIONS.get(op)
+        return (definition or op)(*args, **kwargs)  # type: ignore[operator]
 
     from torch.fx.experimental.proxy_tensor import make_fx
 

@@ -10,7 +10,7 @@ padding and ceil_mode.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +127,7 @@ def _eager(fn: Callable[..., object], inputs: tuple[torch.Tensor, ...]) -> list[
 
 
 def _compare(
-    got: list[np.ndarray], want: list[np.ndarray], inputs: tuple[torch.Tensor, ...], exact: bool
+    got: Sequence[np.ndarray], want: list[np.ndarray], inputs: tuple[torch.Tensor, ...], exact: bool
 ) -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
