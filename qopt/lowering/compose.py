@@ -397,6 +397,44 @@ def sort_as_ranks(e: Emitter, op: rd.SortOp) -> Sequence[SSAValue] | None:
     return [values, indices]
 
 
+# ----- accumulating writes ----------------------------------------------------------------
+
+
+def index_add_as_sums(e: Emitter, op: ix.IndexPutOp) -> Sequence[SSAValue] | None:
+    """`x[.., index, ..] += values` (`index_put` with `accumulate`, `index_add`) along
+    one dim d with a 1-D index of q entries, of a float tensor: `x` plus, at each
+    position p along d, the sum of the values whose index is p (negative ones counted
+    from the end), over the [size, q] pairs `index == p` (O(size * q) along d;
+    repeated indices add up, as torch's). Other forms are left to the rule."""
+    if not op.is_accumulate() or len(op.indices) != 1 or not is_float(elem_of(op.input)):
+        return None
+    shape = list(shape_of(op.input))
+    (d,) = ints(op.indexed_dims)
+    (index,) = op.indices
+    if len(shape_of(index)) != 1 or list(shape_of(op.values)) != list(op.indexed_shape()):
+        return None
+    size, q = shape[d], shape_of(index)[0]
+    if numel(shape) * q > SORT_PAIRS_LIMIT:
+        return None
+    f32 = element_type(np.dtype(np.float32))
+    bool_ = element_type(np.dtype(np.bool_))
+    tail = [1] * (len(shape) - d - 1)
+    at = e.emit(ew.CastOp, [index], tensor(f32, [q]))
+    negative = e.emit(ew.LtOp, [at, e.constant(np.zeros((), np.float32))], tensor(bool_, [q]))
+    wrapped = e.emit(ew.AddOp, [at, e.constant(np.array(size, np.float32))], at.type)
+    at = e.emit(ew.WhereOp, [negative, wrapped, at], at.type)
+    at = e.emit(sh.ViewOp, [at], tensor(f32, [1, q, *tail]))
+    positions = e.constant(np.arange(size, dtype=np.float32).reshape(size, 1, *tail))
+    hits = e.emit(ew.EqOp, [at, positions], tensor(bool_, [size, q, *tail]))
+    spread = [*shape[:d], 1, q, *shape[d + 1 :]]
+    values = e.emit(sh.ViewOp, [op.values], tensor(op.values, spread))
+    pairs = [*shape[:d], size, q, *shape[d + 1 :]]
+    zero = e.constant(np.zeros((), numpy_dtype(elem_of(op.input))))
+    picked = e.emit(ew.WhereOp, [hits, values, zero], tensor(op.input, pairs))
+    sums = e.emit(rd.SumOp, [picked], op.result.type, _reduce_props([d + 1], False))
+    return [e.emit(ew.AddOp, [op.input, sums], op.result.type)]
+
+
 COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
     "vulkan": {
         nn.AddmmOp: addmm_as_matmul,
@@ -405,6 +443,7 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         rd.SumOp: bool_sum_in_float,
         layers.BatchNormOp: batch_norm_as_arithmetic,
         rd.SortOp: sort_as_ranks,
+        ix.IndexPutOp: index_add_as_sums,
     },
     "coreml": {
         rd.ProdOp: prod_as_products,
@@ -419,6 +458,7 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         rd.MinOp: extreme_as_amax,
         layers.BatchNormOp: batch_norm_as_arithmetic,
         rd.SortOp: sort_as_ranks,
+        ix.IndexPutOp: index_add_as_sums,
     },
 }
 """Per target: the op types with a form the target's rules lack, and their composition."""

@@ -159,6 +159,20 @@ CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str
         (_r(4, 6),),
         "aten.sort",
     ),
+    (
+        "index_add_repeats_coreml",
+        "coreml",
+        lambda x, s: x.index_add(1, torch.tensor([2, 0, 2, 4]), s),
+        (_r(3, 5, 2), _r(3, 4, 2)),
+        "aten.index_put",
+    ),
+    (
+        "index_put_accumulate_negative_vulkan",
+        "vulkan",
+        lambda x, v: x.index_put((torch.tensor([-1, 0, -1, 2]),), v, accumulate=True),
+        (_r(4, 3), _r(4, 3)),
+        "aten.index_put",
+    ),
 ]
 
 

@@ -23,8 +23,6 @@ REFUSED: dict[str, tuple[str, ...]] = {
     "bitwise_or": TARGETS_OF_MIL,
     "bitwise_xor": TARGETS_OF_MIL,
     "bitwise_not": TARGETS_OF_MIL,
-    # index_put with accumulate
-    "index_add": ("coreml", "vulkan"),
     # a rank-6 intermediate on Core ML (rank <= 5)
     "unfold": TARGETS_OF_MIL,
     # dilated convolution with a run-time weight
