@@ -104,6 +104,23 @@ def _cdist_forward(
     return difference.pow(p).sum(-1).pow(1.0 / p)
 
 
+PAIRS_LIMIT = 1 << 22
+"""The most entries of the pairwise tensors qopt's O(n^2) definitions (cummax, scatter)
+build; beyond it the definition refuses (a clean QoptError at import)."""
+
+EXACT_POSITIONS = 2048
+"""The longest dim whose positions these definitions count in float: float16 (CoreML's
+default precision) holds every integer up to 2048."""
+
+
+def _check_pairs(what: str, pairs: int, positions: int) -> None:
+    if pairs > PAIRS_LIMIT or positions > EXACT_POSITIONS:
+        raise ValueError(
+            f"{what}: qopt's definition compares {pairs} pairs over {positions} positions, "
+            f"more than {PAIRS_LIMIT} pairs or {EXACT_POSITIONS} positions"
+        )
+
+
 def _kth_position(
     self: torch.Tensor, position: torch.Tensor | int, dim: int, keepdim: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -158,6 +175,7 @@ def _running_extreme(
         return self.clone(), torch.zeros((), dtype=torch.int64)
     d = dim % self.dim()
     n = self.shape[d]
+    _check_pairs("cummax/cummin", self.numel() * n, n)
     tail = [1] * (self.dim() - d - 1)
     i = torch.arange(n).view(n, 1, *tail)
     j = torch.arange(n).view(1, n, *tail)
@@ -190,6 +208,7 @@ def _scatter_pairs(
     bring a result of the index's sizes in the other dims to `self`'s."""
     d = dim % self.dim()
     size = self.shape[d]
+    _check_pairs("scatter", index.numel() * size, index.shape[d])
     tail = [1] * (self.dim() - d - 1)
     values = src
     for e in range(index.dim()):

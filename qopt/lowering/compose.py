@@ -329,6 +329,11 @@ SORT_PAIRS_LIMIT = 1 << 22
 """The most entries of the pairwise comparison tensor (the input's size times the sorted
 dim's) a sort is composed with: beyond it the composition does not apply."""
 
+FP16_EXACT = 2048
+"""float16 (CoreML's default precision) holds every integer up to 2048: ranks and
+positions counted in float are exact up to there. SORT_PAIRS_LIMIT keeps a sorted dim
+at most 2048 long."""
+
 
 def sort_as_ranks(e: Emitter, op: rd.SortOp) -> Sequence[SSAValue] | None:
     """`sort` / `topk` (stable; NaN above every number, as torch) by ranks, in ops
@@ -348,7 +353,7 @@ def sort_as_ranks(e: Emitter, op: rd.SortOp) -> Sequence[SSAValue] | None:
     d = norm_dim(integer(op.dim), len(shape))
     n = shape[d]
     k = integer(op.k) if op.k is not None else n
-    if k == 0 or numel(shape) * n > SORT_PAIRS_LIMIT:
+    if k == 0 or numel(shape) * n > SORT_PAIRS_LIMIT or n > FP16_EXACT:
         return None
     descending = flag(op.descending)
     f32 = element_type(np.dtype(np.float32))
@@ -414,8 +419,8 @@ def index_add_as_sums(e: Emitter, op: ix.IndexPutOp) -> Sequence[SSAValue] | Non
     if len(shape_of(index)) != 1 or list(shape_of(op.values)) != list(op.indexed_shape()):
         return None
     size, q = shape[d], shape_of(index)[0]
-    if numel(shape) * q > SORT_PAIRS_LIMIT:
-        return None
+    if numel(shape) * q > SORT_PAIRS_LIMIT or size > FP16_EXACT:
+        return None  # (positions compared in float: exact under CoreML's float16 too)
     f32 = element_type(np.dtype(np.float32))
     bool_ = element_type(np.dtype(np.bool_))
     tail = [1] * (len(shape) - d - 1)

@@ -189,3 +189,26 @@ def test_avg_pool3d_divisor_override_is_refused_cleanly() -> None:
     )
     with pytest.raises(qopt.QoptError, match="avg_pool3d"):
         qopt.import_program(ep)
+
+
+def test_quadratic_definitions_refuse_long_dims_cleanly() -> None:
+    """cummax's [n, n] pairs beyond 2048 positions (float16 counts them exactly up to
+    there): a clean QoptError at import, never a wrong index."""
+    ep = torch.export.export(Fn(lambda x: torch.cummax(x, -1)), (_r(1, 3000),))
+    with pytest.raises(qopt.QoptError, match="cummax"):
+        qopt.import_program(ep)
+
+
+def test_long_sorts_are_left_to_the_rule() -> None:
+    """A sort along more than 2048 entries is not composed: the target's rule refuses it
+    (cleanly) and the interpreter still sorts it."""
+    from qopt.lowering.compose import compose
+
+    x = _r(1, 3000)
+    ep = torch.export.export(Fn(lambda t: torch.sort(t, -1)), (x,))
+    module = qopt.import_program(ep)
+    assert compose(module, "coreml") == []
+    values, _ = qopt.interpret(module, x)
+    np.testing.assert_array_equal(values, torch.sort(x, -1).values.numpy())
+    with pytest.raises(qopt.QoptError, match=r"aten\.sort"):
+        qopt.compile(ep, "coreml")
