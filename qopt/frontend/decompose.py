@@ -104,9 +104,222 @@ def _cdist_forward(
     return difference.pow(p).sum(-1).pow(1.0 / p)
 
 
+PAIRS_LIMIT = 1 << 22
+"""The most entries of the pairwise tensors qopt's O(n^2) definitions (cummax, scatter)
+build; beyond it the definition refuses (a clean QoptError at import)."""
+
+EXACT_POSITIONS = 2048
+"""The longest dim whose positions these definitions count in float: float16 (CoreML's
+default precision) holds every integer up to 2048."""
+
+
+def _check_pairs(what: str, pairs: int, positions: int) -> None:
+    if pairs > PAIRS_LIMIT or positions > EXACT_POSITIONS:
+        raise ValueError(
+            f"{what}: qopt's definition compares {pairs} pairs over {positions} positions, "
+            f"more than {PAIRS_LIMIT} pairs or {EXACT_POSITIONS} positions"
+        )
+
+
+def _kth_position(
+    self: torch.Tensor, position: torch.Tensor | int, dim: int, keepdim: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The entry at `position` of `self` sorted (stable, NaN last) along `dim`, and its
+    index: `position` an int or a tensor of `self`'s shape with 1 along `dim`."""
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64)
+    values, indices = torch.sort(self, dim=dim, stable=True)
+    if isinstance(position, int):
+        value, index = values.narrow(dim, position, 1), indices.narrow(dim, position, 1)
+    else:
+        value, index = values.gather(dim, position), indices.gather(dim, position)
+    if not keepdim:
+        value, index = value.squeeze(dim), index.squeeze(dim)
+    return value, index
+
+
+def _kthvalue(
+    self: torch.Tensor, k: int, dim: int = -1, keepdim: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k-th smallest entry along `dim` (NaN the largest) and its index: a stable
+    sort's entry k - 1 (torch leaves the index among equal values unspecified)."""
+    size = self.shape[dim] if self.dim() else 1
+    if not 1 <= k <= size:
+        raise ValueError(f"kthvalue: k = {k} is outside [1, {size}]")
+    return _kth_position(self, k - 1, dim, keepdim)
+
+
+def _median_dim(
+    self: torch.Tensor, dim: int = -1, keepdim: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's median along `dim`: the lower of the two middle entries ((n - 1) // 2
+    of a stable sort), NaN (the first NaN, sorted last) where the slice has one."""
+    if self.dim() == 0:
+        return _kth_position(self, 0, dim, keepdim)
+    n = self.shape[dim]
+    if not self.is_floating_point():
+        return _kth_position(self, (n - 1) // 2, dim, keepdim)
+    nans = torch.isnan(self).sum(dim, keepdim=True)
+    middle = torch.full_like(nans, (n - 1) // 2)
+    position = torch.where(nans > 0, n - nans, middle)
+    return _kth_position(self, position, dim, keepdim)
+
+
+def _running_extreme(
+    self: torch.Tensor, dim: int, largest: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Running maximum (minimum) along `dim` and the index of its latest occurrence
+    (torch updates on `>=` (`<=`); a NaN becomes the extreme from there on, each later
+    NaN its index): over the [n, n] pairs j <= i, O(n^2) in the dim."""
+    if self.dim() == 0:
+        return self.clone(), torch.zeros((), dtype=torch.int64)
+    d = dim % self.dim()
+    n = self.shape[d]
+    _check_pairs("cummax/cummin", self.numel() * n, n)
+    tail = [1] * (self.dim() - d - 1)
+    i = torch.arange(n).view(n, 1, *tail)
+    j = torch.arange(n).view(1, n, *tail)
+    upto = j <= i
+    xi, xj = self.unsqueeze(d + 1), self.unsqueeze(d)
+    window = torch.where(upto, xj, xi)
+    values = window.amax(d + 1) if largest else window.amin(d + 1)
+    v = values.unsqueeze(d + 1)
+    match = xj == v
+    if self.is_floating_point():
+        match = match | (torch.isnan(xj) & torch.isnan(v))
+    where = torch.where(match & upto, j.to(torch.float32), -1.0)
+    return values, where.amax(d + 1).to(torch.int64)
+
+
+def _cummax(self: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _running_extreme(self, dim, largest=True)
+
+
+def _cummin(self: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _running_extreme(self, dim, largest=False)
+
+
+def _scatter_pairs(
+    self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor
+) -> tuple[int, torch.Tensor, torch.Tensor, list[int]]:
+    """scatter's one-hot form: `dim` made non-negative; `hits[.., p, q, ..]` (p the
+    position along `dim` in `self`, q the index's) where `index[.., q, ..] == p`;
+    `src` cut to the index's shape, with a dim of 1 at `dim`; the `F.pad` amounts that
+    bring a result of the index's sizes in the other dims to `self`'s."""
+    d = dim % self.dim()
+    size = self.shape[d]
+    _check_pairs("scatter", index.numel() * size, index.shape[d])
+    tail = [1] * (self.dim() - d - 1)
+    values = src
+    for e in range(index.dim()):
+        values = values.narrow(e, 0, index.shape[e])
+    hits = index.unsqueeze(d) == torch.arange(size).view(size, 1, *tail)
+    pad: list[int] = []
+    for e in reversed(range(self.dim())):
+        pad += [0, 0 if e == d else self.shape[e] - index.shape[e]]
+    return d, hits, values.unsqueeze(d), pad
+
+
+def _scatter_src(
+    self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor
+) -> torch.Tensor:
+    """`self` with `src[q]` written at `q` with `index[q]` in place of `q[dim]`, in
+    one-hot form (O(size * index size) along `dim`): at each position the last write
+    along `dim` wins (torch leaves the order of colliding writes unspecified; its CPU
+    loop's is this one), where no write lands `self`."""
+    if self.dim() == 0 or index.dim() == 0:
+        return src.reshape(()).clone() if index.numel() else self.clone()
+    d, hits, values, pad = _scatter_pairs(self, dim, index, src)
+    q = index.shape[d]
+    tail = [1] * (self.dim() - d - 1)
+    order = torch.arange(q).view(1, q, *tail).to(torch.float32)
+    last = torch.where(hits, order, -1.0).amax(d + 1, keepdim=True)
+    chosen = hits & (order == last)
+    zero = torch.zeros((), dtype=self.dtype)
+    picked = torch.where(chosen, values, zero).sum(d + 1).to(self.dtype)
+    written = (last.squeeze(d + 1) >= 0).to(torch.float32)
+    if any(pad):
+        picked = torch.nn.functional.pad(picked, pad)
+        written = torch.nn.functional.pad(written, pad)
+    return torch.where(written > 0, picked, self)
+
+
+def _scatter_add(
+    self: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor
+) -> torch.Tensor:
+    """`self` plus, at each position along `dim`, the sum of the `src` entries whose
+    index names it, in one-hot form (O(size * index size) along `dim`), the sums
+    padded to `self`'s shape where the index is smaller in the other dims."""
+    if self.dim() == 0 or index.dim() == 0:
+        return self + src.reshape(()) if index.numel() else self.clone()
+    d, hits, values, pad = _scatter_pairs(self, dim, index, src)
+    zero = torch.zeros((), dtype=self.dtype)
+    sums = torch.where(hits, values, zero).sum(d + 1)
+    if any(pad):
+        sums = torch.nn.functional.pad(sums, pad)
+    return self + sums.to(self.dtype)
+
+
+def _bilinear(
+    input1: torch.Tensor,
+    input2: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`y[.., o] = sum_ij x1[.., i] weight[o, i, j] x2[.., j] + bias[o]`: a matmul of
+    x1 with each output's matrix, times x2, summed."""
+    left = torch.matmul(input1.unsqueeze(-2).unsqueeze(-2), weight)  # [.., o, 1, j]
+    y = (left.squeeze(-2) * input2.unsqueeze(-2)).sum(-1)
+    return y + bias if bias is not None else y
+
+
+def _avg_pool3d(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int] | None = None,
+    padding: list[int] | int = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> torch.Tensor:
+    """A 3-D box average as two 2-D ones: over (H, W), then over D (kernel (kD, 1)):
+    the window, its padding, ceil_mode's last window and the divisor (the product of
+    each dim's count) are each dim's own, so the average separates."""
+    if divisor_override is not None:
+        raise ValueError("avg_pool3d with divisor_override does not separate by dims")
+
+    def three(v: list[int] | int | None, default: list[int]) -> list[int]:
+        if v is None or (not isinstance(v, int) and len(v) == 0):
+            return default
+        return [v] * 3 if isinstance(v, int) else list(v) * (3 if len(v) == 1 else 1)
+
+    kernel = three(kernel_size, [1, 1, 1])
+    strides, pads = three(stride, kernel), three(padding, [0, 0, 0])
+    lead = self.shape[:-4] if self.dim() == 5 else ()
+    c, depth, h, w = self.shape[-4:]
+    planes = self.reshape(-1, depth, h, w)
+    flat = torch.nn.functional.avg_pool2d(
+        planes, kernel[1:], strides[1:], pads[1:], ceil_mode, count_include_pad
+    )
+    h2, w2 = flat.shape[-2:]
+    column = flat.reshape(-1, 1, depth, h2 * w2)
+    pooled = torch.nn.functional.avg_pool2d(
+        column, [kernel[0], 1], [strides[0], 1], [pads[0], 0], ceil_mode, count_include_pad
+    )
+    return pooled.reshape(*lead, c, pooled.shape[-2], h2, w2)
+
+
 EXTRA_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     torch.ops.aten.addbmm.default: _addbmm,
     torch.ops.aten._cdist_forward.default: _cdist_forward,
+    torch.ops.aten.kthvalue.default: _kthvalue,
+    torch.ops.aten.median.dim: _median_dim,
+    torch.ops.aten.cummax.default: _cummax,
+    torch.ops.aten.cummin.default: _cummin,
+    torch.ops.aten.scatter.src: _scatter_src,
+    torch.ops.aten.scatter_add.default: _scatter_add,
+    torch.ops.aten.bilinear.default: _bilinear,
+    torch.ops.aten.avg_pool3d.default: _avg_pool3d,
 }
 """Definitions of ops torch has no decomposition for, in torch ops (torch's own
 formulas from its documentation): traced like torch's."""
@@ -194,7 +407,10 @@ def trace_node(node: Node, known: frozenset[str]) -> tuple[GraphModule | None, D
         for slot, value in zip(slots, inputs, strict=True):
             filled[slot] = value
         args, kwargs = pytree.tree_unflatten(filled, spec)
-        return op(*args, **kwargs)  # type: ignore[operator]
+        # qopt's definition called itself: a CompositeImplicitAutograd op would be
+        # decomposed by its kernel before the table is consulted
+        definition = EXTRA_DECOMPOSITIONS.get(op)
+        return (definition or op)(*args, **kwargs)  # type: ignore[operator]
 
     from torch.fx.experimental.proxy_tensor import make_fx
 

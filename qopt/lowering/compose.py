@@ -35,6 +35,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from qopt.dialects.aten import elementwise as ew
+from qopt.dialects.aten import indexing as ix
 from qopt.dialects.aten import layers, nn
 from qopt.dialects.aten import reduction as rd
 from qopt.dialects.aten import shape as sh
@@ -322,6 +323,123 @@ def batch_norm_as_arithmetic(e: Emitter, op: layers.BatchNormOp) -> Sequence[SSA
     return [y]
 
 
+# ----- sorting ------------------------------------------------------------------------------
+
+SORT_PAIRS_LIMIT = 1 << 22
+"""The most entries of the pairwise comparison tensor (the input's size times the sorted
+dim's) a sort is composed with: beyond it the composition does not apply."""
+
+FP16_EXACT = 2048
+"""float16 (CoreML's default precision) holds every integer up to 2048: ranks and
+positions counted in float are exact up to there. SORT_PAIRS_LIMIT keeps a sorted dim
+at most 2048 long."""
+
+
+def sort_as_ranks(e: Emitter, op: rd.SortOp) -> Sequence[SSAValue] | None:
+    """`sort` / `topk` (stable; NaN above every number, as torch) by ranks, in ops
+    both targets have: along the sorted dim of size n, entry i's rank is the number of
+    entries j that come before it (`x[j] < x[i]`, or `>` descending, NaN counted as the
+    largest; or equal with `j < i`), summed from an [n, n] comparison as float32 (exact
+    below 2^24); output position p's index is the i whose rank is p (a sum of
+    `where(rank == p, i, 0)`), its value `gather(x, dim, index)`. The order among equal
+    entries is the input's (a stable sort's, as torch's `sort(stable=True)`; torch's
+    `topk` leaves it unspecified). O(n^2) in the sorted dim: a comparison of more than
+    SORT_PAIRS_LIMIT entries, a boolean input or an empty result is left to the rule."""
+    x = op.input
+    shape = list(shape_of(x))
+    element = elem_of(x)
+    if is_bool(element) or not shape or numel(shape) == 0:
+        return None
+    d = norm_dim(integer(op.dim), len(shape))
+    n = shape[d]
+    k = integer(op.k) if op.k is not None else n
+    if k == 0 or numel(shape) * n > SORT_PAIRS_LIMIT or n > FP16_EXACT:
+        return None
+    descending = flag(op.descending)
+    f32 = element_type(np.dtype(np.float32))
+    bool_ = element_type(np.dtype(np.bool_))
+    pair = [*shape[: d + 1], n, *shape[d + 1 :]]  # i at d, j at d + 1
+    flags = tensor(bool_, pair)
+
+    def at(value: SSAValue, axis: int) -> SSAValue:
+        """`value` (sizes of the input, one of them size n along d) with a dim of 1
+        inserted at `axis`."""
+        dims = list(shape_of(value))
+        dims.insert(axis, 1)
+        return e.emit(sh.ViewOp, [value], tensor(value, dims))
+
+    def between(kind: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        return e.emit(kind, [a, b], flags)
+
+    xi, xj = at(x, d + 1), at(x, d)
+    before = between(ew.GtOp if descending else ew.LtOp, xj, xi)
+    same = between(ew.EqOp, xj, xi)
+    if is_float(element):
+        part = tensor(bool_, [*shape[: d + 1], 1, *shape[d + 1 :]])
+        nan_i = e.emit(ew.NeOp, [xi, xi], part)
+        nan_j = e.emit(ew.NeOp, [xj, xj], tensor(bool_, [*shape[:d], 1, *shape[d:]]))
+        first, second = (nan_j, nan_i) if descending else (nan_i, nan_j)
+        not_second = e.emit(ew.LogicalNotOp, [second], second.type)
+        before = between(ew.LogicalOrOp, before, between(ew.LogicalAndOp, first, not_second))
+        same = between(ew.LogicalOrOp, same, between(ew.LogicalAndOp, nan_i, nan_j))
+    tail = [1] * (len(shape) - d - 1)
+    earlier = np.arange(n).reshape(1, n) < np.arange(n).reshape(n, 1)  # [i, j]: j < i
+    tie = between(ew.LogicalAndOp, same, e.constant(earlier.reshape(n, n, *tail)))
+    before = between(ew.LogicalOrOp, before, tie)
+    counts = e.emit(ew.CastOp, [before], tensor(f32, pair))
+    rank = e.emit(rd.SumOp, [counts], tensor(f32, shape), _reduce_props([d + 1], False))
+    # [p, i] pairs: position p at d, entry i at d + 1
+    positions = np.arange(k, dtype=np.float32).reshape(k, 1, *tail)
+    chosen_shape = [*shape[:d], k, n, *shape[d + 1 :]]
+    chosen = e.emit(ew.EqOp, [at(rank, d), e.constant(positions)], tensor(bool_, chosen_shape))
+    entries = e.constant(np.arange(n, dtype=np.float32).reshape(1, n, *tail))
+    zero = e.constant(np.zeros((), np.float32))
+    picked = e.emit(ew.WhereOp, [chosen, entries, zero], tensor(f32, chosen_shape))
+    out = [*shape[:d], k, *shape[d + 1 :]]
+    index_f = e.emit(rd.SumOp, [picked], tensor(f32, out), _reduce_props([d + 1], False))
+    indices = e.emit(ew.CastOp, [index_f], op.indices.type)
+    values = e.emit(ix.GatherOp, [x, indices], op.values.type, {"dim": IntegerAttr(d, i64)})
+    return [values, indices]
+
+
+# ----- accumulating writes ----------------------------------------------------------------
+
+
+def index_add_as_sums(e: Emitter, op: ix.IndexPutOp) -> Sequence[SSAValue] | None:
+    """`x[.., index, ..] += values` (`index_put` with `accumulate`, `index_add`) along
+    one dim d with a 1-D index of q entries, of a float tensor: `x` plus, at each
+    position p along d, the sum of the values whose index is p (negative ones counted
+    from the end), over the [size, q] pairs `index == p` (O(size * q) along d;
+    repeated indices add up, as torch's). Other forms are left to the rule."""
+    if not op.is_accumulate() or len(op.indices) != 1 or not is_float(elem_of(op.input)):
+        return None
+    shape = list(shape_of(op.input))
+    (d,) = ints(op.indexed_dims)
+    (index,) = op.indices
+    if len(shape_of(index)) != 1 or list(shape_of(op.values)) != list(op.indexed_shape()):
+        return None
+    size, q = shape[d], shape_of(index)[0]
+    if numel(shape) * q > SORT_PAIRS_LIMIT or size > FP16_EXACT:
+        return None  # (positions compared in float: exact under CoreML's float16 too)
+    f32 = element_type(np.dtype(np.float32))
+    bool_ = element_type(np.dtype(np.bool_))
+    tail = [1] * (len(shape) - d - 1)
+    at = e.emit(ew.CastOp, [index], tensor(f32, [q]))
+    negative = e.emit(ew.LtOp, [at, e.constant(np.zeros((), np.float32))], tensor(bool_, [q]))
+    wrapped = e.emit(ew.AddOp, [at, e.constant(np.array(size, np.float32))], at.type)
+    at = e.emit(ew.WhereOp, [negative, wrapped, at], at.type)
+    at = e.emit(sh.ViewOp, [at], tensor(f32, [1, q, *tail]))
+    positions = e.constant(np.arange(size, dtype=np.float32).reshape(size, 1, *tail))
+    hits = e.emit(ew.EqOp, [at, positions], tensor(bool_, [size, q, *tail]))
+    spread = [*shape[:d], 1, q, *shape[d + 1 :]]
+    values = e.emit(sh.ViewOp, [op.values], tensor(op.values, spread))
+    pairs = [*shape[:d], size, q, *shape[d + 1 :]]
+    zero = e.constant(np.zeros((), numpy_dtype(elem_of(op.input))))
+    picked = e.emit(ew.WhereOp, [hits, values, zero], tensor(op.input, pairs))
+    sums = e.emit(rd.SumOp, [picked], op.result.type, _reduce_props([d + 1], False))
+    return [e.emit(ew.AddOp, [op.input, sums], op.result.type)]
+
+
 COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
     "vulkan": {
         nn.AddmmOp: addmm_as_matmul,
@@ -329,6 +447,8 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         sh.DiffOp: diff_as_slices,
         rd.SumOp: bool_sum_in_float,
         layers.BatchNormOp: batch_norm_as_arithmetic,
+        rd.SortOp: sort_as_ranks,
+        ix.IndexPutOp: index_add_as_sums,
     },
     "coreml": {
         rd.ProdOp: prod_as_products,
@@ -342,6 +462,8 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         rd.MaxOp: extreme_as_amax,
         rd.MinOp: extreme_as_amax,
         layers.BatchNormOp: batch_norm_as_arithmetic,
+        rd.SortOp: sort_as_ranks,
+        ix.IndexPutOp: index_add_as_sums,
     },
 }
 """Per target: the op types with a form the target's rules lack, and their composition."""

@@ -148,19 +148,15 @@ _softmax(red.LogSoftmaxOp, "aten.log_softmax.int", "aten._log_softmax.default")
 @CONVERTERS("aten.sort.default", "aten.sort.stable", "aten.topk.default")
 def convert_sort(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     """`sort(x, dim, descending)` (stable or not: qopt's is stable) and
-    `topk(x, k, dim, largest, sorted)`: `aten.sort`, with `k` for topk."""
+    `topk(x, k, dim, largest, sorted)`: `aten.sort`, with `k` for topk. torch leaves
+    the order of topk's equal values unspecified; qopt's is a stable sort's (the
+    values are the same either way, the indices of ties may differ from torch's)."""
     props: dict[str, Attribute] = {"dim": IntegerAttr(int(args.get("dim", -1)), i64)}
     if str(node.target) == "aten.topk.default":
         if not args.get("sorted", True):
             raise imp.error(
                 "topk(sorted=False) leaves its results in an order torch does not specify; "
                 "use sorted=True"
-            )
-        if _indices_used(node):
-            raise imp.error(
-                "topk's indices are used: where values are equal, torch orders them by its "
-                "CPU selection algorithm, which qopt does not reproduce (the values are "
-                "exact); qopt imports topk whose indices are unused, and sort (stable)"
             )
         props["k"] = IntegerAttr(imp.static(args["k"], "topk's k"), i64)
         descending = args.get("largest", True)
@@ -171,13 +167,3 @@ def convert_sort(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     return red.SortOp.create(
         operands=[imp.value(args["self"])], result_types=imp.result_types(), properties=props
     )
-
-
-def _indices_used(node: Node) -> bool:
-    """Whether a (values, indices) node's indices (result 1) are read."""
-    for user in node.users:
-        if str(user.target) != "<built-in function getitem>":
-            return True  # the pair itself
-        if user.args[1] == 1 and user.users:
-            return True
-    return False

@@ -173,7 +173,7 @@ def test_refusal_names_op_decomposition_and_piece() -> None:
 def test_every_unknown_op_is_reported_at_once() -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         return (
-            torch.cummax(x, 0)[0].sum() + torch.median(x, 0)[0].sum() + torch.logsumexp(x, 0).sum()
+            torch.nanmedian(x, 0)[0].sum() + torch.mode(x, 0)[0].sum() + torch.logsumexp(x, 0).sum()
         )
 
     ep = torch.export.export(Fn(fn), (_r(3, 4),))
@@ -181,8 +181,8 @@ def test_every_unknown_op_is_reported_at_once() -> None:
         qopt.import_program(ep)
     message = str(info.value)
     assert message.startswith("2 unsupported op(s)")
-    assert "'aten.cummax.default'" in message
-    assert "'aten.median.dim'" in message
+    assert "'aten.nanmedian.dim'" in message
+    assert "'aten.mode.default'" in message
     assert "torch has no decomposition of it" in message
     assert "logsumexp" not in message
 
@@ -234,12 +234,21 @@ def test_sort_and_topk_match_torch() -> None:
         _check(fn, (t,))
 
 
-def test_topk_forms_torch_leaves_unspecified_are_refused() -> None:
-    """The order of topk(sorted=False), and topk's indices of equal values, are
-    torch's CPU algorithm's: refused, never a different answer."""
+def test_topk_forms_torch_leaves_unspecified() -> None:
+    """The order of topk(sorted=False) is torch's CPU algorithm's: refused, never a
+    different answer. topk's indices of equal values are unspecified in torch: qopt's
+    are a stable sort's, so the values match torch exactly and each index points at
+    an entry holding its value (the same index as torch's where values are distinct)."""
     ep = torch.export.export(Fn(lambda t: torch.topk(t, 2, sorted=False)[0]), (_r(4, 5),))
     with pytest.raises(qopt.QoptError, match=r"sorted=False"):
         qopt.import_program(ep)
-    ep = torch.export.export(Fn(lambda t: torch.topk(t, 2)), (_r(4, 5),))
-    with pytest.raises(qopt.QoptError, match=r"topk's indices are used"):
-        qopt.import_program(ep)
+    x = (_r(4, 9) * 2).round()  # ties
+    fn = Fn(lambda t: torch.topk(t, 4, dim=-1))
+    values, indices = qopt.interpret(qopt.import_program(torch.export.export(fn, (x,))), x)
+    want_values = torch.topk(x, 4, dim=-1).values
+    np.testing.assert_array_equal(values, want_values.numpy())
+    np.testing.assert_array_equal(np.take_along_axis(x.numpy(), indices, -1), values)
+    assert all(len(set(row)) == len(row) for row in indices.tolist())
+    distinct = _r(4, 9)
+    _, indices = qopt.interpret(qopt.import_program(torch.export.export(fn, (distinct,))), distinct)
+    np.testing.assert_array_equal(indices, torch.topk(distinct, 4, dim=-1).indices.numpy())

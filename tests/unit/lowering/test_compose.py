@@ -35,6 +35,13 @@ def _r(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed + sum(shape)))
 
 
+def _ties(*shape: int) -> torch.Tensor:
+    """Rounded values (ties) with NaN in a few places: a stable sort's hard cases."""
+    x = (_r(*shape) * 2).round()
+    x.view(-1)[:: max(1, x.numel() // 3)] = float("nan")
+    return x
+
+
 # (id, target, function, inputs, the op composed)
 CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str]] = [
     ("baddbmm", "vulkan", torch.baddbmm, (_r(2, 3, 5), _r(2, 3, 4), _r(2, 4, 5)), "aten.addmm"),
@@ -111,6 +118,60 @@ CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str
         lambda x: torch.max(x.round(), -1),
         (_r(4, 8),),
         "aten.max_dim",
+    ),
+    (
+        "sort_coreml",
+        "coreml",
+        lambda x: torch.sort(x, dim=-1, stable=True),
+        (_ties(3, 7),),
+        "aten.sort",
+    ),
+    (
+        "sort_descending_vulkan",
+        "vulkan",
+        lambda x: torch.sort(x, dim=0, descending=True, stable=True),
+        (_ties(5, 4),),
+        "aten.sort",
+    ),
+    (
+        "sort_vulkan",
+        "vulkan",
+        lambda x: torch.sort(x, dim=1, stable=True),
+        (_ties(2, 6, 3),),
+        "aten.sort",
+    ),
+    (
+        "sort_int_coreml",
+        "coreml",
+        lambda x: torch.sort(x, dim=-1, descending=True, stable=True),
+        (
+            torch.randint(
+                -3, 4, (3, 8), dtype=torch.int32, generator=torch.Generator().manual_seed(1)
+            ),
+        ),
+        "aten.sort",
+    ),
+    ("topk_coreml", "coreml", lambda x: torch.topk(x, 3, dim=1), (_r(2, 7, 3),), "aten.sort"),
+    (
+        "topk_smallest_vulkan",
+        "vulkan",
+        lambda x: torch.topk(x, 2, dim=-1, largest=False),
+        (_r(4, 6),),
+        "aten.sort",
+    ),
+    (
+        "index_add_repeats_coreml",
+        "coreml",
+        lambda x, s: x.index_add(1, torch.tensor([2, 0, 2, 4]), s),
+        (_r(3, 5, 2), _r(3, 4, 2)),
+        "aten.index_put",
+    ),
+    (
+        "index_put_accumulate_negative_vulkan",
+        "vulkan",
+        lambda x, v: x.index_put((torch.tensor([-1, 0, -1, 2]),), v, accumulate=True),
+        (_r(4, 3), _r(4, 3)),
+        "aten.index_put",
     ),
 ]
 

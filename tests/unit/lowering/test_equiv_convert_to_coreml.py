@@ -1191,11 +1191,12 @@ def test_cases_are_distinct() -> None:
 def test_index_put_forms_without_a_lowering() -> None:
     """index_put with accumulate, or on several dims, is a QoptError naming the op."""
     bodies = {
-        "accumulate=True": "%r = aten.index_put %x, %i, %v {indexed_dims = array<i64: 0>, accumulate = true} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>",
+        # values broadcast to the indexed shape: a form compose's index_add_as_sums leaves
+        "accumulate=True": "%r = aten.index_put %x, %i, %u {indexed_dims = array<i64: 0>, accumulate = true} : (tensor<4x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<4x3xf32>",
         "on 2 dims": "%r = aten.index_put %x, %i, %i, %w {indexed_dims = array<i64: 0, 1>} : (tensor<4x3xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xf32>) -> tensor<4x3xf32>",
     }
     for message, line in bodies.items():
-        body = f"""func.func @forward(%x: tensor<4x3xf32>, %i: tensor<2xi64>, %v: tensor<2x3xf32>, %w: tensor<2xf32>) -> tensor<4x3xf32> {{
+        body = f"""func.func @forward(%x: tensor<4x3xf32>, %i: tensor<2xi64>, %u: tensor<3xf32>, %w: tensor<2xf32>) -> tensor<4x3xf32> {{
   {line}
   func.return %r : tensor<4x3xf32>
 }}"""

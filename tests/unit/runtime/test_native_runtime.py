@@ -241,7 +241,8 @@ def test_host_segments_refused_naming_ops_and_option(tmp_path: Path) -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.relu(x) * torch.sort(x + 1, dim=-1).values
 
-    ep = torch.export.export(Model(), (torch.randn(2, 8),))
+    # (a sort of 4096 entries: longer than qopt/lowering/compose.py writes as ranks)
+    ep = torch.export.export(Model(), (torch.randn(2, 4096),))
     data = qopt.compile(ep, target="vulkan", fallback=True).to_bytes()
     with pytest.raises(qopt.QoptError) as error:
         NativeBundle.from_bytes(data, "fallback.qvk")

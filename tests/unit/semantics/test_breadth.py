@@ -18,30 +18,11 @@ ALL = ("interp", "coreml", "vulkan")
 TARGETS_OF_MIL = ("coreml",)
 
 REFUSED: dict[str, tuple[str, ...]] = {
-    # aten.sort has no CoreML or Vulkan rule yet (Vulkan runs it with fallback=True)
-    # topk's indices of equal values are torch's CPU algorithm's: refused when used
-    "topk": ALL,
-    "topk_smallest": ALL,
-    "kthvalue": ALL,
-    "topk_values": ("coreml", "vulkan"),
-    "sort": ("coreml", "vulkan"),
-    "sort_descending": ("coreml", "vulkan"),
-    "argsort": ("coreml", "vulkan"),
-    "msort": ("coreml", "vulkan"),
-    # no decomposition in torch, and no qopt op yet
-    "median_dim": ALL,
-    "cummax": ALL,
-    "scatter": ALL,
-    "scatter_add": ALL,
-    "local_response_norm": ALL,  # avg_pool3d
-    "bilinear": ALL,  # aten._trilinear
     # MIL has no integer bitwise ops
     "bitwise_and": TARGETS_OF_MIL,
     "bitwise_or": TARGETS_OF_MIL,
     "bitwise_xor": TARGETS_OF_MIL,
     "bitwise_not": TARGETS_OF_MIL,
-    # index_put with accumulate
-    "index_add": ("coreml", "vulkan"),
     # a rank-6 intermediate on Core ML (rank <= 5)
     "unfold": TARGETS_OF_MIL,
     # dilated convolution with a run-time weight

@@ -53,17 +53,17 @@ NEEDS_INTERPRETER = frozenset({"valid-host"})
 refuses them, naming their ops."""
 
 HOST_PROGRAM = """
-func.func @forward(%x: tensor<2x4xf32>, %n: tensor<4xi64>) -> (tensor<2x4xf32>, tensor<4xi64>) {
-  %a = aten.relu %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
-  %c, %ci = aten.sort %a {dim = 1 : i64} : (tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
-  %p, %pi = aten.sort %c {dim = 1 : i64, descending = true, k = 1 : i64} : (tensor<2x4xf32>) -> (tensor<2x1xf32>, tensor<2x1xi64>)
-  %e = aten.add %a, %p : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
-  %s, %si = aten.sort %n {dim = 0 : i64} : (tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>)
-  func.return %e, %s : tensor<2x4xf32>, tensor<4xi64>
+func.func @forward(%x: tensor<2x4096xf32>, %n: tensor<4096xi64>) -> (tensor<2x4096xf32>, tensor<4096xi64>) {
+  %a = aten.relu %x : (tensor<2x4096xf32>) -> tensor<2x4096xf32>
+  %c, %ci = aten.sort %a {dim = 1 : i64} : (tensor<2x4096xf32>) -> (tensor<2x4096xf32>, tensor<2x4096xi64>)
+  %p, %pi = aten.sort %c {dim = 1 : i64, descending = true, k = 1 : i64} : (tensor<2x4096xf32>) -> (tensor<2x1xf32>, tensor<2x1xi64>)
+  %e = aten.add %a, %p : (tensor<2x4096xf32>, tensor<2x1xf32>) -> tensor<2x4096xf32>
+  %s, %si = aten.sort %n {dim = 0 : i64} : (tensor<4096xi64>) -> (tensor<4096xi64>, tensor<4096xi64>)
+  func.return %e, %s : tensor<2x4096xf32>, tensor<4096xi64>
 }
 """
-"""A program with ops that have no Vulkan kernel (sorts): its bundle has host
-segments."""
+"""A program with ops that have no Vulkan kernel (sorts of 4096 entries, longer than
+qopt/lowering/compose.py writes as ranks): its bundle has host segments."""
 
 
 def make_seeds(directory: Path) -> Path:

@@ -130,11 +130,12 @@ def test_equivalence_and_segments() -> None:
 
 def test_refused_form_runs_on_the_host() -> None:
     """An op whose rule refuses its form (index_put with accumulate=True) runs on the
-    host too, the rule's partial work undone."""
-    text = """func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<1x2x1x4xf32>,
+    host too, the rule's partial work undone (values broadcast to the indexed shape:
+    a form compose leaves to the rule)."""
+    text = """func.func @forward(%cache: tensor<1x2x8x4xf32>, %k: tensor<2x1x4xf32>,
         %pos: tensor<1xi64>) -> tensor<1x2x8x4xf32> {
-      %e = aten.exp %k : (tensor<1x2x1x4xf32>) -> tensor<1x2x1x4xf32>
-      %r = aten.index_put %cache, %pos, %e {indexed_dims = array<i64: 2>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<1x2x1x4xf32>) -> tensor<1x2x8x4xf32>
+      %e = aten.exp %k : (tensor<2x1x4xf32>) -> tensor<2x1x4xf32>
+      %r = aten.index_put %cache, %pos, %e {indexed_dims = array<i64: 2>, accumulate = true} : (tensor<1x2x8x4xf32>, tensor<1xi64>, tensor<2x1x4xf32>) -> tensor<1x2x8x4xf32>
       %s = aten.relu %r : (tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
       func.return %s : tensor<1x2x8x4xf32>
     }"""
@@ -146,7 +147,7 @@ def test_refused_form_runs_on_the_host() -> None:
     rng = np.random.default_rng(1)
     args = [
         rng.standard_normal((1, 2, 8, 4)).astype(np.float32),
-        rng.standard_normal((1, 2, 1, 4)).astype(np.float32),
+        rng.standard_normal((2, 1, 4)).astype(np.float32),
         np.array([5], np.int64),
     ]
     (want,) = qopt.interpret(parse_module(text), *args)

@@ -204,9 +204,9 @@ def test_unsupported_op_names_op_and_remedy() -> None:
     from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 
     text = """
-    func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
-      %v, %i = aten.sort %x {dim = 0 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi64>)
-      func.return %v : tensor<4xf32>
+    func.func @forward(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+      %v, %i = aten.sort %x {dim = 0 : i64} : (tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xi64>)
+      func.return %v : tensor<4096xf32>
     }
     """
     module = parse_module(text)
