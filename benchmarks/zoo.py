@@ -70,6 +70,8 @@ def _run_architecture(arch: str, schemes: list[str], targets: list[str], out: Pa
 
 def _append(out: Path, arch: str, scheme: str, target: str, cell: dict[str, Any], secs: float):
     row = {"arch": arch, "scheme": scheme, "target": target, **cell, "secs": round(secs, 2)}
+    row["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    row["branch"] = _branch()
     with out.open("a") as f:
         f.write(json.dumps(row) + "\n")
     extra = f" rel={cell['rel']:.2e}" if "rel" in cell else ""
@@ -78,6 +80,21 @@ def _append(out: Path, arch: str, scheme: str, target: str, cell: dict[str, Any]
         f"{cell.get('detail', '')}",
         flush=True,
     )
+
+
+def _branch() -> str:
+    """The checkout's git branch (recorded with each cell), or "?" outside git."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return proc.stdout.strip() or "?"
 
 
 def _load(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
