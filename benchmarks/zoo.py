@@ -174,6 +174,24 @@ def reasons(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
     return lines
 
 
+def provenance(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
+    """When and on which branch the cells ran: one line per (branch, day), with the
+    architectures whose cells it holds (a table merged from several runs says which
+    cells are older than the code)."""
+    groups: dict[tuple[str, str], dict[str, int]] = {}
+    for (arch, _, _), row in rows.items():
+        when = str(row.get("when", "unknown"))
+        stamp = re.fullmatch(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", when)
+        key = (str(row.get("branch", "?")), stamp.group(1) if stamp else when)
+        groups.setdefault(key, {})
+        groups[key][arch] = groups[key].get(arch, 0) + 1
+    lines = []
+    for (branch, day), archs in sorted(groups.items(), key=lambda kv: kv[0][1], reverse=True):
+        cells = sum(archs.values())
+        lines.append(f"- {day}, branch `{branch}`: {cells} cells ({', '.join(archs)})")
+    return lines
+
+
 def table(rows: dict[tuple[str, str, str], dict[str, Any]]) -> str:
     from qopt import zoo
     from qopt.examples import SCHEMES
@@ -194,6 +212,10 @@ def table(rows: dict[tuple[str, str, str], dict[str, Any]]) -> str:
         "## Summary",
         "",
         *summary(rows),
+        "",
+        "When the cells ran:",
+        "",
+        *provenance(rows),
         "",
         "## Why a cell does not pass",
         "",
@@ -230,7 +252,21 @@ def update_readme(rows: dict[tuple[str, str, str], dict[str, Any]]) -> None:
         raise SystemExit(f"README.md has no {BEGIN} ... {END} section")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    body = "\n".join(["", *summary(rows), "", "Cells that do not pass:", "", *reasons(rows), ""])
+    body = "\n".join(
+        [
+            "",
+            *summary(rows),
+            "",
+            "When the cells ran:",
+            "",
+            *provenance(rows),
+            "",
+            "Cells that do not pass:",
+            "",
+            *reasons(rows),
+            "",
+        ]
+    )
     README.write_text(head + BEGIN + body + "\n" + END + tail)
 
 
