@@ -132,13 +132,16 @@ def summary(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
     counts: dict[str, int] = {}
     for row in rows.values():
         counts[row["status"]] = counts.get(row["status"], 0) + 1
+    missing = len(archs) * len(schemes) * len(zoo.TARGETS) - sum(counts.values())
+    if missing > 0:
+        counts["not run"] = missing
     lines = [
         f"{len(archs)} architectures x {len(schemes)} schemes x 3 targets; cells: "
         + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         + ".",
         "",
         "Each cell: interp / coreml / vulkan. ✓ pass, ✗ wrong, U unsupported (QoptError),",
-        "! crash, - n/a (torch/torchao cannot apply the scheme), T timeout.",
+        "! crash, - n/a (torch/torchao cannot apply the scheme), T timeout, · not run.",
         "",
         "| architecture | family | " + " | ".join(f"`{s}`" for s in schemes) + " |",
         "|---|---|" + "---|" * len(schemes),
