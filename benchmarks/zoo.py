@@ -70,6 +70,8 @@ def _run_architecture(arch: str, schemes: list[str], targets: list[str], out: Pa
 
 def _append(out: Path, arch: str, scheme: str, target: str, cell: dict[str, Any], secs: float):
     row = {"arch": arch, "scheme": scheme, "target": target, **cell, "secs": round(secs, 2)}
+    row["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    row["branch"] = _branch()
     with out.open("a") as f:
         f.write(json.dumps(row) + "\n")
     extra = f" rel={cell['rel']:.2e}" if "rel" in cell else ""
@@ -78,6 +80,21 @@ def _append(out: Path, arch: str, scheme: str, target: str, cell: dict[str, Any]
         f"{cell.get('detail', '')}",
         flush=True,
     )
+
+
+def _branch() -> str:
+    """The checkout's git branch (recorded with each cell), or "?" outside git."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return proc.stdout.strip() or "?"
 
 
 def _load(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -115,13 +132,16 @@ def summary(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
     counts: dict[str, int] = {}
     for row in rows.values():
         counts[row["status"]] = counts.get(row["status"], 0) + 1
+    missing = len(archs) * len(schemes) * len(zoo.TARGETS) - sum(counts.values())
+    if missing > 0:
+        counts["not run"] = missing
     lines = [
         f"{len(archs)} architectures x {len(schemes)} schemes x 3 targets; cells: "
         + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         + ".",
         "",
         "Each cell: interp / coreml / vulkan. ✓ pass, ✗ wrong, U unsupported (QoptError),",
-        "! crash, - n/a (torch/torchao cannot apply the scheme), T timeout.",
+        "! crash, - n/a (torch/torchao cannot apply the scheme), T timeout, · not run.",
         "",
         "| architecture | family | " + " | ".join(f"`{s}`" for s in schemes) + " |",
         "|---|---|" + "---|" * len(schemes),
@@ -157,6 +177,24 @@ def reasons(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
     return lines
 
 
+def provenance(rows: dict[tuple[str, str, str], dict[str, Any]]) -> list[str]:
+    """When and on which branch the cells ran: one line per (branch, day), with the
+    architectures whose cells it holds (a table merged from several runs says which
+    cells are older than the code)."""
+    groups: dict[tuple[str, str], dict[str, int]] = {}
+    for (arch, _, _), row in rows.items():
+        when = str(row.get("when", "unknown"))
+        stamp = re.fullmatch(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", when)
+        key = (str(row.get("branch", "?")), stamp.group(1) if stamp else when)
+        groups.setdefault(key, {})
+        groups[key][arch] = groups[key].get(arch, 0) + 1
+    lines = []
+    for (branch, day), archs in sorted(groups.items(), key=lambda kv: kv[0][1], reverse=True):
+        cells = sum(archs.values())
+        lines.append(f"- {day}, branch `{branch}`: {cells} cells ({', '.join(archs)})")
+    return lines
+
+
 def table(rows: dict[tuple[str, str, str], dict[str, Any]]) -> str:
     from qopt import zoo
     from qopt.examples import SCHEMES
@@ -177,6 +215,10 @@ def table(rows: dict[tuple[str, str, str], dict[str, Any]]) -> str:
         "## Summary",
         "",
         *summary(rows),
+        "",
+        "When the cells ran:",
+        "",
+        *provenance(rows),
         "",
         "## Why a cell does not pass",
         "",
@@ -213,7 +255,21 @@ def update_readme(rows: dict[tuple[str, str, str], dict[str, Any]]) -> None:
         raise SystemExit(f"README.md has no {BEGIN} ... {END} section")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    body = "\n".join(["", *summary(rows), "", "Cells that do not pass:", "", *reasons(rows), ""])
+    body = "\n".join(
+        [
+            "",
+            *summary(rows),
+            "",
+            "When the cells ran:",
+            "",
+            *provenance(rows),
+            "",
+            "Cells that do not pass:",
+            "",
+            *reasons(rows),
+            "",
+        ]
+    )
     README.write_text(head + BEGIN + body + "\n" + END + tail)
 
 

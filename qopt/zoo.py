@@ -381,6 +381,287 @@ def whisper_encoder() -> ZooModel:
     return _finish(encoder, _images((1, 16, 32)))
 
 
+# ---------------------------------------------------------------------------
+# Issue 22's additions: the architectures users export most that the first
+# 21 did not cover. Same sizes as above; each builder names its config.
+# ---------------------------------------------------------------------------
+
+
+def olmo2() -> ZooModel:
+    return _decoder("Olmo2Config", "Olmo2ForCausalLM", num_key_value_heads=2, pad_token_id=0)
+
+
+def gemma3() -> ZooModel:
+    return _decoder(
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        attn="eager",
+        num_key_value_heads=2,
+        head_dim=16,
+        sliding_window=4,
+        query_pre_attn_scalar=16,
+        pad_token_id=0,
+    )
+
+
+def qwen3() -> ZooModel:
+    return _decoder("Qwen3Config", "Qwen3ForCausalLM", num_key_value_heads=2, head_dim=16)
+
+
+def smollm3() -> ZooModel:
+    return _decoder("SmolLM3Config", "SmolLM3ForCausalLM", num_key_value_heads=2, pad_token_id=0)
+
+
+def granite() -> ZooModel:
+    return _decoder("GraniteConfig", "GraniteForCausalLM", num_key_value_heads=2, pad_token_id=0)
+
+
+def bloom() -> ZooModel:
+    tf = _transformers()
+    config = tf.BloomConfig(
+        vocab_size=_VOCAB,
+        hidden_size=64,
+        n_layer=2,
+        n_head=4,
+        use_cache=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation="eager",
+    )
+    return _finish(tf.BloomForCausalLM(config), _tokens)
+
+
+def _masked(tf_model: nn.Module) -> ZooModel:
+    return _finish(tf_model, lambda seed: _tokens(seed, mask=True))
+
+
+def deberta_v2() -> ZooModel:
+    tf = _transformers()
+    config = tf.DebertaV2Config(
+        **_ENC,
+        relative_attention=True,
+        position_buckets=16,
+        max_relative_positions=32,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+    )
+    return _masked(tf.DebertaV2Model(config))
+
+
+def albert() -> ZooModel:
+    tf = _transformers()
+    config = tf.AlbertConfig(**_ENC, embedding_size=32, attn_implementation="sdpa")
+    return _masked(tf.AlbertModel(config, add_pooling_layer=False))
+
+
+def mobilebert() -> ZooModel:
+    tf = _transformers()
+    config = tf.MobileBertConfig(
+        **{**_ENC, "intermediate_size": 64},
+        embedding_size=32,
+        intra_bottleneck_size=32,
+        num_feedforward_networks=2,
+    )
+    return _masked(tf.MobileBertModel(config, add_pooling_layer=False))
+
+
+def electra() -> ZooModel:
+    tf = _transformers()
+    config = tf.ElectraConfig(**_ENC, embedding_size=32, attn_implementation="sdpa")
+    return _masked(tf.ElectraModel(config))
+
+
+def _seq2seq(seed: int) -> Inputs:
+    """Encoder tokens with a padding mask, and decoder tokens (half as many)."""
+    tokens, attention = _tokens(seed, mask=True)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    return tokens, attention, torch.randint(0, _VOCAB, (1, _SEQ // 2), generator=gen)
+
+
+def t5() -> ZooModel:
+    """T5 encoder-decoder: the decoder's logits given the encoder's tokens."""
+    tf = _transformers()
+    config = tf.T5Config(
+        vocab_size=_VOCAB,
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=16,
+        use_cache=False,
+        decoder_start_token_id=0,
+        attn_implementation="eager",
+    )
+    return _finish(tf.T5ForConditionalGeneration(config), _seq2seq)
+
+
+def bart() -> ZooModel:
+    tf = _transformers()
+    config = tf.BartConfig(
+        vocab_size=_VOCAB,
+        d_model=64,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_position_embeddings=64,
+        use_cache=False,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        attn_implementation="sdpa",
+    )
+    return _finish(tf.BartForConditionalGeneration(config), _seq2seq)
+
+
+def efficientnet() -> ZooModel:
+    tf = _transformers()
+    config = tf.EfficientNetConfig(
+        num_channels=3,
+        image_size=32,
+        width_coefficient=0.25,
+        depth_coefficient=0.25,
+        kernel_sizes=[3, 3, 5],
+        in_channels=[32, 16, 24],
+        out_channels=[16, 24, 40],
+        depthwise_padding=[],
+        strides=[1, 2, 2],
+        num_block_repeats=[1, 1, 1],
+        expand_ratios=[1, 6, 6],
+        hidden_dim=320,  # the head's width: round_filters(1280 x 0.25)
+        num_labels=10,
+    )
+    return _finish(tf.EfficientNetForImageClassification(config), _images(_IMAGE))
+
+
+def regnet() -> ZooModel:
+    tf = _transformers()
+    config = tf.RegNetConfig(
+        num_channels=3,
+        embedding_size=16,
+        hidden_sizes=[16, 32],
+        depths=[1, 1],
+        groups_width=8,
+        layer_type="y",
+        num_labels=10,
+    )
+    return _finish(tf.RegNetForImageClassification(config), _images(_IMAGE))
+
+
+def convnext_v2() -> ZooModel:
+    tf = _transformers()
+    config = tf.ConvNextV2Config(
+        num_channels=3,
+        hidden_sizes=[16, 32],
+        depths=[1, 1],
+        num_stages=2,
+        patch_size=4,
+        num_labels=10,
+    )
+    return _finish(tf.ConvNextV2ForImageClassification(config), _images(_IMAGE))
+
+
+def deit() -> ZooModel:
+    tf = _transformers()
+    config = tf.DeiTConfig(
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        num_labels=10,
+        attn_implementation="sdpa",
+    )
+    return _finish(tf.DeiTForImageClassificationWithTeacher(config), _images(_IMAGE))
+
+
+def segformer() -> ZooModel:
+    tf = _transformers()
+    config = tf.SegformerConfig(
+        num_channels=3,
+        num_encoder_blocks=2,
+        depths=[1, 1],
+        sr_ratios=[2, 1],
+        hidden_sizes=[16, 32],
+        patch_sizes=[7, 3],
+        strides=[4, 2],
+        num_attention_heads=[1, 2],
+        mlp_ratios=[2, 2],
+        decoder_hidden_size=32,
+        num_labels=4,
+    )
+    return _finish(tf.SegformerForSemanticSegmentation(config), _images(_IMAGE))
+
+
+def detr() -> ZooModel:
+    """DETR with its convolutional backbone built by transformers (a tiny ResNet,
+    no timm): the class logits of 8 object queries."""
+    tf = _transformers()
+    backbone = tf.ResNetConfig(
+        num_channels=3,
+        embedding_size=16,
+        hidden_sizes=[16, 32],
+        depths=[1, 1],
+        layer_type="basic",
+        out_features=["stage2"],
+    )
+    config = tf.DetrConfig(
+        use_timm_backbone=False,
+        use_pretrained_backbone=False,
+        backbone=None,
+        backbone_config=backbone,
+        num_queries=8,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_labels=4,
+        auxiliary_loss=False,
+    )
+    return _finish(tf.DetrForObjectDetection(config), _images((1, 3, 64, 64)), "pixel_values")
+
+
+def _audio(model: nn.Module) -> ZooModel:
+    return _finish(model, _images((1, 400)))
+
+
+_SPEECH: dict[str, Any] = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "conv_dim": (16, 16),
+    "conv_stride": (5, 2),
+    "conv_kernel": (10, 3),
+    "num_conv_pos_embeddings": 16,
+    "num_conv_pos_embedding_groups": 4,
+    "do_stable_layer_norm": False,
+    "feat_extract_norm": "group",
+}
+
+
+def wavlm() -> ZooModel:
+    tf = _transformers()
+    config = tf.WavLMConfig(**_SPEECH, num_buckets=16, max_bucket_distance=32)
+    return _audio(tf.WavLMModel(config))
+
+
+def hubert() -> ZooModel:
+    tf = _transformers()
+    return _audio(tf.HubertModel(tf.HubertConfig(**_SPEECH, attn_implementation="sdpa")))
+
+
 ARCHITECTURES: dict[str, Callable[[], ZooModel]] = {
     "llama": llama,
     "mistral": mistral,
@@ -403,6 +684,26 @@ ARCHITECTURES: dict[str, Callable[[], ZooModel]] = {
     "mobilevit": mobilevit,
     "wav2vec2": wav2vec2,
     "whisper_encoder": whisper_encoder,
+    "olmo2": olmo2,
+    "gemma3": gemma3,
+    "qwen3": qwen3,
+    "smollm3": smollm3,
+    "granite": granite,
+    "bloom": bloom,
+    "deberta_v2": deberta_v2,
+    "albert": albert,
+    "mobilebert": mobilebert,
+    "electra": electra,
+    "t5": t5,
+    "bart": bart,
+    "efficientnet": efficientnet,
+    "regnet": regnet,
+    "convnext_v2": convnext_v2,
+    "deit": deit,
+    "segformer": segformer,
+    "detr": detr,
+    "wavlm": wavlm,
+    "hubert": hubert,
 }
 
 FAMILIES: dict[str, str] = {
@@ -411,6 +712,12 @@ FAMILIES: dict[str, str] = {
     **{n: "encoder" for n in ("bert", "roberta", "distilbert", "t5_encoder")},
     **{n: "vision" for n in ("resnet", "convnext", "vit", "swin", "mobilenet_v2", "mobilevit")},
     **{n: "audio" for n in ("wav2vec2", "whisper_encoder")},
+    **{n: "decoder" for n in ("olmo2", "gemma3", "qwen3", "smollm3", "granite", "bloom")},
+    **{n: "encoder" for n in ("deberta_v2", "albert", "mobilebert", "electra")},
+    **{n: "seq2seq" for n in ("t5", "bart")},
+    **{n: "vision" for n in ("efficientnet", "regnet", "convnext_v2", "deit", "segformer")},
+    **{n: "vision" for n in ("detr",)},
+    **{n: "audio" for n in ("wavlm", "hubert")},
 }
 
 

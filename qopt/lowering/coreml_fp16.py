@@ -7,8 +7,9 @@ fp16 outputs back to fp32, as coremltools does for its FLOAT16 compute precision
 before a `quantize` whose input became fp16 and after a `dequantize` read by fp16
 ops. So do the float ops of static-activation int8 regions
 (`integer_regions`: dequantize -> linear / conv / add / pool -> quantize, which
-Core ML executes as int8 kernels, so their accumulation is not rounded to fp16)
-and the weights only they read.
+Core ML executes as int8 kernels, so their accumulation is not rounded to fp16),
+the `mul` by 1 / scale (and `clip`) written before a `quantize`
+(`quantizer_prologues`), and the weights only they read.
 
 A `conv -> batch_norm` pair with constant parameters becomes one conv with the norm
 folded into its weight and bias first (`fold_batch_norms`), as coremltools does.
@@ -116,6 +117,29 @@ def integer_regions(block: Block) -> set[Operation]:
     return region
 
 
+def quantizer_prologues(block: Block) -> set[Operation]:
+    """The `mul` by the reciprocal of the scale, and the `clip` to a range narrower
+    than the type, that convert-to-coreml writes before a `quantize` (torch's
+    rounding, `rne(x * f32(1 / scale))`): part of the activation quantizer, so
+    they compute in fp32 as the `quantize` does (an fp16 product would round the
+    scaled value before the rounding to an integer). An op qualifies when every
+    use is a `quantize` or another such op."""
+    found: set[Operation] = set()
+    for op in reversed(list(block.ops)):
+        if not isinstance(op, coreml.MulOp | coreml.ClipOp):
+            continue
+        if isinstance(op, coreml.MulOp) and not any(
+            isinstance(v.owner, coreml.ConstOp) for v in op.operands
+        ):
+            continue
+        uses = list(op.results[0].uses)
+        if uses and all(
+            isinstance(u.operation, coreml.QuantizeOp) or u.operation in found for u in uses
+        ):
+            found.add(op)
+    return found
+
+
 def _float_const(value: SSAValue | None) -> np.ndarray | None:
     owner = None if value is None else value.owner
     if isinstance(owner, coreml.ConstOp) and isinstance(elem_of(owner.result), Float32Type):
@@ -192,7 +216,7 @@ def function_to_fp16(func: FuncOp) -> None:
                 "(-p convert-to-coreml, or qopt-coreml{compute-precision=fp16})"
             )
     fold_batch_norms(block)
-    kept: set[Operation] = set(integer_regions(block))  # ops whose float results stay fp32
+    kept: set[Operation] = integer_regions(block) | quantizer_prologues(block)
     for op in reversed(list(block.ops)):  # weights (and their consts) that only feed kept ops
         if isinstance(op, _WEIGHTS) and op.results[0].uses:
             uses = op.results[0].uses

@@ -50,6 +50,7 @@ from qopt.errors import QoptError, where
 from qopt.lowering import rules
 from qopt.lowering.convert_to_coreml.rank import collapse_high_rank
 from qopt.numerics.bits import pack_bits
+from qopt.numerics.quant import reciprocal
 from qopt.resources import make_resource, printable_inline, weights_of
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
@@ -359,21 +360,30 @@ class Lowering:
     def quantize(
         self, op: Operation, x: SSAValue, scale: float, zp: int, qmin: int, qmax: int
     ) -> SSAValue:
+        """torch's `clamp(rne(x * f(1 / scale)) + zp, qmin, qmax)`: MIL's `quantize`
+        divides by its scale, and `x / scale` differs from `x * f32(1 / scale)` in the
+        last bit for some x, which moves a value on a rounding tie one step. So the
+        multiply is written out (`mul` by torch's reciprocal, in x's type) and the
+        `quantize` gets scale 1 (`v / 1 == v` exactly); a range narrower than the
+        type's clips the scaled value to the integers `[qmin - zp, qmax - zp]`
+        (clipping before rounding to integer bounds equals clamping after it)."""
         self.need_opset(op, 17, "static activation quantization (quantize)")
         act = qfused.StaticQParamsAttr.get(scale, zp, qmin, qmax)
         dtype = self.act_dtype(op, act)
         lo, hi = coreml.int_bounds(dtype)
+        inverse = reciprocal(np.float64(scale), storage_dtype(elem_of(x)))
+        x = self.build(coreml.MulOp, [x, self.scalar(float(inverse), x)], x.type)
         if (qmin, qmax) != (lo, hi):  # MIL clips to the full type range only
             x = self.build(
                 coreml.ClipOp,
                 [x],
                 x.type,
-                alpha=float_attr((qmin - zp) * scale),
-                beta=float_attr((qmax - zp) * scale),
+                alpha=float_attr(float(qmin - zp)),
+                beta=float_attr(float(qmax - zp)),
             )
         np_dtype = storage_dtype(dtype)
         zp_v = self.const(np.asarray(zp, np_dtype), dtype)
-        scale_v = self.const(np.asarray(scale, np.float32), f32)
+        scale_v = self.const(np.asarray(1.0, np.float32), f32)
         out = TensorType(dtype, shape_of(x))
         return self.build(
             coreml.QuantizeOp,

@@ -61,11 +61,14 @@ func.func @float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   func.return %r : tensor<2x3xf32>
 }
 
-// A qfused linear with a static activation: the quantize / dequantize pair, the
+// A qfused linear with a static activation: the quantize (torch's multiply by
+// f32(1 / scale), then MIL's quantize with scale 1) / dequantize pair, the
 // compressed weight and every constant carry the qfused op's location.
 // CHECK-LABEL: "func.func"() <{sym_name = "qlinear"
-// CHECK:         "coreml.const"() <{value = dense<0> : tensor<i8>}> {{.*}} loc("model.py":20:8)
-// CHECK-NEXT:    "coreml.const"() <{value = dense<5.000000e-02> : tensor<f32>}> {{.*}} loc("model.py":20:8)
+// CHECK:         "coreml.const"() <{value = dense<2.000000e+01> : tensor<f32>}> {{.*}} loc("model.py":20:8)
+// CHECK-NEXT:    "coreml.mul"{{.*}} loc("model.py":20:8)
+// CHECK-NEXT:    "coreml.const"() <{value = dense<0> : tensor<i8>}> {{.*}} loc("model.py":20:8)
+// CHECK-NEXT:    "coreml.const"() <{value = dense<1.000000e+00> : tensor<f32>}> {{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "coreml.quantize"{{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "coreml.const"{{.*}} loc("model.py":20:8)
 // CHECK-NEXT:    "coreml.const"{{.*}} loc("model.py":20:8)

@@ -123,9 +123,11 @@ func.func @linear_lut3_tensor(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:    coreml.const dense<0.000000e+00>
 // CHECK-NEXT:    %[[Y:.*]] = coreml.linear %[[X]], %[[W]], %{{.*}}
 // CHECK-NEXT:    %[[C:.*]] = coreml.clip %[[Y]] {alpha = 0.000000e+00 : f64, beta = 6.000000e+00 : f64}
+// CHECK-NEXT:    %[[INV:.*]] = coreml.const dense<1.000000e+01> : tensor<f32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.mul %[[C]], %[[INV]]
 // CHECK-NEXT:    %[[OZ:.*]] = coreml.const dense<-128> : tensor<i8>
-// CHECK-NEXT:    %[[OS:.*]] = coreml.const dense<1.000000e-01> : tensor<f32>
-// CHECK-NEXT:    %[[Q:.*]] = coreml.quantize %[[C]], %[[OS]] zero_point %[[OZ]] {output_dtype = "int8"
+// CHECK-NEXT:    %[[OS:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[Q:.*]] = coreml.quantize %[[V]], %[[OS]] zero_point %[[OZ]] {output_dtype = "int8"
 // CHECK-NEXT:    func.return %[[Q]] : tensor<2x3xi8>
 // IOS17-LABEL: func.func @linear_static_requant_clamp(
 // IOS17:         coreml.dequantize %x,
@@ -146,14 +148,16 @@ func.func @linear_static_requant_clamp(%x: tensor<2x4xi8>) -> tensor<2x3xi8> {
 // linear (with bias); clamp_min = 0 alone is a relu; no requant: float output.
 // CHECK-LABEL: func.func @linear_static_float(
 // CHECK:         %[[B:.*]] = coreml.const dense<1.000000e+00> : tensor<3xf32>
-// CHECK:         %[[Q:.*]] = coreml.quantize %x, %{{.*}} zero_point %{{.*}} {output_dtype = "int8"
+// CHECK:         %[[XV:.*]] = coreml.mul %x,
+// CHECK:         %[[Q:.*]] = coreml.quantize %[[XV]], %{{.*}} zero_point %{{.*}} {output_dtype = "int8"
 // CHECK:         %[[X:.*]] = coreml.dequantize %[[Q]], %{{.*}} zero_point %{{.*}}
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale
 // CHECK-NEXT:    %[[Y:.*]] = coreml.linear %[[X]], %[[W]], %[[B]]
 // CHECK-NEXT:    %[[R:.*]] = coreml.relu %[[Y]]
 // CHECK-NEXT:    func.return %[[R]] : tensor<2x3xf32>
 // IOS17-LABEL: func.func @linear_static_float(
-// IOS17:         coreml.quantize %x,
+// IOS17:         %[[XV:.*]] = coreml.mul %x,
+// IOS17:         coreml.quantize %[[XV]],
 // IOS17:         coreml.constexpr_affine_dequantize
 // IOS17:         coreml.linear
 // IOS16: 'qfused.linear' (scheme linear_q8ta_q8csw) needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
@@ -214,12 +218,14 @@ func.func @linear_dynamic(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 // Static conv2d: quantize/dequantize input, compressed weight, conv, relu, requant.
 // CHECK-LABEL: func.func @conv2d_static(
 // CHECK:         %[[B:.*]] = coreml.const dense<1.000000e+00> : tensor<4xf32>
-// CHECK:         %[[Q:.*]] = coreml.quantize %x,
+// CHECK:         %[[XV:.*]] = coreml.mul %x,
+// CHECK:         %[[Q:.*]] = coreml.quantize %[[XV]],
 // CHECK:         %[[X:.*]] = coreml.dequantize %[[Q]],
 // CHECK:         %[[W:.*]] = coreml.constexpr_blockwise_shift_scale {{.*}} -> tensor<4x2x3x3xf32>
 // CHECK-NEXT:    %[[Y:.*]] = coreml.conv %[[X]], %[[W]], %[[B]] {strides = array<i64: 1, 1>, pad_type = "custom", pad = array<i64: 1, 1, 1, 1>
 // CHECK-NEXT:    %[[R:.*]] = coreml.relu %[[Y]]
-// CHECK:         %[[O:.*]] = coreml.quantize %[[R]], {{.*}} {output_dtype = "int8"
+// CHECK:         %[[RV:.*]] = coreml.mul %[[R]],
+// CHECK:         %[[O:.*]] = coreml.quantize %[[RV]], {{.*}} {output_dtype = "int8"
 // CHECK-NEXT:    func.return %[[O]] : tensor<1x4x4x4xi8>
 // IOS17-LABEL: func.func @conv2d_static(
 // IOS17:         %[[W:.*]] = coreml.constexpr_affine_dequantize {{.*}} {axis = 0 : i64} : (tensor<4x2x3x3xi8>, tensor<4xi8>, tensor<4xf32>)
@@ -278,13 +284,15 @@ func.func @embedding_lut(%i: tensor<3xi32>) -> tensor<3x4xf32> {
 // alpha scales the rhs, relu (clamp_min 0), requantize.
 // CHECK-LABEL: func.func @add(
 // CHECK:         %[[A:.*]] = coreml.dequantize %a,
-// CHECK:         %[[QB:.*]] = coreml.quantize %b,
+// CHECK:         %[[BV:.*]] = coreml.mul %b,
+// CHECK:         %[[QB:.*]] = coreml.quantize %[[BV]],
 // CHECK:         %[[B:.*]] = coreml.dequantize %[[QB]],
 // CHECK-NEXT:    %[[ALPHA:.*]] = coreml.const dense<2.000000e+00> : tensor<f32>
 // CHECK-NEXT:    %[[B2:.*]] = coreml.mul %[[B]], %[[ALPHA]]
 // CHECK-NEXT:    %[[S:.*]] = coreml.add %[[A]], %[[B2]]
 // CHECK-NEXT:    %[[R:.*]] = coreml.relu %[[S]]
-// CHECK:         %[[O:.*]] = coreml.quantize %[[R]], {{.*}} {output_dtype = "int8"
+// CHECK:         %[[RV:.*]] = coreml.mul %[[R]],
+// CHECK:         %[[O:.*]] = coreml.quantize %[[RV]], {{.*}} {output_dtype = "int8"
 // CHECK-NEXT:    func.return %[[O]]
 // IOS17-LABEL: func.func @add(
 // IOS17:         coreml.add
@@ -298,13 +306,16 @@ func.func @add(%a: tensor<2x4xi8>, %b: tensor<4xf32>) -> tensor<2x4xi8> {
 
 // A [0, 255] activation range quantizes to uint8; no requant: float result.
 // CHECK-LABEL: func.func @add_uint8(
-// CHECK:         coreml.quantize %a, {{.*}} {output_dtype = "int8"
+// CHECK:         %[[AV:.*]] = coreml.mul %a,
+// CHECK:         coreml.quantize %[[AV]], {{.*}} {output_dtype = "int8"
+// CHECK:         %[[BV:.*]] = coreml.mul %b,
 // CHECK:         %[[Z:.*]] = coreml.const dense<2> : tensor<ui8>
-// CHECK:         coreml.quantize %b, {{.*}} zero_point %[[Z]] {output_dtype = "uint8"
+// CHECK:         coreml.quantize %[[BV]], {{.*}} zero_point %[[Z]] {output_dtype = "uint8"
 // CHECK:         %[[S:.*]] = coreml.add
 // CHECK-NEXT:    func.return %[[S]] : tensor<2x4xf32>
 // IOS17-LABEL: func.func @add_uint8(
-// IOS17:         coreml.quantize %b, {{.*}} {output_dtype = "uint8"
+// IOS17:         %[[BV:.*]] = coreml.mul %b,
+// IOS17:         coreml.quantize %[[BV]], {{.*}} {output_dtype = "uint8"
 // IOS16: 'qfused.add' (scheme add_q8ta_q8ta) needs static activation quantization (quantize), which CoreML has from iOS17; the target is iOS16; the lowest target that can is iOS17
 func.func @add_uint8(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = qfused.add %a, %b {lhs_act = #qfused.static<scale = 0.05, zero_point = 3, range = [-128, 127]>, rhs_act = #qfused.static<scale = 0.1, zero_point = 2, range = [0, 255]>, kernel = "add_q8ta_q8ta"} : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>

@@ -3,12 +3,16 @@
 // RUN: qopt-opt %s -p 'convert-to-coreml{target=iOS16}' --split-input-file --verify-diagnostics | filecheck %s --check-prefix=IOS16
 // Lowering rules of leftover quant ops (not fused by fuse-quant).
 
-// Standalone static quantize / dequantize (per-tensor): a range narrower than
-// int8 clips first (MIL clips to the full type range only).
+// Standalone static quantize / dequantize (per-tensor), rounded as torch does:
+// x * f32(1 / scale) written out, then MIL's quantize (which divides) with scale
+// 1; a range narrower than int8 clips the scaled value to [qmin - zp, qmax - zp]
+// first (MIL clips to the full type range only).
 // CHECK-LABEL: func.func @static_qdq(
-// CHECK:         %[[C:.*]] = coreml.clip %x {alpha = -6.5000000968575478 : f64, beta = 6.2000000923871994 : f64}
+// CHECK:         %[[INV:.*]] = coreml.const dense<2.000000e+01> : tensor<f32>
+// CHECK-NEXT:    %[[V:.*]] = coreml.mul %x, %[[INV]]
+// CHECK-NEXT:    %[[C:.*]] = coreml.clip %[[V]] {alpha = -1.300000e+02 : f64, beta = 1.240000e+02 : f64}
 // CHECK-NEXT:    %[[Z:.*]] = coreml.const dense<3> : tensor<i8>
-// CHECK-NEXT:    %[[S:.*]] = coreml.const dense<5.000000e-02> : tensor<f32>
+// CHECK-NEXT:    %[[S:.*]] = coreml.const dense<1.000000e+00> : tensor<f32>
 // CHECK-NEXT:    %[[Q:.*]] = coreml.quantize %[[C]], %[[S]] zero_point %[[Z]] {output_dtype = "int8"
 // CHECK:         %[[D:.*]] = coreml.dequantize %[[Q]], %{{.*}} zero_point %{{.*}}
 // CHECK-NEXT:    func.return %[[D]]

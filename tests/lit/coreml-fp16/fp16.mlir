@@ -37,20 +37,23 @@ func.func @float(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-// A static int8 region stays fp32: the input feeds only a quantize (no cast),
-// the quantization parameters, the linear and its weights keep f32; the last
-// dequantize is cast to fp16 for the float op after it.
+// A static int8 region stays fp32: the input feeds only a quantizer (its mul by
+// 1 / scale, then quantize; no cast), the quantization parameters, the linear and
+// its weights keep f32; the last dequantize is cast to fp16 for the float op after it.
 // CHECK-LABEL: "func.func"() <{sym_name = "int8_region"
 // CHECK-NOT:     "coreml.cast"(%x)
+// CHECK:         %[[I:.*]] = "coreml.const"() <{value = dense<2.000000e+01> : tensor<f32>}>
+// CHECK:         %[[V:.*]] = "coreml.mul"(%x, %[[I]]) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
 // CHECK:         %[[Z:.*]] = "coreml.const"() <{value = dense<3> : tensor<i8>}>
-// CHECK:         %[[S:.*]] = "coreml.const"() <{value = dense<5.000000e-02> : tensor<f32>}>
-// CHECK:         %[[Q:.*]] = "coreml.quantize"(%x, %[[Z]], %[[S]]) {{.*}}: (tensor<2x4xf32>, tensor<i8>, tensor<f32>) -> tensor<2x4xi8>
+// CHECK:         %[[S:.*]] = "coreml.const"() <{value = dense<1.000000e+00> : tensor<f32>}>
+// CHECK:         %[[Q:.*]] = "coreml.quantize"(%[[V]], %[[Z]], %[[S]]) {{.*}}: (tensor<2x4xf32>, tensor<i8>, tensor<f32>) -> tensor<2x4xi8>
 // CHECK:         %[[D:.*]] = "coreml.dequantize"(%[[Q]], {{.*}}) {{.*}}-> tensor<2x4xf32>
 // CHECK:         %[[W:.*]] = "coreml.const"() <{value = dense<2.500000e-01> : tensor<3x4xf32>}>
 // CHECK:         %[[B:.*]] = "coreml.const"() <{value = dense<1.000000e+00> : tensor<3xf32>}>
 // CHECK:         %[[Y:.*]] = "coreml.linear"(%[[D]], %[[W]], %[[B]]) {{.*}}: (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-// CHECK:         "coreml.const"() <{value = dense<1.000000e-01> : tensor<f32>}>
-// CHECK:         %[[Q2:.*]] = "coreml.quantize"(%[[Y]], {{.*}}) {{.*}}-> tensor<2x3xi8>
+// CHECK:         "coreml.const"() <{value = dense<1.000000e+01> : tensor<f32>}>
+// CHECK:         %[[V2:.*]] = "coreml.mul"(%[[Y]], {{.*}}) : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+// CHECK:         %[[Q2:.*]] = "coreml.quantize"(%[[V2]], {{.*}}) {{.*}}-> tensor<2x3xi8>
 // CHECK:         %[[D2:.*]] = "coreml.dequantize"(%[[Q2]], {{.*}}) {{.*}}-> tensor<2x3xf32>
 // CHECK-NEXT:    %[[H:.*]] = "coreml.cast"(%[[D2]]) <{dtype = "fp16"}> : (tensor<2x3xf32>) -> tensor<2x3xf16>
 // CHECK-NEXT:    %[[T:.*]] = "coreml.tanh"(%[[H]]) : (tensor<2x3xf16>) -> tensor<2x3xf16>
@@ -70,6 +73,26 @@ func.func @int8_region(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %d2 = quant.dequantize %q2, %s2, %z2 {block_size = array<i64: 2, 3>, qmin = -128 : i64, qmax = 127 : i64} : (tensor<2x3xi8>, tensor<f32>, tensor<i8>) -> tensor<2x3xf32>
   %t = aten.tanh %d2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
   func.return %t : tensor<2x3xf32>
+}
+
+// -----
+
+// A quantize of an fp16 value: its quantizer (the mul by f32(1 / scale) and the
+// clip to a narrow range) computes in fp32, as the quantize does: the cast to
+// fp32 comes before the mul, whose constant stays f32.
+// CHECK-LABEL: "func.func"() <{sym_name = "quantize_fp16_value"
+// CHECK:         %[[T:.*]] = "coreml.tanh"({{.*}}) : (tensor<2x4xf16>) -> tensor<2x4xf16>
+// CHECK:         %[[I:.*]] = "coreml.const"() <{value = dense<2.000000e+01> : tensor<f32>}>
+// CHECK:         %[[F:.*]] = "coreml.cast"(%[[T]]) <{dtype = "fp32"}> : (tensor<2x4xf16>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[V:.*]] = "coreml.mul"(%[[F]], %[[I]]) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[C:.*]] = "coreml.clip"(%[[V]]) {{.*}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "coreml.quantize"(%[[C]], {{.*}}) {{.*}}: (tensor<2x4xf32>, tensor<i8>, tensor<f32>) -> tensor<2x4xi8>
+func.func @quantize_fp16_value(%x: tensor<2x4xf32>) -> tensor<2x4xi8> {
+  %t = aten.tanh %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %s = arith.constant dense<5.000000e-02> : tensor<f32>
+  %z = arith.constant dense<3> : tensor<i8>
+  %q = quant.quantize %t, %s, %z {block_size = array<i64: 2, 4>, qmin = -127 : i64, qmax = 127 : i64} : (tensor<2x4xf32>, tensor<f32>, tensor<i8>) -> tensor<2x4xi8>
+  func.return %q : tensor<2x4xi8>
 }
 
 // -----

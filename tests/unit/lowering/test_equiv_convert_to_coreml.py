@@ -12,11 +12,10 @@ Tolerances, per case:
 - integer and boolean results are equal (Core ML has no i64: an i64 result is
   compared as the i32 the lowering gives it);
 - float results equal to float32 round-off (`rtol`, default 1e-5);
-- `coreml.quantize` is interpreted with torch's rule, `round(x * f32(1 / scale))`
-  (`torch_quantize_rule`), not the MIL spec's `round(x / scale)`: the two differ in
-  the last bit for some x, which can move a value on a rounding boundary by one
-  step (test_coreml.py measures that rule against torch end to end); with torch's
-  rule a static quantized result is exact;
+- `coreml.quantize` is interpreted with the MIL spec's rule, `round(x / scale)`:
+  convert-to-coreml writes torch's `x * f32(1 / scale)` as a `mul` and gives the
+  quantize scale 1, so a static quantized result is exact (before, the two rules
+  differed in the last bit for some x, moving a value on a rounding tie one step);
 - dynamic activation quantization (`quant.choose_qparams` chains, `#qfused.dynamic`)
   is computed in float on Core ML by design (the package docstring): those cases
   bound the relative L2 error (`l2`) by the activation quantization error instead.
@@ -41,7 +40,6 @@ from qopt.context import make_context, parse_module
 from qopt.dialects import coreml
 from qopt.dialects.queries import entry_function
 from qopt.dtypes import numpy_dtype
-from qopt.interpreters.coreml import torch_quantize_rule
 from qopt.lowering.convert_to_coreml import ConvertToCoremlPass, get_rules
 
 
@@ -1161,8 +1159,7 @@ def check(case: Case) -> None:
     module.verify()
     for op in entry_function(module).body.block.ops:
         assert isinstance(op, coreml.CoremlOp | ReturnOp), op.name
-    with torch_quantize_rule():
-        got = qopt.interpret(module, *inputs)
+    got = qopt.interpret(module, *inputs)  # MIL's quantize rule (divide by the scale)
     assert_same(got, want, case)
 
 

@@ -2,7 +2,9 @@
 end to end against torch. `benchmarks/zoo.py` runs every (architecture x scheme x
 target) cell and writes docs/zoo.md; these are its cheapest cells that cover the
 ops the zoo added (Falcon's `x.T`, wav2vec2's weight norm, Swin's 1-D adaptive
-pooling, the Whisper encoder under 8da4w on CoreML)."""
+pooling, the Whisper encoder under 8da4w on CoreML) and two of issue 22's
+additions (RegNet's grouped convolutions and squeeze-excitation under PT2E static
+on CoreML, WavLM's gated relative position bias)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ SAMPLE = [
     ("wav2vec2", "float", "vulkan"),
     ("swin", "float", "interp"),
     ("whisper_encoder", "8da4w", "coreml"),
+    ("regnet", "pt2e_static", "coreml"),
+    ("wavlm", "float", "interp"),
 ]
 
 
@@ -35,13 +39,13 @@ def test_zoo_cell_passes(tmp_path, arch: str, scheme: str, target: str) -> None:
 
 
 def test_zoo_lists_the_families_and_refuses_unknown_names() -> None:
-    """The issue's 21 architectures, each in a family; an unknown name is a QoptError
-    listing the known ones."""
+    """The 41 architectures (21, then issue 22's 20), each in a family; an unknown
+    name is a QoptError listing the known ones."""
     import qopt
 
-    assert len(zoo.ARCHITECTURES) >= 20
+    assert len(zoo.ARCHITECTURES) == 41
     assert set(zoo.FAMILIES) == set(zoo.ARCHITECTURES)
-    assert set(zoo.FAMILIES.values()) == {"decoder", "encoder", "vision", "audio"}
+    assert set(zoo.FAMILIES.values()) == {"decoder", "encoder", "seq2seq", "vision", "audio"}
     with pytest.raises(qopt.QoptError, match="known: llama, mistral"):
         zoo.build("nope")
 

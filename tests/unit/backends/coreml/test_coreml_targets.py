@@ -9,8 +9,8 @@ behaviour in either direction fails the table.
 Tolerances (relative L2 error against torch eager, fp32 compute):
 - float, w8c: < 1e-4 (measured below 4e-7); iOS16/17 hold int8 per-channel
   weights in `constexpr_affine_dequantize`;
-- pt2e_static (iOS17): < 1e-2 with Core ML's `round(x / scale)` quantize, and
-  < 1e-4 with torch's rule (`torch_quantize_rule`; measured 0);
+- pt2e_static (iOS17): < 1e-4 (the package multiplies by f32(1 / scale) as torch
+  does; Core ML's `quantize`, which divides, gets scale 1);
 - pt2e_dynamic: torch's activation quantizers in MIL float ops (no run-time
   choose-qparams op in Core ML; documented in convert_to_coreml): < 1e-4.
 """
@@ -31,7 +31,6 @@ from qopt.backends.coreml import CoremlArtifact
 from qopt.backends.coreml.reader import read_mlpackage
 from qopt.driver import compile_coreml
 from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
-from qopt.interpreters.coreml import torch_quantize_rule
 
 TARGETS = ("iOS16", "iOS17")
 _TMP = tempfile.mkdtemp(prefix="qopt-coreml-targets-")
@@ -149,13 +148,7 @@ def test_older_target(model: str, scheme: str, target: str, expected: Expectatio
     got = qopt.interpret(back, *inputs)[0]
     want = torch_out(model, scheme, inputs)
     err = rel_err(got, want)
-    if scheme == "pt2e_static":
-        assert err < 1e-2, err
-        with torch_quantize_rule():
-            exact = qopt.interpret(back, *inputs)[0]
-        assert rel_err(exact, want) < 1e-4
-    else:
-        assert err < 1e-4, err
+    assert err < 1e-4, err  # pt2e_static too: the quantize rounds as torch's
     # The package holds what qopt emitted.
     artifact = compiled(model, scheme, target)[0]
     assert np.array_equal(got, qopt.interpret(artifact.module, *inputs)[0])
