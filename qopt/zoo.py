@@ -250,47 +250,55 @@ def t5_encoder() -> ZooModel:
 
 _IMAGE = (1, 3, 32, 32)
 
+#: Tiny configs shared by architectures of one shape (a later version differs in blocks,
+#: not in sizes).
+_RESNET_LIKE: dict[str, Any] = {
+    "num_channels": 3,
+    "embedding_size": 16,
+    "hidden_sizes": [16, 32],
+    "depths": [1, 1],
+    "num_labels": 10,
+}
+_CONVNEXT_LIKE: dict[str, Any] = {
+    "num_channels": 3,
+    "hidden_sizes": [16, 32],
+    "depths": [1, 1],
+    "num_stages": 2,
+    "patch_size": 4,
+    "num_labels": 10,
+}
+_VIT_LIKE: dict[str, Any] = {
+    "image_size": 32,
+    "patch_size": 8,
+    "num_channels": 3,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "num_labels": 10,
+}
+
+
+def _vision(config_cls: str, model_cls: str, **config: Any) -> ZooModel:
+    """An image classifier on a 32x32 image, from `transformers`' `config_cls(**config)`."""
+    tf = _transformers()
+    return _finish(getattr(tf, model_cls)(getattr(tf, config_cls)(**config)), _images(_IMAGE))
+
 
 def resnet() -> ZooModel:
-    tf = _transformers()
-    config = tf.ResNetConfig(
-        num_channels=3,
-        embedding_size=16,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
-        layer_type="basic",
-        num_labels=10,
+    return _vision(
+        "ResNetConfig", "ResNetForImageClassification", **_RESNET_LIKE, layer_type="basic"
     )
-    return _finish(tf.ResNetForImageClassification(config), _images(_IMAGE))
 
 
 def convnext() -> ZooModel:
-    tf = _transformers()
-    config = tf.ConvNextConfig(
-        num_channels=3,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
-        num_stages=2,
-        patch_size=4,
-        num_labels=10,
-    )
-    return _finish(tf.ConvNextForImageClassification(config), _images(_IMAGE))
+    return _vision("ConvNextConfig", "ConvNextForImageClassification", **_CONVNEXT_LIKE)
 
 
 def vit() -> ZooModel:
-    tf = _transformers()
-    config = tf.ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        num_labels=10,
-        attn_implementation="sdpa",
+    return _vision(
+        "ViTConfig", "ViTForImageClassification", **_VIT_LIKE, attn_implementation="sdpa"
     )
-    return _finish(tf.ViTForImageClassification(config), _images(_IMAGE))
 
 
 def swin() -> ZooModel:
@@ -541,46 +549,26 @@ def efficientnet() -> ZooModel:
 
 
 def regnet() -> ZooModel:
-    tf = _transformers()
-    config = tf.RegNetConfig(
-        num_channels=3,
-        embedding_size=16,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
+    return _vision(
+        "RegNetConfig",
+        "RegNetForImageClassification",
+        **_RESNET_LIKE,
         groups_width=8,
         layer_type="y",
-        num_labels=10,
     )
-    return _finish(tf.RegNetForImageClassification(config), _images(_IMAGE))
 
 
 def convnext_v2() -> ZooModel:
-    tf = _transformers()
-    config = tf.ConvNextV2Config(
-        num_channels=3,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
-        num_stages=2,
-        patch_size=4,
-        num_labels=10,
-    )
-    return _finish(tf.ConvNextV2ForImageClassification(config), _images(_IMAGE))
+    return _vision("ConvNextV2Config", "ConvNextV2ForImageClassification", **_CONVNEXT_LIKE)
 
 
 def deit() -> ZooModel:
-    tf = _transformers()
-    config = tf.DeiTConfig(
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        num_labels=10,
+    return _vision(
+        "DeiTConfig",
+        "DeiTForImageClassificationWithTeacher",
+        **_VIT_LIKE,
         attn_implementation="sdpa",
     )
-    return _finish(tf.DeiTForImageClassificationWithTeacher(config), _images(_IMAGE))
 
 
 def segformer() -> ZooModel:
