@@ -93,7 +93,7 @@ def test_the_check_finds_references_outside() -> None:
     doc = "PATTERNS" + ".md"
     text = "\n".join(
         [
-            "the contract is " + SIBLING + "/" + "DESIGN.md",
+            "the notes are in " + SIBLING + "/" + "notes.md",
             f"exact semantics in {doc} and in STYLE §1.3",
             "[design](../../elsewhere/notes.md) and [ok](ir.md#quant) and https://x.org",
         ]
