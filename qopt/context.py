@@ -12,12 +12,25 @@ import io
 from dataclasses import dataclass
 from typing import IO, Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
-from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    Builtin,
+    ComplexType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+)
 from xdsl.dialects.func import Func
+from xdsl.frontend.mlir import MLIRFrontend
 from xdsl.ir import Dialect
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.syntax_printer import SyntaxPrinter
 from xdsl.targets.mlir import MLIRTarget
@@ -87,6 +100,62 @@ class WeightMLIRTarget(MLIRTarget):
         print("\n", file=output)
 
 
+_FLOAT_BITS: dict[type, tuple[type[np.unsignedinteger[Any]], type[np.floating[Any]] | None]] = {
+    Float16Type: (np.uint16, np.float16),
+    BFloat16Type: (np.uint16, None),  # the upper half of an f32
+    Float32Type: (np.uint32, np.float32),
+    Float64Type: (np.uint64, np.float64),
+}
+
+
+@dataclass
+class _HexElement(AttrParser._TensorLiteralElement):  # pyright: ignore[reportPrivateUsage]
+    """A `0x...` element of a dense literal. For a float element type MLIR reads it
+    as the element's bit pattern (what xDSL's printer writes for -inf and NaN:
+    `dense<0xff800000> : tensor<f32>`); xDSL 0.75's parser reads it as the integer
+    4286578688, a silent change of the value on a print/parse round trip."""
+
+    def to_type(self, parser: AttrParser, type: AnyFloat | IntegerType | IndexType | ComplexType):
+        if not isinstance(type, AnyFloat):
+            return super().to_type(parser, type)
+        kinds = _FLOAT_BITS.get(type.__class__)
+        assert isinstance(self.value, int)
+        if kinds is None:
+            parser.raise_error(f"a hexadecimal literal of {type} is not supported", self.span)
+        bits, floating = kinds
+        if self.value >= 1 << (8 * np.dtype(bits).itemsize):
+            parser.raise_error(
+                f"the hexadecimal literal {self.span.text} is wider than its element type {type}",
+                self.span,
+            )
+        if floating is None:  # bf16: the upper 16 bits of the f32 pattern
+            return float(np.array([self.value << 16], np.uint32).view(np.float32)[0])
+        return float(np.array([self.value], bits).view(floating)[0])
+
+
+class QoptParser(Parser):
+    """xDSL's parser, reading a hexadecimal element of a float dense literal as its
+    bit pattern, as MLIR does (`_HexElement`)."""
+
+    def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
+        element = super()._parse_tensor_literal_element()
+        if (
+            type(element.value) is int
+            and element.value >= 0
+            and element.span.text[:2] in ("0x", "0X")
+        ):
+            return _HexElement(element.is_negative, element.value, element.span)
+        return element
+
+
+@dataclass(frozen=True)
+class QoptMLIRFrontend(MLIRFrontend):
+    """xDSL's `mlir` frontend parsing with `QoptParser` (qopt-opt's `.mlir` input)."""
+
+    def parse(self, ctx: Context, input: IO[bytes], input_name: str = "input") -> ModuleOp:
+        return QoptParser(ctx, input.read(), input_name).parse_module(not self.no_implicit_module)
+
+
 def register_qopt_dialects(ctx: Context) -> None:
     for name, factory in get_all_dialects().items():
         if name not in ctx.registered_dialect_names:
@@ -113,7 +182,7 @@ def parse_module(text: str, name: str = "<text>", ctx: Context | None = None) ->
     ctx = ctx or make_context()
     store = WeightStore()
     with resource_slot(ctx).bound(store):
-        module = Parser(ctx, text, name).parse_module()
+        module = QoptParser(ctx, text, name).parse_module()
     return attach(module, store)
 
 

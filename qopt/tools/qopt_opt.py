@@ -32,7 +32,12 @@ from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from qopt.context import WeightMLIRTarget, load_qopt_dialects, resource_slot
+from qopt.context import (
+    QoptMLIRFrontend,
+    WeightMLIRTarget,
+    load_qopt_dialects,
+    resource_slot,
+)
 from qopt.errors import QoptError, did_you_mean
 from qopt.files import temp_file_beside
 from qopt.frontend import get_all_frontends
@@ -151,6 +156,7 @@ class QoptOptMain(xDSLOptMain):
         for extension, factory in get_all_frontends().items():
             self.available_frontends[extension] = factory
         self.available_frontends["mlpackage"] = lambda: MlpackageFrontend
+        self.available_frontends["mlir"] = lambda: QoptMLIRFrontend
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
