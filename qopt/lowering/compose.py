@@ -1,6 +1,12 @@
 """Compositions: a form of an aten op a target has no rule for, written by the
 lowering in aten ops the target has (issue 22).
 
+A composition may also rewrite a form the target has into one it runs better: on
+Vulkan, a repeat of the key/value heads written as unsqueeze + expand + view
+(transformers' `repeat_kv` for grouped-query attention) becomes the
+`repeat_interleave` that the sdpa rule reads in place (its heads grouped), so a decode
+step no longer copies the whole KV cache once per query head.
+
 The pass `compose{target=coreml|vulkan}` runs `compose(module, target)`; both
 pipelines list it before their conversion (convert-to-vkc and convert-to-coreml, run
 alone, run it first themselves): each op whose form the target lacks (a batched or scaled `addmm` on
@@ -91,6 +97,43 @@ Composition = Callable[[Emitter, Any], Sequence[SSAValue] | None]
 
 def _constant(value: SSAValue | None) -> bool:
     return value is None or isinstance(value.owner, arith.ConstantOp)
+
+
+# ----- layout forms --------------------------------------------------------------------
+
+
+def repeat_as_interleave(e: Emitter, op: sh.ViewOp) -> Sequence[SSAValue] | None:
+    """`view(expand(unsqueeze(x, d)))` that repeats each slice of x along dim d - 1 `r`
+    times in place, read only as sdpa keys or values (transformers' `repeat_kv`): the
+    same values as `repeat_interleave(x, r, dim=d - 1)`, which sdpa reads without a
+    copy. The expand must have no other reader (it would stay, and copy anyway)."""
+    expand = op.input.owner
+    if not isinstance(expand, sh.ExpandOp) or len(list(expand.result.uses)) != 1:
+        return None
+    unsqueeze = expand.input.owner
+    if not isinstance(unsqueeze, sh.UnsqueezeOp):
+        return None
+    x = unsqueeze.input
+    dims_x = shape_of(x)
+    d = norm_dim(integer(unsqueeze.dim), len(dims_x) + 1)
+    grown = shape_of(expand.result)
+    if d == 0 or list(grown[:d]) != list(dims_x[:d]) or list(grown[d + 1 :]) != list(dims_x[d:]):
+        return None
+    r = grown[d]
+    merged = [*dims_x[: d - 1], dims_x[d - 1] * r, *dims_x[d:]]
+    if r < 1 or list(shape_of(op.result)) != merged:
+        return None
+    uses = list(op.result.uses)
+    if not uses or not all(
+        isinstance(use.operation, layers.ScaledDotProductAttentionOp) and use.index in (1, 2)
+        for use in uses
+    ):
+        return None
+    props: dict[str, Attribute] = {
+        "repeats": IntegerAttr(r, i64),
+        "dim": IntegerAttr(d - 1, i64),
+    }
+    return [e.emit(sh.RepeatInterleaveOp, [x], op.result.type, props)]
 
 
 # ----- matmul forms --------------------------------------------------------------------
@@ -442,6 +485,7 @@ def index_add_as_sums(e: Emitter, op: ix.IndexPutOp) -> Sequence[SSAValue] | Non
 
 COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
     "vulkan": {
+        sh.ViewOp: repeat_as_interleave,
         nn.AddmmOp: addmm_as_matmul,
         rd.ProdOp: prod_as_products,
         sh.DiffOp: diff_as_slices,
@@ -466,7 +510,8 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         ix.IndexPutOp: index_add_as_sums,
     },
 }
-"""Per target: the op types with a form the target's rules lack, and their composition."""
+"""Per target: the op types with a form the target's rules lack (or run worse), and
+their composition."""
 
 
 def compose(module: ModuleOp, target: str) -> list[str]:
@@ -484,11 +529,31 @@ def compose(module: ModuleOp, target: str) -> list[str]:
             replacement = composition(Emitter(op), op)
             if replacement is None:
                 continue
+            inputs = [operand.owner for operand in op.operands]
             for old, new in zip(op.results, replacement, strict=True):
                 old.replace_all_uses_with(new)
             Rewriter.erase_op(op)
+            _erase_dead_layout(inputs)
             composed.append(op.name)
     return composed
+
+
+def _erase_dead_layout(owners: Sequence[object]) -> None:
+    """Erase the layout ops (shape dialect: no side effects) a composition left without
+    readers, and theirs in turn (an expand that became dead would still be lowered)."""
+    pending = [o for o in owners if isinstance(o, Operation)]
+    while pending:
+        owner = pending.pop()
+        if not _is_layout(owner):
+            continue
+        if owner.parent is None or any(result.uses for result in owner.results):
+            continue
+        pending.extend(o.owner for o in owner.operands if isinstance(o.owner, Operation))
+        Rewriter.erase_op(owner)
+
+
+def _is_layout(op: Operation) -> bool:
+    return isinstance(op, (sh.ExpandOp, sh.UnsqueezeOp, sh.ViewOp))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,10 @@ import torch
 import torch.nn.functional as F
 
 import qopt
+from qopt.context import make_context
+from qopt.dialects import vkc
 from qopt.lowering.compose import COMPOSITIONS, compose
+from qopt.lowering.pipelines import QoptVulkanPipeline
 from qopt.resources import clone_module
 
 
@@ -42,8 +45,21 @@ def _ties(*shape: int) -> torch.Tensor:
     return x
 
 
+def _repeat_kv(x: torch.Tensor, n: int) -> torch.Tensor:
+    """transformers' repeat_kv: each key/value head n times, as expand + reshape."""
+    b, h, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+
 # (id, target, function, inputs, the op composed)
 CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str]] = [
+    (
+        "repeat_kv_vulkan",
+        "vulkan",
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, _repeat_kv(k, 3), v, attn_mask=m),
+        (_r(1, 6, 2, 8), _r(1, 2, 5, 8), _r(1, 6, 5, 8), _r(1, 1, 2, 5)),
+        "aten.view",
+    ),
     ("baddbmm", "vulkan", torch.baddbmm, (_r(2, 3, 5), _r(2, 3, 4), _r(2, 4, 5)), "aten.addmm"),
     (
         "baddbmm_scaled",
@@ -237,6 +253,31 @@ def test_kernel_forms_are_left_alone() -> None:
     module = qopt.import_program(torch.export.export(bn, (_r(1, 3, 4, 4),)))
     assert compose(clone_module(module), "vulkan") == []
     assert compose(module, "coreml") == []
+
+
+def test_repeat_kv_is_read_in_place_on_vulkan() -> None:
+    """Grouped-query attention written as transformers writes it (repeat_kv: unsqueeze,
+    expand, reshape) compiles with no copy of the keys or values: sdpa reads the
+    source heads in groups. A repeat read by anything else than sdpa stays a copy."""
+
+    def copies(fn: Callable[..., object], inputs: tuple[torch.Tensor, ...]) -> int:
+        module = qopt.import_program(torch.export.export(Fn(fn), inputs))
+        QoptVulkanPipeline().apply(make_context(), module)
+        kernels = {
+            k.sym_name.data: k.kernel.data for k in module.walk() if isinstance(k, vkc.KernelOp)
+        }
+        dispatches = [op for op in module.walk() if isinstance(op, vkc.DispatchOp)]
+        assert dispatches
+        return sum(kernels[d.kernel.root_reference.data] == "copy_strided" for d in dispatches)
+
+    q, k, v = _r(1, 4, 1, 8), _r(1, 2, 16, 8), _r(1, 2, 16, 8)
+    gqa = lambda q, k, v: F.scaled_dot_product_attention(q, _repeat_kv(k, 2), _repeat_kv(v, 2))  # noqa: E731
+    assert copies(gqa, (q, k, v)) == 0
+    also_added = lambda q, k, v: (  # noqa: E731
+        F.scaled_dot_product_attention(q, _repeat_kv(k, 2), _repeat_kv(v, 2))
+        + _repeat_kv(v, 2).sum()
+    )
+    assert copies(also_added, (q, k, v)) >= 1
 
 
 def test_every_target_has_a_table() -> None:
