@@ -463,14 +463,15 @@ def bitwise_as_arithmetic(
 ) -> Sequence[SSAValue] | None:
     """`~`, `&`, `|`, `^` of integers (Core ML has logical ops on bools only) in exact
     integer arithmetic. `~x` is `-1 - x` (signed) or `(2^w - 1) - x` (unsigned of w
-    bits), which never overflows (in int32 for the narrower types). A binary op computes in int32 on the operands
-    broadcast and flattened to [n, 1]: the w - 1 low bits of a signed w-bit value (the
-    w bits of an unsigned one) are `q - 2 (q // 2)` with `q = x // [1, 2, .., 2^(w-2)]`
-    (floor division: the two's complement bits of negative values too), combined per
-    bit (`a b`, `max(a, b)`, `|a - b|`) and summed with their weights (at most 2^31 - 1);
-    a signed result's sign bit is the sign bits (`x < 0`) combined as bools, adding
-    -2^(w-1) where set (w = 32 for int32 and int64, whose values Core ML holds in int32;
-    sign extension commutes with the bitwise ops). Bools stay logical ops (the rule's)."""
+    bits), which never overflows (computed in int32 for the narrower types). A binary
+    op computes in int32 on the operands broadcast and flattened to [n, 1]: the w - 1
+    low bits of a signed w-bit value (the w bits of an unsigned one) are
+    `q - 2 (q // 2)` with `q = x // [1, 2, .., 2^(w-2)]` (floor division: the two's
+    complement bits of negative values too), combined per bit (`a b`, `max(a, b)`,
+    `|a - b|`) and summed with their weights (at most 2^31 - 1); a signed result's sign
+    bit is the sign bits (`x < 0`) combined as bools, adding -2^(w-1) where set (w = 32
+    for int32 and int64, whose values Core ML holds in int32; sign extension commutes
+    with the bitwise ops). Bools stay logical ops (the rule's)."""
     result = op.results[0]
     element = elem_of(result)
     if is_bool(element) or not all(is_int(elem_of(v)) or is_bool(elem_of(v)) for v in op.operands):
@@ -501,15 +502,16 @@ def bitwise_as_arithmetic(
             return value
         return e.emit(ew.CastOp, [value], tensor(i32, shape_of(value)))
 
+    two = e.constant(np.array(2, np.int32))
+    floor = {"rounding_mode": StringAttr("floor")}
+
     def bits_of(value: SSAValue) -> SSAValue:
         if list(shape_of(value)) != shape:
             value = e.emit(sh.ExpandOp, [value], tensor(i32, shape))
         column = e.emit(sh.ViewOp, [value], tensor(i32, [n, 1]))
-        floor = {"rounding_mode": StringAttr("floor")}
         q = e.emit(ew.DivOp, [column, weights], pairs, floor)
-        half = e.emit(ew.DivOp, [q, e.scalar(2, q)], pairs, floor)
-        twice = e.emit(ew.MulOp, [half, e.scalar(2, half)], pairs)
-        return e.emit(ew.SubOp, [q, twice], pairs)
+        half = e.emit(ew.DivOp, [q, two], pairs, floor)
+        return e.emit(ew.SubOp, [q, e.emit(ew.MulOp, [half, two], pairs)], pairs)
 
     lhs, rhs = as_i32(op.lhs), as_i32(op.rhs)
     a, b = bits_of(lhs), bits_of(rhs)
@@ -523,9 +525,10 @@ def bitwise_as_arithmetic(
     low = e.emit(rd.SumOp, [weighted], tensor(i32, [n]), _reduce_props([1], False))
     value = e.emit(sh.ViewOp, [low], tensor(i32, shape))
     if signed:
+        zero = e.constant(np.array(0, np.int32))
 
         def sign(v: SSAValue) -> SSAValue:
-            return e.emit(ew.LtOp, [v, e.scalar(0, v)], tensor(bool_, shape_of(v)))
+            return e.emit(ew.LtOp, [v, zero], tensor(bool_, shape_of(v)))
 
         kind = {
             ew.BitwiseAndOp: ew.LogicalAndOp,
@@ -568,7 +571,7 @@ def dilated_weight(e: Emitter, op: nn.Conv2dOp) -> Sequence[SSAValue] | None:
     holds an infinity or NaN that torch's window skips (0 * inf is NaN)."""
     dilation = list(ints(op.dilation))
     w = op.weight
-    o, i, kh, kw = shape_of(w)
+    kh, kw = shape_of(w)[2:]
     if all(d == 1 or k == 1 for d, k in zip(dilation, (kh, kw), strict=True)):
         return None
     if not _from_input(w):
