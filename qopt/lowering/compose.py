@@ -523,7 +523,7 @@ def bitwise_as_arithmetic(
         both = e.emit(ew.AbsOp, [e.emit(ew.SubOp, [a, b], pairs)], pairs)
     weighted = e.emit(ew.MulOp, [both, weights], pairs)
     low = e.emit(rd.SumOp, [weighted], tensor(i32, [n]), _reduce_props([1], False))
-    value = e.emit(sh.ViewOp, [low], tensor(i32, shape))
+    value = low if shape == [n] else e.emit(sh.ViewOp, [low], tensor(i32, shape))
     if signed:
         zero = e.constant(np.array(0, np.int32))
 
