@@ -503,7 +503,7 @@ def bitwise_as_arithmetic(
         return e.emit(ew.CastOp, [value], tensor(i32, shape_of(value)))
 
     two = e.constant(np.array(2, np.int32))
-    floor = {"rounding_mode": StringAttr("floor")}
+    floor: dict[str, Attribute] = {"rounding_mode": StringAttr("floor")}
 
     def bits_of(value: SSAValue) -> SSAValue:
         if list(shape_of(value)) != shape:
