@@ -480,17 +480,28 @@ def bitwise_as_arithmetic(
     if width is None:
         return None
     bits, signed = width
-    shape = list(shape_of(result))
+    # 0-d values computed as [1] (the composition's constants have one dim)
+    shape = list(shape_of(result)) or [1]
     i32 = element_type(np.dtype(np.int32))
+
+    def ranked(value: SSAValue) -> SSAValue:
+        if shape_of(value):
+            return value
+        return e.emit(sh.ViewOp, [value], tensor(value, [1]))
+
+    def finish(value: SSAValue) -> Sequence[SSAValue]:
+        if elem_of(value) != element:
+            value = e.emit(ew.CastOp, [value], tensor(element, shape_of(value)))
+        if shape_of(result) != shape_of(value):
+            value = e.emit(sh.ViewOp, [value], result.type)
+        return [value]
+
     if isinstance(op, ew.BitwiseNotOp):
         top = -1 if signed else (1 << bits) - 1
-        x = op.input
+        x = ranked(op.input)
         if elem_of(x) not in (i32, i64):  # Core ML's arithmetic takes int32
             x = e.emit(ew.CastOp, [x], tensor(i32, shape))
-        inverted = e.emit(ew.SubOp, [e.scalar(top, x), x], x.type)
-        if elem_of(x) != element:
-            inverted = e.emit(ew.CastOp, [inverted], result.type)
-        return [inverted]
+        return finish(e.emit(ew.SubOp, [e.scalar(top, x), x], x.type))
     bool_ = element_type(np.dtype(np.bool_))
     n = numel(shape)
     low_bits = bits - 1 if signed else bits
@@ -498,6 +509,7 @@ def bitwise_as_arithmetic(
     pairs = tensor(i32, [n, low_bits])
 
     def as_i32(value: SSAValue) -> SSAValue:
+        value = ranked(value)
         if elem_of(value) == i32:
             return value
         return e.emit(ew.CastOp, [value], tensor(i32, shape_of(value)))
@@ -538,9 +550,7 @@ def bitwise_as_arithmetic(
         negative = e.emit(kind, [sign(lhs), sign(rhs)], tensor(bool_, shape))
         lowest = e.emit(ew.AddOp, [value, e.scalar(-(1 << (bits - 1)), value)], value.type)
         value = e.emit(ew.WhereOp, [negative, lowest, value], value.type)
-    if element != i32:
-        value = e.emit(ew.CastOp, [value], result.type)
-    return [value]
+    return finish(value)
 
 
 # ----- convolution forms --------------------------------------------------------------------

@@ -361,3 +361,27 @@ def test_bool_bitwise_ops_and_constant_dilated_weights_stay() -> None:
     conv = torch.nn.Conv2d(2, 3, 3, dilation=2).eval()
     module = qopt.import_program(torch.export.export(conv, (_r(1, 2, 8, 8),)))
     assert compose(module, "coreml") == []
+
+
+def test_bitwise_ops_of_0d_tensors_and_python_scalars_on_coreml() -> None:
+    """0-d operands and results (`a & 5` of a 0-d tensor, torch's `__rxor__`): composed
+    on [1] and viewed back (a crash of the verifier before)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return a & 5, 3 ^ b, a | b, ~a, b & a
+
+    inputs = (torch.tensor(-7, dtype=torch.int32), torch.tensor([6, -1, 0], dtype=torch.int32))
+    want = [t.numpy() for t in fn(*inputs)]
+    ep = torch.export.export(Fn(fn), inputs)
+    composed = qopt.import_program(ep)
+    assert len(compose(composed, "coreml")) == 5
+    composed.verify()
+    for g, w in zip(qopt.interpret(composed, *inputs), want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.mlpackage"
+        qopt.compile(ep, "coreml").save(path)
+        got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)
