@@ -309,6 +309,35 @@ def _avg_pool3d(
     return pooled.reshape(*lead, c, pooled.shape[-2], h2, w2)
 
 
+def _im2col(
+    self: torch.Tensor,
+    kernel_size: list[int],
+    dilation: list[int],
+    padding: list[int],
+    stride: list[int],
+) -> torch.Tensor:
+    """`F.unfold`: the [N, C * kh * kw, L] sliding blocks, in tensors of rank 5 at most
+    (torch's decomposition indexes a rank-6 [N, C, kh, oh, kw, ow] at once; Core ML
+    tensors have rank 5 or less): the padded rows at `a * stride + i * dilation`
+    (an index_select of [kh * oh] rows), then its columns the same way, each index
+    flattened, and one transpose of (oh, kw) on [N, C * kh, oh, kw, ow]."""
+    batched = self.dim() == 4
+    x = self if batched else self.unsqueeze(0)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    if ph or pw:
+        x = torch.nn.functional.pad(x, [pw, pw, ph, ph])
+    n, c, h, w = x.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    rows = (torch.arange(kh) * dh).unsqueeze(1) + (torch.arange(oh) * sh).unsqueeze(0)
+    cols = (torch.arange(kw) * dw).unsqueeze(1) + (torch.arange(ow) * sw).unsqueeze(0)
+    x = torch.index_select(x, 2, rows.reshape(-1))  # [n, c, kh * oh, w]
+    x = torch.index_select(x, 3, cols.reshape(-1))  # [n, c, kh * oh, kw * ow]
+    x = x.reshape(n, c * kh, oh, kw, ow).permute(0, 1, 3, 2, 4)
+    y = x.reshape(n, c * kh * kw, oh * ow)
+    return y if batched else y.squeeze(0)
+
+
 EXTRA_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     torch.ops.aten.addbmm.default: _addbmm,
     torch.ops.aten._cdist_forward.default: _cdist_forward,
@@ -320,9 +349,11 @@ EXTRA_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
     torch.ops.aten.scatter_add.default: _scatter_add,
     torch.ops.aten.bilinear.default: _bilinear,
     torch.ops.aten.avg_pool3d.default: _avg_pool3d,
+    torch.ops.aten.im2col.default: _im2col,
 }
 """Definitions of ops torch has no decomposition for, in torch ops (torch's own
-formulas from its documentation): traced like torch's."""
+formulas from its documentation): traced like torch's; and of ops whose torch
+decomposition needs tensors of rank > 5 (`im2col`), which replace it."""
 
 
 @functools.lru_cache(maxsize=8)

@@ -31,12 +31,15 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FloatAttr,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
+    f64,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -47,7 +50,7 @@ from qopt.dialects.aten import reduction as rd
 from qopt.dialects.aten import shape as sh
 from qopt.dialects.aten.base import DYNAMIC, flag, integer, ints, norm_dim
 from qopt.dialects.tensors import elem_of, numel, shape_of
-from qopt.dtypes import element_type, is_bool, is_float, numpy_dtype
+from qopt.dtypes import element_type, is_bool, is_float, is_int, numpy_dtype
 from qopt.errors import QoptError
 
 TARGETS = ("coreml", "vulkan")
@@ -483,6 +486,189 @@ def index_add_as_sums(e: Emitter, op: ix.IndexPutOp) -> Sequence[SSAValue] | Non
     return [e.emit(ew.AddOp, [op.input, sums], op.result.type)]
 
 
+# ----- integer bitwise operations -------------------------------------------------------
+
+
+def _bit_width(element: Attribute) -> tuple[int, bool] | None:
+    """(width, signed) of the integers a bitwise op works on where it computes in
+    int32: int64 is int32 where it is lowered (Core ML has no int64); an unsigned
+    type wider than 16 bits has values int32 does not hold (None)."""
+    dtype = numpy_dtype(element)
+    if dtype.kind == "i":
+        return min(dtype.itemsize * 8, 32), True
+    if dtype.kind == "u" and dtype.itemsize <= 2:
+        return dtype.itemsize * 8, False
+    return None
+
+
+def bitwise_as_arithmetic(
+    e: Emitter, op: ew.BitwiseAndOp | ew.BitwiseOrOp | ew.BitwiseXorOp | ew.BitwiseNotOp
+) -> Sequence[SSAValue] | None:
+    """`~`, `&`, `|`, `^` of integers (Core ML has logical ops on bools only) in exact
+    integer arithmetic. `~x` is `-1 - x` (signed) or `(2^w - 1) - x` (unsigned of w
+    bits), which never overflows (computed in int32 for the narrower types). A binary
+    op computes in int32 on the operands broadcast and flattened to [n, 1]: the w - 1
+    low bits of a signed w-bit value (the w bits of an unsigned one) are
+    `q - 2 (q // 2)` with `q = x // [1, 2, .., 2^(w-2)]` (floor division: the two's
+    complement bits of negative values too), combined per bit (`a b`, `max(a, b)`,
+    `|a - b|`) and summed with their weights (at most 2^31 - 1); a signed result's sign
+    bit is the sign bits (`x < 0`) combined as bools, adding -2^(w-1) where set (w = 32
+    for int32 and int64, whose values Core ML holds in int32; sign extension commutes
+    with the bitwise ops). Bools stay logical ops (the rule's)."""
+    result = op.results[0]
+    element = elem_of(result)
+    if is_bool(element) or not all(is_int(elem_of(v)) or is_bool(elem_of(v)) for v in op.operands):
+        return None
+    width = _bit_width(element)
+    if width is None:
+        return None
+    bits, signed = width
+    # 0-d values computed as [1] (the composition's constants have one dim)
+    shape = list(shape_of(result)) or [1]
+    i32 = element_type(np.dtype(np.int32))
+
+    def ranked(value: SSAValue) -> SSAValue:
+        if shape_of(value):
+            return value
+        return e.emit(sh.ViewOp, [value], tensor(value, [1]))
+
+    def finish(value: SSAValue) -> Sequence[SSAValue]:
+        if elem_of(value) != element:
+            value = e.emit(ew.CastOp, [value], tensor(element, shape_of(value)))
+        if shape_of(result) != shape_of(value):
+            value = e.emit(sh.ViewOp, [value], result.type)
+        return [value]
+
+    if isinstance(op, ew.BitwiseNotOp):
+        top = -1 if signed else (1 << bits) - 1
+        x = ranked(op.input)
+        if elem_of(x) not in (i32, i64):  # Core ML's arithmetic takes int32
+            x = e.emit(ew.CastOp, [x], tensor(i32, shape))
+        return finish(e.emit(ew.SubOp, [e.scalar(top, x), x], x.type))
+    bool_ = element_type(np.dtype(np.bool_))
+    n = numel(shape)
+    low_bits = bits - 1 if signed else bits
+    weights = e.constant((np.int32(1) << np.arange(low_bits, dtype=np.int32)).reshape(1, -1))
+    pairs = tensor(i32, [n, low_bits])
+
+    def as_i32(value: SSAValue) -> SSAValue:
+        value = ranked(value)
+        if elem_of(value) == i32:
+            return value
+        return e.emit(ew.CastOp, [value], tensor(i32, shape_of(value)))
+
+    two = e.constant(np.array(2, np.int32))
+    floor: dict[str, Attribute] = {"rounding_mode": StringAttr("floor")}
+
+    def bits_of(value: SSAValue) -> SSAValue:
+        if list(shape_of(value)) != shape:
+            value = e.emit(sh.ExpandOp, [value], tensor(i32, shape))
+        column = e.emit(sh.ViewOp, [value], tensor(i32, [n, 1]))
+        q = e.emit(ew.DivOp, [column, weights], pairs, floor)
+        half = e.emit(ew.DivOp, [q, two], pairs, floor)
+        return e.emit(ew.SubOp, [q, e.emit(ew.MulOp, [half, two], pairs)], pairs)
+
+    lhs, rhs = as_i32(op.lhs), as_i32(op.rhs)
+    a, b = bits_of(lhs), bits_of(rhs)
+    if isinstance(op, ew.BitwiseAndOp):
+        both = e.emit(ew.MulOp, [a, b], pairs)
+    elif isinstance(op, ew.BitwiseOrOp):
+        both = e.emit(ew.MaximumOp, [a, b], pairs)
+    else:
+        both = e.emit(ew.AbsOp, [e.emit(ew.SubOp, [a, b], pairs)], pairs)
+    weighted = e.emit(ew.MulOp, [both, weights], pairs)
+    low = e.emit(rd.SumOp, [weighted], tensor(i32, [n]), _reduce_props([1], False))
+    value = low if shape == [n] else e.emit(sh.ViewOp, [low], tensor(i32, shape))
+    if signed:
+        zero = e.constant(np.array(0, np.int32))
+
+        def sign(v: SSAValue) -> SSAValue:
+            return e.emit(ew.LtOp, [v, zero], tensor(bool_, shape_of(v)))
+
+        kind = {
+            ew.BitwiseAndOp: ew.LogicalAndOp,
+            ew.BitwiseOrOp: ew.LogicalOrOp,
+            ew.BitwiseXorOp: ew.LogicalXorOp,
+        }[type(op)]
+        negative = e.emit(kind, [sign(lhs), sign(rhs)], tensor(bool_, shape))
+        lowest = e.emit(ew.AddOp, [value, e.scalar(-(1 << (bits - 1)), value)], value.type)
+        value = e.emit(ew.WhereOp, [negative, lowest, value], value.type)
+    return finish(value)
+
+
+# ----- convolution forms --------------------------------------------------------------------
+
+
+def _from_input(value: SSAValue) -> bool:
+    """Whether `value` is computed from a function argument (a run-time value, not a
+    constant the lowering folds or reads at compile time)."""
+    seen: set[SSAValue] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if not isinstance(v, OpResult):
+            return True
+        stack.extend(v.owner.operands)
+    return False
+
+
+def dilated_weight(e: Emitter, op: nn.Conv2dOp) -> Sequence[SSAValue] | None:
+    """A dilated convolution whose weight is a run-time value (coremltools dilates
+    constant weights only): the weight dilated in the graph, each dim of dilation d
+    viewed with a unit dim after it, padded there with d - 1 zeros, merged and cut to
+    `d (k - 1) + 1` (rank 5 at most), then an undilated convolution; the products
+    with the inserted zeros add +-0. The same result as torch's but where the input
+    holds an infinity or NaN that torch's window skips (0 * inf is NaN)."""
+    dilation = list(ints(op.dilation))
+    w = op.weight
+    kh, kw = shape_of(w)[2:]
+    if all(d == 1 or k == 1 for d, k in zip(dilation, (kh, kw), strict=True)):
+        return None
+    if not _from_input(w):
+        return None  # a constant weight: the target dilates it
+    zero = FloatAttr(0.0, f64)
+
+    def spread(value: SSAValue, axis: int, d: int) -> SSAValue:
+        """`value` ([o, i, kh, kw]) dilated by d along axis 2 or 3."""
+        dims = list(shape_of(value))
+        k = dims[axis]
+        unit = [*dims[: axis + 1], 1, *dims[axis + 1 :]]
+        padded = [*dims[: axis + 1], d, *dims[axis + 1 :]]
+        after = [0, 0] * (len(unit) - axis - 2) + [0, d - 1]
+        v = e.emit(sh.ViewOp, [value], tensor(value, unit))
+        v = e.emit(
+            sh.ConstantPadNdOp,
+            [v],
+            tensor(value, padded),
+            {"pad": DenseArrayBase.from_list(i64, after), "value": zero},
+        )
+        merged = [*dims[:axis], k * d, *dims[axis + 1 :]]
+        v = e.emit(sh.ViewOp, [v], tensor(value, merged))
+        cut = [*dims[:axis], d * (k - 1) + 1, *dims[axis + 1 :]]
+        return e.emit(
+            sh.SliceOp,
+            [v],
+            tensor(value, cut),
+            {
+                "dim": IntegerAttr(axis, i64),
+                "start": IntegerAttr(0, i64),
+                "end": IntegerAttr(cut[axis], i64),
+                "step": IntegerAttr(1, i64),
+            },
+        )
+
+    for axis, (d, k) in enumerate(zip(dilation, (kh, kw), strict=True)):
+        if d != 1 and k != 1:
+            w = spread(w, axis + 2, d)
+    props = dict(op.properties)
+    props["dilation"] = DenseArrayBase.from_list(i64, [1, 1])
+    operands = [op.input, w] + ([op.bias] if op.bias is not None else [])
+    return [e.emit(nn.Conv2dOp, operands, op.result.type, props)]
+
+
 COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
     "vulkan": {
         sh.ViewOp: repeat_as_interleave,
@@ -508,6 +694,11 @@ COMPOSITIONS: dict[str, dict[type[Operation], Composition]] = {
         layers.BatchNormOp: batch_norm_as_arithmetic,
         rd.SortOp: sort_as_ranks,
         ix.IndexPutOp: index_add_as_sums,
+        ew.BitwiseAndOp: bitwise_as_arithmetic,
+        ew.BitwiseOrOp: bitwise_as_arithmetic,
+        ew.BitwiseXorOp: bitwise_as_arithmetic,
+        ew.BitwiseNotOp: bitwise_as_arithmetic,
+        nn.Conv2dOp: dilated_weight,
     },
 }
 """Per target: the op types with a form the target's rules lack (or run worse), and

@@ -45,8 +45,9 @@ transposed at compile time, else `matmul` + `add` (alpha / beta by `mul`);
 tensors is one `gather` of flat offsets computed with numpy on the input
 reshaped to 1-D (run-time indices are an error); `&`, `|`, `^` on bools and
 `logical_and/or/xor` are MIL `logical_and/or/xor` (integer bitwise ops have no
-MIL op: an error). MIL `select` is typed by coremltools from its branches only,
-so `where` gives one branch the result's shape when cond is the larger.
+MIL op: `compose` writes them in integer arithmetic). MIL `select` is typed by
+coremltools from its branches only, so `where` gives one branch the result's shape
+when cond is the larger.
 
 Activations, rounding and index reductions: `hardsigmoid` is MIL `sigmoid_hard`
 (alpha 1/6, beta 0.5) and `hardswish` is `x * sigmoid_hard(x)`; `leaky_relu`,

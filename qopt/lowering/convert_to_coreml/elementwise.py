@@ -240,15 +240,16 @@ _BITWISE = (ew.BitwiseAndOp, ew.BitwiseOrOp, ew.BitwiseXorOp)
 @RULES(*_LOGICAL)
 def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
     """`&`, `|`, `^` on bools and `logical_and/or/xor`: MIL logical_and/or/xor,
-    which take bools only. Integer bitwise ops have no MIL op (an error); the
+    which take bools only. Integer bitwise ops have no MIL op: `compose` writes them in
+    integer arithmetic (static shapes, at most 32 bits); what it leaves is an error. The
     operands of a logical op that are not bools become `x != 0` through a cast."""
     x, y = op.operands
     if isinstance(op, _BITWISE) and (elem_of(x) != i1 or elem_of(y) != i1):
         names = ", ".join(coreml.mil_dtype_name(mil_elem(elem_of(v))) for v in (x, y))
         raise QoptError(
             f"convert-to-coreml: {where(op)}: integer bitwise operations ({names} operands) "
-            "have no CoreML (MIL) op; only bool operands lower (to logical_and/or/xor): "
-            "compute the mask as a bool tensor in the model, or run this model on Vulkan"
+            "have no CoreML (MIL) op; qopt writes them in integer arithmetic for static "
+            "shapes of integers of at most 32 bits (unsigned: 16), which this one is not"
         )
     out = mil_tensor(op.results[0].type)
     return [lw.build(_LOGICAL[type(op)], [lw.as_elem(x, i1), lw.as_elem(y, i1)], out)]
@@ -258,14 +259,16 @@ def _logical(lw: Lowering, op: ew.BinaryOp) -> Sequence[SSAValue]:
 def _not_isnan(lw: Lowering, op: ew.UnaryOp) -> Sequence[SSAValue]:
     """`logical_not(x)` (and `~` of bools) is `equal(x, 0)` in x's MIL type (bools as
     int32); `isnan(x)` is `not_equal(x, x)` (false for integers). MIL has no
-    bitwise_not for integers (an error)."""
+    bitwise_not for integers: `compose` writes it as `-1 - x`; what it leaves (an
+    unsigned type wider than 16 bits) is an error."""
     x = op.operands[0]
     out = mil_tensor(op.results[0].type)
     elem = mil_elem(elem_of(x))
     if isinstance(op, ew.BitwiseNotOp) and elem != i1:
         raise QoptError(
             f"convert-to-coreml: {where(op)}: bitwise_not of {coreml.mil_dtype_name(elem)} "
-            "tensors has no CoreML (MIL) op; only bools lower (to logical not)"
+            "tensors has no CoreML (MIL) op; qopt writes it in integer arithmetic for "
+            "integers of at most 32 bits (unsigned: 16), which this one is not"
         )
     if elem == i1:
         x = lw.as_elem(x, i32)

@@ -575,7 +575,8 @@ class Lowering:
         out: Attribute,
     ) -> SSAValue:
         """MIL `conv` with the window of `op` (aten or qfused conv2d). A run-time weight
-        takes no dilation in coremltools (an error naming the op)."""
+        takes no dilation in coremltools: `compose` dilates it in the graph (static
+        shapes); one it leaves is an error naming the op."""
         ph, pw = op.padding.get_values()
         dilation = op.dilation.get_values()
         if any(d != 1 for d in dilation) and not (
@@ -584,7 +585,8 @@ class Lowering:
             raise QoptError(
                 f"convert-to-coreml: {where(op)}: a dilated convolution (dilation "
                 f"{list(dilation)}) with a run-time weight has no CoreML lowering "
-                "(coremltools supports dilations for constant weights only)"
+                "(coremltools supports dilations for constant weights only; qopt dilates "
+                "a run-time weight in the graph for static shapes only)"
             )
         pad = [ph, ph, pw, pw]
         x = self.fold_zero_pad(x, pad)

@@ -1,6 +1,7 @@
 """qopt's definitions of ops torch has no decomposition for (qopt/frontend/decompose.py,
 EXTRA_DECOMPOSITIONS; issue 22): kthvalue, median along a dim, cummax, scatter (src and
-add), bilinear, avg_pool3d. Each exported as a user does, imported through its
+add), bilinear, avg_pool3d; and of im2col (`F.unfold`), whose torch decomposition
+needs a rank-6 tensor. Each exported as a user does, imported through its
 definition and checked against torch eager on the interpreter, CoreML (read back and
 interpreted) and Vulkan (when a device is present), on the cases that test the
 definition's edges: ties, NaN, colliding writes, an index smaller than the input,
@@ -18,6 +19,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
+from xdsl.dialects.builtin import TensorType
+from xdsl.utils.hints import isa
 
 import qopt
 from qopt.frontend.decompose import EXTRA_DECOMPOSITIONS
@@ -116,6 +119,14 @@ CASES: list[tuple[str, Callable[..., object], tuple[torch.Tensor, ...], bool]] =
         (_r(2, 3, 5, 5),),
         True,
     ),
+    ("unfold", lambda x: F.unfold(x, 2, stride=2), (_r(1, 3, 8, 8),), True),
+    (
+        "unfold_window",
+        lambda x: F.unfold(x, (3, 2), dilation=(2, 1), padding=(1, 2), stride=(2, 3)),
+        (_r(2, 3, 9, 11),),
+        True,
+    ),
+    ("unfold_unbatched", lambda x: F.unfold(x, 3, padding=1), (_r(2, 5, 6),), True),
 ]
 
 VULKAN_REFUSES = {"cummin_int"}
@@ -180,7 +191,21 @@ def test_every_definition_is_tested() -> None:
     tested |= {"aten.cummin.default"}
     tested |= {"aten.scatter.src", "aten.scatter_add.default", "aten.bilinear.default"}
     tested |= {"aten.avg_pool3d.default", "aten.addbmm.default", "aten._cdist_forward.default"}
+    tested |= {"aten.im2col.default"}
     assert names <= tested
+
+
+def test_unfold_stays_within_rank_5() -> None:
+    """im2col's definition holds no tensor of rank > 5 (Core ML's limit; torch's
+    decomposition indexes a rank-6 [N, C, kh, oh, kw, ow])."""
+    inputs = (_r(2, 4, 12, 10),)
+    ep = torch.export.export(Fn(lambda x: F.unfold(x, 3, dilation=2, stride=2)), inputs)
+    module = qopt.import_program(ep)
+    ranks = {
+        len(r.type.get_shape()) for o in module.walk() for r in o.results if isa(r.type, TensorType)
+    }
+    assert max(ranks) == 5
+    assert "aten.index_select" in {o.name for o in module.walk()}
 
 
 def test_avg_pool3d_divisor_override_is_refused_cleanly() -> None:

@@ -51,6 +51,18 @@ def _repeat_kv(x: torch.Tensor, n: int) -> torch.Tensor:
     return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
 
 
+def _ints(dtype: torch.dtype, *shape: int, seed: int = 0) -> torch.Tensor:
+    """Integers over the whole range of `dtype` (int32's for int64: Core ML holds int64
+    values in int32), the extremes, 0, 1 and -1 among them."""
+    info = torch.iinfo(dtype if dtype != torch.int64 else torch.int32)
+    generator = torch.Generator().manual_seed(seed + sum(shape))
+    x = torch.randint(info.min, info.max + 1, shape, generator=generator, dtype=torch.int64)
+    edges = torch.tensor([info.min, info.max, 0, 1, -1 if info.min < 0 else info.max - 1])
+    count = min(len(edges), x.numel())
+    x.view(-1)[:count] = edges.roll(seed)[:count]
+    return x.to(dtype)
+
+
 # (id, target, function, inputs, the op composed)
 CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str]] = [
     (
@@ -183,6 +195,48 @@ CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str
         "aten.index_put",
     ),
     (
+        "bitwise_and_coreml",
+        "coreml",
+        torch.bitwise_and,
+        (_ints(torch.int32, 3, 4), _ints(torch.int32, 4, seed=1)),
+        "aten.bitwise_and",
+    ),
+    (
+        "bitwise_or_coreml",
+        "coreml",
+        torch.bitwise_or,
+        (_ints(torch.int32, 2, 3, 4), _ints(torch.int32, 3, 1, seed=1)),
+        "aten.bitwise_or",
+    ),
+    (
+        "bitwise_xor_long_coreml",
+        "coreml",
+        torch.bitwise_xor,
+        (_ints(torch.int32, 5).long(), _ints(torch.int32, 5, seed=1).long()),
+        "aten.bitwise_xor",
+    ),
+    (
+        "bitwise_not_coreml",
+        "coreml",
+        torch.bitwise_not,
+        (_ints(torch.int32, 2, 5),),
+        "aten.bitwise_not",
+    ),
+    (
+        "conv_dilation_runtime_weight_coreml",
+        "coreml",
+        lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=(2, 1), dilation=(2, 3), groups=2),
+        (_r(2, 4, 9, 10), _r(6, 2, 3, 2), _r(6)),
+        "aten.conv2d",
+    ),
+    (
+        "conv1d_dilation_runtime_weight_coreml",
+        "coreml",
+        lambda x, w: F.conv1d(x, w, dilation=3),
+        (_r(2, 3, 20), _r(4, 3, 4)),
+        "aten.conv2d",
+    ),
+    (
         "index_put_accumulate_negative_vulkan",
         "vulkan",
         lambda x, v: x.index_put((torch.tensor([-1, 0, -1, 2]),), v, accumulate=True),
@@ -205,7 +259,7 @@ def test_composition_interprets_alike(
     module = qopt.import_program(torch.export.export(Fn(fn), inputs))
     composed = clone_module(module)
     assert compose(composed, target) == [op]
-    if op != "aten.sum":  # a sum of booleans becomes a float sum
+    if op not in ("aten.sum", "aten.conv2d"):  # a float sum; an undilated convolution
         assert op not in {o.name for o in composed.walk()}
     composed.verify()
     before = qopt.interpret(module, *inputs)
@@ -303,3 +357,72 @@ def test_a_decomposition_beyond_the_kernels_rank_is_a_clean_refusal() -> None:
         pytest.skip(f"no Vulkan device: {reason}")
     with pytest.raises(qopt.QoptError, match=r"convert-to-vkc: .*rank-8 tensor"):
         qopt.compile(ep, "vulkan")
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64], ids=str
+)
+def test_integer_bitwise_ops_match_torch_on_coreml(dtype: torch.dtype) -> None:
+    """`&`, `|`, `^`, `~` of every integer dtype torch has them for (broadcast operands,
+    the dtype's extremes, negative values): the composed program interprets as torch
+    computes, and so does the Core ML program read back (integers come back as int32,
+    Core ML's integer type)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return a & b, a | b, a ^ b, ~a, ~b
+
+    inputs = (_ints(dtype, 3, 8), _ints(dtype, 8, seed=2))
+    want = [t.numpy() for t in fn(*inputs)]
+    ep = torch.export.export(Fn(fn), inputs)
+    module = qopt.import_program(ep)
+    composed = clone_module(module)
+    assert sorted(compose(composed, "coreml")) == sorted(
+        ["aten.bitwise_and", "aten.bitwise_or", "aten.bitwise_xor"] + ["aten.bitwise_not"] * 2
+    )
+    composed.verify()
+    for got in (qopt.interpret(module, *inputs), qopt.interpret(composed, *inputs)):
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.mlpackage"
+        qopt.compile(ep, "coreml").save(path)
+        got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype.kind in "iu"
+        np.testing.assert_array_equal(g.astype(np.int64), w.astype(np.int64))
+
+
+def test_bool_bitwise_ops_and_constant_dilated_weights_stay() -> None:
+    """Bools keep the logical rule's form; a constant weight keeps its dilation (the
+    target dilates it itself)."""
+    masks = (_r(4) > 0, _r(4, seed=1) > 0)
+    module = qopt.import_program(torch.export.export(Fn(lambda a, b: (a & b, a ^ b, ~a)), masks))
+    assert compose(module, "coreml") == []
+    conv = torch.nn.Conv2d(2, 3, 3, dilation=2).eval()
+    module = qopt.import_program(torch.export.export(conv, (_r(1, 2, 8, 8),)))
+    assert compose(module, "coreml") == []
+
+
+def test_bitwise_ops_of_0d_tensors_and_python_scalars_on_coreml() -> None:
+    """0-d operands and results (`a & 5` of a 0-d tensor, torch's `__rxor__`): composed
+    on [1] and viewed back (a crash of the verifier before)."""
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return a & 5, 3 ^ b, a | b, ~a, b & a
+
+    inputs = (torch.tensor(-7, dtype=torch.int32), torch.tensor([6, -1, 0], dtype=torch.int32))
+    want = [t.numpy() for t in fn(*inputs)]
+    ep = torch.export.export(Fn(fn), inputs)
+    composed = qopt.import_program(ep)
+    assert len(compose(composed, "coreml")) == 5
+    composed.verify()
+    for g, w in zip(qopt.interpret(composed, *inputs), want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.mlpackage"
+        qopt.compile(ep, "coreml").save(path)
+        got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)

@@ -15,19 +15,10 @@ from qopt.breadth import FUNCTIONS, case
 from qopt.conformance import run_case
 
 ALL = ("interp", "coreml", "vulkan")
-TARGETS_OF_MIL = ("coreml",)
 
-REFUSED: dict[str, tuple[str, ...]] = {
-    # MIL has no integer bitwise ops
-    "bitwise_and": TARGETS_OF_MIL,
-    "bitwise_or": TARGETS_OF_MIL,
-    "bitwise_xor": TARGETS_OF_MIL,
-    "bitwise_not": TARGETS_OF_MIL,
-    # a rank-6 intermediate on Core ML (rank <= 5)
-    "unfold": TARGETS_OF_MIL,
-    # dilated convolution with a run-time weight
-    "conv2d_dilation": TARGETS_OF_MIL,
-}
+REFUSED: dict[str, tuple[str, ...]] = {}
+"""None left: CoreML's last six (integer bitwise ops, `unfold`'s rank-6 intermediate, a
+dilated convolution with a run-time weight) are compositions now."""
 
 SKIPPED = {"gaussian_nll_loss"}  # torch.export fails on it (a data-dependent guard)
 
