@@ -179,6 +179,32 @@ QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, siz
                                     const int64_t *spec, size_t n_spec, int64_t groups[3],
                                     int64_t *extents, size_t n_extents, qvk_error *err);
 
+/* ----- kernel variants ----------------------------------------------------------------- */
+
+/* What the choice of a kernel's variant reads of a device (qopt.kernels.variants.DeviceProps):
+   VkPhysicalDeviceType, VkPhysicalDeviceSubgroupProperties (size, supported stages and
+   operations), maxComputeSharedMemorySize, shaderFloat16 / shaderInt8. */
+typedef struct qvk_device_props {
+  uint32_t device_type, subgroup_size, subgroup_stages, subgroup_ops, shared_bytes;
+  int float16, int8;
+} qvk_device_props;
+
+/* The session's device properties, and its variant mode (QOPT_VK_VARIANTS when the session
+   was created: "auto", "base" or "all"). */
+QVK_API qvk_device_props qvk_session_device_props(const qvk_session *session);
+QVK_API const char *qvk_session_variant_mode(const qvk_session *session);
+/* Dispatches recorded so far with a variant (each method is recorded on its first run). */
+QVK_API size_t qvk_session_variant_dispatches(const qvk_session *session);
+
+/* The variant a dispatch of kernel `kernel` (push constants and every specialization value,
+   as qvk_kernel_rules takes them) runs on a device of `props` under `mode` ("auto", "base",
+   "all"; NULL or "": "auto"): `*variant` its name, or NULL for the base kernel. The same
+   rule the Python runtime applies (qopt.kernels.variants.choose). For tools and tests. */
+QVK_API qvk_status qvk_kernel_variant(const char *kernel, const qvk_device_props *props,
+                                      const int64_t *push, size_t n_push, const int64_t *spec,
+                                      size_t n_spec, const char *mode, const char **variant,
+                                      qvk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
