@@ -190,3 +190,37 @@ def choose(
             continue
         return v
     return None
+
+
+def report(
+    device: str,
+    props: DeviceProps | None,
+    mode: str,
+    counts: dict[tuple[str, str], int],
+    kernels: list[str] | tuple[str, ...] | set[str],
+) -> list[str]:
+    """Lines saying which variant each of `kernels` (those with variants) got on a device
+    (`counts`: dispatches recorded with a variant, by (kernel, variant)) and why not."""
+    lines = [f"kernel variants ({MODE_ENV}={mode}) on {device}: "
+             f"{props.describe() if props else 'properties unknown'}"]  # fmt: skip
+    for kernel in sorted(set(kernels)):
+        options = variants_of(kernel)
+        if not options:
+            continue
+        used = [f"{v.name} ({counts[kernel, v.name]} dispatches)" for v in options
+                if counts.get((kernel, v.name))]  # fmt: skip
+        if used:
+            lines.append(f"  {kernel}: {', '.join(used)}")
+            continue
+        why = []
+        for v in options:
+            if mode == "base" or props is None:
+                why.append(f"{v.name}: mode base")
+            elif not v.needs.met(props):
+                why.append(f"{v.name}: the device lacks what it needs")
+            elif mode == "auto" and props.device_type not in v.prefer:
+                why.append(f"{v.name}: not preferred on this device type")
+            else:
+                why.append(f"{v.name}: no dispatch it applies to")
+        lines.append(f"  {kernel}: base ({'; '.join(why)})")
+    return lines

@@ -43,7 +43,7 @@ from qopt.backends.vulkan.loader import (
 from qopt.backends.vulkan.spirv import compile_kernel
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
 from qopt.kernels.spec import MAX_UNIFORM_BYTES
-from qopt.kernels.variants import DeviceProps, choose, variant_mode
+from qopt.kernels.variants import DeviceProps, choose, report, variant_mode
 
 # ----- buffers, dispatches -------------------------------------------------------------
 
@@ -672,6 +672,11 @@ class VulkanDevice:
             None,
         )
         self._check_validation("creating the device")
+
+    def variant_report(self, kernels: Sequence[str]) -> list[str]:
+        """Which variant each of `kernels` got in the programs recorded so far, and why
+        the others run the base (`qopt.kernels.variants.report`)."""
+        return report(self.name, self.props, self.variant_mode, self.variant_dispatches, kernels)
 
     # -- memory --------------------------------------------------------------------
 
