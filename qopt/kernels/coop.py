@@ -9,9 +9,9 @@ workgroup) suits lavapipe, which runs an invocation per SIMD lane and gathers ea
 loads; on a GPU it leaves 4 workgroups for a 2048-row projection and every lane walking
 its own weight rows (uncoalesced). The cooperative shape is the usual GPU GEMV: adjacent
 lanes read adjacent 16-byte weight chunks of one row and there is a workgroup per 16 rows.
-On lavapipe (a CPU device) it was measured slower than the base (see `VARIANTS`), so it is
-preferred on GPU device types only; `QOPT_VK_VARIANTS=all` runs it on lavapipe (tests,
-benchmarks).
+On lavapipe (a CPU device) it was measured slower than the base at the 336M decoder's
+shapes (see `VARIANTS`), so it is preferred on GPU device types only;
+`QOPT_VK_VARIANTS=all` runs it on lavapipe (tests, benchmarks/variants.py).
 
 Its reads lie inside the base's extents (`qlinear._linear_qw_extents`, the path where
 every chunk is fast, which `qw_coop_applies` requires): x vec4s below cpr * VPC / 4
@@ -66,5 +66,8 @@ VARIANTS = tuple(
     )
     for base in ("linear_q4gsw", "linear_q8csw")
 )
-"""Measured on lavapipe (llvmpipe, 8-lane subgroups; see the module doc): slower than the
-base there, so preferred on GPU device types only."""
+"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
+benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
+(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
+0.95x. Slower at the shapes that matter there, so preferred on GPU device types only (not
+measured on a GPU: none was available)."""
