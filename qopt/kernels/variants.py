@@ -31,7 +31,7 @@ the same device and stay bit-identical (tests/unit/runtime checks both).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from qopt.errors import QoptError
@@ -197,7 +197,7 @@ def report(
     props: DeviceProps | None,
     mode: str,
     counts: dict[tuple[str, str], int],
-    kernels: list[str] | tuple[str, ...] | set[str],
+    kernels: Iterable[str],
 ) -> list[str]:
     """Lines saying which variant each of `kernels` (those with variants) got on a device
     (`counts`: dispatches recorded with a variant, by (kernel, variant)) and why not."""
@@ -212,7 +212,7 @@ def report(
         if used:
             lines.append(f"  {kernel}: {', '.join(used)}")
             continue
-        why = []
+        why: list[str] = []
         for v in options:
             if mode == "base" or props is None:
                 why.append(f"{v.name}: mode base")

@@ -48,7 +48,7 @@ int qvk_choose_variant(const qvk_cat_kernel *k, const qvk_device_props *props, c
   for (size_t i = 0; i < qvk_cat_variant_count; i++) {
     const qvk_cat_variant *v = &qvk_cat_variants[i];
     if (&qvk_cat_kernels[v->base] != k || !needs_met(&v->needs, props)) continue;
-    if (mode != QVK_VARIANTS_ALL && (props->device_type >= 32 || !(v->prefer >> props->device_type & 1u))) {
+    if (mode != QVK_VARIANTS_ALL && (props->device_type >= 32 || !((v->prefer >> props->device_type) & 1u))) {
       continue;
     }
     int64_t a = 0;

@@ -130,6 +130,11 @@ def test_kv_decoder_bit_identical_with_variants(
         a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
         for a, b in zip(python, native, strict=True)
     )
+    with NativeBundle.open(path) as bundle, bundle.session() as s:
+        # the C runtime reads the device's properties as the Python runtime does
+        dev = qopt.load(str(path)).device
+        assert s.device_props == dev.props
+        assert s.variant_mode == dev.variant_mode == "all"
     monkeypatch.setenv("QOPT_VK_VARIANTS", "base")
     base, n_base = _run(path, native=True)
     assert n_base == 0
