@@ -174,7 +174,8 @@ QVK_API void qvk_session_destroy(qvk_session *session);
    constant, in constant_id order) the workgroup counts a dispatch needs (`groups`) and
    the words each binding can touch (`extents`, `n_extents` = the kernel's bindings).
    QVK_ERROR_BUNDLE with the rule's own message when the rules refuse these values;
-   QVK_ERROR_ARGUMENT for an unknown kernel or wrong counts. For tools and tests. */
+   QVK_ERROR_ARGUMENT for an unknown kernel or wrong counts. A kernel variant is named
+   `base@variant` (its own workgroup rule). For tools and tests. */
 QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, size_t n_push,
                                     const int64_t *spec, size_t n_spec, int64_t groups[3],
                                     int64_t *extents, size_t n_extents, qvk_error *err);
