@@ -69,5 +69,6 @@ VARIANTS = tuple(
 """Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
 benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
 (336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
-0.95x. Slower at the shapes that matter there, so preferred on GPU device types only (not
+0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
+Slower at the shapes that matter there, so preferred on GPU device types only (not
 measured on a GPU: none was available)."""
