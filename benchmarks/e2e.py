@@ -22,6 +22,10 @@ Per scheme and length it also prints the work of one call from the compiled prog
 dispatches read against the bytes they must read (packed weights, scales, the cache
 rows in use; goal <= 1.1x) and the dispatches per layer.
 
+It prints which kernel variant (`qopt.kernels.variants`, picked at load from the
+device's properties; QOPT_VK_VARIANTS=base / all to force) each kernel got on this
+device; benchmarks/variants.py compares base and variants.
+
 With `--profile N` it also prints, per scheme and length, the N kernels with the most
 GPU time per call (dispatch timestamps, median over the repeats, summed over that
 kernel's dispatches) and the host time outside the GPU.
@@ -187,6 +191,10 @@ def main() -> None:
             rows.append((scheme, seq, statistics.median(walls), statistics.median(gpus),
                          stop - start, statistics.median(floats), statistics.median(quants),
                          et_s))  # fmt: skip
+        # which kernel variant each kernel got on this device (qopt.kernels.variants)
+        kernels = sorted({entry.kernel for entry in artifact.program.kernels})
+        for line in artifact.device.variant_report(kernels):
+            print(f"  {line}")
         artifact.close()
     print()
     print(f"{'scheme':<10} {'seq':>4} {'qopt':>8} {'gpu':>8} {'host':>7} {'disp':>5} "

@@ -1402,7 +1402,35 @@ static void qx_fail(qvk_rule_ctx *X, int64_t pc, const char *fmt, ...) {
 """
 
 
-def kernel_rules(index: int, spec: Any) -> list[str]:
+def _maps(spec: Any) -> tuple[DynMap, DynMap]:
+    ints = {n for n, kind in spec.push if kind != "f32"}
+    spec_names = [n for n, _ in spec.spec]
+    return (
+        DynMap("P", [n for n, _ in spec.push], ints),
+        DynMap("S", spec_names, set(spec_names)),
+    )
+
+
+def scalar_rule(cname: str, spec: Any, fn: Callable[..., object]) -> list[str]:
+    """C function `cname` of an integer rule `fn(push, spec)` of kernel `spec` (a kernel
+    variant's `applies`): its value in A[0]."""
+    push, specs = _maps(spec)
+
+    def shape(t: Translator, value: object) -> list[str]:
+        return [f"  A[0] = {t.c(t.intval(value))};"]
+
+    body = translate(spec.name, fn, push, specs, shape, "")
+    lines = [
+        f"static int {cname}(const int64_t *P, const int64_t *S, int64_t *A, qvk_rule_ctx *X) {{",
+        "  (void)P; (void)S; (void)A;",
+    ]
+    lines.extend(body)
+    lines.append("  return X->failed ? -1 : 0;")
+    lines.append("}")
+    return lines
+
+
+def kernel_rules(index: int | str, spec: Any) -> list[str]:
     """C functions `rules_extents_<index>` and `rules_workgroups_<index>` of a KernelSpec."""
     push_names = [n for n, _ in spec.push]
     ints = {n for n, kind in spec.push if kind != "f32"}

@@ -40,6 +40,7 @@ from qopt.kernels.prebuilt import (
     sha256,
 )
 from qopt.kernels.source import kernel_source
+from qopt.kernels.variants import variants
 
 TARGET_ENV = "vulkan1.2"
 FLAGS = ("-V", "--target-env", TARGET_ENV)
@@ -122,7 +123,7 @@ def glslang(source: str, name: str = "kernel.comp", validate: bool = True) -> by
 
 def kernel_sources() -> list[str]:
     """Every kernel source of the catalogue, sorted."""
-    return sorted({spec.glsl for spec in catalogue().values()})
+    return sorted({spec.glsl for spec in catalogue().values()} | {v.glsl for v in variants()})
 
 
 def _write(path: Path, data: bytes) -> None:

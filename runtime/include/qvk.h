@@ -174,10 +174,37 @@ QVK_API void qvk_session_destroy(qvk_session *session);
    constant, in constant_id order) the workgroup counts a dispatch needs (`groups`) and
    the words each binding can touch (`extents`, `n_extents` = the kernel's bindings).
    QVK_ERROR_BUNDLE with the rule's own message when the rules refuse these values;
-   QVK_ERROR_ARGUMENT for an unknown kernel or wrong counts. For tools and tests. */
+   QVK_ERROR_ARGUMENT for an unknown kernel or wrong counts. A kernel variant is named
+   `base@variant` (its own workgroup rule). For tools and tests. */
 QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, size_t n_push,
                                     const int64_t *spec, size_t n_spec, int64_t groups[3],
                                     int64_t *extents, size_t n_extents, qvk_error *err);
+
+/* ----- kernel variants ----------------------------------------------------------------- */
+
+/* What the choice of a kernel's variant reads of a device (qopt.kernels.variants.DeviceProps):
+   VkPhysicalDeviceType, VkPhysicalDeviceSubgroupProperties (size, supported stages and
+   operations), maxComputeSharedMemorySize, shaderFloat16 / shaderInt8. */
+typedef struct qvk_device_props {
+  uint32_t device_type, subgroup_size, subgroup_stages, subgroup_ops, shared_bytes;
+  int float16, int8;
+} qvk_device_props;
+
+/* The session's device properties, and its variant mode (QOPT_VK_VARIANTS when the session
+   was created: "auto", "base" or "all"). */
+QVK_API qvk_device_props qvk_session_device_props(const qvk_session *session);
+QVK_API const char *qvk_session_variant_mode(const qvk_session *session);
+/* Dispatches recorded so far with a variant (each method is recorded on its first run). */
+QVK_API size_t qvk_session_variant_dispatches(const qvk_session *session);
+
+/* The variant a dispatch of kernel `kernel` (push constants and every specialization value,
+   as qvk_kernel_rules takes them) runs on a device of `props` under `mode` ("auto", "base",
+   "all"; NULL or "": "auto"): `*variant` its name, or NULL for the base kernel. The same
+   rule the Python runtime applies (qopt.kernels.variants.choose). For tools and tests. */
+QVK_API qvk_status qvk_kernel_variant(const char *kernel, const qvk_device_props *props,
+                                      const int64_t *push, size_t n_push, const int64_t *spec,
+                                      size_t n_spec, const char *mode, const char **variant,
+                                      qvk_error *err);
 
 #ifdef __cplusplus
 }

@@ -1285,6 +1285,10 @@ QVK_API qvk_status qvk_kernel_rules(const char *kernel, const int64_t *push, siz
   for (size_t i = 0; kernel != NULL && i < qvk_cat_kernel_count; i++) {
     if (strcmp(qvk_cat_kernels[i].name, kernel) == 0) k = &qvk_cat_kernels[i];
   }
+  for (size_t i = 0; k == NULL && kernel != NULL && i < qvk_cat_variant_count; i++) {
+    /* a variant by its kernel name (`base@variant`): for tests; bundles name bases only */
+    if (strcmp(qvk_cat_variants[i].kernel.name, kernel) == 0) k = &qvk_cat_variants[i].kernel;
+  }
   if (k == NULL) {
     return qvk_fail(err, QVK_ERROR_ARGUMENT, "qvk_kernel_rules: no kernel %.100s in the catalogue",
                     kernel ? kernel : "(null)");

@@ -75,6 +75,25 @@ typedef struct {
   qvk_rule_fn workgroups; /* 3 counts */
 } qvk_cat_kernel;
 
+/* A kernel variant (qopt.kernels.variants): `kernel` is the variant as a kernel (its
+   base's interface, its own source, local size and workgroup rule), picked at load for a
+   dispatch of kernel `base` by choose_variant (variants.c) from the device's properties,
+   `needs`, `prefer` (bit t: preferred on VkPhysicalDeviceType t) and `applies` (one
+   value, 1: this dispatch can take it). Never looked up by name: a bundle names bases. */
+typedef struct {
+  uint32_t subgroup_ops, min_subgroup, max_subgroup, shared_bytes;
+  int float16, int8;
+} qvk_cat_needs;
+
+typedef struct {
+  const char *name;
+  size_t base;
+  qvk_cat_kernel kernel;
+  qvk_cat_needs needs;
+  uint32_t prefer;
+  qvk_rule_fn applies;
+} qvk_cat_variant;
+
 typedef struct {
   long long max_tensor_elements;
   long long max_tensor_rank;
@@ -89,6 +108,8 @@ extern const qvk_cat_source qvk_cat_sources[];
 extern const size_t qvk_cat_source_count;
 extern const qvk_cat_kernel qvk_cat_kernels[];
 extern const size_t qvk_cat_kernel_count;
+extern const qvk_cat_variant qvk_cat_variants[];
+extern const size_t qvk_cat_variant_count;
 extern const qvk_cat_limits qvk_cat_default_limits;
 
 #endif

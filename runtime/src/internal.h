@@ -110,4 +110,13 @@ int qvk_dtype_parse(const char *name, size_t len, qvk_dtype *out);
 int qvk_is_variant_of(const char *name, const char *method, size_t method_len);
 const char *qvk_variant_method(const char *name, size_t *len);
 
+/* variants.c: the kernel variants' mode and choice (qopt.kernels.variants) */
+enum { QVK_VARIANTS_AUTO, QVK_VARIANTS_BASE, QVK_VARIANTS_ALL };
+qvk_status qvk_variant_mode(const char *value, int *mode, qvk_error *err);
+/* the variant of catalogue kernel `k` for a dispatch (P, S as the rules take them), or NULL
+   for the base; -1 when its `applies` rule refuses these values (ctx->msg) */
+int qvk_choose_variant(const qvk_cat_kernel *k, const qvk_device_props *props, const int64_t *P,
+                       const int64_t *S, int mode, const qvk_cat_variant **out,
+                       qvk_rule_ctx *ctx);
+
 #endif

@@ -74,6 +74,9 @@ struct qvk_session {
   qvk_timings timings;
   int validation_errors;
   char validation_message[512];
+  qvk_device_props props; /* what the kernel variants' choice reads (variants.c) */
+  int variant_mode;       /* QOPT_VK_VARIANTS at creation */
+  size_t variant_dispatches;
 };
 
 #define VKFAIL(what, r) \
@@ -81,6 +84,11 @@ struct qvk_session {
 
 const char *qvk_session_device_name(const qvk_session *s) { return s->name; }
 qvk_timings qvk_session_timings(const qvk_session *s) { return s->timings; }
+qvk_device_props qvk_session_device_props(const qvk_session *s) { return s->props; }
+size_t qvk_session_variant_dispatches(const qvk_session *s) { return s->variant_dispatches; }
+const char *qvk_session_variant_mode(const qvk_session *s) {
+  return s->variant_mode == QVK_VARIANTS_BASE ? "base" : s->variant_mode == QVK_VARIANTS_ALL ? "all" : "auto";
+}
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                  VkDebugUtilsMessageTypeFlagsEXT types,
@@ -294,6 +302,7 @@ typedef struct {
   pipe_t *pipe;
   const qvk_step_rec *step;
   gbuf *bufs[64];
+  uint32_t groups[3]; /* the bundle's, or the variant's own (its workgroup rule) */
   VkDeviceSize uniform_range[8];
   VkBufferView texel_views[8];
 } resolved_t;
@@ -333,13 +342,44 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
     gbuf *g = out->bufs[view->binding];
     if (!s->texel_format || g->size / 16 > s->max_texel) values[view->flag] = 0;
   }
-  qvk_status st = pipeline(s, k, values, &out->pipe, err);
+  /* the device's variant of the kernel (variants.c; runtime.Program._record): picked now,
+     never stored in the bundle; its own shader and workgroup rule, the base's interface */
+  int64_t P[256], S[256];
+  for (size_t j = 0; j < k->n_push; j++) {
+    P[j] = k->push[j].kind == QVK_PUSH_I32 ? (int64_t)(int32_t)step->push[j] : (int64_t)step->push[j];
+  }
+  for (size_t j = 0; j < k->n_spec; j++) S[j] = values[j];
+  const qvk_cat_variant *variant = NULL;
+  qvk_rule_ctx rule = {k->name, 0, ""};
+  if (qvk_choose_variant(k, &s->props, P, S, s->variant_mode, &variant, &rule) != 0) {
+    return qvk_fail(err, QVK_ERROR_BUNDLE, "%s", rule.msg);
+  }
+  memcpy(out->groups, step->groups, sizeof out->groups);
+  qvk_status st;
+  if (variant != NULL) {
+    int64_t W[3];
+    rule.kernel = variant->kernel.name;
+    if (variant->kernel.workgroups(P, S, W, &rule) != 0) {
+      return qvk_fail(err, QVK_ERROR_BUNDLE, "%s", rule.msg);
+    }
+    for (int g = 0; g < 3; g++) {
+      if (W[g] < 0 || W[g] > 65535) {
+        return qvk_fail(err, QVK_ERROR_BUNDLE, "dispatch of %s: %" PRId64 " workgroups",
+                        variant->kernel.name, W[g]);
+      }
+      out->groups[g] = (uint32_t)W[g];
+    }
+    st = pipeline(s, &variant->kernel, values, &out->pipe, err);
+    s->variant_dispatches++;
+  } else {
+    st = pipeline(s, k, values, &out->pipe, err);
+  }
   if (st) return st;
   for (int g = 0; g < 3; g++) {
-    if (step->groups[g] > s->max_groups[g]) {
+    if (out->groups[g] > s->max_groups[g]) {
       return qvk_fail(err, QVK_ERROR_DEVICE, "dispatch of %s: (%u, %u, %u) workgroups exceed "
-                      "this device's (%u, %u, %u)", k->name, step->groups[0], step->groups[1],
-                      step->groups[2], s->max_groups[0], s->max_groups[1], s->max_groups[2]);
+                      "this device's (%u, %u, %u)", k->name, out->groups[0], out->groups[1],
+                      out->groups[2], s->max_groups[0], s->max_groups[1], s->max_groups[2]);
     }
   }
   /* runtime._uniform_ranges */
@@ -501,7 +541,7 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
       vkCmdPushConstants(p->cmd, pp->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                          (uint32_t)(4 * pp->cat->n_push), res[i].step->push);
     }
-    const uint32_t *g = res[i].step->groups;
+    const uint32_t *g = res[i].groups;
     if (g[0] && g[1] && g[2]) vkCmdDispatch(p->cmd, g[0], g[1], g[2]);
     if (p->query != VK_NULL_HANDLE) {
       vkCmdWriteTimestamp(p->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, p->query, (uint32_t)i + 1);
@@ -695,6 +735,25 @@ static qvk_status open_device(qvk_session *s, const char *choice, qvk_error *err
   vkGetPhysicalDeviceFormatProperties(s->pd, VK_FORMAT_R32G32B32A32_UINT, &fmt);
   s->texel_format = (fmt.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
   vkGetPhysicalDeviceMemoryProperties(s->pd, &s->memory);
+  /* runtime.device_props: what the kernel variants' choice reads */
+  VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(s->pd, &props2);
+  VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 features2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features2.pNext = &f16;
+  vkGetPhysicalDeviceFeatures2(s->pd, &features2);
+  s->props.device_type = (uint32_t)props.deviceType;
+  s->props.subgroup_size = sub.subgroupSize;
+  s->props.subgroup_stages = sub.supportedStages;
+  s->props.subgroup_ops = sub.supportedOperations;
+  s->props.shared_bytes = props.limits.maxComputeSharedMemorySize;
+  s->props.float16 = f16.shaderFloat16 != 0;
+  s->props.int8 = f16.shaderInt8 != 0;
+  st = qvk_variant_mode(qvk_getenv("QOPT_VK_VARIANTS"), &s->variant_mode, err);
+  if (st) return st;
   VkPhysicalDeviceFeatures features;
   vkGetPhysicalDeviceFeatures(s->pd, &features);
   if (!features.robustBufferAccess) {

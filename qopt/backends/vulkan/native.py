@@ -22,6 +22,7 @@ from typing import Any, Self
 import numpy as np
 
 from qopt.errors import QoptError
+from qopt.kernels.variants import DeviceProps
 
 ROOT = Path(__file__).resolve().parents[3]
 MAX_RANK = 16
@@ -49,6 +50,41 @@ class _Timings(ctypes.Structure):
         ("record_seconds", ctypes.c_double),
         ("dispatches", ctypes.c_size_t),
     ]
+
+
+class _DeviceProps(ctypes.Structure):
+    _fields_ = [
+        ("device_type", ctypes.c_uint32),
+        ("subgroup_size", ctypes.c_uint32),
+        ("subgroup_stages", ctypes.c_uint32),
+        ("subgroup_ops", ctypes.c_uint32),
+        ("shared_bytes", ctypes.c_uint32),
+        ("float16", ctypes.c_int),
+        ("int8", ctypes.c_int),
+    ]
+
+    @classmethod
+    def of(cls, props: DeviceProps) -> _DeviceProps:
+        return cls(
+            props.device_type,
+            props.subgroup_size,
+            props.subgroup_stages,
+            props.subgroup_ops,
+            props.shared_bytes,
+            int(props.float16),
+            int(props.int8),
+        )
+
+    def props(self) -> DeviceProps:
+        return DeviceProps(
+            int(self.device_type),
+            int(self.subgroup_size),
+            int(self.subgroup_stages),
+            int(self.subgroup_ops),
+            int(self.shared_bytes),
+            bool(self.float16),
+            bool(self.int8),
+        )
 
 
 def library_candidates() -> list[Path]:
@@ -103,6 +139,23 @@ def _load() -> Any:
         "qvk_session_read_state": (ctypes.c_int, [P, ctypes.c_char_p, P, S, E]),
         "qvk_session_timings": (_Timings, [P]),
         "qvk_session_device_name": (ctypes.c_char_p, [P]),
+        "qvk_session_device_props": (_DeviceProps, [P]),
+        "qvk_session_variant_mode": (ctypes.c_char_p, [P]),
+        "qvk_session_variant_dispatches": (S, [P]),
+        "qvk_kernel_variant": (
+            ctypes.c_int,
+            [
+                ctypes.c_char_p,
+                ctypes.POINTER(_DeviceProps),
+                ctypes.POINTER(ctypes.c_int64),
+                S,
+                ctypes.POINTER(ctypes.c_int64),
+                S,
+                ctypes.c_char_p,
+                ctypes.POINTER(ctypes.c_char_p),
+                E,
+            ],
+        ),
     }
     for name, (restype, argtypes) in sig.items():
         fn = getattr(lib, name)
@@ -251,6 +304,20 @@ class NativeSession:
     def device_name(self) -> str:
         return self._lib.qvk_session_device_name(self.handle).decode()
 
+    @property
+    def device_props(self) -> DeviceProps:
+        """What the kernel variants' choice read of the device (`qopt.kernels.variants`)."""
+        return self._lib.qvk_session_device_props(self.handle).props()
+
+    @property
+    def variant_mode(self) -> str:
+        return self._lib.qvk_session_variant_mode(self.handle).decode()
+
+    @property
+    def variant_dispatches(self) -> int:
+        """Dispatches recorded so far with a kernel variant."""
+        return int(self._lib.qvk_session_variant_dispatches(self.handle))
+
     def timings(self) -> dict[str, float]:
         t = self._lib.qvk_session_timings(self.handle)
         names = ("wall_seconds", "submit_seconds", "gpu_seconds", "record_seconds", "dispatches")
@@ -323,6 +390,36 @@ class NativeSession:
             self.close()
         except Exception:
             pass
+
+
+def native_variant(
+    kernel: str,
+    props: DeviceProps,
+    push: Sequence[int],
+    spec: Sequence[int],
+    mode: str = "auto",
+) -> str | None:
+    """The variant the native runtime's rule picks for a dispatch of `kernel` (push
+    integers in declaration order, every spec value in constant_id order) on a device of
+    `props` under `mode` (None: the base): `qvk_kernel_variant`, for tests."""
+    lib, err = _load(), _Error()
+    c_props = _DeviceProps.of(props)
+    c_push = (ctypes.c_int64 * max(1, len(push)))(*push)
+    c_spec = (ctypes.c_int64 * max(1, len(spec)))(*spec)
+    out = ctypes.c_char_p()
+    status = lib.qvk_kernel_variant(
+        kernel.encode(),
+        ctypes.byref(c_props),
+        c_push,
+        len(push),
+        c_spec,
+        len(spec),
+        mode.encode(),
+        ctypes.byref(out),
+        ctypes.byref(err),
+    )
+    _check(status, err)
+    return None if out.value is None else out.value.decode()
 
 
 def run_native(

@@ -43,6 +43,7 @@ from qopt.backends.vulkan.loader import (
 from qopt.backends.vulkan.spirv import compile_kernel
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
 from qopt.kernels.spec import MAX_UNIFORM_BYTES
+from qopt.kernels.variants import DeviceProps, choose, report, variant_mode
 
 # ----- buffers, dispatches -------------------------------------------------------------
 
@@ -130,6 +131,26 @@ class Buffer:
         if self.handle is not None:
             self._destroy()
             self.device._buffers.discard(self)
+
+
+def device_props(vk: Any, pd: Any, props: Any) -> DeviceProps:
+    """The kernel variants' view of physical device `pd` (`props`: its
+    VkPhysicalDeviceProperties): VkPhysicalDeviceSubgroupProperties,
+    maxComputeSharedMemorySize and the shaderFloat16 / shaderInt8 features (Vulkan 1.2,
+    the API version qopt asks for), as the native runtime reads them."""
+    sub = vk.VkPhysicalDeviceSubgroupProperties()
+    vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(pNext=sub))
+    f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features()
+    vk.vkGetPhysicalDeviceFeatures2(pd, vk.VkPhysicalDeviceFeatures2(pNext=f16))
+    return DeviceProps(
+        device_type=int(props.deviceType),
+        subgroup_size=int(sub.subgroupSize),
+        subgroup_stages=int(sub.supportedStages),
+        subgroup_ops=int(sub.supportedOperations),
+        shared_bytes=int(props.limits.maxComputeSharedMemorySize),
+        float16=bool(f16.shaderFloat16),
+        int8=bool(f16.shaderInt8),
+    )
 
 
 @dataclass
@@ -292,9 +313,19 @@ class Program:
                     )
             if spec.texels:
                 values = _fit_texels(dev, spec, values, names, bufs)
-            pipe = dev.pipeline(spec, values)
             spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
             groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
+            # the device's variant of the kernel (qopt.kernels.variants), picked now, never
+            # stored in the program: the same interface, its own shader and workgroup rule
+            variant = choose(spec.name, dev.props, d.push, spec_values, dev.variant_mode)
+            if variant is not None:
+                vspec = variant.kernel(spec)
+                pipe = dev.pipeline(vspec, values)
+                groups = vspec.workgroups(d.push, spec_values)
+                key = (spec.name, variant.name)
+                dev.variant_dispatches[key] = dev.variant_dispatches.get(key, 0) + 1
+            else:
+                pipe = dev.pipeline(spec, values)
             groups = tuple(int(g) for g in groups)
             limit = dev.max_workgroups
             if any(g > lim for g, lim in zip(groups, limit, strict=True)):
@@ -505,15 +536,19 @@ class Program:
 
 
 class VulkanDevice:
-    """A compute-capable Vulkan device with one compute queue."""
+    """A compute-capable Vulkan device with one compute queue. `variants` (auto / base /
+    all; None: $QOPT_VK_VARIANTS, else auto) says which kernel variants its programs may
+    run (`qopt.kernels.variants`)."""
 
     def __init__(
         self,
         device: str | int | None = None,
         validation: bool | None = None,
         raise_on_validation: bool = True,
+        variants: str | None = None,
     ):
         self.vk = vk = load_vulkan()
+        self._variants = variants
         self._closed = False
         self.instance = self.device = self.command_pool = self.messenger = None
         self._pipelines: dict[tuple[str, tuple[int, ...]], _Pipeline] = {}
@@ -603,6 +638,12 @@ class VulkanDevice:
         self.texel_format = bool(fmt.bufferFeatures & vk.VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT)
         """Whether uniform texel buffers of `TEXEL_FORMAT` (R32G32B32A32_UINT) exist here."""
         self.device_type = int(props.deviceType)
+        self.props = device_props(vk, pd, props)
+        """What the kernel variants' choice reads (`qopt.kernels.variants`)."""
+        self.variant_mode = variant_mode(self._variants)
+        """`variants`, else QOPT_VK_VARIANTS when the device was opened (auto / base / all)."""
+        self.variant_dispatches: dict[tuple[str, str], int] = {}
+        """Dispatches recorded with a variant, by (kernel, variant)."""
         self._memory_props = vk.vkGetPhysicalDeviceMemoryProperties(pd)
         qinfo = vk.VkDeviceQueueCreateInfo(
             queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0]
@@ -631,6 +672,11 @@ class VulkanDevice:
             None,
         )
         self._check_validation("creating the device")
+
+    def variant_report(self, kernels: Sequence[str]) -> list[str]:
+        """Which variant each of `kernels` got in the programs recorded so far, and why
+        the others run the base (`qopt.kernels.variants.report`)."""
+        return report(self.name, self.props, self.variant_mode, self.variant_dispatches, kernels)
 
     # -- memory --------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import qopt
 from qopt.backends.vulkan.native import ROOT, NativeBundle, native_library
 from qopt.kernels import catalogue
 from qopt.kernels.spec import KernelSpec
+from qopt.kernels.variants import variants
 
 HERE = Path(__file__).resolve().parent
 UNTRUSTED = HERE.parent / "untrusted"
@@ -267,6 +268,8 @@ def test_native_rules_match_the_python_rules() -> None:
         return rng.choice(picks) if r < 0.85 else rng.randint(low, high)
 
     table = catalogue()
+    for v in variants():  # each kernel variant too, by its name base@variant
+        table[f"{v.base}@{v.name}"] = v.kernel(table[v.base])
     tally = {"same values": 0, "same refusal": 0, "overflow": 0}
     wrong = []
     for name in sorted(table):

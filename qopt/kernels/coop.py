@@ -1,0 +1,74 @@
+"""Cooperative GEMV variants (`qopt.kernels.variants`) of the weight-only quantized
+linears linear_q4gsw / linear_q8csw (linear_qw.glsl) for decode (M = 1):
+linear_qw_coop.glsl, a workgroup of 64 invocations per `QW_COOP_ROWS` output rows, the
+K reduction of each row split over the lanes of a subgroup and summed with subgroupAdd
+(it needs subgroup arithmetic in the compute stage).
+
+The base's M = 1 tile (`qlinear.linear_tile`: 16 weight rows per invocation, 512 rows per
+workgroup) suits lavapipe, which runs an invocation per SIMD lane and gathers each lane's
+loads; on a GPU it leaves 4 workgroups for a 2048-row projection and every lane walking
+its own weight rows (uncoalesced). The cooperative shape is the usual GPU GEMV: adjacent
+lanes read adjacent 16-byte weight chunks of one row and there is a workgroup per 16 rows.
+On lavapipe (a CPU device) it was measured slower than the base at the 336M decoder's
+shapes (see `VARIANTS`), so it is preferred on GPU device types only;
+`QOPT_VK_VARIANTS=all` runs it on lavapipe (tests, benchmarks/variants.py).
+
+Its reads lie inside the base's extents (`qlinear._linear_qw_extents`, the path where
+every chunk is fast, which `qw_coop_applies` requires): x vec4s below cpr * VPC / 4
+(<= K / 4), weight chunks n * cpr + c for n < N, c < cpr, scales / zeros at
+n * ngroups + c * VPC // GROUP_SIZE (or n with one group per row), bias[n], out[n]."""
+
+from __future__ import annotations
+
+from qopt.kernels.extents import group_count, ints
+from qopt.kernels.spec import PushValues, SpecValues
+from qopt.kernels.variants import (
+    GPU_TYPES,
+    SUBGROUP_ARITHMETIC,
+    SUBGROUP_BASIC,
+    KernelVariant,
+    Needs,
+)
+
+QW_COOP_ROWS = 16
+"""Output rows per workgroup of linear_qw_coop.glsl (its ROWS)."""
+
+
+def qw_coop_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    return (group_count(int(push["N"]), QW_COOP_ROWS), 1, 1)
+
+
+def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
+    """1 for a dispatch with one row of x (decode) whose every 128-bit weight chunk lies in
+    one group and inside K (linear_qw's fast path: the only one the variant has)."""
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    vpc = 128 // int(spec["WBITS"])
+    group = int(spec["GROUP_SIZE"])
+    cpr = row_words // 4
+    aligned = group % vpc == 0 or ngroups == 1
+    nfast = k // vpc if aligned and k % 4 == 0 else 0
+    return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
+
+
+_QW_COOP_NEEDS = Needs(subgroup_ops=SUBGROUP_BASIC | SUBGROUP_ARITHMETIC)
+
+VARIANTS = tuple(
+    KernelVariant(
+        name="coop_gemv",
+        base=base,
+        glsl="linear_qw_coop.glsl",
+        needs=_QW_COOP_NEEDS,
+        prefer=GPU_TYPES,
+        workgroups=qw_coop_workgroups,
+        applies=qw_coop_applies,
+        local_size=(64, 1, 1),
+        doc="decode GEMV: a subgroup per 2 rows, K split over its lanes, subgroupAdd",
+    )
+    for base in ("linear_q4gsw", "linear_q8csw")
+)
+"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
+benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
+(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
+0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
+Slower at the shapes that matter there, so preferred on GPU device types only (not
+measured on a GPU: none was available)."""

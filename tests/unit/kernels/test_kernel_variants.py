@@ -1,0 +1,184 @@
+"""Per-device kernel variants (qopt.kernels.variants): the selection rule on made-up
+device property sets, and every variant run on the local device (lavapipe has subgroups
+and shared memory) against its kernel's numpy reference, within the kernel's tolerance,
+and against the base kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from qopt.backends.vulkan.registry import kernels
+from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_available
+from qopt.errors import QoptError
+from qopt.kernels import catalogue
+from qopt.kernels.coop import qw_coop_applies
+from qopt.kernels.packing import pack_affine
+from qopt.kernels.qlinear import linear_tile, w_texel, x_uniform
+from qopt.kernels.variants import (
+    DEVICE_CPU,
+    DEVICE_DISCRETE_GPU,
+    DEVICE_INTEGRATED_GPU,
+    STAGE_COMPUTE,
+    SUBGROUP_ARITHMETIC,
+    SUBGROUP_BASIC,
+    DeviceProps,
+    choose,
+    variant_mode,
+    variants,
+)
+
+RNG = np.random.default_rng(26)
+F32 = np.float32
+
+GPU = DeviceProps(DEVICE_DISCRETE_GPU, 32, STAGE_COMPUTE, 0xFF, 49152, True, True)
+LAVAPIPE = DeviceProps(DEVICE_CPU, 8, 0x30, 0xBF, 32768, True, True)
+DECODE = {"M": 1, "N": 2048, "K": 2048, "row_words": 256, "ngroups": 64}
+Q4 = {"WBITS": 4, "GROUP_SIZE": 32, "HAS_ZERO_POINT": 0, "HAS_BIAS": 0}
+
+
+def _spec(kernel: str, **given: int) -> dict[str, int]:
+    return catalogue()[kernel].spec_values({**Q4, **linear_tile(1), **given})
+
+
+def test_every_variant_matches_its_base_interface() -> None:
+    table = catalogue()
+    assert variants(), "no kernel variants declared"
+    for v in variants():
+        base = table[v.base]
+        k = v.kernel(base)
+        assert k.name == f"{v.base}@{v.name}"
+        assert k.glsl == v.glsl
+        assert (k.bindings, k.push, k.spec, k.uniforms, k.texels) == (
+            base.bindings,
+            base.push,
+            base.spec,
+            base.uniforms,
+            base.texels,
+        )
+
+
+@pytest.mark.parametrize(
+    "props,mode,push,want",
+    [
+        (GPU, "auto", DECODE, "coop_gemv"),
+        (DeviceProps(DEVICE_INTEGRATED_GPU, 64, 0x20, 0x7), "auto", DECODE, "coop_gemv"),
+        (GPU, "base", DECODE, None),
+        (GPU, "all", DECODE, "coop_gemv"),
+        (LAVAPIPE, "auto", DECODE, None),  # not preferred on a CPU device
+        (LAVAPIPE, "all", DECODE, "coop_gemv"),
+        (None, "all", DECODE, None),
+        # requirements: arithmetic missing, or subgroups not in the compute stage
+        (DeviceProps(DEVICE_DISCRETE_GPU, 32, STAGE_COMPUTE, SUBGROUP_BASIC), "all", DECODE, None),
+        (DeviceProps(DEVICE_DISCRETE_GPU, 32, 0x10, 0xFF), "auto", DECODE, None),
+        (
+            DeviceProps(DEVICE_DISCRETE_GPU, 4, 0x20, SUBGROUP_BASIC | SUBGROUP_ARITHMETIC),
+            "auto",
+            DECODE,
+            "coop_gemv",
+        ),
+        # the dispatch: prefill (M > 1), a K tail, groups inside a chunk: the base
+        (GPU, "auto", {**DECODE, "M": 2}, None),
+        (GPU, "auto", {**DECODE, "K": 2046}, None),
+        (GPU, "auto", {**DECODE, "ngroups": 512}, None),
+        (GPU, "auto", {**DECODE, "N": 0}, None),
+    ],
+)
+def test_choose(props, mode, push, want) -> None:
+    spec = _spec("linear_q4gsw", GROUP_SIZE=4 if push["ngroups"] == 512 else 32)
+    got = choose("linear_q4gsw", props, push, spec, mode)
+    assert (got.name if got else None) == want
+    assert choose("linear_dq8ca_q4gsw", props, push, spec, mode) is None  # no variant
+
+
+def test_applies_on_int8_whole_rows() -> None:
+    push = {"M": 1, "N": 64, "K": 72, "row_words": 20, "ngroups": 1}  # K % 16 tail
+    spec = _spec("linear_q8csw", WBITS=8, GROUP_SIZE=1 << 30)
+    assert qw_coop_applies(push, spec) == 0
+    push = {"M": 1, "N": 64, "K": 80, "row_words": 20, "ngroups": 1}
+    assert qw_coop_applies(push, spec) == 1
+
+
+def test_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QOPT_VK_VARIANTS", "base")
+    assert variant_mode() == "base"
+    monkeypatch.delenv("QOPT_VK_VARIANTS")
+    assert variant_mode() == "auto"
+    with pytest.raises(QoptError, match="QOPT_VK_VARIANTS='fast': not a variant mode"):
+        variant_mode("fast")
+
+
+@pytest.fixture(scope="module")
+def devices() -> Iterator[tuple[VulkanDevice, VulkanDevice]]:
+    reason = vulkan_available()
+    if reason:
+        pytest.skip(reason)
+    with VulkanDevice(variants="all") as var, VulkanDevice(variants="base") as base:
+        yield var, base
+
+
+def _run(dev: VulkanDevice, name: str, inputs: dict[str, np.ndarray], n: int, push, spec):
+    kspec = kernels()[name]
+    bufs = {}
+    for b in kspec.bindings:
+        if b.name == "out":
+            bufs[b.name] = dev.upload(np.zeros(n, F32))
+        elif b.name in inputs:
+            bufs[b.name] = dev.upload(np.ascontiguousarray(inputs[b.name]).reshape(-1))
+        else:
+            bufs[b.name] = dev.buffer(16)
+    dev.run([Dispatch(name, bufs, push, spec)])
+    out = dev.download(bufs["out"], F32, (n,))
+    for buf in bufs.values():
+        buf.free()
+    return out
+
+
+@pytest.mark.parametrize(
+    "name,bits,k,group,asym,bias,n,fast",
+    [
+        ("linear_q4gsw", 4, 256, 32, False, True, 37, True),
+        ("linear_q4gsw", 4, 512, 64, True, False, 16, True),
+        ("linear_q4gsw", 4, 96, 32, False, True, 70, False),  # fewer chunks than lanes
+        ("linear_q8csw", 8, 160, 160, False, True, 33, True),
+        ("linear_q8csw", 8, 64, 64, True, True, 17, False),
+        ("linear_q8csw", 8, 256, 16, False, False, 40, True),  # int8 per-group
+    ],
+)
+def test_variant_on_device(devices, name, bits, k, group, asym, bias, n, fast) -> None:
+    """Each variant on the local device: the variant's dispatch count goes up, its output
+    is within the kernel's tolerance of the reference and of the base's output."""
+    var, base = devices
+    qmin, qmax = (-8, 7) if bits == 4 else (-128, 127)
+    data = RNG.integers(qmin, qmax + 1, (n, k))
+    s = (RNG.random((n, k // group)) * 0.1 + 0.01).astype(F32)
+    zp = RNG.integers(-3, 4, (n, k // group)) if asym else None
+    p = pack_affine(data, s, zp, qmin, qmax, group)
+    x = RNG.standard_normal((1, k)).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n).astype(F32)}
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": 1, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": int(bias)}
+    # the base's register-tiled GEMV (its M = 1 tile of linear_tile, NPW 16, takes lavapipe
+    # tens of seconds to compile; the variant does not read NPW / MT / WG)
+    spec |= {"NPW": 4, "MT": 1, "WG": 64}
+    want = _run(base, name, inputs, n, push, spec)
+    assert not base.variant_dispatches
+    if fast:  # the uniform x block and the weight texel view, as convert-to-vkc sets them
+        spec |= x_uniform(1, k) | w_texel()
+    before = var.variant_dispatches.get((name, "coop_gemv"), 0)
+    got = _run(var, name, inputs, n, push, spec)
+    assert var.variant_dispatches[(name, "coop_gemv")] == before + 1
+    kspec = kernels()[name]
+    host = {key: np.ascontiguousarray(v).reshape(-1) for key, v in inputs.items()}
+    host.setdefault("zeros", np.zeros(4, np.int32))
+    host.setdefault("bias", np.zeros(4, F32))
+    host["out"] = np.zeros(n, F32)
+    kspec.reference(host, push, kspec.spec_values(spec))
+    ref = np.asarray(host["out"], np.float64).reshape(-1)
+    scale = np.abs(ref).max()
+    assert np.abs(got - ref).max() / scale < 1e-5
+    assert np.abs(got - want).max() / scale < 1e-5
