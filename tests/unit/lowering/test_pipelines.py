@@ -60,6 +60,7 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "fuse-quant-fixpoint",
         *prepare,
+        "fold-constants",
         "convert-to-vkc",
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
@@ -69,8 +70,9 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
-    assert vulkan[6].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
-    assert vulkan[6].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[6].target == "vulkan"  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[7].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[7].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     unnormed = QoptVulkanPipeline(fuse_norms=False).passes()
