@@ -90,7 +90,8 @@ def _constant(op: Operation) -> TypeGuard[ConstantOp]:
 
 @dataclass(frozen=True)
 class FoldConstantsPass(ModulePass):
-    """Replace input-independent aten ops by constants (see the module docstring)."""
+    """Replace input-independent ops by constants: aten ops within a size policy, or
+    (`target=vulkan`) every one, as convert-to-vkc needs (see the module docstring)."""
 
     name = "fold-constants"
 
