@@ -4,18 +4,17 @@ modules without input-independent aten ops."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import DenseResourceAttr
 from xdsl.dialects.func import FuncOp
 
 import qopt
 from qopt.context import make_context, parse_module, print_module
-from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.examples import MODELS, SCHEMES, random_inputs
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.fold_constants import NEVER_FOLDED, FoldConstantsPass
 from qopt.lowering.pipelines import QoptVulkanPipeline
@@ -49,17 +48,12 @@ def test_folded_mask_with_inf_round_trips() -> None:
     np.testing.assert_array_equal(again, got)
 
 
-@functools.cache
-def _exported(model: str, scheme: str) -> torch.export.ExportedProgram:
-    return export_model(model, scheme)
-
-
 def test_builtin_examples_unchanged_in_value() -> None:
     """On the built-in examples the pass only removes what does not read inputs."""
     for model in MODELS:
         for scheme in ("float", "w4g32", "pt2e_static"):
             assert scheme in SCHEMES
-            module = qopt.fuse(qopt.import_program(_exported(model, scheme)))
+            module = qopt.fuse(qopt.import_program(exported(model, scheme)))
             inputs = random_inputs(model, 3)
             before = qopt.interpret(module, *inputs)
             FoldConstantsPass().apply(make_context(), module)
@@ -95,7 +89,7 @@ def test_vulkan_mode_is_equivalent_on_the_examples() -> None:
     assert ConvertToVkcPass.preparation()[-1] == fold
     for model in MODELS:
         for scheme in ("float", "w4g32", "pt2e_static"):
-            module = qopt.import_program(_exported(model, scheme))
+            module = qopt.import_program(exported(model, scheme))
             for before_fold in passes[:at]:
                 before_fold.apply(make_context(), module)
             inputs = random_inputs(model, 3)
