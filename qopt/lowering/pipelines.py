@@ -20,6 +20,7 @@ module to the target.
                 fuse-row-quant=true fold-copies=true}
         fuse-quant, fold-constants, fuse-quant-fixpoint, expand-dynamic-windows,
         check-mid-level{target=vulkan}, compose{target=vulkan},
+        fold-constants{target=vulkan},
         convert-to-vkc{prepare=false schedule=false fallback=...},
         [vkc-fuse-elementwise,] [vkc-fuse-norms,] [vkc-merge-siblings,]
         [vkc-fuse-row-quant,] [vkc-fold-copies,] vkc-plan-buffers, vkc-insert-barriers
@@ -173,7 +174,8 @@ class QoptCoremlPipeline(ModulePass):
 class QoptVulkanPipeline(ModulePass):
     """`fuse-quant`, `fold-constants`, `fuse-quant-fixpoint` (the two again until
     neither changes the module), convert-to-vkc's preparation
-    (`expand-dynamic-windows`, `check-mid-level`, `compose`),
+    (`expand-dynamic-windows`, `check-mid-level`, `compose`,
+    `fold-constants{target=vulkan}`),
     `convert-to-vkc{prepare=false schedule=false}`,
     `vkc-fuse-elementwise` (unless `fuse-elementwise=false`), `vkc-fuse-norms` (unless
     `fuse-norms=false`), `vkc-merge-siblings` (unless `merge-siblings=false`),

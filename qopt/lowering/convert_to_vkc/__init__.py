@@ -3,13 +3,12 @@
 The pass rewrites the body of every function into straight-line vkc code, in
 stages (each stage's invariant is what the next one relies on):
 
-1. Constant folding. An op whose operands are all compile-time constants
-   (weights, masks, rope tables, iota, weight dequantization) is evaluated with
-   the reference interpreter; its value stays a numpy array and becomes a
-   `vkc.constant` only where a kernel reads it. (This stays in the conversion, not a
-   pass before it: it is how the lowering holds values known at compile time, never
-   materialized in the IR, where a pass would have to write every intermediate
-   array as a constant of the module.)
+1. Constants. Each `arith.constant` maps to its value, a numpy array (a weight's
+   blob, without a copy); it becomes a `vkc.constant` only where a kernel reads it.
+   Folding what does not depend on the inputs (masks, rope tables, iota, weight
+   dequantization, zero-size values) is the pass `fold-constants{target=vulkan}`
+   (qopt/lowering/fold_constants.py) before this one, listed by qopt-vulkan and run by
+   `prepare=true`: the conversion evaluates nothing at compile time.
 2. Lowering, op by op (`get_rules`): each remaining op becomes one or more
    dispatches of the catalogue's kernels (qopt/kernels/): fused quantized ops onto
    their fused kernels with weights repacked by qopt/kernels/packing.py; float ops
@@ -41,8 +40,9 @@ What runs around the conversion is a pass of its own, each listed by `qopt-vulka
 (qopt/lowering/pipelines.py), which runs this pass as `convert-to-vkc{prepare=false
 schedule=false}`: before it `expand-dynamic-windows` (run-time windows as index ops),
 `check-mid-level{target=vulkan}` (the unfused-pattern warning, the weights in the
-compile report) and `compose{target=vulkan}` (forms the kernels lack, in ops they
-have), the passes `preparation()` returns; after it `vkc-plan-buffers`
+compile report), `compose{target=vulkan}` (forms the kernels lack, in ops they
+have) and `fold-constants{target=vulkan}` (every input-independent op evaluated), the
+passes `preparation()` returns; after it `vkc-plan-buffers`
 (qopt/lowering/vkc_plan_buffers.py) and `vkc-insert-barriers`
 (qopt/lowering/vkc_insert_barriers.py). Run alone (`-p fuse-quant,convert-to-vkc`),
 the pass does what the pipeline does around it, with the same code: option `prepare`
@@ -70,16 +70,14 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.interpreter import Interpreter
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from qopt.dialects import vkc
 from qopt.dialects.queries import constant_array
 from qopt.dialects.signature import refuse_dynamic
-from qopt.dialects.tensors import dtype_of, shape_of
+from qopt.dialects.tensors import dtype_of
 from qopt.errors import QoptError, where
-from qopt.interpreters import dialects_of, make_interpreter
 from qopt.lowering.analyses import CheckMidLevelPass
 from qopt.lowering.compose import ComposePass
 from qopt.lowering.convert_to_vkc import (
@@ -107,6 +105,7 @@ from qopt.lowering.convert_to_vkc.lowering import (
     unsupported,
 )
 from qopt.lowering.dynamic_windows import ExpandDynamicWindowsPass
+from qopt.lowering.fold_constants import FoldConstantsPass
 from qopt.lowering.rules import merge_rules
 from qopt.lowering.vkc_insert_barriers import insert_barriers
 from qopt.lowering.vkc_plan_buffers import is_vkc_function, plan_function
@@ -122,15 +121,6 @@ FAMILIES = (views, elementwise, reductions, linalg, attention, quant, qfused, st
 def get_rules() -> Rules:
     """Every family's rules, merged (an op class ruled by two families is an error)."""
     return merge_rules("convert-to-vkc", (family.RULES for family in FAMILIES))
-
-
-def _fold(interpreter: Interpreter, op: Operation, args: Sequence[Any]) -> list[np.ndarray]:
-    results = interpreter.run_op(op, tuple(args))
-    return [np.asarray(r) for r in results]
-
-
-def _is_empty(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and 0 in value.type.get_shape()
 
 
 def lower_function(
@@ -150,8 +140,6 @@ def lower_function(
         if isinstance(existing, vkc.KernelOp):
             key = (existing.kernel.data, tuple(sorted(existing.spec_values().items())))
             lowering.kernel_ops.setdefault(key, existing)
-    # folds single ops of the function's dialects (_fold): no func table, no CoreML
-    interpreter = make_interpreter(module, calls=False, dialects=dialects_of(function))
     block = function.body.block
     lowering.in_place = state.plan_in_place(block)
     for index, arg in enumerate(block.args):
@@ -193,19 +181,6 @@ def lower_function(
             lowering.current = op
         if isinstance(op, arith.ConstantOp):
             lowering.values[op.result] = np.asarray(constant_array(op))
-            continue
-        operand_values = [lowering.values[o] for o in op.operands]
-        if not isinstance(op, STATE_OPS) and all(isinstance(v, np.ndarray) for v in operand_values):
-            for result, value in zip(
-                op.results, _fold(interpreter, op, operand_values), strict=True
-            ):
-                lowering.values[result] = value
-            continue
-        if op.results and all(_is_empty(r) for r in op.results) and not isinstance(op, STATE_OPS):
-            # a zero-size result holds no data: a compile-time constant whatever the
-            # inputs (its readers fold or take it as a constant; cat drops it)
-            for result in op.results:
-                lowering.values[result] = np.zeros(shape_of(result), dtype_of(result))
             continue
         fn = rules.get(type(op))
         if fn is None and fallback:
@@ -312,8 +287,9 @@ class ConvertToVkcPass(ModulePass):
 
     prepare: bool = True
     """First run the passes `preparation()` lists (expand-dynamic-windows,
-    check-mid-level, compose), as qopt-vulkan does before this pass (`prepare=false`:
-    convert only; the pipeline runs them as passes of their own)."""
+    check-mid-level, compose, fold-constants{target=vulkan}), as qopt-vulkan does
+    before this pass (`prepare=false`: convert only; the pipeline runs them as passes
+    of their own)."""
 
     @staticmethod
     def preparation() -> list[ModulePass]:
@@ -323,6 +299,7 @@ class ConvertToVkcPass(ModulePass):
             ExpandDynamicWindowsPass(),
             CheckMidLevelPass(target="vulkan"),
             ComposePass(target="vulkan"),
+            FoldConstantsPass(target="vulkan"),
         ]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

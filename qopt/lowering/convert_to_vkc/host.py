@@ -41,8 +41,8 @@ from qopt.lowering.convert_to_vkc.lowering import Buf, Lowering, Rules, abi_dtyp
 log = logging.getLogger("qopt.vkc")
 
 STATE_OPS = (mlp.GlobalLoadOp, mlp.GlobalStoreOp)
-"""Ops never folded at compile time (they read or write the program's state), and
-never run in a host segment."""
+"""Ops that read or write the program's state: never run in a host segment (and
+never folded at compile time: fold-constants' NEVER_FOLDED)."""
 
 LOOKAHEAD = 256
 """How many ops past the current one a segment looks for more ops to take (a bound
@@ -54,18 +54,14 @@ MAX_LISTED = 12
 
 def unsupported_ops(functions: Iterable[func.FuncOp], rules: Rules) -> list[Operation]:
     """Every op of `functions` that convert-to-vkc would have to lower without a rule
-    for it: not folded (some operand is no compile-time constant), in program order."""
+    for it, in program order (what does not read the inputs was folded before, by
+    fold-constants{target=vulkan})."""
     found: list[Operation] = []
     for function in functions:
-        constant: set[SSAValue] = set()
         for op in function.body.block.ops:
             if isinstance(op, func.ReturnOp):
                 break
             if isinstance(op, arith.ConstantOp):
-                constant.update(op.results)
-                continue
-            if not isinstance(op, STATE_OPS) and all(o in constant for o in op.operands):
-                constant.update(op.results)
                 continue
             if type(op) not in rules and not isinstance(op, STATE_OPS):
                 found.append(op)

@@ -5,7 +5,6 @@ compiled twice gives byte-identical `.mlpackage` and `.qvk` files."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shutil
@@ -14,15 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_exports import exported
 from torch.export import ExportedProgram
 
 import qopt
-from qopt.examples import export_model
 
 
-@functools.cache
 def mlp() -> ExportedProgram:
-    return export_model("mlp", "w4g32")
+    return exported("mlp", "w4g32")
 
 
 @pytest.fixture

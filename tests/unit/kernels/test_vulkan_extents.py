@@ -46,10 +46,11 @@ def _pairs() -> list[tuple[str, str]]:
 
 @functools.cache
 def program(model: str, scheme: str) -> Any:
-    import qopt
-    from qopt.examples import export_model
+    from shared_exports import exported
 
-    return qopt.compile(export_model(model, scheme), target="vulkan").program
+    import qopt
+
+    return qopt.compile(exported(model, scheme), target="vulkan").program
 
 
 def buffer_words(prog: Any, buffer_id: int) -> int:

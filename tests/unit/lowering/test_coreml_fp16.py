@@ -11,11 +11,11 @@ dequantize parameter stays fp32, and int8-region ops keep fp32 results.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 import pytest
+from shared_exports import exported
 from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 
@@ -23,7 +23,7 @@ import qopt
 from qopt.context import make_context, parse_module
 from qopt.dialects import coreml
 from qopt.dialects.queries import entry_function
-from qopt.examples import export_model, random_inputs
+from qopt.examples import random_inputs
 from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 from qopt.lowering.coreml_fp16 import CoremlFp16Pass, integer_regions
 from qopt.lowering.pipelines import QoptCoremlPipeline
@@ -106,11 +106,6 @@ def lowered(text: str) -> ModuleOp:
     module = parse_module(text)
     ConvertToCoremlPass().apply(make_context(), module)
     return module
-
-
-@functools.cache
-def exported(model: str, scheme: str) -> Any:
-    return export_model(model, scheme)
 
 
 def model_lowered(model: str, scheme: str) -> ModuleOp:

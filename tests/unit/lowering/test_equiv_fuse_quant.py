@@ -21,10 +21,9 @@ kernels ExecuTorch would run.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
+from shared_exports import exported
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qopt
@@ -74,11 +73,6 @@ def expected_kernels(model: str, scheme: str) -> list[str | tuple[str, ...]]:
     if model == "convnet" and scheme == "pt2e_static":
         kernels += ["conv2d_q8ta_q8csw_q8to", "add_q8ta_q8ta_q8to"]
     return kernels
-
-
-@functools.cache
-def exported(model: str, scheme: str):
-    return E.export_model(model, scheme)
 
 
 def fresh_module(model: str, scheme: str) -> ModuleOp:

@@ -60,6 +60,7 @@ def test_pipelines_list_registered_passes() -> None:
         "fold-constants",
         "fuse-quant-fixpoint",
         *prepare,
+        "fold-constants",
         "convert-to-vkc",
         "vkc-fuse-elementwise",
         "vkc-fuse-norms",
@@ -69,8 +70,9 @@ def test_pipelines_list_registered_passes() -> None:
         "vkc-plan-buffers",
         "vkc-insert-barriers",
     ]
-    assert vulkan[6].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
-    assert vulkan[6].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[6].target == "vulkan"  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[7].schedule is False  # pyright: ignore[reportAttributeAccessIssue]
+    assert vulkan[7].prepare is False  # pyright: ignore[reportAttributeAccessIssue]
     unfused = QoptVulkanPipeline(fuse_elementwise=False).passes()
     assert "vkc-fuse-elementwise" not in [p.name for p in unfused]
     unnormed = QoptVulkanPipeline(fuse_norms=False).passes()
@@ -120,13 +122,13 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> Path:
     both targets (in one process: each module has its own weight store, so the
     resource keys that name the MIL constants are the same on both paths)."""
     import torch
+    from shared_exports import exported
 
     import qopt
     from qopt.context import print_module
-    from qopt.examples import export_model
 
     out = tmp_path_factory.mktemp("parity")
-    ep = export_model("mlp", "pt2e_static")
+    ep = exported("mlp", "pt2e_static")
     torch.export.save(ep, out / "model.pt2")
     coreml = qopt.compile(ep, target="coreml", compute_precision="fp16")
     (out / "api_coreml.mlir").write_text(print_module(coreml.module, elide_larger_than=None))

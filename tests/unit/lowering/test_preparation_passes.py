@@ -26,6 +26,7 @@ from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.dynamic_windows import ExpandDynamicWindowsPass
 from qopt.lowering.external_state import ExternalizeStatesPass
+from qopt.lowering.fold_constants import FoldConstantsPass
 from qopt.lowering.fuse_quant import FuseQuantPass
 from qopt.lowering.pipelines import QoptCoremlPipeline, QoptVulkanPipeline, sub_passes
 from qopt.report import QoptWarning
@@ -37,6 +38,9 @@ COMPOSE = LIT / "compose" / "compose.mlir"
 MID_LEVEL = LIT / "check-mid-level" / "check-mid-level.mlir"
 
 PREPARATION = ("expand-dynamic-windows", "check-mid-level", "compose")
+VULKAN_PREPARATION = (*PREPARATION, "fold-constants")
+"""convert-to-vkc's: then fold-constants{target=vulkan} (the conversion evaluates
+nothing)."""
 
 
 def _module(path: Path):
@@ -158,7 +162,7 @@ def test_convert_to_vkc_alone_runs_the_pipelines_pieces() -> None:
     pieces = _module(WINDOWS)
     for module_pass in (*ConvertToVkcPass.preparation(), ConvertToVkcPass(False, prepare=False)):
         _apply(module_pass, pieces)
-    assert [p.name for p in ConvertToVkcPass.preparation()] == list(PREPARATION)
+    assert [p.name for p in ConvertToVkcPass.preparation()] == list(VULKAN_PREPARATION)
     assert print_module(alone) == print_module(pieces)
 
 
@@ -185,7 +189,8 @@ def test_the_pipelines_list_each_pass() -> None:
     assert vulkan is not None
     names = [p.name for p in vulkan]
     at = names.index("convert-to-vkc")
-    assert names[at - 3 : at] == list(PREPARATION)
+    assert names[at - 4 : at] == list(VULKAN_PREPARATION)
+    assert vulkan[at - 1] == FoldConstantsPass(target="vulkan")
     assert names[-2:] == ["vkc-plan-buffers", "vkc-insert-barriers"]
     convert = vulkan[at]
     assert isinstance(convert, ConvertToVkcPass)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported as shared_exported
 from xdsl.dialects.builtin import ModuleOp
 
 import qopt
@@ -19,7 +20,7 @@ from qopt.backends.vulkan.artifact import compile_artifact
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.context import make_context
 from qopt.dialects import vkc
-from qopt.examples import apply_scheme, build_kv_llama, export_model, random_inputs
+from qopt.examples import apply_scheme, build_kv_llama, random_inputs
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.pipelines import QoptVulkanPipeline
 from qopt.lowering.vkc_fold_copies import VkcFoldCopiesPass
@@ -30,9 +31,8 @@ from qopt.lowering.vkc_merge_siblings import ROW_KERNELS, VkcMergeSiblingsPass
 from qopt.resources import clone_module
 
 
-@functools.cache
 def exported(scheme: str):
-    return export_model("llama", scheme)
+    return shared_exported("llama", scheme)
 
 
 @functools.cache

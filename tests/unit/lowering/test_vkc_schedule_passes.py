@@ -17,11 +17,10 @@ and without it gives bit-identical outputs, close to torch.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 
@@ -30,7 +29,7 @@ from qopt.backends.vulkan.artifact import compile_artifact
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.context import make_context
 from qopt.dialects import vkc
-from qopt.examples import export_model, random_inputs
+from qopt.examples import random_inputs
 from qopt.lowering.convert_to_vkc import ConvertToVkcPass
 from qopt.lowering.pipelines import QoptVulkanPipeline
 from qopt.lowering.vkc_fuse_elementwise import VkcFuseElementwisePass
@@ -38,11 +37,6 @@ from qopt.lowering.vkc_insert_barriers import VkcInsertBarriersPass
 from qopt.lowering.vkc_plan_buffers import VkcPlanBuffersPass
 
 PAIRS = [("llama", "float"), ("llama", "8da4w"), ("convnet", "pt2e_static"), ("mlp", "w4g32")]
-
-
-@functools.cache
-def exported(model: str, scheme: str):
-    return export_model(model, scheme)
 
 
 def lowered(model: str, scheme: str, schedule: bool) -> ModuleOp:

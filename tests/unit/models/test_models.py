@@ -10,10 +10,11 @@ import functools
 
 import numpy as np
 import pytest
+from shared_exports import exported
 from xdsl.dialects.builtin import ModuleOp
 
 import qopt
-from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.examples import MODELS, SCHEMES, random_inputs
 from qopt.testing import check_ops_against_torch
 
 #: Schemes that quantize activations at run time: a last-bit difference in a
@@ -24,7 +25,7 @@ DYNAMIC = {"pt2e_dynamic", "8da4w"}
 
 @functools.cache
 def _imported(name: str, scheme: str):
-    ep = export_model(name, scheme)
+    ep = exported(name, scheme)
     return ep, qopt.import_program(ep)
 
 

@@ -29,8 +29,10 @@ class Reference:
 def builtin_reference(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Reference]:
     """`builtin_reference(model, scheme)`: the pair compiled for Vulkan and run once by
     the Python runtime (cached for the session)."""
+    from shared_exports import exported
+
     import qopt
-    from qopt.examples import export_model, random_inputs
+    from qopt.examples import random_inputs
 
     folder = tmp_path_factory.mktemp("builtin-qvk")
 
@@ -38,7 +40,7 @@ def builtin_reference(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
 
     def get(model: str, scheme: str) -> Reference:
         if (model, scheme) not in cache:
-            data = qopt.compile(export_model(model, scheme), target="vulkan").to_bytes()
+            data = qopt.compile(exported(model, scheme), target="vulkan").to_bytes()
             inputs = tuple(t.numpy() for t in random_inputs(model, PAIRS_SEED))
             path = folder / f"{model}-{scheme}.qvk"
             path.write_bytes(data)

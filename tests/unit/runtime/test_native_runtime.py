@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported
 
 import qopt
 from qopt.backends.vulkan.native import ROOT, NativeBundle, native_library
@@ -26,7 +27,6 @@ from qopt.examples import (
     SCHEMES,
     apply_scheme,
     build_kv_llama,
-    export_model,
     random_inputs,
 )
 
@@ -63,7 +63,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 @functools.cache
 def compiled(model: str, scheme: str) -> bytes:
-    return qopt.compile(export_model(model, scheme), target="vulkan").to_bytes()
+    return qopt.compile(exported(model, scheme), target="vulkan").to_bytes()
 
 
 @pytest.mark.parametrize(("model", "scheme"), [(m, s) for m in MODELS for s in SCHEMES])

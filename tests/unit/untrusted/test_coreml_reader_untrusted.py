@@ -13,6 +13,8 @@ case would then fail on the missing error.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import io
 import os
 import shutil
 import struct
@@ -719,12 +721,25 @@ def test_qopt_opt_reports_one_line(pkg: Path, tmp_path: Path) -> None:
     edit_spec(second, set_blob_files("@model_path/weights/weight.bin"))
     relink(second / WEIGHTS, "/etc/passwd")
     exe = os.path.join(os.path.dirname(sys.executable), "qopt-opt")
-    for path, needle in ((pkg, "'..'"), (second, "resolves outside the package")):
-        run = subprocess.run([exe, str(path)], capture_output=True, text=True, check=False)
-        assert run.returncode == 1, run.stderr
-        errors = [line for line in run.stderr.splitlines() if line.startswith("qopt-opt: error:")]
-        assert len(errors) == 1, run.stderr
+    # the first through the installed script (a real process), the second in process
+    # (the same `main`, without another import of torch and coremltools)
+    run = subprocess.run([exe, str(pkg)], capture_output=True, text=True, check=False)
+    outcomes = [(pkg, "'..'", run.returncode, run.stdout, run.stderr)]
+    from qopt.tools.qopt_opt import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(second)])
+        except SystemExit as e:
+            code = e.code
+    outcomes.append((second, "resolves outside the package", code, out.getvalue(), err.getvalue()))
+    for path, needle, returncode, stdout, stderr in outcomes:
+        assert returncode == 1, stderr
+        errors = [line for line in stderr.splitlines() if line.startswith("qopt-opt: error:")]
+        assert len(errors) == 1, stderr
         assert str(path) in errors[0], errors[0]
         assert needle in errors[0], errors[0]
-        assert "Traceback" not in run.stderr
-        assert run.stdout == ""
+        assert "Traceback" not in stderr
+        assert stdout == ""

@@ -23,7 +23,9 @@ eager on fresh random inputs):
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import os
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from shared_exports import exported
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qopt
@@ -41,7 +44,7 @@ from qopt.backends.coreml.size import INLINE_LIMIT, packed_weight_bytes, weight_
 from qopt.dialects import coreml, qfused
 from qopt.dialects.tensors import numel
 from qopt.driver import compile_coreml
-from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.examples import MODELS, SCHEMES, random_inputs
 from qopt.interpreters.coreml import const_array
 
 DYNAMIC = {"pt2e_dynamic", "8da4w"}
@@ -52,11 +55,6 @@ _TMP = tempfile.mkdtemp(prefix="qopt-coreml-tests-")
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
     return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
-
-
-@functools.cache
-def exported(model: str, scheme: str) -> Any:
-    return export_model(model, scheme)
 
 
 def mid_level(model: str, scheme: str) -> ModuleOp:
@@ -309,7 +307,24 @@ def test_unknown_ops_are_listed() -> None:
         read_mlpackage(path)
 
 
+def _opt_in_process(*argv: str) -> tuple[int, str, str]:
+    """`qopt-opt argv` in this process (its `main`): (exit status, stdout, stderr)."""
+    from qopt.tools.qopt_opt import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: Any = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(argv))
+        except SystemExit as e:
+            code = e.code
+    return (0 if code is None else code), out.getvalue(), err.getvalue()
+
+
 def test_qopt_opt_writes_and_reads_mlpackage(tmp_path: Any) -> None:
+    """The installed qopt-opt writes the package (a real process); reading it back and
+    the refused target run in process (the same `main`, without two more imports of
+    torch and coremltools)."""
     import torch
 
     pt2 = tmp_path / "m.pt2"
@@ -322,15 +337,14 @@ def test_qopt_opt_writes_and_reads_mlpackage(tmp_path: Any) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert (out / "Data" / "com.apple.CoreML" / "weights" / "weight.bin").exists()
-    back = subprocess.run([exe, str(out)], capture_output=True, text=True, check=False)
-    assert back.returncode == 0, back.stderr
-    assert "coreml.constexpr_lut_to_dense" in back.stdout
+    code, stdout, stderr = _opt_in_process(str(out))
+    assert code == 0, stderr
+    assert "coreml.constexpr_lut_to_dense" in stdout
     bad = tmp_path / "bad.mlpackage"
-    fail = subprocess.run(
-        [exe, str(pt2), "-p", "qopt-coreml{target=iOS16}", "-t", "mlpackage", "-o", str(bad)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert fail.returncode == 1
-    assert "lowest target that can is iOS18" in fail.stderr
+    code, _, stderr = _opt_in_process(
+        str(pt2), "-p", "qopt-coreml{target=iOS16}", "-t", "mlpackage", "-o", str(bad)
+    )
+    assert code == 1
+    assert "lowest target that can is iOS18" in stderr
     assert not bad.exists()
     assert not any(p.name.startswith(".bad") for p in tmp_path.iterdir())

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported
 from xdsl.dialects.func import FuncOp
 
 import qopt
@@ -37,7 +38,7 @@ from qopt.backends.coreml.reader import (
     VERSION_METADATA,
     WEIGHTS_METADATA,
 )
-from qopt.examples import build_kv_llama, export_model, random_inputs
+from qopt.examples import build_kv_llama, random_inputs
 from qopt.version import qopt_version
 
 ct = pytest.importorskip("coremltools")
@@ -62,9 +63,9 @@ def _kv_exports() -> dict[str, torch.export.ExportedProgram]:
 def program(kind: str) -> Any:
     """The exported program (or programs by method) of one package kind."""
     if kind == "mlp_float":
-        return export_model("mlp", "float")
+        return exported("mlp", "float")
     if kind == "llama_w4g32":
-        return export_model("llama", "w4g32")
+        return exported("llama", "w4g32")
     if kind == "zoo_vit":
         from qopt import zoo
 

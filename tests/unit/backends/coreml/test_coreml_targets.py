@@ -24,13 +24,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from shared_exports import exported
 from xdsl.dialects.builtin import ModuleOp
 
 import qopt
 from qopt.backends.coreml import CoremlArtifact
 from qopt.backends.coreml.reader import read_mlpackage
 from qopt.driver import compile_coreml
-from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.examples import MODELS, SCHEMES, random_inputs
 
 TARGETS = ("iOS16", "iOS17")
 _TMP = tempfile.mkdtemp(prefix="qopt-coreml-targets-")
@@ -90,11 +91,6 @@ IOS18_ONLY_OPS = {
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
     return float(np.linalg.norm(g - w) / max(np.linalg.norm(w), 1e-30))
-
-
-@functools.cache
-def exported(model: str, scheme: str) -> Any:
-    return export_model(model, scheme)
 
 
 def mid_level(model: str, scheme: str) -> ModuleOp:

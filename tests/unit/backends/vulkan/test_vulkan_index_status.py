@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported as shared_exported
 
 import qopt
 from qopt.dialects import vkc
 from qopt.errors import QoptError
-from qopt.examples import export_model, random_inputs
+from qopt.examples import random_inputs
 
 SCHEMES = {  # scheme -> the kernel its token embedding lowers to
     "float": "gather_rows",
@@ -59,9 +60,8 @@ def vulkan_device() -> None:
         pytest.skip(reason)
 
 
-@functools.cache
 def exported(scheme: str) -> Any:
-    return export_model("llama", scheme)
+    return shared_exported("llama", scheme)
 
 
 @functools.cache

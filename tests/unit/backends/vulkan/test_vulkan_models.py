@@ -18,16 +18,16 @@ torch eager. Tolerances:
 
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
 import pytest
 import torch
+from shared_exports import exported
 
 import qopt
 from qopt.context import make_context, parse_module
-from qopt.examples import MODELS, SCHEMES, export_model, random_inputs
+from qopt.examples import MODELS, SCHEMES, random_inputs
 
 PAIRS = [(m, s) for m in MODELS for s in SCHEMES]
 DYNAMIC = {"pt2e_dynamic", "8da4w"}
@@ -56,11 +56,6 @@ def device_tolerance(model: str, scheme: str) -> float:
     if model == "llama" and scheme == "pt2e_static":
         return 5e-2
     return tolerance(scheme)
-
-
-@functools.cache
-def exported(model: str, scheme: str):
-    return export_model(model, scheme)
 
 
 def torch_outputs(model: str, scheme: str, inputs) -> tuple[np.ndarray, ...]:
