@@ -24,16 +24,19 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Generator, Iterable
+from typing import cast
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    DictionaryAttr,
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.hints import isa
 
 from qopt.dtypes import numpy_dtype
@@ -65,6 +68,7 @@ class WeightStore:
         self._blobs: dict[str, Blob] = {}
         self._declared: set[str] = set()
         self._next_suffix: dict[str, int] = {}
+        self._modules = 0  # how many modules `attach` gave this store to
 
     def add(self, hint: str, array: np.ndarray) -> str:
         """Store `array` under `hint`, or `hint_<n>` (the smallest n free) if taken."""
@@ -118,6 +122,22 @@ class WeightStore:
     def __contains__(self, key: str) -> bool:
         return key in self._blobs
 
+    @property
+    def releasable(self) -> bool:
+        """Whether dropping a blob no op of its module references frees it for good:
+        the store belongs to one module only (`clone_module` shares a store, whose
+        other module may still read every blob)."""
+        return self._modules <= 1
+
+    def release(self, key: str) -> bool:
+        """Drop blob `key` (its module no longer references it: a weight repacked into
+        another blob), so its memory goes back as soon as no array shares it. The key
+        stays declared (never reused). False, keeping it, where the store is shared."""
+        if not self.releasable or key not in self._blobs:
+            return False
+        del self._blobs[key]
+        return True
+
     def __len__(self) -> int:
         return len(self._blobs)
 
@@ -130,6 +150,8 @@ _STORES: weakref.WeakKeyDictionary[ModuleOp, WeightStore] = weakref.WeakKeyDicti
 
 def attach(module: ModuleOp, store: WeightStore) -> ModuleOp:
     """Make `store` the weight store of `module` (it lives as long as the module)."""
+    if _STORES.get(module) is not store:
+        store._modules += 1  # pyright: ignore[reportPrivateUsage]
     _STORES[module] = store
     return module
 
@@ -144,8 +166,29 @@ def weights_of(op: Operation) -> WeightStore:
         raise QoptError(f"'{op.name}' is not inside a builtin.module: it has no weight store")
     store = _STORES.get(top)
     if store is None:
-        store = _STORES[top] = WeightStore()
+        store = attach(top, WeightStore())
     return store
+
+
+def resource_references(module: Operation) -> dict[str, int]:
+    """How many times the ops of `module` name each `dense_resource` key (in their
+    properties or attributes, inside arrays and dictionaries too): what
+    `WeightStore.release` may drop is a key no op names any more."""
+    counts: dict[str, int] = {}
+    pending: list[Attribute] = []
+    for op in module.walk():
+        pending.extend(op.properties.values())
+        pending.extend(op.attributes.values())
+        while pending:
+            attr = pending.pop()
+            if isinstance(attr, DenseResourceAttr):
+                key = attr.resource_handle.data
+                counts[key] = counts.get(key, 0) + 1
+            elif isinstance(attr, ArrayAttr):
+                pending.extend(cast(ArrayAttr[Attribute], attr).data)
+            elif isinstance(attr, DictionaryAttr):
+                pending.extend(attr.data.values())
+    return counts
 
 
 def clone_module(module: ModuleOp) -> ModuleOp:
