@@ -49,6 +49,7 @@ while the int8 data is alive).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -123,6 +124,7 @@ def child_floor(scheme: str) -> dict[str, float]:
     import qopt.frontend.load
     import qopt.tools.qopt_opt  # noqa: F401
 
+    gc.freeze()  # exits as qopt-opt does (no cyclic collection over torch's objects)
     return {}
 
 
@@ -130,8 +132,10 @@ def child_cli(pt2: str, target: str, out: str, report: str) -> dict[str, float]:
     from qopt.tools.qopt_opt import main
 
     pipeline, kind, _ = TARGETS[target]
+    # as the command runs (`qopt-opt ...`: no argument list, a one-shot process)
+    sys.argv = ["qopt-opt", pt2, "-p", pipeline, "-t", kind, "-o", out, "--report-json", report]
     try:
-        main([pt2, "-p", pipeline, "-t", kind, "-o", out, "--report-json", report])
+        main()
     except SystemExit as e:
         if e.code not in (0, None):
             raise

@@ -141,6 +141,10 @@ class WeightStore:
     def __len__(self) -> int:
         return len(self._blobs)
 
+    def keys(self) -> list[str]:
+        """The keys of the blobs held (declared keys without data are not listed)."""
+        return list(self._blobs)
+
     def nbytes(self) -> int:
         return sum(b.nbytes if isinstance(b, np.ndarray) else len(b) for b in self._blobs.values())
 
@@ -166,7 +170,8 @@ def weights_of(op: Operation) -> WeightStore:
         raise QoptError(f"'{op.name}' is not inside a builtin.module: it has no weight store")
     store = _STORES.get(top)
     if store is None:
-        store = attach(top, WeightStore())
+        store = WeightStore()
+        attach(top, store)
     return store
 
 
@@ -194,6 +199,23 @@ def resource_references(module: Operation) -> dict[str, int]:
 def clone_module(module: ModuleOp) -> ModuleOp:
     """`module.clone()` sharing the original's weights (blobs are never mutated)."""
     return attach(module.clone(), weights_of(module))
+
+
+def release_unreferenced(module: ModuleOp) -> int:
+    """Drop the blobs of `module`'s store that none of its ops names any more (a pass
+    replaced them: scales folded into new ones, weights repacked or concatenated), so
+    a pipeline's peak memory is not the sum of every form a weight took. Returns the
+    bytes dropped (0 where the store is shared with another module: nothing is)."""
+    store = weights_of(module)
+    if not store.releasable or not len(store):
+        return 0
+    named = resource_references(module)
+    dropped = 0
+    for key in [key for key in store.keys() if key not in named]:
+        blob = store.get(key)
+        dropped += blob.nbytes if isinstance(blob, np.ndarray) else len(blob or b"")
+        store.release(key)
+    return dropped
 
 
 def printable_inline(array: np.ndarray) -> bool:
