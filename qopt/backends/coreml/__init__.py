@@ -86,8 +86,7 @@ class CoremlArtifact:
         once to a temporary directory, removed with the artifact; the same object
         is returned each time, so edits to it stay until it is saved."""
         if self._mlmodel is None:
-            ensure_coremltools()
-            import coremltools as ct
+            ct = ensure_coremltools()
 
             path = self.source
             if path is None:
@@ -260,8 +259,7 @@ def save_mlpackage(
 ) -> str:
     """Write `program` (a Program, or Programs by method name: several make a
     multifunction package) as an `.mlpackage` at `path`, atomically."""
-    ensure_coremltools()
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     final = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(final)

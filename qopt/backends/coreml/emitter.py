@@ -145,8 +145,7 @@ def _float_param_type(op: coreml.CoremlOp) -> Any:
 
 
 def target_of(func: FuncOp) -> Any:
-    ensure_coremltools()
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     attr = func.attributes.get(OPSET_ATTR)
     name = attr.data if isinstance(attr, StringAttr) else "iOS18"
@@ -544,8 +543,7 @@ def save_program(
     multifunction package, the first the default function) as an ML Program
     package (no coremltools passes), with `metadata` as its user-defined metadata."""
     quiet_third_party_logs()
-    ensure_coremltools()
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     programs = program if isinstance(program, dict) else {"main": program}
     path = os.fspath(path)
@@ -616,8 +614,7 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
     is: `ct.convert`'s `gc.collect()`, the pipelines' debug text of the whole Program,
     the temporary package that `save` copies, and the spec's write / read / rewrite
     (written once, deterministically, with `metadata` set)."""
-    ensure_coremltools()
-    import coremltools as ct
+    ct = ensure_coremltools()
     from coremltools.converters._converters_entry import _record_build_metadata
     from coremltools.converters.mil._deployment_compatibility import (
         check_deployment_compatibility,
