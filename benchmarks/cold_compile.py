@@ -45,8 +45,9 @@ their int4 packing were all alive at once: +0.5x; the old scales and the packed
 weights vkc-merge-siblings concatenated: +0.3x); coremltools is imported without
 probing scikit-learn and transformers (they were most of the "MIL build" phase: the
 bulk of the 4.4 CPU s the .mlpackage path saved, and their memory); qopt-opt's process
-skips the exit's cyclic collection over torch's objects (~1 CPU s). The .qvk bytes, the .mlpackage trees and the imported IR of the 24
-built-in examples are byte-identical before and after.
+skips the exit's cyclic collection over torch's objects (~1 CPU s). The .qvk bytes,
+the .mlpackage trees and the imported IR of the 24 built-in examples are byte-identical
+before and after.
 
 The load stays torch's: loading proper (graph 0.05 s, weights read once ~0.3 s,
 torch's rebuild with fake tensors ~0.25 s, quiet machine) is ~0.6 s; the rest of the
