@@ -24,16 +24,19 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Generator, Iterable
+from typing import cast
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    DictionaryAttr,
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.hints import isa
 
 from qopt.dtypes import numpy_dtype
@@ -65,6 +68,7 @@ class WeightStore:
         self._blobs: dict[str, Blob] = {}
         self._declared: set[str] = set()
         self._next_suffix: dict[str, int] = {}
+        self._modules = 0  # how many modules `attach` gave this store to
 
     def add(self, hint: str, array: np.ndarray) -> str:
         """Store `array` under `hint`, or `hint_<n>` (the smallest n free) if taken."""
@@ -118,8 +122,28 @@ class WeightStore:
     def __contains__(self, key: str) -> bool:
         return key in self._blobs
 
+    @property
+    def releasable(self) -> bool:
+        """Whether dropping a blob no op of its module references frees it for good:
+        the store belongs to one module only (`clone_module` shares a store, whose
+        other module may still read every blob)."""
+        return self._modules <= 1
+
+    def release(self, key: str) -> bool:
+        """Drop blob `key` (its module no longer references it: a weight repacked into
+        another blob), so its memory goes back as soon as no array shares it. The key
+        stays declared (never reused). False, keeping it, where the store is shared."""
+        if not self.releasable or key not in self._blobs:
+            return False
+        del self._blobs[key]
+        return True
+
     def __len__(self) -> int:
         return len(self._blobs)
+
+    def keys(self) -> list[str]:
+        """The keys of the blobs held (declared keys without data are not listed)."""
+        return list(self._blobs)
 
     def nbytes(self) -> int:
         return sum(b.nbytes if isinstance(b, np.ndarray) else len(b) for b in self._blobs.values())
@@ -130,6 +154,8 @@ _STORES: weakref.WeakKeyDictionary[ModuleOp, WeightStore] = weakref.WeakKeyDicti
 
 def attach(module: ModuleOp, store: WeightStore) -> ModuleOp:
     """Make `store` the weight store of `module` (it lives as long as the module)."""
+    if _STORES.get(module) is not store:
+        store._modules += 1  # pyright: ignore[reportPrivateUsage]
     _STORES[module] = store
     return module
 
@@ -144,13 +170,52 @@ def weights_of(op: Operation) -> WeightStore:
         raise QoptError(f"'{op.name}' is not inside a builtin.module: it has no weight store")
     store = _STORES.get(top)
     if store is None:
-        store = _STORES[top] = WeightStore()
+        store = WeightStore()
+        attach(top, store)
     return store
+
+
+def resource_references(module: Operation) -> dict[str, int]:
+    """How many times the ops of `module` name each `dense_resource` key (in their
+    properties or attributes, inside arrays and dictionaries too): what
+    `WeightStore.release` may drop is a key no op names any more."""
+    counts: dict[str, int] = {}
+    pending: list[Attribute] = []
+    for op in module.walk():
+        pending.extend(op.properties.values())
+        pending.extend(op.attributes.values())
+        while pending:
+            attr = pending.pop()
+            if isinstance(attr, DenseResourceAttr):
+                key = attr.resource_handle.data
+                counts[key] = counts.get(key, 0) + 1
+            elif isinstance(attr, ArrayAttr):
+                pending.extend(cast(ArrayAttr[Attribute], attr).data)
+            elif isinstance(attr, DictionaryAttr):
+                pending.extend(attr.data.values())
+    return counts
 
 
 def clone_module(module: ModuleOp) -> ModuleOp:
     """`module.clone()` sharing the original's weights (blobs are never mutated)."""
     return attach(module.clone(), weights_of(module))
+
+
+def release_unreferenced(module: ModuleOp) -> int:
+    """Drop the blobs of `module`'s store that none of its ops names any more (a pass
+    replaced them: scales folded into new ones, weights repacked or concatenated), so
+    a pipeline's peak memory is not the sum of every form a weight took. Returns the
+    bytes dropped (0 where the store is shared with another module: nothing is)."""
+    store = weights_of(module)
+    if not store.releasable or not len(store):
+        return 0
+    named = resource_references(module)
+    dropped = 0
+    for key in [key for key in store.keys() if key not in named]:
+        blob = store.get(key)
+        dropped += blob.nbytes if isinstance(blob, np.ndarray) else len(blob or b"")
+        store.release(key)
+    return dropped
 
 
 def printable_inline(array: np.ndarray) -> bool:

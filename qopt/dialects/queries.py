@@ -78,8 +78,8 @@ def program_hash(module: ModuleOp) -> str:
             if isinstance(attr, DenseResourceAttr):
                 blob = store.get(attr.resource_handle.data)
                 digest.update(attr.resource_handle.data.encode() + b"\0")
-                if isinstance(blob, np.ndarray):
-                    digest.update(np.ascontiguousarray(blob).tobytes())
+                if isinstance(blob, np.ndarray):  # its bytes, read in place (no copy)
+                    digest.update(np.ascontiguousarray(blob).reshape(-1).view(np.uint8).data)
                 elif blob is not None:
                     digest.update(blob)
     return digest.hexdigest()

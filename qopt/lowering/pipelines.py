@@ -59,6 +59,7 @@ from qopt.lowering.fuse_quant import FuseQuantPass
 from qopt.lowering.name_outputs import NameOutputsPass
 from qopt.registry import resolve
 from qopt.report import active_report
+from qopt.resources import release_unreferenced
 
 COMPUTE_PRECISIONS = ("fp16", "fp32")
 """`compute-precision` of qopt-coreml: fp16 (default, as `ct.convert`) or fp32 (exact
@@ -68,19 +69,22 @@ checks against torch)."""
 def run_passes(
     passes: Sequence[ModulePass], ctx: Context, module: ModuleOp, name: str | None = None
 ) -> None:
-    """Apply `passes` in order, verifying `module` after each; each pass is a phase of
-    the active compile report (qopt.report), nested under `name` (the pipeline's)."""
+    """Apply `passes` in order, verifying `module` after each and dropping the weight
+    blobs it no longer names (`release_unreferenced`); each pass is a phase of the
+    active compile report (qopt.report), nested under `name` (the pipeline's)."""
     report = active_report()
     if report is None:
         for sub_pass in passes:
             sub_pass.apply(ctx, module)
             module.verify()
+            release_unreferenced(module)
         return
     with report.phase(name) if name is not None else contextlib.nullcontext():
         for sub_pass in passes:
             with report.phase(sub_pass.name):
                 sub_pass.apply(ctx, module)
                 module.verify()
+                release_unreferenced(module)
     report.record_target_ops(module)
 
 

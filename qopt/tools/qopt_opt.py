@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import io
 import os
 import shutil
@@ -46,7 +47,13 @@ from qopt.logs import quiet_third_party_logs
 from qopt.lowering import get_all_passes
 from qopt.registry import LazyModule
 from qopt.report import CompileReport
-from qopt.resources import DEFAULT_ELIDE_BYTES, WeightStore, attach, weights_of
+from qopt.resources import (
+    DEFAULT_ELIDE_BYTES,
+    WeightStore,
+    attach,
+    release_unreferenced,
+    weights_of,
+)
 from qopt.tools.contract import (
     add_common_arguments,
     one_line_usage_errors,
@@ -350,6 +357,8 @@ class QoptOptMain(xDSLOptMain):
         report = self.report
         if not self.args.disable_verify:
             module.verify()
+        if previous is not None:
+            release_unreferenced(module)  # blobs the pass replaced (run_passes does too)
         before, after = (None if p is None else self._group.get(id(p)) for p in (previous, next))
         if previous is not None:
             report.end()
@@ -618,7 +627,15 @@ def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:
 
 def main(args: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
-    run_tool("qopt-opt", lambda: QoptOptMain(args=args).run(), args)
+    try:
+        run_tool("qopt-opt", lambda: QoptOptMain(args=args).run(), args)
+    finally:
+        if args is None:
+            # The command's process ends here: its objects (torch's, the IR's: millions
+            # after a .pt2 compile) need no cyclic collection, which the interpreter's
+            # exit would otherwise run over all of them (~1 s of a cold .pt2 compile).
+            # Not for a call with arguments (a test or script in its own process).
+            gc.freeze()
 
 
 if __name__ == "__main__":

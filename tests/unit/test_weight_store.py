@@ -115,3 +115,70 @@ def test_no_process_wide_state() -> None:
     assert store.add("w", np.zeros(2)) == "w"
     assert store.add("w", np.zeros(2)) == "w_0"
     assert store.add("w", np.zeros(2)) == "w_1"
+
+
+def _lower_for_vulkan(module) -> None:
+    from qopt.lowering.pipelines import QoptVulkanPipeline
+
+    QoptVulkanPipeline().apply(make_context(), module)
+
+
+def test_vulkan_lowering_releases_the_repacked_weights() -> None:
+    """convert-to-vkc drops a quantized weight's int8 blob once its op is packed (the
+    int4 words replace it), so a compile never holds every weight twice; after each
+    pass the pipeline drops the blobs no op names; what the lowered module names is
+    all there."""
+    from qopt.resources import missing_weights, resource_references
+
+    module = qopt.fuse(qopt.import_program(export_model("mlp", "w4g32")))
+    store = weights_of(module)
+    qdata = [key for key in _resource_keys(module) if key.endswith("_qdata")]
+    assert qdata
+    assert all(key in store for key in qdata)
+    _lower_for_vulkan(module)
+    assert not [key for key in qdata if key in store]
+    assert missing_weights(module) == []
+    # every pass's leftovers (scales folded, packed weights concatenated) are gone too
+    assert set(store.keys()) == set(resource_references(module))
+
+
+def test_a_shared_store_keeps_every_blob() -> None:
+    """A module sharing its store (`clone_module`) keeps the original's weights: the
+    lowering of the clone releases nothing."""
+    original = qopt.fuse(qopt.import_program(export_model("mlp", "w4g32")))
+    clone = clone_module(original)
+    _lower_for_vulkan(clone)
+    store = weights_of(original)
+    assert all(key in store for key in _resource_keys(original))
+    assert not weights_of(clone).release(_resource_keys(original)[0])
+
+
+def test_a_refused_rule_takes_its_releases_back() -> None:
+    """A rule that packed a weight and then refused its op (the host fallback runs the op
+    instead, on the original weight) releases nothing; a rule that lowered its op
+    releases the weight once the next op's lowering starts."""
+    from qopt.dialects import qfused
+    from qopt.lowering.convert_to_vkc.lowering import Lowering
+
+    module = qopt.fuse(qopt.import_program(export_model("mlp", "w4g32")))
+    first, second = [op for op in module.walk() if isinstance(op, qfused.LinearOp)][:2]
+    weight = first.weight
+    assert isinstance(weight.owner, ConstantOp)
+    assert isinstance(weight.owner.value, DenseResourceAttr)
+    key = weight.owner.value.resource_handle.data
+    store = weights_of(module)
+    lowering = Lowering(module)
+    lowering.current = first
+    mark = lowering.checkpoint(first)
+    lowering.release(weight)
+    lowering.rollback(mark)
+    lowering.current = second
+    lowering.checkpoint(second)
+    assert key in store
+    lowering.current = first
+    lowering.checkpoint(first)
+    lowering.release(weight)
+    assert key in store  # its op is still being lowered
+    lowering.current = second
+    lowering.checkpoint(second)
+    assert key not in store

@@ -28,6 +28,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
 from qopt.backends import format_bytes, format_method, format_tensor
+from qopt.backends.coreml.deps import ensure_coremltools
 from qopt.backends.coreml.emitter import (
     build_programs,
     function_of,
@@ -85,7 +86,7 @@ class CoremlArtifact:
         once to a temporary directory, removed with the artifact; the same object
         is returned each time, so edits to it stay until it is saved."""
         if self._mlmodel is None:
-            import coremltools as ct
+            ct = ensure_coremltools()
 
             path = self.source
             if path is None:
@@ -258,7 +259,7 @@ def save_mlpackage(
 ) -> str:
     """Write `program` (a Program, or Programs by method name: several make a
     multifunction package) as an `.mlpackage` at `path`, atomically."""
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     final = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(final)

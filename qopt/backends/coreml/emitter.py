@@ -67,6 +67,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from qopt.backends.coreml.deps import ensure_coremltools
 from qopt.backends.coreml.reader import (
     METHOD_METADATA,
     SCALAR_INPUTS_METADATA,
@@ -89,6 +90,7 @@ from qopt.version import qopt_version
 
 
 def mil_type(elem: Attribute) -> Any:
+    ensure_coremltools()
     from coremltools.converters.mil.mil import types
 
     name = coreml.mil_dtype_name(elem)
@@ -97,6 +99,7 @@ def mil_type(elem: Attribute) -> Any:
 
 def _np_value(array: np.ndarray, elem: Attribute) -> np.ndarray:
     """A numpy array tagged with the MIL type (sub-byte types carry metadata)."""
+    ensure_coremltools()
     from coremltools.converters.mil.mil import types
 
     if isinstance(elem, IntegerType) and elem.width.data < 8 and elem.width.data != 1:
@@ -142,7 +145,7 @@ def _float_param_type(op: coreml.CoremlOp) -> Any:
 
 
 def target_of(func: FuncOp) -> Any:
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     attr = func.attributes.get(OPSET_ATTR)
     name = attr.data if isinstance(attr, StringAttr) else "iOS18"
@@ -359,6 +362,7 @@ def build_program(
     function by default; coreml dialect), its outputs named by `output_names_of`,
     with every state of the module as a state input."""
     quiet_third_party_logs()
+    ensure_coremltools()
     from coremltools.converters.mil import Builder as mb
 
     func = function_of(module, function)
@@ -539,7 +543,7 @@ def save_program(
     multifunction package, the first the default function) as an ML Program
     package (no coremltools passes), with `metadata` as its user-defined metadata."""
     quiet_third_party_logs()
-    import coremltools as ct
+    ct = ensure_coremltools()
 
     programs = program if isinstance(program, dict) else {"main": program}
     path = os.fspath(path)
@@ -577,6 +581,7 @@ class _SpecModel:
         return self._spec.description.metadata.userDefined
 
     def _set_build_info_mil_attributes(self, metadata: dict[str, str]) -> None:
+        ensure_coremltools()
         from coremltools.models import MLModel
 
         MLModel._set_build_info_mil_attributes(cast(Any, self), metadata)
@@ -586,6 +591,7 @@ def _apply_pipeline(program: Any, pipeline: Any) -> None:
     """coremltools' `PassPipelineManager.apply_pipeline` without its debug log lines
     (each formats the whole Program as text, printed or not) and progress bar: the
     same validations, passes and options, in the same order."""
+    ensure_coremltools()
     from coremltools.converters.mil.mil.passes.pass_registry import PASS_REGISTRY
 
     pipeline.validate()
@@ -608,7 +614,7 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
     is: `ct.convert`'s `gc.collect()`, the pipelines' debug text of the whole Program,
     the temporary package that `save` copies, and the spec's write / read / rewrite
     (written once, deterministically, with `metadata` set)."""
-    import coremltools as ct
+    ct = ensure_coremltools()
     from coremltools.converters._converters_entry import _record_build_metadata
     from coremltools.converters.mil._deployment_compatibility import (
         check_deployment_compatibility,
@@ -685,6 +691,7 @@ def _set_metadata(path: str, metadata: dict[str, str]) -> None:
     """Add `metadata` to the user-defined metadata of the package coremltools wrote
     at `path` (its spec is `Data/com.apple.CoreML/model.mlmodel`), drop the
     conversion date, and write the spec back deterministically (map keys sorted)."""
+    ensure_coremltools()
     from coremltools.proto import Model_pb2
     from google.protobuf.message import Message
 

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from qopt.backends.coreml.deps import ensure_coremltools
 from qopt.dialects.coreml import storage_dtype
 from qopt.errors import QoptError, one_line, quoted
 from qopt.limits import DEFAULT_LIMITS
@@ -231,6 +232,7 @@ class Package:
         return full
 
     def read_spec(self, full: str) -> Any:
+        ensure_coremltools()
         from coremltools.proto import Model_pb2
         from google.protobuf.message import DecodeError, Message
 

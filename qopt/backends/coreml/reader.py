@@ -94,6 +94,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import OptOperandDef, VarOperandDef
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from qopt.backends.coreml.deps import ensure_coremltools
 from qopt.backends.coreml.package import (
     MAX_BLOB_FILE_BYTES,
     MAX_ELEMENTS,
@@ -237,6 +238,7 @@ class Reader:
     # ----- types and values ----------------------------------------------------
 
     def tensor_type(self, value_type: Any, what: str, string_ok: bool = False) -> CheckedType:
+        ensure_coremltools()
         from coremltools.proto import MIL_pb2
 
         kind = value_type.WhichOneof("type")

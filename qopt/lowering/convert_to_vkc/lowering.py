@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseResourceAttr,
@@ -51,7 +51,7 @@ from qopt.lowering.vkc_rewrite import (
     push_attributes,
     specialization,
 )
-from qopt.resources import make_resource, weights_of
+from qopt.resources import make_resource, resource_references, weights_of
 
 MAX_RANK = 6
 
@@ -92,6 +92,7 @@ class Checkpoint:
     tables: dict[str, int]
     stores: int
     shared: int | None
+    releases: int
 
 
 @dataclass
@@ -125,12 +126,21 @@ class Lowering:
     stores: list[tuple[str, SSAValue, Operation]] = field(default_factory=list)
     """State writes that are copies (global, stored value, the global_store), emitted
     after every other dispatch of the function (`state.finish`)."""
+    releases: list[tuple[Operation, SSAValue]] = field(default_factory=list)
+    """Constants a rule repacked (`release`), by the op whose rule asked: their blobs
+    are dropped once that op is lowered (at what the next op's lowering does first:
+    its checkpoint, a release or an emitted op)."""
+    references: dict[str, int] | None = None
+    """How many times the module names each blob (`resource_references`), counted at
+    the first release."""
 
     # ----- undo (the host fallback) ----------------------------------------------------
 
     def checkpoint(self, op: Operation) -> Checkpoint:
         """What `rollback` needs to undo a rule's work on `op` (everything a rule
-        adds is appended, so lengths and the operands' values are enough)."""
+        adds is appended, so lengths and the operands' values are enough). The ops
+        lowered before `op` are done: the constants their rules repacked are dropped."""
+        self._drop_released()
         return Checkpoint(
             len(self.ops),
             len(self.values),
@@ -147,6 +157,7 @@ class Lowering:
             },
             len(self.stores),
             None if self.shared_constants is None else len(self.shared_constants),
+            len(self.releases),
         )
 
     def rollback(self, mark: Checkpoint) -> None:
@@ -163,14 +174,60 @@ class Lowering:
             for key in list(table)[count:]:
                 del table[key]
         del self.stores[mark.stores :]
+        del self.releases[mark.releases :]
         if self.shared_constants is not None and mark.shared is not None:
             for key in list(self.shared_constants)[mark.shared :]:
                 del self.shared_constants[key]
 
+    # ----- releasing repacked weights -----------------------------------------------
+
+    def release(self, value: SSAValue) -> None:
+        """`value`, a compile-time constant the op being lowered repacked into a constant
+        buffer of its own (a quantized weight packed into int4 words), is not needed
+        once that op is lowered: its blob is then dropped from the module's weights,
+        so the original and the packed copy of every weight are not all held at once
+        (the peak memory of a compile). Only a blob no other op names and `value` no
+        other op reads is dropped; a rule that refuses its op (the host fallback's
+        rollback) takes its releases back."""
+        self._drop_released()
+        if self.current is not None:
+            self.releases.append((self.current, value))
+
+    def _drop_released(self) -> None:
+        """Drop the blobs released by the ops lowered before the current one."""
+        kept: list[tuple[Operation, SSAValue]] = []
+        for op, value in self.releases:
+            if op is self.current:
+                kept.append((op, value))
+            else:
+                self._drop(value)
+        self.releases = kept
+
+    def _drop(self, value: SSAValue) -> None:
+        owner = value.owner
+        if not isinstance(owner, arith.ConstantOp) or not value.has_one_use():
+            return
+        attr = owner.value
+        if not isinstance(attr, DenseResourceAttr):
+            return
+        store = weights_of(self.module)
+        if not store.releasable:
+            return
+        if self.references is None:
+            self.references = resource_references(self.module)
+        key = attr.resource_handle.data
+        if self.references.get(key) != 1:
+            return
+        store.release(key)
+        self.values.pop(value, None)
+
     # ----- building blocks -------------------------------------------------------------
 
     def emit(self, op: Operation) -> None:
-        """Append `op` to the body, at the location of the op being lowered."""
+        """Append `op` to the body, at the location of the op being lowered (an op
+        built for a later op than a release's drops the blobs released before it)."""
+        if self.releases:
+            self._drop_released()
         if self.current is not None:
             op.location = self.current.location
         self.ops.append(op)

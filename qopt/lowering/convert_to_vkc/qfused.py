@@ -99,7 +99,7 @@ def _affine(
     flat = data.reshape(rows, -1)
     group = block[-1] if len(block) == 2 else flat.shape[1]
     try:
-        return packing.pack_affine(
+        packed = packing.pack_affine(
             flat,
             s.reshape(rows, -1),
             None if z is None else z.reshape(rows, -1),
@@ -111,6 +111,12 @@ def _affine(
         raise unsupported(
             op, f"its weights cannot be packed for Vulkan ({e})", "requantize them"
         ) from None
+    # the integer data and zero points live on as packed copies: their blobs go
+    # once this op is lowered (the scales are uploaded as they are)
+    lw.release(weight)
+    if zp is not None:
+        lw.release(zp)
+    return packed
 
 
 def _bias(lw: Lowering, bias: SSAValue | None, fallback: Buf) -> tuple[Buf, int]:
@@ -270,7 +276,9 @@ def _lut(
     assert book is not None
     if codes.ndim != 2:
         raise unsupported(op, "LUT weights of rank != 2", "reshape the weight")
-    return packing.pack_lut(codes, book, scheme.nbits.data)
+    packed = packing.pack_lut(codes, book, scheme.nbits.data)
+    lw.release(weight)  # the codes live on packed (their blob goes once op is lowered)
+    return packed
 
 
 def _linear_lut(
