@@ -10,7 +10,7 @@ loads; on a GPU it leaves 4 workgroups for a 2048-row projection and every lane 
 its own weight rows (uncoalesced). The cooperative shape is the usual GPU GEMV: adjacent
 lanes read adjacent 16-byte weight chunks of one row and there is a workgroup per 16 rows.
 On lavapipe (a CPU device) it was measured slower than the base at the 336M decoder's
-shapes (see `VARIANTS`), so it is preferred on GPU device types only;
+shapes (see `qopt.kernels.variants.VARIANTS`), so it is preferred on GPU device types only;
 `QOPT_VK_VARIANTS=all` runs it on lavapipe (tests, benchmarks/variants.py).
 
 Its reads lie inside the base's extents (`qlinear._linear_qw_extents`, the path where
@@ -22,13 +22,6 @@ from __future__ import annotations
 
 from qopt.kernels.extents import group_count, ints
 from qopt.kernels.spec import PushValues, SpecValues
-from qopt.kernels.variants import (
-    GPU_TYPES,
-    SUBGROUP_ARITHMETIC,
-    SUBGROUP_BASIC,
-    KernelVariant,
-    Needs,
-)
 
 QW_COOP_ROWS = 16
 """Output rows per workgroup of linear_qw_coop.glsl (its ROWS)."""
@@ -48,27 +41,3 @@ def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     aligned = group % vpc == 0 or ngroups == 1
     nfast = k // vpc if aligned and k % 4 == 0 else 0
     return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
-
-
-_QW_COOP_NEEDS = Needs(subgroup_ops=SUBGROUP_BASIC | SUBGROUP_ARITHMETIC)
-
-VARIANTS = tuple(
-    KernelVariant(
-        name="coop_gemv",
-        base=base,
-        glsl="linear_qw_coop.glsl",
-        needs=_QW_COOP_NEEDS,
-        prefer=GPU_TYPES,
-        workgroups=qw_coop_workgroups,
-        applies=qw_coop_applies,
-        local_size=(64, 1, 1),
-        doc="decode GEMV: a subgroup per 2 rows, K split over its lanes, subgroupAdd",
-    )
-    for base in ("linear_q4gsw", "linear_q8csw")
-)
-"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
-benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
-(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
-0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
-Slower at the shapes that matter there, so preferred on GPU device types only (not
-measured on a GPU: none was available)."""

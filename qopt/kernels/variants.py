@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from qopt.errors import QoptError
+from qopt.kernels import coop
 from qopt.kernels.spec import KernelSpec, PushValues, SpecValues
 
 # VkPhysicalDeviceType
@@ -147,9 +148,7 @@ class KernelVariant:
 
 
 def _table() -> tuple[KernelVariant, ...]:
-    from qopt.kernels import coop
-
-    return coop.VARIANTS
+    return VARIANTS
 
 
 def variants() -> tuple[KernelVariant, ...]:
@@ -224,3 +223,29 @@ def report(
                 why.append(f"{v.name}: no dispatch it applies to")
         lines.append(f"  {kernel}: base ({'; '.join(why)})")
     return lines
+
+
+# ----- the variants (their rules: qopt/kernels/coop.py) ------------------------------
+
+_QW_COOP_NEEDS = Needs(subgroup_ops=SUBGROUP_BASIC | SUBGROUP_ARITHMETIC)
+
+VARIANTS = tuple(
+    KernelVariant(
+        name="coop_gemv",
+        base=base,
+        glsl="linear_qw_coop.glsl",
+        needs=_QW_COOP_NEEDS,
+        prefer=GPU_TYPES,
+        workgroups=coop.qw_coop_workgroups,
+        applies=coop.qw_coop_applies,
+        local_size=(64, 1, 1),
+        doc="decode GEMV: a subgroup per 2 rows, K split over its lanes, subgroupAdd",
+    )
+    for base in ("linear_q4gsw", "linear_q8csw")
+)
+"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
+benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
+(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
+0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
+Slower at the shapes that matter there, so preferred on GPU device types only (not
+measured on a GPU: none was available)."""

@@ -43,7 +43,7 @@ from qopt.errors import QoptError, did_you_mean
 from qopt.files import temp_file_beside
 from qopt.frontend import get_all_frontends
 from qopt.limits import Limits, check_mlir_text
-from qopt.logs import quiet_third_party_logs
+from qopt.logs import claim_process, quiet_third_party_logs
 from qopt.lowering import get_all_passes
 from qopt.registry import LazyModule
 from qopt.report import CompileReport
@@ -627,6 +627,8 @@ def with_host_fallback(pipeline: PassPipeline) -> PassPipeline:
 
 def main(args: Sequence[str] | None = None) -> None:
     quiet_third_party_logs()
+    if args is None:  # the command: no one else's code runs in this process
+        claim_process()
     try:
         run_tool("qopt-opt", lambda: QoptOptMain(args=args).run(), args)
     finally:

@@ -1,6 +1,7 @@
 """Loading Vulkan and finding its devices: the `vulkan` cffi package (imported when first
 needed: it loads libvulkan), the compute-capable physical devices and the choice among
-them, and the validation layer's messages, routed to the devices that asked for them.
+them, what the kernel variants read of a device (`device_props`), and the validation
+layer's messages, routed to the devices that asked for them.
 The device itself, its buffers and programs are `qopt.backends.vulkan.runtime`'s.
 """
 
@@ -11,6 +12,7 @@ import weakref
 from typing import Any, Protocol
 
 from qopt.errors import QoptError
+from qopt.kernels.variants import DeviceProps
 
 
 class MessageSink(Protocol):
@@ -119,3 +121,23 @@ def list_devices() -> list[str]:
         return [name for _, name, _ in enumerate_devices(vk, instance)]
     finally:
         vk.vkDestroyInstance(instance, None)
+
+
+def device_props(vk: Any, pd: Any, props: Any) -> DeviceProps:
+    """The kernel variants' view of physical device `pd` (`props`: its
+    VkPhysicalDeviceProperties): VkPhysicalDeviceSubgroupProperties,
+    maxComputeSharedMemorySize and the shaderFloat16 / shaderInt8 features (Vulkan 1.2,
+    the API version qopt asks for), as the native runtime reads them."""
+    sub = vk.VkPhysicalDeviceSubgroupProperties()
+    vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(pNext=sub))
+    f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features()
+    vk.vkGetPhysicalDeviceFeatures2(pd, vk.VkPhysicalDeviceFeatures2(pNext=f16))
+    return DeviceProps(
+        device_type=int(props.deviceType),
+        subgroup_size=int(sub.subgroupSize),
+        subgroup_stages=int(sub.supportedStages),
+        subgroup_ops=int(sub.supportedOperations),
+        shared_bytes=int(props.limits.maxComputeSharedMemorySize),
+        float16=bool(f16.shaderFloat16),
+        int8=bool(f16.shaderInt8),
+    )

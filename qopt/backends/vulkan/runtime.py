@@ -36,6 +36,7 @@ from qopt.backends.vulkan.loader import (
     VALIDATION_LAYER,
     VulkanError,
     debug_callback,
+    device_props,
     enumerate_devices,
     load_vulkan,
     select_device,
@@ -43,7 +44,7 @@ from qopt.backends.vulkan.loader import (
 from qopt.backends.vulkan.spirv import compile_kernel
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
 from qopt.kernels.spec import MAX_UNIFORM_BYTES
-from qopt.kernels.variants import DeviceProps, choose, report, variant_mode
+from qopt.kernels.variants import choose, report, variant_mode
 
 # ----- buffers, dispatches -------------------------------------------------------------
 
@@ -131,26 +132,6 @@ class Buffer:
         if self.handle is not None:
             self._destroy()
             self.device._buffers.discard(self)
-
-
-def device_props(vk: Any, pd: Any, props: Any) -> DeviceProps:
-    """The kernel variants' view of physical device `pd` (`props`: its
-    VkPhysicalDeviceProperties): VkPhysicalDeviceSubgroupProperties,
-    maxComputeSharedMemorySize and the shaderFloat16 / shaderInt8 features (Vulkan 1.2,
-    the API version qopt asks for), as the native runtime reads them."""
-    sub = vk.VkPhysicalDeviceSubgroupProperties()
-    vk.vkGetPhysicalDeviceProperties2(pd, vk.VkPhysicalDeviceProperties2(pNext=sub))
-    f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features()
-    vk.vkGetPhysicalDeviceFeatures2(pd, vk.VkPhysicalDeviceFeatures2(pNext=f16))
-    return DeviceProps(
-        device_type=int(props.deviceType),
-        subgroup_size=int(sub.subgroupSize),
-        subgroup_stages=int(sub.supportedStages),
-        subgroup_ops=int(sub.supportedOperations),
-        shared_bytes=int(props.limits.maxComputeSharedMemorySize),
-        float16=bool(f16.shaderFloat16),
-        int8=bool(f16.shaderInt8),
-    )
 
 
 @dataclass
