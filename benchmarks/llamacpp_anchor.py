@@ -42,6 +42,7 @@ import argparse
 import copy
 import hashlib
 import importlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -74,6 +75,7 @@ PYDEPS = ROOT / "build" / "pydeps"
 BUILD_SCRIPT = ROOT / "scripts" / "build_llamacpp.sh"
 PROMPT_LENGTH = 64
 Q4_0_BLOCK = 32
+GGUF_LAYOUT = 1  # bump when write_gguf changes what it writes: cached files are rewritten
 
 # torch state-dict name (layer index removed) -> GGUF tensor name, llama.cpp's "llama" names.
 _GLOBAL_NAMES = {
@@ -191,6 +193,23 @@ def write_gguf(model: TinyLlama, path: Path, gguf: ModuleType) -> None:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def cached_gguf(model: TinyLlama, config: dict[str, int], gguf: ModuleType) -> Path:
+    """`model` (built from `config`, seed 0) as a Q4_0 GGUF under build/llamacpp/models,
+    written once per config, `gguf` and torch version and `GGUF_LAYOUT`."""
+    try:
+        gguf_version = importlib.metadata.version("gguf")
+    except importlib.metadata.PackageNotFoundError:
+        gguf_version = "?"
+    facts = [config, GGUF_LAYOUT, gguf_version, torch.__version__]
+    key = hashlib.sha256(json.dumps(facts).encode()).hexdigest()[:12]
+    path = LLAMACPP_DIR / "models" / f"tinyllama-{key}-q4_0.gguf"
+    if not path.is_file():
+        t0 = time.perf_counter()
+        write_gguf(model, path, gguf)
+        print(f"GGUF Q4_0 written in {time.perf_counter() - t0:.1f}s: {path}")
+    return path
 
 
 def read_gguf_weights(path: Path, gguf: ModuleType) -> dict[str, np.ndarray]:
@@ -334,14 +353,7 @@ def main() -> None:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, torch threads "
           f"{torch.get_num_threads()}")  # fmt: skip
 
-    key = hashlib.sha256(
-        json.dumps([config, gguf.__name__, getattr(gguf, "__version__", "")]).encode()
-    ).hexdigest()[:12]
-    gguf_path = LLAMACPP_DIR / "models" / f"tinyllama-{key}-q4_0.gguf"
-    if not gguf_path.is_file():
-        t0 = time.perf_counter()
-        write_gguf(float_model, gguf_path, gguf)
-        print(f"GGUF Q4_0 written in {time.perf_counter() - t0:.1f}s: {gguf_path}")
+    gguf_path = cached_gguf(float_model, config, gguf)
     print(f"GGUF: {gguf_path.name}, {gguf_path.stat().st_size / 2**20:.1f} MiB")
 
     # llama.cpp skips CPU-type Vulkan devices (lavapipe) unless told which device to use:
