@@ -23,8 +23,10 @@ tokens decoded one at a time from an empty cache) and qopt's Vulkan artifact for
 per length, seq 1 and seq 64, one forward each). qopt's seq-1 forward is a decode step
 at position 0 (no cache rows to read); llama.cpp's decode tokens read at most
 `--decode-tokens` cache rows, which on this model is noise next to the weights.
-Printed: the CPU, the load average, each side's Vulkan device line, tokens/s of both,
-and qopt / llama.cpp time ratios (below 1.0: qopt faster).
+With `--cpu`, llama.cpp's CPU backend on the same model (`-ngl 0 -dev none`, its default
+threads) joins each round, for context: not the same device. Printed: the CPU, the load
+average, each side's Vulkan device line, tokens/s of all and qopt / llama.cpp Vulkan time
+ratios (below 1.0: qopt faster).
 
 llama.cpp comes from the source PyPI's llama-cpp-python sdist vendors, built by
 `scripts/build_llamacpp.sh` (`--build` runs it; it is cached). When llama.cpp is not
@@ -289,10 +291,14 @@ def llamacpp_logits(
         return np.fromfile(out, dtype=np.float32).reshape(len(tokens), vocab)
 
 
-def llama_bench(tool: Path, gguf_path: Path, decode: int, env: dict[str, str]) -> dict[str, Any]:
-    """One llama-bench run (-r 1): prompt and decode tokens/s, its device and build."""
+def llama_bench(
+    tool: Path, gguf_path: Path, decode: int, env: dict[str, str], cpu: bool = False
+) -> dict[str, Any]:
+    """One llama-bench run (-r 1): prompt and decode tokens/s, its device and build; all
+    layers on the Vulkan device, or with `cpu` on llama.cpp's CPU backend (no device)."""
+    placement = ["-ngl", "0", "-dev", "none"] if cpu else ["-ngl", "99"]
     done = subprocess.run(
-        [str(tool), "-m", str(gguf_path), "-ngl", "99", "-p", str(PROMPT_LENGTH),
+        [str(tool), "-m", str(gguf_path), *placement, "-p", str(PROMPT_LENGTH),
          "-n", str(decode), "-r", "1", "-o", "json"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
@@ -325,6 +331,9 @@ def main() -> None:
     parser.add_argument("--schemes", nargs="*", default=["w4g32", "8da4w"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--decode-tokens", type=int, default=16)
+    parser.add_argument(
+        "--cpu", action="store_true", help="also llama.cpp's CPU backend (no Vulkan), for context"
+    )
     parser.add_argument("--decode-calls", type=int, default=5, help="qopt seq-1 calls per round")
     parser.add_argument("--tolerance", type=float, default=0.02,
                         help="largest logit difference from torch on the Q4_0 weights, "
@@ -399,6 +408,7 @@ def main() -> None:
     device_name = next(iter(sessions.values()))[0].device.name if sessions else "-"
 
     llama: dict[str, list[float]] = {"prefill": [], "decode": []}
+    llama_cpu: dict[str, list[float]] = {"prefill": [], "decode": []}
     qopt_times: dict[tuple[str, int], list[float]] = {
         (scheme, seq): [] for scheme in sessions for seq in inputs
     }
@@ -409,6 +419,10 @@ def main() -> None:
         llama["prefill"].append(run["prefill"])
         llama["decode"].append(run["decode"])
         info, stderr = run["info"], run["stderr"]
+        if args.cpu:
+            run_cpu = llama_bench(bench_tool, gguf_path, args.decode_tokens, env, cpu=True)
+            llama_cpu["prefill"].append(run_cpu["prefill"])
+            llama_cpu["decode"].append(run_cpu["decode"])
         for scheme, (_, session) in sessions.items():
             for seq, tokens in inputs.items():
                 ids = tokens.numpy()
@@ -430,16 +444,23 @@ def main() -> None:
         f"{args.decode_tokens} tokens from an empty cache, qopt's is one seq-1 forward"
     )
     print()
-    print(f"{'':<20} {'prefill 64 tok/s':>17} {'decode tok/s':>13} {'prefill vs':>11} "
+    print(f"{'':<22} {'prefill 64 tok/s':>17} {'decode tok/s':>13} {'prefill vs':>11} "
           f"{'decode vs':>10}")  # fmt: skip
     llama_prefill = statistics.median(llama["prefill"])
     llama_decode = statistics.median(llama["decode"])
-    print(f"{'llama.cpp Q4_0':<20} {llama_prefill:>17.1f} {llama_decode:>13.2f} {'1.00x':>11} "
-          f"{'1.00x':>10}")  # fmt: skip
+    print(f"{'llama.cpp Vulkan Q4_0':<22} {llama_prefill:>17.1f} {llama_decode:>13.2f} "
+          f"{'1.00x':>11} {'1.00x':>10}")  # fmt: skip
+    if args.cpu:
+        cpu_prefill = statistics.median(llama_cpu["prefill"])
+        cpu_decode = statistics.median(llama_cpu["decode"])
+        print(
+            f"{'llama.cpp CPU Q4_0':<22} {cpu_prefill:>17.1f} {cpu_decode:>13.2f} "
+            f"{llama_prefill / cpu_prefill:>10.2f}x {llama_decode / cpu_decode:>9.2f}x"
+        )
     for scheme in sessions:
         prefill = PROMPT_LENGTH / statistics.median(qopt_times[(scheme, PROMPT_LENGTH)])
         decode = 1 / statistics.median(qopt_times[(scheme, 1)])
-        print(f"{'qopt ' + scheme:<20} {prefill:>17.1f} {decode:>13.2f} "
+        print(f"{'qopt ' + scheme:<22} {prefill:>17.1f} {decode:>13.2f} "
               f"{llama_prefill / prefill:>10.2f}x {llama_decode / decode:>9.2f}x")  # fmt: skip
     print("(vs: qopt's time per token / llama.cpp's; below 1.00x qopt is faster)")
     for artifact, _ in sessions.values():
