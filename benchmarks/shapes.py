@@ -14,13 +14,14 @@ with the host time outside the GPU.
 It prints the CPU, the Vulkan device and the load average before and after.
 
     python benchmarks/shapes.py [--quick] [--shapes NAME ...] [--schemes ...] [--seqs 1 64]
-                                [--layers N] [--repeats N] [--top N]
+                                [--layers N] [--repeats N] [--top N] [--x-storage]
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import platform
 import statistics
@@ -33,6 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
+from qopt.backends.vulkan.artifact import VulkanArtifact
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.examples import LlamaConfig, TinyLlama, apply_scheme
 from qopt.logs import quiet_third_party_logs
@@ -85,6 +87,19 @@ def top_kernels(artifact, method: str, per_dispatch: list[list[float]], walls: l
             + "; ".join(parts)]  # fmt: skip
 
 
+def without_x_texel(artifact: VulkanArtifact) -> VulkanArtifact | None:
+    """`artifact` with x read through storage (X_TEXEL 0) in every kernel that reads it
+    through its texel view (the same bits), or None when no kernel does."""
+    program = artifact.program
+    if not any(int(k.spec.get("X_TEXEL", 0)) == 1 for k in program.kernels):
+        return None
+    kernels = [
+        dataclasses.replace(k, spec={**k.spec, "X_TEXEL": 0}) if "X_TEXEL" in k.spec else k
+        for k in program.kernels
+    ]
+    return VulkanArtifact(dataclasses.replace(program, kernels=kernels))
+
+
 def main() -> None:
     quiet_third_party_logs()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -95,6 +110,11 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--top", type=int, default=3, help="kernels listed per call")
+    parser.add_argument(
+        "--x-storage",
+        action="store_true",
+        help="also time each call with x read through storage (X_TEXEL 0), interleaved",
+    )
     args = parser.parse_args()
     if (reason := vulkan_available()) is not None:
         sys.exit(f"no Vulkan device: {reason}")
@@ -130,11 +150,15 @@ def main() -> None:
                 print(f"Vulkan device: {artifact.device.name}")
                 device_printed = True
             session = artifact.session()
+            storage = without_x_texel(artifact) if args.x_storage else None
+            storage_session = storage.session() if storage is not None else None
             for seq, tokens in inputs.items():
                 method = f"seq{seq}"
                 ids = tokens.numpy()
                 session.run(ids, method=method)  # warm-up: records the command buffer
-                walls, floats, per_dispatch, cpus, fcpus = [], [], [], [], []
+                walls, floats, per_dispatch, cpus, fcpus, xs = [], [], [], [], [], []
+                if storage_session is not None:
+                    storage_session.run(ids, method=method)
                 with torch.no_grad():
                     float_model(tokens)
                     for _ in range(args.repeats):
@@ -147,6 +171,10 @@ def main() -> None:
                         float_model(tokens)
                         floats.append(time.perf_counter() - t0)
                         fcpus.append(time.process_time() - c0)
+                        if storage_session is not None:
+                            c0 = time.process_time()
+                            storage_session.run(ids, method=method)
+                            xs.append(time.process_time() - c0)
                 wall, flt = statistics.median(walls), statistics.median(floats)
                 cpu, fcpu = statistics.median(cpus), statistics.median(fcpus)
                 rows.append((name, scheme, seq, wall / flt, cpu / fcpu))
@@ -154,8 +182,14 @@ def main() -> None:
                       f"{flt * 1e3:7.1f} ms, {wall / flt:5.2f}x; CPU time {cpu * 1e3:.1f} / "
                       f"{fcpu * 1e3:.1f} ms, {cpu / fcpu:5.2f}x (compile {compile_s:.0f}s, "
                       f"load {load()})")  # fmt: skip
+                if xs:
+                    xcpu = statistics.median(xs)
+                    print(f"    x through storage (X_TEXEL 0): CPU time {xcpu * 1e3:.1f} ms, "
+                          f"{xcpu / fcpu:.2f}x torch float")  # fmt: skip
                 for line in top_kernels(artifact, method, per_dispatch, walls, args.top):
                     print(line)
+            if storage is not None:
+                storage.close()
             artifact.close()
     print(f"\nqopt / torch float, wall time (CPU time of this process: lavapipe and torch "
           f"both run on its threads, so it holds under load); below 1.00x: qopt faster; "
