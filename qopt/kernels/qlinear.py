@@ -114,10 +114,11 @@ def x_texel(m: int, k: int) -> dict[str, int]:
     x's vec4s through a uniform texel buffer over x (`TexelView`, the same words: the same
     bits). Every invocation of a workgroup reads the same x vec4; lavapipe compiles a
     storage load of it to a per-lane loop per component and a texel fetch to one gather
-    per channel: gemm_tile at M = 64 on the dim 1024-2048 Llama shapes 0.55-0.75x the CPU
-    time of storage reads (benchmarks/shapes.py names the kernels; measured with
-    linear_q4gsw 2816 x 1024, 1024 x 2816, 2048 x 2048); GPUs read it through the texture
-    cache. When x fits the uniform block (`x_uniform`, which the kernels prefer) or K % 4
+    per channel: at M = 64 on the dim 1024-2048 Llama shapes linear_q4gsw's gemm_tile
+    takes 0.55-0.75x the CPU time of storage reads (2816 x 1024, 1024 x 2816, 2048 x 2048)
+    and linear_lut's tile_v4 (codebook4) 0.48-0.52x (2816 x 1024, 1024 x 2816; the
+    kernels with the most GPU time: benchmarks/shapes.py); GPUs read it through the
+    texture cache. When x fits the uniform block (`x_uniform`, which the kernels prefer) or K % 4
     != 0 (no fast path), nothing. A device without such texel buffers, or with fewer
     maxTexelBufferElements than x's 16-byte texels, reads storage (`runtime._fit_texels`)."""
     if k % 4 or x_uniform(m, k) or m * k == 0:
