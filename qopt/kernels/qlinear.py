@@ -108,6 +108,24 @@ def x_uniform(m: int, k: int) -> dict[str, int]:
     return {"X_UBO": 1, "XU_VEC4": m * k // 4}
 
 
+def x_texel(m: int, k: int) -> dict[str, int]:
+    """The X_TEXEL specialization of linear_qw, linear_dq8ca and linear_lut for x of M x K
+    too large for `x_uniform` (a prefill: 64 x 1024 f32 is 256 KiB): their fast paths read
+    x's vec4s through a uniform texel buffer over x (`TexelView`, the same words: the same
+    bits). Every invocation of a workgroup reads the same x vec4; lavapipe compiles a
+    storage load of it to a per-lane loop per component and a texel fetch to one gather
+    per channel: at M = 64 on the dim 1024-2048 Llama shapes linear_q4gsw's gemm_tile
+    takes 0.55-0.75x the CPU time of storage reads (2816 x 1024, 1024 x 2816, 2048 x 2048)
+    and linear_lut's tile_v4 (codebook4) 0.48-0.52x (2816 x 1024, 1024 x 2816; the
+    kernels with the most GPU time: benchmarks/shapes.py); GPUs read it through the
+    texture cache. When x fits the uniform block (`x_uniform`, which the kernels prefer) or K % 4
+    != 0 (no fast path), nothing. A device without such texel buffers, or with fewer
+    maxTexelBufferElements than x's 16-byte texels, reads storage (`runtime._fit_texels`)."""
+    if k % 4 or x_uniform(m, k) or m * k == 0:
+        return {}
+    return {"X_TEXEL": 1}
+
+
 def q8ta_tile(m: int) -> dict[str, int]:
     """NPW / MT of linear_q8ta_q8csw: 8 weight rows (each quantized x value feeds 8
     rows), `balanced_mt` rows of x for M > 1 (lavapipe)."""
@@ -260,11 +278,12 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             ("X_UBO", 0),
             ("XU_VEC4", 1),
             ("W_TEXEL", 0),
+            ("X_TEXEL", 0),
         ),
         workgroups=_linear_qw_workgroups,
         extents=guarded(name, _linear_qw_extents),
         uniforms=(UniformView("x", "X_UBO", "XU_VEC4"),),
-        texels=(TexelView("w", "W_TEXEL"),),
+        texels=(TexelView("w", "W_TEXEL"), TexelView("x", "X_TEXEL")),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -276,6 +295,7 @@ def _linear_qw_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpec:
             "X_UBO": FLAG,
             "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
             "W_TEXEL": FLAG,
+            "X_TEXEL": FLAG,
         },
         doc=doc,
     )
@@ -465,12 +485,13 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             ("X_UBO", 0),
             ("XU_VEC4", 1),
             ("W_TEXEL", 0),
+            ("X_TEXEL", 0),
         ),
         workgroups=_linear_qw_workgroups,
         exact=always,
         extents=guarded(name, _linear_dq8ca_extents_x_uniform),
         uniforms=(UniformView("xq", "X_UBO", "XU_VEC4"),),
-        texels=(TexelView("w", "W_TEXEL"),),
+        texels=(TexelView("w", "W_TEXEL"), TexelView("xq", "X_TEXEL")),
         spec_bounds={
             "WBITS": AFFINE_BITS,
             "GROUP_SIZE": GROUP_RANGE,
@@ -482,6 +503,7 @@ def _linear_dq8ca_spec(name: str, wbits: int, group: int, doc: str) -> KernelSpe
             "X_UBO": FLAG,
             "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
             "W_TEXEL": FLAG,
+            "X_TEXEL": FLAG,
         },
         doc=doc,
     )
@@ -549,6 +571,7 @@ LINEAR_LUT = KernelSpec(
         ("CBU_VEC4", 1),
         ("X_UBO", 0),
         ("XU_VEC4", 1),
+        ("X_TEXEL", 0),
     ),
     workgroups=_linear_qw_workgroups,
     extents=guarded("linear_lut", _linear_lut_extents),
@@ -556,6 +579,7 @@ LINEAR_LUT = KernelSpec(
         UniformView("codebook", "CB_UBO", "CBU_VEC4"),
         UniformView("x", "X_UBO", "XU_VEC4"),
     ),
+    texels=(TexelView("x", "X_TEXEL"),),
     spec_bounds={
         "FBITS": (1, 8),
         "HAS_BIAS": FLAG,
@@ -566,6 +590,7 @@ LINEAR_LUT = KernelSpec(
         "CBU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
         "X_UBO": FLAG,
         "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
+        "X_TEXEL": FLAG,
     },
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook

@@ -32,6 +32,11 @@ layout(constant_id = 8) const int XU_VEC4 = 1;
 // buffer wt (binding 9, texel i = w4[i]), as linear_qw.glsl's W_TEXEL (the same bits);
 // W_TEXEL 0: storage loads (wt bound, not read).
 layout(constant_id = 9) const int W_TEXEL = 0;
+// X_TEXEL 1 (and X_UBO 0): gemv_fast / gemm_tile read xq's ivec4s from the uniform texel
+// buffer xt (binding 10, texel i = xv[i] bit for bit), as linear_qw.glsl's X_TEXEL (an xq
+// too large for the uniform block: a gather per channel on lavapipe instead of a per-lane
+// loop per component); X_TEXEL 0: storage reads (xt bound, not read). The same bits.
+layout(constant_id = 10) const int X_TEXEL = 0;
 const uint VPW = uint(32 / WBITS);  // values per word
 const uint VPC = 4u * VPW;          // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -47,6 +52,7 @@ layout(std430, binding = 6) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 7) writeonly buffer Out { float o[]; };
 layout(std140, binding = 8) uniform XU { ivec4 xu[XU_VEC4]; };
 layout(binding = 9) uniform usamplerBuffer wt;
+layout(binding = 10) uniform usamplerBuffer xt;
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS - 1)); }
@@ -54,6 +60,7 @@ int zero_of(uint idx) { return HAS_ZERO_POINT == 1 ? zeros[idx] : (1 << (WBITS -
 // ivec4 i of xq for gemv_fast / gemm_tile: from the uniform block when X_UBO (see above)
 ivec4 xq4(uint i) {
   if (X_UBO == 1) return xu[i];
+  if (X_TEXEL == 1) return ivec4(texelFetch(xt, int(i)));
   return xv[i];
 }
 

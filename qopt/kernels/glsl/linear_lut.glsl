@@ -40,6 +40,10 @@ layout(constant_id = 5) const int CB_UBO = 0;
 layout(constant_id = 6) const int CBU_VEC4 = 1;
 layout(constant_id = 7) const int X_UBO = 0;
 layout(constant_id = 8) const int XU_VEC4 = 1;
+// X_TEXEL 1 (and X_UBO 0): tile_v4 reads x's vec4s from the uniform texel buffer xt
+// (binding 7, texel i = xv[i] bit for bit), as linear_qw.glsl's X_TEXEL (an x too large
+// for the uniform block); X_TEXEL 0: storage reads (xt bound, not read). The same bits.
+layout(constant_id = 9) const int X_TEXEL = 0;
 const int VPW = 32 / FBITS;
 const uint MASK = (1u << FBITS) - 1u;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -50,6 +54,7 @@ layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 4) writeonly buffer Out { float o[]; };
 layout(std140, binding = 5) uniform CBU { vec4 cbu[CBU_VEC4]; };
 layout(std140, binding = 6) uniform XU { vec4 xu[XU_VEC4]; };
+layout(binding = 7) uniform usamplerBuffer xt;
 layout(push_constant) uniform P {
   uint M; uint N; uint K; uint row_words; uint BN; uint BK; uint GK; uint L;
 } p;
@@ -67,6 +72,7 @@ float entry(uint i) {
 // vec4 i of x: from the uniform block when X_UBO
 vec4 xq(uint i) {
   if (X_UBO == 1) return xu[i];
+  if (X_TEXEL == 1) return uintBitsToFloat(texelFetch(xt, int(i)));
   return xv[i];
 }
 

@@ -45,6 +45,14 @@ layout(constant_id = 8) const int XU_VEC4 = 1;
 // read it through the texture cache. The same words feed the same arithmetic: W_TEXEL 0
 // and 1 give the same bits. W_TEXEL 0: storage loads (wt is still bound, not read).
 layout(constant_id = 9) const int W_TEXEL = 0;
+// X_TEXEL 1 (and X_UBO 0): gemv_sym / gemm_tile read x's vec4s from the uniform texel
+// buffer xt (binding 8: x viewed as R32G32B32A32_UINT texels, texel i = xv[i] bit for
+// bit; `TexelView`): for an x too large for the uniform block (a prefill's M * K), on
+// lavapipe one gather per channel where a storage load of the vec4 every lane of the
+// workgroup reads is a per-lane loop per component (8x the loads: 1.2-1.3x faster gemm_tile
+// at M = 64, benchmarks/shapes.py); GPUs read it through the texture cache. The same bits
+// as the storage reads; X_TEXEL 0: storage reads (xt is still bound, not read).
+layout(constant_id = 10) const int X_TEXEL = 0;
 const int VPW = 32 / WBITS;        // values per word
 const int VPC = 4 * VPW;           // values per 128-bit chunk
 const uint MASK = (1u << WBITS) - 1u;
@@ -57,6 +65,7 @@ layout(std430, binding = 4) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Out { float o[]; };
 layout(std140, binding = 6) uniform XU { vec4 xu[XU_VEC4]; };
 layout(binding = 7) uniform usamplerBuffer wt;
+layout(binding = 8) uniform usamplerBuffer xt;
 layout(push_constant) uniform P { uint M; uint N; uint K; uint row_words; uint ngroups; } p;
 
 
@@ -76,6 +85,7 @@ vec4 x4(uint k) { return xv[k >> 2]; }  // k % 4 == 0 (fast path requires K % 4 
 // vec4 i of x for gemv_sym / gemm_tile: from the uniform block when X_UBO (see above)
 vec4 xq(uint i) {
   if (X_UBO == 1) return xu[i];
+  if (X_TEXEL == 1) return uintBitsToFloat(texelFetch(xt, int(i)));
   return xv[i];
 }
 

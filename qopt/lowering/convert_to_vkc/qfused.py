@@ -29,6 +29,7 @@ from qopt.kernels.qlinear import (
     lut_vec4,
     q8ta_tile,
     w_texel,
+    x_texel,
     x_uniform,
 )
 from qopt.lowering.convert_to_vkc.lowering import (
@@ -187,6 +188,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
                 "HAS_BIAS": has_bias,
                 **linear_tile(m),
                 **x_uniform(m, k),
+                **x_texel(m, k),
                 **w_texel(),
             },
         )
@@ -233,6 +235,7 @@ def lower_linear(lw: Lowering, op: qfused.LinearOp) -> Sequence[Buf]:
             "HAS_BIAS": has_bias,
             **dq8ca_tile(m),
             **x_uniform(m, k),
+            **x_texel(m, k),
             **w_texel(),
         },
     )
@@ -290,6 +293,7 @@ def _linear_lut(
     # codebook padded to whole vec4s: a block is bound whole)
     vec4 = lut_vec4(packed.field_bits, packed.block_cols, k)
     uniforms = {**lut_uniform(packed.codebook.size), **x_uniform(m, k)} if vec4 else {}
+    texels = x_texel(m, k) if vec4 else {}
     entries = packing.pad_to(packed.codebook, 4) if "CB_UBO" in uniforms else packed.codebook
     book = lw.constant(entries, "f32")
     b, has_bias = _bias(lw, op.bias, book)
@@ -313,6 +317,7 @@ def _linear_lut(
             "HAS_BIAS": has_bias,
             **lut_tile(m, palette),
             **uniforms,
+            **texels,
         },
     )
     return out

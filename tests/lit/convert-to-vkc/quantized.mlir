@@ -21,7 +21,7 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 // The same linear at M = 1 (decode): the 16-row tile with one row of x (NPW 16, MT 1,
 // WG 32), x (8 floats, within the 65536-byte limit) read through the uniform block of
 // 2 vec4s (X_UBO, XU_VEC4), the weights through the texel view (W_TEXEL).
-// CHECK:       vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", {{.*}}spec = {WBITS = 4 : i64, GROUP_SIZE = 4 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, NPW = 16 : i64, MT = 1 : i64, WG = 32 : i64, X_UBO = 1 : i64, XU_VEC4 = 2 : i64, W_TEXEL = 1 : i64}
+// CHECK:       vkc.kernel @linear_q4gsw_0 {kernel = "linear_q4gsw", {{.*}}spec = {WBITS = 4 : i64, GROUP_SIZE = 4 : i64, HAS_ZERO_POINT = 0 : i64, HAS_BIAS = 1 : i64, NPW = 16 : i64, MT = 1 : i64, WG = 32 : i64, X_UBO = 1 : i64, XU_VEC4 = 2 : i64, W_TEXEL = 1 : i64, X_TEXEL = 0 : i64}
 // CHECK:         vkc.dispatch @linear_q4gsw_0({{.*}}) {push = {M = 1 : i64, N = 3 : i64, K = 8 : i64, row_words = 4 : i64, ngroups = 2 : i64}
 func.func @forward(%x: tensor<1x8xf32>) -> tensor<1x3xf32> {
   %w = arith.constant dense<[[1, -2, 3, -4, 5, -6, 7, -8], [0, 1, 2, 3, 4, 5, 6, 7], [-1, -1, -1, -1, 1, 1, 1, 1]]> : tensor<3x8xi8>
@@ -79,7 +79,7 @@ func.func @forward(%x: tensor<2x8xf32>) -> tensor<2x3xf32> {
 
 // LUT linear with palette blocks of whole code words (1-bit codes, one 2-entry palette):
 // the vec4 path reads the codebook (padded to one vec4) and x through uniform blocks.
-// CHECK:       vkc.kernel @linear_lut_0 {kernel = "linear_lut", {{.*}}spec = {FBITS = 1 : i64, HAS_BIAS = 0 : i64, WG = 64 : i64, NPW = 8 : i64, MT = 1 : i64, CB_UBO = 1 : i64, CBU_VEC4 = 1 : i64, X_UBO = 1 : i64, XU_VEC4 = 8 : i64}
+// CHECK:       vkc.kernel @linear_lut_0 {kernel = "linear_lut", {{.*}}spec = {FBITS = 1 : i64, HAS_BIAS = 0 : i64, WG = 64 : i64, NPW = 8 : i64, MT = 1 : i64, CB_UBO = 1 : i64, CBU_VEC4 = 1 : i64, X_UBO = 1 : i64, XU_VEC4 = 8 : i64, X_TEXEL = 0 : i64}
 // CHECK:         vkc.dispatch @linear_lut_0({{.*}}) {push = {M = 1 : i64, N = 2 : i64, K = 32 : i64, row_words = 4 : i64, BN = 2 : i64, BK = 32 : i64, GK = 1 : i64, L = 2 : i64}
 // CHECK-SAME:    !vkc.buffer<8xui32, "lut1">, !vkc.buffer<4xf32>
 func.func @forward(%x: tensor<1x32xf32>) -> tensor<1x2xf32> {

@@ -1710,19 +1710,87 @@ def test_weight_texel_view(dev, name, bits, k, group, asym, m, tile, x_ubo) -> N
         close(got["out"], ref["out"])
 
 
+@pytest.mark.parametrize(
+    "name,bits,k,group,asym,m,tile",
+    [
+        ("linear_q4gsw", 4, 128, 32, False, 3, (5, 2, 4)),  # gemm_tile, tile tails
+        ("linear_q4gsw", 4, 64, 32, True, 9, (16, 5, 2)),  # convert-to-vkc's tile
+        ("linear_q8csw", 8, 64, 64, False, 4, (4, 2, 2)),
+        ("linear_dq8ca_q4gsw", 4, 64, 32, True, 3, (5, 2, 8)),
+        ("linear_dq8ca_q8csw", 8, 64, 32, False, 2, (16, 2, 8)),
+    ],
+)
+def test_x_texel_view(dev, name, bits, k, group, asym, m, tile) -> None:
+    """X_TEXEL 1 (x's vec4s fetched from the texel view over x, the second texel view)
+    gives the bits of X_TEXEL 0 (storage reads) on gemm_tile, with the weights through
+    storage or their texel view; linear_dq8ca's bits are the reference's, linear_qw's
+    within tolerance."""
+    n = 11
+    inputs, push, spec = _texel_case(name, bits, n, k, group, asym, m)
+    spec |= {"NPW": tile[0], "MT": tile[1], "WG": tile[2]}
+    outs = []
+    for w_tex, x_tex in ((0, 0), (0, 1), (1, 1)):
+        got, ref = run_kernel(
+            dev,
+            name,
+            inputs,
+            {"out": (F32, m * n)},
+            push,
+            {**spec, "W_TEXEL": w_tex, "X_TEXEL": x_tex},
+        )
+        outs.append(got["out"].view(np.uint32))
+    np.testing.assert_array_equal(outs[1], outs[0])
+    np.testing.assert_array_equal(outs[2], outs[0])
+    if name.startswith("linear_dq8ca"):
+        np.testing.assert_array_equal(got["out"], ref["out"])
+    else:
+        close(got["out"], ref["out"])
+
+
+@pytest.mark.parametrize(
+    "nbits,block,k,m,tile",
+    [
+        (4, (-1, 16), 64, 3, (4, 2)),  # torchao's blocks, M and N tile tails
+        (8, (2, 8), 24, 2, (3, 2)),  # 8-bit codes
+    ],
+)
+def test_lut_linear_x_texel_view(dev, nbits, block, k, m, tile) -> None:
+    """linear_lut's vec4 path (codebook through its uniform block) with x through the
+    texel view (X_TEXEL) gives the bits of storage reads of x."""
+    from qopt.kernels.qlinear import lut_uniform
+
+    n = 6
+    inputs, push, p = _lut_case(nbits, block, n, k, m)
+    spec = {"FBITS": p.field_bits, "HAS_BIAS": 1, "NPW": tile[0], "MT": tile[1], "WG": 2}
+    spec |= lut_uniform(p.codebook.size)
+    outs = []
+    for x_tex in (0, 1):
+        got, ref = run_kernel(
+            dev, "linear_lut", inputs, {"out": (F32, m * n)}, push, spec | {"X_TEXEL": x_tex}
+        )
+        outs.append(got["out"].view(np.uint32))
+    np.testing.assert_array_equal(outs[1], outs[0])
+    close(got["out"], ref["out"])
+
+
 def test_texel_view_choice_and_range() -> None:
     """convert-to-vkc's choice: the 16-row gemm_tile at every M (MT 1 at M = 1) with the
     weights through the texel view; W_TEXEL is a 0 / 1 flag (spec range)."""
-    from qopt.kernels.qlinear import dq8ca_tile, linear_tile, w_texel
+    from qopt.kernels.qlinear import dq8ca_tile, linear_tile, w_texel, x_texel
 
     assert w_texel() == {"W_TEXEL": 1}
     assert linear_tile(1) == dq8ca_tile(1) == {"NPW": 16, "MT": 1, "WG": 32}
     assert linear_tile(9) == {"NPW": 16, "MT": 5, "WG": 32}
-    for name in ("linear_q4gsw", "linear_dq8ca_q4gsw"):
+    # x through the texel view only where it does not fit the uniform block (K % 4 == 0)
+    assert x_texel(1, 2048) == x_texel(8, 2048) == x_texel(64, 6) == {}
+    assert x_texel(64, 1024) == x_texel(9, 2048) == {"X_TEXEL": 1}
+    for name, x in (("linear_q4gsw", "x"), ("linear_dq8ca_q4gsw", "xq")):
         spec = kernels()[name]
-        assert [(t.binding, t.flag) for t in spec.texels] == [("w", "W_TEXEL")]
-        with pytest.raises(ValueError, match="W_TEXEL = 2 is outside"):
-            spec.check_spec({"W_TEXEL": 2})
+        assert [(t.binding, t.flag) for t in spec.texels] == [("w", "W_TEXEL"), (x, "X_TEXEL")]
+        for flag in ("W_TEXEL", "X_TEXEL"):
+            with pytest.raises(ValueError, match=f"{flag} = 2 is outside"):
+                spec.check_spec({flag: 2})
+    assert [(t.binding, t.flag) for t in kernels()["linear_lut"].texels] == [("x", "X_TEXEL")]
 
 
 def test_texel_view_off_where_the_device_cannot(dev: VulkanDevice, monkeypatch) -> None:
