@@ -53,40 +53,7 @@ uvec4 wq(uint i) {
   return w4[i];
 }
 
-// (field - z) . x over one chunk (x vec4s from xi), 4 independent lanes of partial sums;
-// without a zero point the fields are read as signed values times 2^(32 - WBITS) (exact:
-// a power of two), UNSCALE divides it out (as linear_qw's sym_chunk)
-const uint FLIP = WBITS == 4 ? 0x88888888u : 0x80808080u;
-const uint TOP = WBITS == 4 ? 0xF0000000u : 0xFF000000u;
-const float UNSCALE = HAS_ZERO_POINT == 1 ? 1.0 : (WBITS == 4 ? 1.0 / 268435456.0 : 1.0 / 16777216.0);
-
-vec4 chunk(uvec4 q, uint xi, float z) {
-  vec4 acc = vec4(0.0);
-  q ^= uvec4(HAS_ZERO_POINT == 1 ? 0u : FLIP);
-  for (int j = 0; j < 4; ++j) {
-    uint v = q[j];
-    if (HAS_ZERO_POINT == 1) {
-      if (WBITS == 4) {
-        acc = fma(vec4((uvec4(v) >> uvec4(0u, 4u, 8u, 12u)) & 15u) - z, xq(xi + uint(2 * j)), acc);
-        acc = fma(vec4((uvec4(v) >> uvec4(16u, 20u, 24u, 28u)) & 15u) - z, xq(xi + uint(2 * j + 1)),
-                  acc);
-      } else {
-        acc = fma(vec4((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u) - z, xq(xi + uint(j)), acc);
-      }
-    } else if (WBITS == 4) {
-      vec4 lo = vec4(ivec4((uvec4(v) << uvec4(28u, 24u, 20u, 16u)) & uvec4(TOP)));
-      vec4 hi = vec4(ivec4((uvec4(v) << uvec4(12u, 8u, 4u, 0u)) & uvec4(TOP)));
-      acc = fma(lo, xq(xi + uint(2 * j)), acc);
-      acc = fma(hi, xq(xi + uint(2 * j + 1)), acc);
-    } else {
-      vec4 f = vec4(ivec4((uvec4(v) << uvec4(24u, 16u, 8u, 0u)) & uvec4(TOP)));
-      acc = fma(f, xq(xi + uint(j)), acc);
-    }
-  }
-  return acc;
-}
-
-float hsum(vec4 v) { return (v.x + v.y) + (v.z + v.w); }
+#include "qw_chunk.glsl"
 
 
 void store(uint n, float total, bool whole_row) {
@@ -108,8 +75,8 @@ void main() {
       for (uint c = gl_SubgroupInvocationID; c < cpr; c += gl_SubgroupSize) {
         uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
         uint xi = c * uint(VPC / 4);
-        float d0 = hsum(chunk(wq(c0 * cpr + c), xi, zero_of(c0 * p.ngroups + g)));
-        float d1 = hsum(chunk(wq(c1 * cpr + c), xi, zero_of(c1 * p.ngroups + g)));
+        float d0 = hsum(sym_chunk(wq(c0 * cpr + c), xi, vec4(0.0), zero_of(c0 * p.ngroups + g)));
+        float d1 = hsum(sym_chunk(wq(c1 * cpr + c), xi, vec4(0.0), zero_of(c1 * p.ngroups + g)));
         a0 += whole_row ? d0 : scales[c0 * p.ngroups + g] * d0;
         a1 += whole_row ? d1 : scales[c1 * p.ngroups + g] * d1;
       }
