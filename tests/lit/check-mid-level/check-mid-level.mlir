@@ -26,6 +26,7 @@
 // TIMES:        expand-dynamic-windows
 // TIMES-NEXT:   check-mid-level
 // TIMES-NEXT:   compose
+// TIMES-NEXT:   fold-constants
 // TIMES-NEXT:   convert-to-vkc
 
 // ERR: qopt-opt: error: check-mid-level: target must be one of coreml, vulkan, got 'metal'
