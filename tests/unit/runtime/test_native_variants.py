@@ -79,7 +79,10 @@ def test_rule_is_the_same_in_both_runtimes() -> None:
             )
             assert got == (want.name if want else None), (push, props, mode)
     with pytest.raises(QoptError, match="QOPT_VK_VARIANTS='fast': not a variant mode"):
-        native_variant("linear_q4gsw", PROPS[0], [1] * 5, [4, 32, 0, 0, 4, 1, 64, 0, 1, 0], "fast")
+        q4 = table["linear_q4gsw"]
+        native_variant(
+            "linear_q4gsw", PROPS[0], [1] * len(q4.push), [int(d) for _, d in q4.spec], "fast"
+        )
 
 
 def _decoder(tmp_path: Path) -> Path:

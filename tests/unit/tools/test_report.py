@@ -61,6 +61,7 @@ VULKAN_PASSES = [
     "expand-dynamic-windows",
     "check-mid-level",
     "compose",
+    "fold-constants",
     "convert-to-vkc",
     "vkc-fuse-elementwise",
     "vkc-fuse-norms",
