@@ -33,8 +33,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -45,6 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
+from benchmarks.machine import machine_line
 from qopt.backends.vulkan.artifact import VulkanArtifact
 from qopt.backends.vulkan.program import BundleProgram
 from qopt.backends.vulkan.runtime import vulkan_available
@@ -56,17 +55,6 @@ FULL = {"vocab_size": 4096, "dim": 512, "n_layers": 4, "n_heads": 8, "hidden_dim
         "max_seq_len": 2048}  # fmt: skip
 QUICK = {"vocab_size": 512, "dim": 128, "n_layers": 2, "n_heads": 4, "hidden_dim": 256,
          "max_seq_len": 512}  # fmt: skip
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), or what `platform` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def whole_cache(program: BundleProgram) -> BundleProgram:
@@ -104,8 +92,7 @@ def main() -> None:
     whole = VulkanArtifact(whole_cache(bounded.program))
     print(f"KV decoder {config} ({params / 1e6:.1f}M parameters), {args.scheme}, "
           f"2 key/value heads; export + compile {compile_s:.1f}s")  # fmt: skip
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores), load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")  # fmt: skip
+    print(machine_line())
     print(f"Vulkan device: {bounded.device.name}")
     artifacts = {"bounded": bounded, "whole": whole}
     sessions = {name: a.session() for name, a in artifacts.items()}

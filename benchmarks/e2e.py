@@ -50,6 +50,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
+from benchmarks.machine import machine_line
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.backends.vulkan.work import method_work
 from qopt.examples import LlamaConfig, TinyLlama, apply_scheme
@@ -134,6 +135,7 @@ def main() -> None:
     params = sum(p.numel() for p in float_model.parameters())
     print(f"TinyLlama {config} ({params / 1e6:.0f}M parameters), torch threads "
           f"{torch.get_num_threads()}, {args.repeats} repeats, medians")  # fmt: skip
+    print(machine_line())
     inputs = {
         seq: torch.randint(
             0, config["vocab_size"], (1, seq), generator=torch.Generator().manual_seed(seq)
@@ -153,7 +155,8 @@ def main() -> None:
         t0 = time.perf_counter()
         artifact = qopt.compile(methods, target="vulkan")
         compile_s = time.perf_counter() - t0
-        print(f"{scheme}: export {export_s:.1f}s, Vulkan compile {compile_s:.1f}s")
+        print(f"{scheme}: export {export_s:.1f}s, Vulkan compile {compile_s:.1f}s, "
+              f"Vulkan device: {artifact.device.name}")  # fmt: skip
         for seq in inputs:
             work = method_work(artifact.program, f"seq{seq}", position=0)
             print(f"  seq {seq}: dispatches read {work.read_bytes / 1e6:.2f} MB per call, "

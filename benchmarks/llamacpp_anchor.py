@@ -47,7 +47,6 @@ import importlib
 import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -64,6 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import qopt  # noqa: E402
+from benchmarks.machine import machine_line  # noqa: E402
 from qopt.backends.vulkan.loader import list_devices  # noqa: E402
 from qopt.backends.vulkan.runtime import vulkan_available  # noqa: E402
 from qopt.examples import LlamaConfig, TinyLlama, apply_scheme  # noqa: E402
@@ -240,17 +240,6 @@ def model_from_gguf(model: TinyLlama, path: Path, gguf: ModuleType) -> TinyLlama
     return copied
 
 
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), or what `platform` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def qopt_device_index() -> int:
     """The index among the Vulkan devices of the one qopt opens ($QOPT_VULKAN_DEVICE: an
     index or a part of the name; the first device without it)."""
@@ -358,9 +347,7 @@ def main() -> None:
         float_model = TinyLlama(LlamaConfig(**config)).eval()
     params = sum(p.numel() for p in float_model.parameters())
     print(f"TinyLlama {config} ({params / 1e6:.0f}M parameters), seed 0")
-    print(f"CPU: {cpu_model()} ({os.cpu_count()} cores), load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, torch threads "
-          f"{torch.get_num_threads()}")  # fmt: skip
+    print(f"{machine_line()}, torch threads {torch.get_num_threads()}")
 
     gguf_path = cached_gguf(float_model, config, gguf)
     print(f"GGUF: {gguf_path.name}, {gguf_path.stat().st_size / 2**20:.1f} MiB")

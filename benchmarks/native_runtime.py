@@ -25,7 +25,6 @@ import argparse
 import copy
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -42,6 +41,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
+from benchmarks.machine import machine_line
 from qopt.backends.vulkan.native import NativeBundle, native_library
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.examples import apply_scheme, build_kv_llama
@@ -67,17 +67,6 @@ def rss_mib() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()}"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} x {os.cpu_count()}"
 
 
 def load_only(which: str, path: str) -> int:
@@ -150,7 +139,7 @@ def main() -> int:
             return 0
     if args.load_only:
         return load_only(*args.load_only)
-    print(f"CPU: {cpu_model()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(machine_line())
     config = TINY if args.tiny else QUICK if args.quick else FULL
     prompt = torch.arange(args.prefill).reshape(1, -1) % config["vocab_size"]
     example = (prompt, torch.arange(args.prefill))

@@ -23,7 +23,6 @@ import argparse
 import copy
 import dataclasses
 import os
-import platform
 import statistics
 import sys
 import time
@@ -34,6 +33,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qopt
+from benchmarks.machine import cpu_model
 from qopt.backends.vulkan.artifact import VulkanArtifact
 from qopt.backends.vulkan.runtime import vulkan_available
 from qopt.examples import LlamaConfig, TinyLlama, apply_scheme
@@ -51,17 +51,6 @@ SHAPES: dict[str, tuple[int, int, int, int]] = {
     "d4096": (4096, 11008, 32, 32000),
 }
 QUICK = ("d512", "d1024", "d2048")
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), or what `platform` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def load() -> str:
