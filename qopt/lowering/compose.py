@@ -111,7 +111,7 @@ def repeat_as_interleave(e: Emitter, op: sh.ViewOp) -> Sequence[SSAValue] | None
     same values as `repeat_interleave(x, r, dim=d - 1)`, which sdpa reads without a
     copy. The expand must have no other reader (it would stay, and copy anyway)."""
     expand = op.input.owner
-    if not isinstance(expand, sh.ExpandOp) or len(list(expand.result.uses)) != 1:
+    if not isinstance(expand, sh.ExpandOp) or not expand.result.has_one_use():
         return None
     unsqueeze = expand.input.owner
     if not isinstance(unsqueeze, sh.UnsqueezeOp):
@@ -729,22 +729,22 @@ def compose(module: ModuleOp, target: str) -> list[str]:
     return composed
 
 
+_LAYOUT = (sh.ExpandOp, sh.UnsqueezeOp, sh.ViewOp)
+"""The layout ops a composition may leave dead (`_erase_dead_layout`)."""
+
+
 def _erase_dead_layout(owners: Sequence[object]) -> None:
     """Erase the layout ops (shape dialect: no side effects) a composition left without
     readers, and theirs in turn (an expand that became dead would still be lowered)."""
     pending = [o for o in owners if isinstance(o, Operation)]
     while pending:
         owner = pending.pop()
-        if not _is_layout(owner):
+        if not isinstance(owner, _LAYOUT) or owner.parent is None:
             continue
-        if owner.parent is None or any(result.uses for result in owner.results):
+        if any(result.uses for result in owner.results):
             continue
         pending.extend(o.owner for o in owner.operands if isinstance(o.owner, Operation))
         Rewriter.erase_op(owner)
-
-
-def _is_layout(op: Operation) -> bool:
-    return isinstance(op, (sh.ExpandOp, sh.UnsqueezeOp, sh.ViewOp))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -246,6 +247,16 @@ CASES: list[tuple[str, str, Callable[..., object], tuple[torch.Tensor, ...], str
 ]
 
 
+def _on_coreml(
+    ep: torch.export.ExportedProgram, inputs: tuple[torch.Tensor, ...], **options: str
+) -> tuple[Any, ...]:
+    """The CoreML package of `ep` saved, read back and interpreted on `inputs`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.mlpackage"
+        qopt.compile(ep, "coreml", **options).save(path)
+        return qopt.interpret(qopt.read_mlpackage(path), *inputs)
+
+
 def _eager(fn: Callable[..., object], inputs: tuple[torch.Tensor, ...]) -> list[np.ndarray]:
     out = fn(*inputs)
     items = out if isinstance(out, tuple) else (out,)
@@ -276,10 +287,7 @@ def test_composition_matches_torch_on_its_target(
     ep = torch.export.export(Fn(fn), inputs)
     want = _eager(fn, inputs)
     if target == "coreml":
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "m.mlpackage"
-            qopt.compile(ep, "coreml", compute_precision="fp32").save(path)  # exact
-            got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+        got = _on_coreml(ep, inputs, compute_precision="fp32")  # exact
         want = [w.astype(np.int32) if w.dtype == np.int64 else w for w in want]
         want = [w.astype(np.float32) if w.dtype == np.bool_ else w for w in want]
     else:
@@ -384,10 +392,7 @@ def test_integer_bitwise_ops_match_torch_on_coreml(dtype: torch.dtype) -> None:
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype
             np.testing.assert_array_equal(g, w)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "m.mlpackage"
-        qopt.compile(ep, "coreml").save(path)
-        got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+    got = _on_coreml(ep, inputs)
     for g, w in zip(got, want, strict=True):
         assert g.dtype.kind in "iu"
         np.testing.assert_array_equal(g.astype(np.int64), w.astype(np.int64))
@@ -420,9 +425,6 @@ def test_bitwise_ops_of_0d_tensors_and_python_scalars_on_coreml() -> None:
     for g, w in zip(qopt.interpret(composed, *inputs), want, strict=True):
         assert g.shape == w.shape
         np.testing.assert_array_equal(g, w)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "m.mlpackage"
-        qopt.compile(ep, "coreml").save(path)
-        got = qopt.interpret(qopt.read_mlpackage(path), *inputs)
+    got = _on_coreml(ep, inputs)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.reshape(w.shape), w)

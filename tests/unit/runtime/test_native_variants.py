@@ -7,18 +7,16 @@ reason printed, when there is no Vulkan device or the runtime is not built."""
 
 from __future__ import annotations
 
-import copy
 import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from shared_exports import kv_decoder_methods
 
 import qopt
 from qopt.backends.vulkan.native import NativeBundle, native_library, native_variant
 from qopt.errors import QoptError
-from qopt.examples import apply_scheme, build_kv_llama
 from qopt.kernels import catalogue
 from qopt.kernels.qlinear import linear_tile
 from qopt.kernels.variants import (
@@ -86,15 +84,7 @@ def test_rule_is_the_same_in_both_runtimes() -> None:
 
 
 def _decoder(tmp_path: Path) -> Path:
-    example = (torch.tensor([PROMPT]), torch.arange(len(PROMPT)))
-    model = apply_scheme(build_kv_llama(update="index_put", **CONFIG), "w4g32", example)
-    with torch.no_grad():
-        methods = {
-            "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
-            "decode": torch.export.export(
-                copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
-            ),
-        }
+    methods = kv_decoder_methods(CONFIG, PROMPT, "w4g32")
     path = tmp_path / "kv.qvk"
     qopt.compile(methods, target="vulkan").save(str(path))
     return path
