@@ -17,7 +17,10 @@ trap 'rm -f "$tmp"' EXIT
   echo "# qopt benchmarks"
   echo
   echo "$(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, device: ${QOPT_VULKAN_DEVICE:-first compute device}"
-  for bench in vulkan_kernels decode e2e compile_time compile_336m; do
+  # every benchmark that has a --quick form (the zoo, conformance and breadth tables are
+  # long runs of their own: see docs/)
+  for bench in vulkan_kernels decode decode_positions e2e shapes variants native_runtime \
+      llamacpp_anchor fusion compile_time compile_report compile_336m cold_compile; do
     echo
     echo "## $bench"
     echo
