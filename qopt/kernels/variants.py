@@ -31,7 +31,7 @@ the same device and stay bit-identical (tests/unit/runtime checks both).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -158,7 +158,7 @@ def _table() -> tuple[KernelVariant, ...]:
 
 
 @contextmanager
-def only(names: Iterable[str]) -> Iterator[None]:
+def only(names: Iterable[str]) -> Generator[None]:
     """While the block runs, the variants are only those named (`<base>@<name>`), in this
     process's `choose` (the Python runtime's; the native runtime's table is fixed): how
     the tests and benchmarks/variants.py run a kernel's second variant where the first
@@ -311,4 +311,10 @@ _DQ8CA_COOP = tuple(
 
 VARIANTS = (*_QW_COOP, _DQ8CA_F16, *_DQ8CA_COOP)
 """Every variant, in the order `choose` tries them (a kernel's f16 variant before its
-int32 one: where both apply and the device has shaderFloat16, the f16 one)."""
+int32 one: where both apply and the device has shaderFloat16, the f16 one).
+
+linear_dq8ca's two keep the base's bits (the kernel is declared exact). Measured on
+lavapipe (benchmarks/variants.py --schemes 8da4w, 2-core AMD EPYC, load ~10-12, interleaved
+medians): decode of the 336M decoder 3.45x the base's time (coop_gemv) and 2.49x
+(coop_gemv_f16); dim 256 (--quick) 1.95x / 1.93x. Preferred on GPU device types only
+(not measured on a GPU: none was available)."""
