@@ -1,5 +1,9 @@
-"""Cooperative GEMV variants (`qopt.kernels.variants`) of the weight-only quantized
-linears linear_q4gsw / linear_q8csw (linear_qw.glsl) for decode (M = 1):
+"""Cooperative GEMV variants (`qopt.kernels.variants`) for decode (M = 1): of the
+weight-only quantized linears linear_q4gsw / linear_q8csw (below) and of the dynamic
+int8-activation linears linear_dq8ca_q4gsw / linear_dq8ca_q8csw (8da4w; the second part
+of this module: include/dq8ca_coop.glsl, whose header says how it keeps the base's bits).
+
+linear_q4gsw / linear_q8csw (linear_qw.glsl):
 linear_qw_coop.glsl, a workgroup of 64 invocations per `QW_COOP_ROWS` output rows, the
 K reduction of each row split over the lanes of a subgroup and summed with subgroupAdd
 (it needs subgroup arithmetic in the compute stage).
@@ -41,3 +45,43 @@ def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     aligned = group % vpc == 0 or ngroups == 1
     nfast = k // vpc if aligned and k % 4 == 0 else 0
     return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
+
+
+# ----- linear_dq8ca (8da4w and the dynamic int8 schemes): include/dq8ca_coop.glsl ------
+# A workgroup of 64 per 64 output rows; each subgroup R = min(S, 32) rows at a time, lane l
+# the chunks l, l + S, ... of each (coalesced), the exact int32 chunk sums folded in the
+# base's order (group sums, then f32 in group order) through shared memory, or added with
+# subgroupAdd when a row is one group. Bit-identical to the base (the kernel is declared
+# exact). Its reads are the base's chunked-path words at M = 1 (`qlinear._dq8ca_fast`, which
+# `dq8ca_coop_applies` requires): xq below K, x_scale[0] / x_zp[0], w chunks n * cpr + c,
+# scales / zeros [n * ngroups + c * VPC // GROUP_SIZE], bias[n], out[n] for n < N.
+
+DQ8CA_COOP_ROWS = 64
+"""Output rows per workgroup of the cooperative linear_dq8ca GEMV (its ROWS)."""
+DQ8CA_COOP_SHARED = 2112 * 4
+"""Bytes of its shared array (PART ints: R * (S + 1) chunk sums per subgroup, R = min(S,
+32) rows of S lanes, for subgroup sizes up to 64)."""
+
+
+def dq8ca_coop_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    return (group_count(int(push["N"]), DQ8CA_COOP_ROWS), 1, 1)
+
+
+def dq8ca_coop_applies(push: PushValues, spec: SpecValues) -> int:
+    """1 for a dispatch with one row of x (decode) on linear_dq8ca's chunked path (every
+    128-bit chunk inside one group, rows of exactly K fields: the only path the variant
+    has) with at least one chunk per row."""
+    m, n, k, row_words = ints(push, "M", "N", "K", "row_words")
+    vpc = 128 // int(spec["WBITS"])
+    group = int(spec["GROUP_SIZE"])
+    fast = group % vpc == 0 and row_words % 4 == 0 and (row_words // 4) * vpc == k
+    return 1 if m == 1 and n >= 1 and k >= 1 and fast else 0
+
+
+def dq8ca_f16_applies(push: PushValues, spec: SpecValues) -> int:
+    """`dq8ca_coop_applies`, for symmetric int4 weights only: there each product of a
+    weight field (-8..7) and an int8 activation difference (-255..255) is an integer of
+    magnitude <= 2040, exact in f16 (11 significant bits), so f16 products give the
+    int32 variant's bits."""
+    symmetric_int4 = int(spec["WBITS"]) == 4 and int(spec["HAS_ZERO_POINT"]) == 0
+    return dq8ca_coop_applies(push, spec) if symmetric_int4 else 0

@@ -31,7 +31,8 @@ the same device and stay bit-identical (tests/unit/runtime checks both).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from qopt.errors import QoptError
@@ -147,8 +148,33 @@ class KernelVariant:
         )
 
 
+_ONLY: list[frozenset[str]] = []
+
+
 def _table() -> tuple[KernelVariant, ...]:
+    if _ONLY:
+        return tuple(v for v in VARIANTS if f"{v.base}@{v.name}" in _ONLY[-1])
     return VARIANTS
+
+
+@contextmanager
+def only(names: Iterable[str]) -> Generator[None]:
+    """While the block runs, the variants are only those named (`<base>@<name>`), in this
+    process's `choose` (the Python runtime's; the native runtime's table is fixed): how
+    the tests and benchmarks/variants.py run a kernel's second variant where the first
+    one also applies. A dispatch's variant is chosen when a program is recorded (a
+    session's first run)."""
+    wanted = frozenset(names)
+    known = {f"{v.base}@{v.name}" for v in VARIANTS}
+    if unknown := sorted(wanted - known):
+        raise QoptError(
+            f"no kernel variant {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    _ONLY.append(wanted)
+    try:
+        yield
+    finally:
+        _ONLY.pop()
 
 
 def variants() -> tuple[KernelVariant, ...]:
@@ -228,8 +254,13 @@ def report(
 # ----- the variants (their rules: qopt/kernels/coop.py) ------------------------------
 
 _QW_COOP_NEEDS = Needs(subgroup_ops=SUBGROUP_BASIC | SUBGROUP_ARITHMETIC)
+_DQ8CA_COOP_NEEDS = Needs(
+    subgroup_ops=SUBGROUP_BASIC | SUBGROUP_ARITHMETIC,
+    max_subgroup=64,
+    shared_bytes=coop.DQ8CA_COOP_SHARED,
+)
 
-VARIANTS = tuple(
+_QW_COOP = tuple(
     KernelVariant(
         name="coop_gemv",
         base=base,
@@ -249,3 +280,41 @@ benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians)
 0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
 Slower at the shapes that matter there, so preferred on GPU device types only (not
 measured on a GPU: none was available)."""
+
+_DQ8CA_F16 = KernelVariant(
+    name="coop_gemv_f16",
+    base="linear_dq8ca_q4gsw",
+    glsl="linear_dq8ca_coop_f16.glsl",
+    needs=replace(_DQ8CA_COOP_NEEDS, float16=True),
+    prefer=GPU_TYPES,
+    workgroups=coop.dq8ca_coop_workgroups,
+    applies=coop.dq8ca_f16_applies,
+    local_size=(64, 1, 1),
+    doc="coop_gemv with the int4 x int8 products in f16 (exact: |p| <= 2040), f32 sums",
+)
+
+_DQ8CA_COOP = tuple(
+    KernelVariant(
+        name="coop_gemv",
+        base=base,
+        glsl="linear_dq8ca_coop.glsl",
+        needs=_DQ8CA_COOP_NEEDS,
+        prefer=GPU_TYPES,
+        workgroups=coop.dq8ca_coop_workgroups,
+        applies=coop.dq8ca_coop_applies,
+        local_size=(64, 1, 1),
+        doc="decode GEMV: a subgroup per 8-32 rows, K split over its lanes, chunk sums "
+        "folded in the base's order through shared memory (exact)",
+    )
+    for base in ("linear_dq8ca_q4gsw", "linear_dq8ca_q8csw")
+)
+
+VARIANTS = (*_QW_COOP, _DQ8CA_F16, *_DQ8CA_COOP)
+"""Every variant, in the order `choose` tries them (a kernel's f16 variant before its
+int32 one: where both apply and the device has shaderFloat16, the f16 one).
+
+linear_dq8ca's two keep the base's bits (the kernel is declared exact). Measured on
+lavapipe (benchmarks/variants.py --schemes 8da4w, 2-core AMD EPYC, load ~10-12, interleaved
+medians): decode of the 336M decoder 3.45x the base's time (coop_gemv) and 2.49x
+(coop_gemv_f16); dim 256 (--quick) 1.95x / 1.93x. Preferred on GPU device types only
+(not measured on a GPU: none was available)."""

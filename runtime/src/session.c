@@ -774,6 +774,12 @@ static qvk_status open_device(qvk_session *s, const char *choice, qvk_error *err
   dinfo.queueCreateInfoCount = 1;
   dinfo.pQueueCreateInfos = &qinfo;
   dinfo.pEnabledFeatures = &enabled;
+  /* shaderFloat16 where the device has it: the f16 kernel variants use it (and are chosen
+     only there); the Python runtime enables the same */
+  VkPhysicalDeviceShaderFloat16Int8Features f16_on = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  f16_on.shaderFloat16 = VK_TRUE;
+  if (s->props.float16) dinfo.pNext = &f16_on;
   r = vkCreateDevice(s->pd, &dinfo, NULL, &s->device);
   if (r != VK_SUCCESS) {
     s->device = VK_NULL_HANDLE;

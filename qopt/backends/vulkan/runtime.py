@@ -636,10 +636,16 @@ class VulkanDevice:
         enabled = vk.VkPhysicalDeviceFeatures(
             robustBufferAccess=vk.VK_TRUE if self.robust_buffer_access else vk.VK_FALSE
         )
+        # shaderFloat16 where the device has it: the f16 kernel variants use it (and are
+        # chosen only there); the native runtime enables the same
+        f16 = vk.VkPhysicalDeviceShaderFloat16Int8Features(shaderFloat16=vk.VK_TRUE)
         self.device = vk.vkCreateDevice(
             pd,
             vk.VkDeviceCreateInfo(
-                queueCreateInfoCount=1, pQueueCreateInfos=[qinfo], pEnabledFeatures=enabled
+                pNext=f16 if self.props.float16 else None,
+                queueCreateInfoCount=1,
+                pQueueCreateInfos=[qinfo],
+                pEnabledFeatures=enabled,
             ),
             None,
         )

@@ -6,17 +6,20 @@ and against the base kernel."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from qopt.backends.vulkan.registry import kernels
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice, vulkan_available
+from qopt.backends.vulkan.spirv import compile_glsl
 from qopt.errors import QoptError
 from qopt.kernels import catalogue
 from qopt.kernels.coop import qw_coop_applies
 from qopt.kernels.packing import pack_affine
 from qopt.kernels.qlinear import linear_tile, w_texel, x_uniform
+from qopt.kernels.source import kernel_source
 from qopt.kernels.variants import (
     DEVICE_CPU,
     DEVICE_DISCRETE_GPU,
@@ -26,6 +29,7 @@ from qopt.kernels.variants import (
     SUBGROUP_BASIC,
     DeviceProps,
     choose,
+    only,
     variant_mode,
     variants,
 )
@@ -90,7 +94,56 @@ def test_choose(props, mode, push, want) -> None:
     spec = _spec("linear_q4gsw", GROUP_SIZE=4 if push["ngroups"] == 512 else 32)
     got = choose("linear_q4gsw", props, push, spec, mode)
     assert (got.name if got else None) == want
-    assert choose("linear_dq8ca_q4gsw", props, push, spec, mode) is None  # no variant
+    assert choose("linear_lut", props, {}, {}, mode) is None  # no variant
+
+
+DQ_SPEC = {"WBITS": 4, "GROUP_SIZE": 32, "HAS_ZERO_POINT": 0, "HAS_BIAS": 0, **linear_tile(1)}
+
+
+@pytest.mark.parametrize(
+    "kernel,props,mode,push,given,want",
+    [
+        ("linear_dq8ca_q4gsw", GPU, "auto", DECODE, {}, "coop_gemv_f16"),
+        ("linear_dq8ca_q4gsw", replace(GPU, float16=False), "auto", DECODE, {}, "coop_gemv"),
+        ("linear_dq8ca_q4gsw", GPU, "auto", DECODE, {"HAS_ZERO_POINT": 1}, "coop_gemv"),
+        ("linear_dq8ca_q4gsw", LAVAPIPE, "auto", DECODE, {}, None),
+        ("linear_dq8ca_q4gsw", LAVAPIPE, "all", DECODE, {}, "coop_gemv_f16"),
+        ("linear_dq8ca_q4gsw", GPU, "base", DECODE, {}, None),
+        ("linear_dq8ca_q4gsw", GPU, "auto", {**DECODE, "M": 3}, {}, None),
+        ("linear_dq8ca_q4gsw", GPU, "auto", {**DECODE, "K": 2040}, {}, None),
+        ("linear_dq8ca_q4gsw", GPU, "auto", {**DECODE, "K": 0, "row_words": 0}, {}, None),
+        # subgroups of 128 lanes, too little shared memory: the base
+        ("linear_dq8ca_q4gsw", replace(GPU, subgroup_size=128), "auto", DECODE, {}, None),
+        ("linear_dq8ca_q4gsw", replace(GPU, shared_bytes=8192), "auto", DECODE, {}, None),
+        (
+            "linear_dq8ca_q8csw",
+            GPU,
+            "auto",
+            {**DECODE, "ngroups": 1, "row_words": 512},
+            {"WBITS": 8, "GROUP_SIZE": 1 << 30},
+            "coop_gemv",
+        ),
+    ],
+)
+def test_choose_dq8ca(kernel, props, mode, push, given, want) -> None:
+    spec = catalogue()[kernel].spec_values({**DQ_SPEC, **given})
+    got = choose(kernel, props, push, spec, mode)
+    assert (got.name if got else None) == want
+
+
+def test_only_restricts_the_table() -> None:
+    spec = catalogue()["linear_dq8ca_q4gsw"].spec_values(DQ_SPEC)
+    with only(["linear_dq8ca_q4gsw@coop_gemv"]):
+        got = choose("linear_dq8ca_q4gsw", GPU, DECODE, spec, "auto")
+        assert got is not None
+        assert got.name == "coop_gemv"
+        assert choose("linear_q4gsw", GPU, DECODE, spec, "auto") is None
+    got = choose("linear_dq8ca_q4gsw", GPU, DECODE, spec, "auto")
+    assert got is not None
+    assert got.name == "coop_gemv_f16"
+    with pytest.raises(QoptError, match="no kernel variant linear_q4gsw@fast"):
+        with only(["linear_q4gsw@fast"]):
+            pass
 
 
 def test_applies_on_int8_whole_rows() -> None:
@@ -182,3 +235,94 @@ def test_variant_on_device(devices, name, bits, k, group, asym, bias, n, fast) -
     scale = np.abs(ref).max()
     assert np.abs(got - ref).max() / scale < 1e-5
     assert np.abs(got - want).max() / scale < 1e-5
+
+
+def _dq8ca_case(bits: int, k: int, group: int, asym: bool, n: int, extreme: bool = False):
+    """Inputs, push and spec values of a linear_dq8ca decode dispatch (M = 1); `extreme`:
+    the activation differences and weight fields at their ends (|product| 2040 for int4)."""
+    qmin, qmax = (-8, 7) if bits == 4 else (-128, 127)
+    data = RNG.integers(qmin, qmax + 1, (n, k))
+    if extreme:
+        data[:, ::2] = qmin
+    s = (RNG.random((n, -(-k // group))) * 0.1 + 0.01).astype(F32)
+    zp = RNG.integers(-3, 4, s.shape) if asym else None
+    p = pack_affine(data, s, zp, qmin, qmax, group)
+    xq = RNG.integers(-128, 128, k).astype(np.int32)
+    zx = int(RNG.integers(-128, 128))
+    if extreme:
+        xq[::2], zx = -128, 127
+    inputs = {"xq": xq, "x_scale": np.array([0.03], F32), "x_zp": np.array([zx], np.int32),
+              "w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n).astype(F32)}  # fmt: skip
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": 1, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": 1}
+    return inputs, push, spec | {"NPW": 4, "MT": 1, "WG": 64}
+
+
+def _reference(name: str, inputs, push, spec, n: int) -> np.ndarray:
+    kspec = kernels()[name]
+    host = {key: np.ascontiguousarray(v).reshape(-1) for key, v in inputs.items()}
+    host.setdefault("zeros", np.zeros(4, np.int32))
+    host["out"] = np.zeros(n, F32)
+    kspec.reference(host, push, kspec.spec_values(spec))
+    return np.asarray(host["out"], F32)
+
+
+DQ8CA_CASES = [
+    ("linear_dq8ca_q4gsw", 4, 256, 32, False, 37),
+    ("linear_dq8ca_q4gsw", 4, 512, 64, True, 70),  # asymmetric: int32 products only
+    ("linear_dq8ca_q4gsw", 4, 96, 32, False, 130),  # fewer chunks than lanes
+    ("linear_dq8ca_q4gsw", 4, 1024, 1024, False, 65),  # one group per row: subgroupAdd
+    ("linear_dq8ca_q8csw", 8, 160, 160, False, 33),
+    ("linear_dq8ca_q8csw", 8, 64, 64, True, 17),
+    ("linear_dq8ca_q8csw", 8, 256, 16, False, 40),
+]
+
+
+@pytest.mark.parametrize("name,bits,k,group,asym,n", DQ8CA_CASES)
+def test_dq8ca_variants_on_device(devices, name, bits, k, group, asym, n) -> None:
+    """linear_dq8ca is declared exact: each of its variants that applies (one at a time,
+    `only`) computes the reference's bits, with x and w read through storage and through
+    the uniform block / texel view."""
+    var, base = devices
+    inputs, push, spec = _dq8ca_case(bits, k, group, asym, n, extreme=k == 256)
+    ref = _reference(name, inputs, push, spec, n)
+    assert _run(base, name, inputs, n, push, spec).tobytes() == ref.tobytes()
+    ran = 0
+    for v in variants():
+        if v.base != name:
+            continue
+        for extra in ({}, x_uniform(1, k) | w_texel()):
+            values = catalogue()[name].spec_values(spec | extra)
+            with only([f"{name}@{v.name}"]):
+                if choose(name, var.props, push, values, "all") is None:
+                    continue
+                before = var.variant_dispatches.get((name, v.name), 0)
+                got = _run(var, name, inputs, n, push, spec | extra)
+            assert var.variant_dispatches[(name, v.name)] == before + 1
+            assert got.tobytes() == ref.tobytes(), (v.name, extra)
+            ran += 1
+    assert ran == (4 if bits == 4 and not asym else 2)
+
+
+def test_dq8ca_serial_rows_on_device() -> None:
+    """The variants' path for a subgroup that cannot cooperate (fewer lanes than
+    gl_SubgroupSize, on some GPUs): built with COOP_SERIAL 1, the reference's bits."""
+    reason = vulkan_available()
+    if reason:
+        pytest.skip(reason)
+    for glsl, vname in (("linear_dq8ca_coop_f16.glsl", "coop_gemv_f16"),
+                        ("linear_dq8ca_coop.glsl", "coop_gemv")):  # fmt: skip
+        version, _, rest = kernel_source(glsl).partition("\n")
+        serial = compile_glsl(f"{version}\n#define COOP_SERIAL 1\n{rest}", glsl)
+        with VulkanDevice(variants="all") as dev:
+            dev.shader_module(glsl, serial)
+            for case in [c for c in DQ8CA_CASES if c[0] == "linear_dq8ca_q4gsw"][:3]:
+                name, bits, k, group, asym, n = case
+                inputs, push, spec = _dq8ca_case(bits, k, group, asym, n)
+                with only([f"{name}@{vname}"]):
+                    got = _run(dev, name, inputs, n, push, spec)
+                if dev.variant_dispatches.get((name, vname)):
+                    assert got.tobytes() == _reference(name, inputs, push, spec, n).tobytes()
+            assert dev.variant_dispatches.get((name, vname), 0) >= 2

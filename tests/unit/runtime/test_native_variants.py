@@ -68,9 +68,10 @@ def test_rule_is_the_same_in_both_runtimes() -> None:
                 "row_words": int(rng.choice([4 * -(-k // 32), 4 * -(-k // 16), 4])),
                 "ngroups": int(rng.integers(0, 10)),
             })  # fmt: skip
-        for push, props, mode in itertools.product(cases, PROPS, ("auto", "base", "all")):
-            wbits = 4 if v.base == "linear_q4gsw" else 8
-            values = base.spec_values({"WBITS": wbits, "GROUP_SIZE": 32, **linear_tile(1)})
+        for push, props, mode, zp in itertools.product(
+            cases, PROPS, ("auto", "base", "all"), (0, 1)
+        ):
+            values = base.spec_values({"GROUP_SIZE": 32, "HAS_ZERO_POINT": zp, **linear_tile(1)})
             want = choose(v.base, props, push, values, mode)
             got = native_variant(
                 v.base, props, [push[n] for n, _ in base.push], list(values.values()), mode
@@ -83,8 +84,8 @@ def test_rule_is_the_same_in_both_runtimes() -> None:
         )
 
 
-def _decoder(tmp_path: Path) -> Path:
-    methods = kv_decoder_methods(CONFIG, PROMPT, "w4g32")
+def _decoder(tmp_path: Path, scheme: str) -> Path:
+    methods = kv_decoder_methods(CONFIG, PROMPT, scheme)
     path = tmp_path / "kv.qvk"
     qopt.compile(methods, target="vulkan").save(str(path))
     return path
@@ -110,14 +111,16 @@ def _run(path: Path, native: bool) -> tuple[list[np.ndarray], int]:
     return outs, count
 
 
+@pytest.mark.parametrize("scheme", ["w4g32", "8da4w"])
 def test_kv_decoder_bit_identical_with_variants(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str
 ) -> None:
-    path = _decoder(tmp_path)
+    path = _decoder(tmp_path, scheme)
     monkeypatch.setenv("QOPT_VK_VARIANTS", "all")
     python, n_python = _run(path, native=False)
     native, n_native = _run(path, native=True)
-    # decode's linears (4 per layer + the output projection, w4g32) take the variant
+    # decode's linears take a variant: w4g32's coop_gemv; 8da4w's linear_dq8ca_q4gsw its
+    # coop_gemv_f16 (lavapipe has shaderFloat16)
     assert n_python == n_native > 0
     assert all(
         a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
@@ -132,6 +135,8 @@ def test_kv_decoder_bit_identical_with_variants(
     base, n_base = _run(path, native=True)
     assert n_base == 0
     for got, want in zip(native, base, strict=True):
+        if scheme == "8da4w":  # linear_dq8ca's variants keep the base's bits
+            assert got.tobytes() == want.tobytes()
         scale = max(float(np.abs(want).max()), 1e-6)
         assert np.abs(got.astype(np.float64) - want).max() / scale < 1e-4
     monkeypatch.setenv("QOPT_VK_VARIANTS", "sometimes")
