@@ -441,9 +441,6 @@ def lut_spec(m: int, k: int, entries: int, field_bits: int, block_cols: int) -> 
     if vec4 is not None and uniform is not None and vec4(field_bits, block_cols, k):
         uniforms = {**uniform(entries), **qlinear.x_uniform(m, k)}
     palette = "CB_UBO" not in uniforms and qlinear.lut_palette(field_bits, block_cols, k)
-    codes_texel = getattr(qlinear, "lut_codes_texel", None)
-    if codes_texel is not None and vec4 is not None and vec4(field_bits, block_cols, k):
-        uniforms |= codes_texel(m)
     return known_spec("linear_lut", {**spec, **qlinear.lut_tile(m, palette), **uniforms})
 
 

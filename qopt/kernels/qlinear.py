@@ -161,22 +161,6 @@ def lut_vec4(field_bits: int, block_cols: int, cols: int) -> bool:
     return block_cols > 0 and block_cols % (32 // field_bits) == 0 and cols % 4 == 0
 
 
-def lut_codes_texel(m: int) -> dict[str, int]:
-    """The C_TEXEL specialization of linear_lut for M rows of x: at M = 1 (decode) its vec4
-    path fetches the codes from a uniform texel buffer over them (`TexelView`), four words
-    of a weight row per fetch (lavapipe: one gather per channel, where a storage load of a
-    row's word is a loop over the lanes), and, with full palettes (L = 2^FBITS, as
-    torchao's codebook4) and K a multiple of 4 words of codes, skips the code clamp and the
-    K-tail tests: the same entries in the same sums (bit-identical). Measured at M = 1 with
-    codebook4 weights (one 16-entry palette per 16 columns; interleaved CPU-time medians
-    of one dispatch, one lavapipe thread, a loaded 2-core AMD EPYC): 0.86-0.97x the CPU
-    time of storage reads at 2816 x 1024, 1024 x 2816 and 2048 x 2048. At M = 64 (NPW 4 x
-    MT 8) it was 1.04-1.30x slower, so M > 1 keeps the storage reads (nothing). A device
-    without such texel buffers, or with fewer maxTexelBufferElements than the codes'
-    16-byte texels, reads storage (`runtime._fit_texels`)."""
-    return {"C_TEXEL": 1} if m == 1 else {}
-
-
 LUT_UNIFORM_BYTES = MAX_UNIFORM_BYTES
 """The largest codebook (padded to whole vec4s) convert-to-vkc reads through linear_lut's
 uniform block (`lut_uniform`); a device with a smaller maxUniformBufferRange reads it
@@ -545,10 +529,9 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     """linear_lut.glsl: rows of x m < M and weight rows n < N (the tile's rows clamped to
     M - 1 and N - 1) read x[m*K + k] for k < K, the codes of weight row n and its palettes
     (`lut_rows_extents`, k < K: the last word's codes at k >= K are skipped), bias[n]
-    (HAS_BIAS); writes out[m*N + n]. C_TEXEL fetches the codes as whole 4-word texels: up
-    to the last row's texel (rows are padded to whole texels). With CB_UBO / X_UBO the
-    uniform blocks (bound whole) must cover every codebook entry / x value read and lie
-    inside their buffers: 4 * CBU_VEC4 / 4 * XU_VEC4 words."""
+    (HAS_BIAS); writes out[m*N + n]. With CB_UBO / X_UBO the uniform blocks (bound whole)
+    must cover every codebook entry / x value read and lie inside their buffers: 4 *
+    CBU_VEC4 / 4 * XU_VEC4 words."""
     m, n, k = ints(push, "M", "N", "K")
     total = count(m * n, "M * N")
     ext: Extents = dict.fromkeys(("x", "codes", "codebook", "bias", "out"), 0)
@@ -561,8 +544,6 @@ def _linear_lut_extents(push: PushValues, spec: SpecValues) -> Extents:
     if int(spec["HAS_BIAS"]) == 1:
         ext["bias"] = n
     ext["codes"], ext["codebook"] = lut_rows_extents(push, spec, n, k, "BN", "BK", "GK")
-    if int(spec["C_TEXEL"]) == 1 and k:
-        ext["codes"] = -(-ext["codes"] // 4) * 4  # tile_v4t fetches the last row's whole texels
     ext["x"] = m * k
     uniform_block(ext, spec, "codebook", "CB_UBO", "CBU_VEC4")
     uniform_block(ext, spec, "x", "X_UBO", "XU_VEC4")
@@ -591,7 +572,6 @@ LINEAR_LUT = KernelSpec(
         ("X_UBO", 0),
         ("XU_VEC4", 1),
         ("X_TEXEL", 0),
-        ("C_TEXEL", 0),
     ),
     workgroups=_linear_qw_workgroups,
     extents=guarded("linear_lut", _linear_lut_extents),
@@ -599,7 +579,7 @@ LINEAR_LUT = KernelSpec(
         UniformView("codebook", "CB_UBO", "CBU_VEC4"),
         UniformView("x", "X_UBO", "XU_VEC4"),
     ),
-    texels=(TexelView("x", "X_TEXEL"), TexelView("codes", "C_TEXEL")),
+    texels=(TexelView("x", "X_TEXEL"),),
     spec_bounds={
         "FBITS": (1, 8),
         "HAS_BIAS": FLAG,
@@ -611,7 +591,6 @@ LINEAR_LUT = KernelSpec(
         "X_UBO": FLAG,
         "XU_VEC4": (1, MAX_UNIFORM_BYTES // 16),
         "X_TEXEL": FLAG,
-        "C_TEXEL": FLAG,
     },
     doc="""LUT weight linear (qfused #lut, any block [BN, BK]: per-row palettes
 BK = K, LUT per K-block BN = N): packing.pack_lut gives codes (FBITS fields), codebook
@@ -619,8 +598,7 @@ f32 [N/BN, K/BK, L], BN/BK (block_rows/cols), GK (col_groups), L (lut_size). NPW
 tile per invocation as linear_qw (`lut_tile`); workgroups (ceil(N / (WG*NPW)),
 ceil(M/MT), 1). CB_UBO / CBU_VEC4: the codebook read through a uniform block of CBU_VEC4
 vec4s at descriptor 5 (`lut_uniform`); X_UBO / XU_VEC4: x through one at descriptor 6
-(`x_uniform`); C_TEXEL: the codes fetched through a texel view at descriptor 8
-(`lut_codes_texel`); every path gives the same bits.""",
+(`x_uniform`); every path gives the same bits.""",
 )
 
 

@@ -27,6 +27,19 @@
 //   entry with a select tree on its bits (`pick`) instead of a per-code storage load.
 // - tile (otherwise: K tails, palette blocks narrower than a word): scalar x loads and a
 //   storage lookup per code.
+// Measured at M = 1 and not taken (lavapipe on a 2-core AMD EPYC, AVX2; codebook4 blocks
+// [-1, 16] at 2816 x 1024, 1024 x 2816, 2048 x 2048; one lavapipe thread, interleaved
+// CPU-time medians, a loaded machine): the palette lookup (tile_v4's uniform gather) is
+// 20-40% of the time (an index in its place: 0.58-0.80x), the codes' storage loads ~25%,
+// the rest the per-code index arithmetic and fma. A T-MAC table in shared memory (per
+// workgroup and 32-column chunk, t[pair][c0 + 16 c1] = x[k] P[c0] + x[k+1] P[c1], one
+// lookup per byte of codes) was 2.5-4x slower: llvmpipe's shared loads at lane-varying
+// addresses and its shared stores are loops over the lanes. Built once per forward it
+// needs its own dispatch and a view the lookups gather from (a uniform block of 64 KiB
+// holds 64 column pairs; texel views are R32G32B32A32: four gathers per lookup). The
+// codes through a texel view (four words per fetch; no clamp and tail tests for full
+// palettes): 0.98-1.02x, with 2-10x the SPIR-V. Reading the codebook's vec4 component
+// statically instead of by index: 0.93-1.03x (the dynamic component is no extra cost).
 // CB_UBO / X_UBO 0: the storage buffers (bindings 5 and 6 are still bound, to at most
 // 16 * CBU_VEC4 / 16 * XU_VEC4 bytes of the codebook and of x, and not read); the runtime
 // turns a block off on a device whose maxUniformBufferRange is smaller.
@@ -44,12 +57,6 @@ layout(constant_id = 8) const int XU_VEC4 = 1;
 // (binding 7, texel i = xv[i] bit for bit), as linear_qw.glsl's X_TEXEL (an x too large
 // for the uniform block); X_TEXEL 0: storage reads (xt bound, not read). The same bits.
 layout(constant_id = 9) const int X_TEXEL = 0;
-// C_TEXEL 1: tile_v4 fetches the codes from the uniform texel buffer ct (binding 8, the
-// codes buffer viewed as R32G32B32A32_UINT texels: texel i = codes[4i..4i+3]; rows are
-// padded to whole texels) four words of a row at a time (`tile_v4t`): lavapipe compiles a
-// texel fetch to one gather per channel where a storage load of each row's word is a loop
-// over the lanes. The same words feed the same arithmetic: the same bits as C_TEXEL 0.
-layout(constant_id = 10) const int C_TEXEL = 0;
 const int VPW = 32 / FBITS;
 const uint MASK = (1u << FBITS) - 1u;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -61,7 +68,6 @@ layout(std430, binding = 4) writeonly buffer Out { float o[]; };
 layout(std140, binding = 5) uniform CBU { vec4 cbu[CBU_VEC4]; };
 layout(std140, binding = 6) uniform XU { vec4 xu[XU_VEC4]; };
 layout(binding = 7) uniform usamplerBuffer xt;
-layout(binding = 8) uniform usamplerBuffer ct;
 layout(push_constant) uniform P {
   uint M; uint N; uint K; uint row_words; uint BN; uint BK; uint GK; uint L;
 } p;
@@ -207,11 +213,9 @@ void tile_palette(uint m0, uint n0) {
   STOREROW(7)
 }
 
-// the entry index of a code: clamped to L - 1 (codes >= L read the last entry)
-#define CLAMPC(c) min(c, p.L - 1u)
 #define LOOKV(r, e)                                                                \
   float v##r = 0.0;                                                                \
-  if (NPW > r) v##r = entry(pb##r + CLAMPC((q##r >> uint(FBITS * (e))) & MASK));
+  if (NPW > r) v##r = entry(pb##r + min((q##r >> uint(FBITS * (e))) & MASK, p.L - 1u));
 #define MACV(r, mm, c) if (NPW > r) a##r##mm = fma(v##r, X##mm.c, a##r##mm);
 #define XROWV(mm, c)                                                               \
   if (MT > mm) {                                                                   \
@@ -250,95 +254,15 @@ void tile_v4(uint m0, uint n0) {
   STOREROW(7)
 }
 
-// tile_v4 with the codes fetched as texels (C_TEXEL): texel t of a row holds its words
-// 4t..4t+3, taken in order (WORDT), each as tile_v4's word wi (the same sums in k order)
-#define ROWFETCH(r)                                                                \
-  uvec4 Q##r = uvec4(0u);                                                          \
-  if (NPW > r) Q##r = texelFetch(ct, int(((nr##r * p.row_words) >> 2u) + t));
-#define QSET(r, c) uint q##r = Q##r.c;
-#define WORDT(j, c)                                                                \
-  {                                                                                \
-    uint wi = 4u * t + uint(j);                                                    \
-    if (wi < words) {                                                              \
-      uint k0 = wi * uint(VPW);                                                    \
-      uint kb = k0 / p.BK;                                                         \
-      PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb) \
-      QSET(0, c) QSET(1, c) QSET(2, c) QSET(3, c) QSET(4, c) QSET(5, c) QSET(6, c)   \
-      QSET(7, c)                                                                   \
-      uint ng = min(uint(VPW), p.K - k0) >> 2;                                     \
-      for (int g = 0; g < VPW / 4; ++g) {                                          \
-        if (uint(g) >= ng) break;                                                  \
-        XV(0) XV(1) XV(2) XV(3) XV(4) XV(5) XV(6) XV(7)                            \
-        CODEV(4 * g, x) CODEV(4 * g + 1, y) CODEV(4 * g + 2, z) CODEV(4 * g + 3, w) \
-      }                                                                            \
-    }                                                                              \
-  }
-
-#define TILE_V4T(name)                                                             \
-  void name(uint m0, uint n0) {                                                    \
-    ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6)   \
-    ROWDECL(7)                                                                     \
-    XDECLV(0) XDECLV(1) XDECLV(2) XDECLV(3) XDECLV(4) XDECLV(5) XDECLV(6)          \
-    XDECLV(7)                                                                      \
-    uint words = (p.K + uint(VPW) - 1u) / uint(VPW);                               \
-    for (uint t = 0; 4u * t < words; ++t) {                                        \
-      ROWFETCH(0) ROWFETCH(1) ROWFETCH(2) ROWFETCH(3) ROWFETCH(4) ROWFETCH(5)      \
-      ROWFETCH(6) ROWFETCH(7)                                                      \
-      WORDT(0, x) WORDT(1, y) WORDT(2, z) WORDT(3, w)                              \
-    }                                                                              \
-    STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5)        \
-    STOREROW(6) STOREROW(7)                                                        \
-  }
-TILE_V4T(tile_v4t)
-
-// tile_v4t_full: main takes it when L >= 2^FBITS (no code reaches L: the index without
-// the clamp is the same) and K is a multiple of 4 * VPW (whole texels of codes: every
-// word and every group of 4 codes is inside K, so no tail tests and no loop over groups)
-#define GROUPF(G, j, c)                                                            \
-  if (VPW / 4 > G) {                                                               \
-    const int g = G;                                                               \
-    uint k0 = (4u * t + uint(j)) * uint(VPW);                                      \
-    XV(0) XV(1) XV(2) XV(3) XV(4) XV(5) XV(6) XV(7)                                \
-    CODEV(4 * g, x) CODEV(4 * g + 1, y) CODEV(4 * g + 2, z) CODEV(4 * g + 3, w)    \
-  }
-#define WORDF(j, c)                                                                \
-  {                                                                                \
-    uint kb = ((4u * t + uint(j)) * uint(VPW)) / p.BK;                             \
-    PB(0, kb) PB(1, kb) PB(2, kb) PB(3, kb) PB(4, kb) PB(5, kb) PB(6, kb) PB(7, kb) \
-    QSET(0, c) QSET(1, c) QSET(2, c) QSET(3, c) QSET(4, c) QSET(5, c) QSET(6, c)   \
-    QSET(7, c)                                                                     \
-    GROUPF(0, j, c) GROUPF(1, j, c) GROUPF(2, j, c) GROUPF(3, j, c)                \
-    GROUPF(4, j, c) GROUPF(5, j, c) GROUPF(6, j, c) GROUPF(7, j, c)                \
-  }
-#undef CLAMPC
-#define CLAMPC(c) (c)
-void tile_v4t_full(uint m0, uint n0) {
-  ROWDECL(0) ROWDECL(1) ROWDECL(2) ROWDECL(3) ROWDECL(4) ROWDECL(5) ROWDECL(6) ROWDECL(7)
-  XDECLV(0) XDECLV(1) XDECLV(2) XDECLV(3) XDECLV(4) XDECLV(5) XDECLV(6) XDECLV(7)
-  uint texels = p.K / uint(4 * VPW);
-  for (uint t = 0; t < texels; ++t) {
-    ROWFETCH(0) ROWFETCH(1) ROWFETCH(2) ROWFETCH(3) ROWFETCH(4) ROWFETCH(5) ROWFETCH(6)
-    ROWFETCH(7)
-    WORDF(0, x) WORDF(1, y) WORDF(2, z) WORDF(3, w)
-  }
-  STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
-  STOREROW(7)
-}
-#undef CLAMPC
-#define CLAMPC(c) min(c, p.L - 1u)
-
 void main() {
   bool per_code = p.BK % uint(VPW) != 0u;
   bool palette = FBITS <= 4 && !per_code && p.K % p.BK == 0u;  // whole palette blocks
   bool vec4s = !per_code && p.K % 4u == 0u && (CB_UBO == 1 || !palette);
-  bool texel = vec4s && C_TEXEL == 1 && p.row_words % 4u == 0u;
   for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
     for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
          nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
       uint n0 = nb + gl_LocalInvocationID.x * uint(NPW);
-      if (texel && p.L >= (1u << FBITS) && p.K % uint(4 * VPW) == 0u) tile_v4t_full(m0, n0);
-      else if (texel) tile_v4t(m0, n0);
-      else if (vec4s) tile_v4(m0, n0);
+      if (vec4s) tile_v4(m0, n0);
       else if (palette) tile_palette(m0, n0);
       else if (per_code) tile(m0, n0, true);
       else tile(m0, n0, false);

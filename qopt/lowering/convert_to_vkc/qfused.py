@@ -23,7 +23,6 @@ from qopt.kernels.opcodes import CONV_ACT, MAPPINGS
 from qopt.kernels.qlinear import (
     dq8ca_tile,
     linear_tile,
-    lut_codes_texel,
     lut_palette,
     lut_tile,
     lut_uniform,
@@ -294,7 +293,7 @@ def _linear_lut(
     # codebook padded to whole vec4s: a block is bound whole)
     vec4 = lut_vec4(packed.field_bits, packed.block_cols, k)
     uniforms = {**lut_uniform(packed.codebook.size), **x_uniform(m, k)} if vec4 else {}
-    texels = {**x_texel(m, k), **lut_codes_texel(m)} if vec4 else {}
+    texels = x_texel(m, k) if vec4 else {}
     entries = packing.pad_to(packed.codebook, 4) if "CB_UBO" in uniforms else packed.codebook
     book = lw.constant(entries, "f32")
     b, has_bias = _bias(lw, op.bias, book)

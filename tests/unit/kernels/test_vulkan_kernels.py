@@ -1773,41 +1773,6 @@ def test_lut_linear_x_texel_view(dev, nbits, block, k, m, tile) -> None:
     close(got["out"], ref["out"])
 
 
-@pytest.mark.parametrize(
-    "nbits,block,k,m,tile,junk",
-    [
-        (4, (-1, 16), 64, 1, (8, 1), False),  # codebook4 at M = 1: tile_v4t_full
-        (4, (-1, 16), 48, 2, (3, 2), False),  # K = 6 words: a half texel, M / N tile tails
-        (3, (-1, 8), 64, 1, (8, 1), True),  # 8-entry palettes: the clamp, codes >= L
-        (8, (-1, 8), 24, 1, (3, 1), False),  # 8-bit codes: 6 words, texel tail
-    ],
-)
-def test_lut_linear_codes_texel_view(dev, nbits, block, k, m, tile, junk) -> None:
-    """linear_lut's vec4 path with the codes fetched through their texel view (C_TEXEL:
-    tile_v4t, or tile_v4t_full for full palettes and whole texels) gives the bits of the
-    storage reads (tile_v4), x through storage or the uniform block; `junk` sets every
-    code field to 2^FBITS - 1 (>= L: the last entry, the clamp both paths share)."""
-    from qopt.kernels.qlinear import lut_codes_texel, lut_uniform, x_uniform
-
-    n = 13
-    inputs, push, p = _lut_case(nbits, block, n, k, m)
-    if junk:
-        inputs["codes"] = inputs["codes"] | np.uint32(0xFFFFFFFF)
-    spec = {"FBITS": p.field_bits, "HAS_BIAS": 1, "NPW": tile[0], "MT": tile[1], "WG": 2}
-    spec |= lut_uniform(p.codebook.size)
-    assert lut_codes_texel(m) == ({"C_TEXEL": 1} if m == 1 else {})
-    spec |= x_uniform(m, k) if k % 16 else {}  # x through storage and the uniform block
-    outs = []
-    for c_tex in (0, 1):
-        got, ref = run_kernel(
-            dev, "linear_lut", inputs, {"out": (F32, m * n)}, push, spec | {"C_TEXEL": c_tex}
-        )
-        outs.append(got["out"].view(np.uint32))
-    np.testing.assert_array_equal(outs[1], outs[0])
-    if not junk:
-        close(got["out"], ref["out"])
-
-
 def test_texel_view_choice_and_range() -> None:
     """convert-to-vkc's choice: the 16-row gemm_tile at every M (MT 1 at M = 1) with the
     weights through the texel view; W_TEXEL is a 0 / 1 flag (spec range)."""
@@ -1825,10 +1790,7 @@ def test_texel_view_choice_and_range() -> None:
         for flag in ("W_TEXEL", "X_TEXEL"):
             with pytest.raises(ValueError, match=f"{flag} = 2 is outside"):
                 spec.check_spec({flag: 2})
-    assert [(t.binding, t.flag) for t in kernels()["linear_lut"].texels] == [
-        ("x", "X_TEXEL"),
-        ("codes", "C_TEXEL"),
-    ]
+    assert [(t.binding, t.flag) for t in kernels()["linear_lut"].texels] == [("x", "X_TEXEL")]
 
 
 def test_texel_view_off_where_the_device_cannot(dev: VulkanDevice, monkeypatch) -> None:
