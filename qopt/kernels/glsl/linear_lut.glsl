@@ -27,6 +27,19 @@
 //   entry with a select tree on its bits (`pick`) instead of a per-code storage load.
 // - tile (otherwise: K tails, palette blocks narrower than a word): scalar x loads and a
 //   storage lookup per code.
+// Measured at M = 1 and not taken (lavapipe on a 2-core AMD EPYC, AVX2; codebook4 blocks
+// [-1, 16] at 2816 x 1024, 1024 x 2816, 2048 x 2048; one lavapipe thread, interleaved
+// CPU-time medians, a loaded machine): the palette lookup (tile_v4's uniform gather) is
+// 20-40% of the time (an index in its place: 0.58-0.80x), the codes' storage loads ~25%,
+// the rest the per-code index arithmetic and fma. A T-MAC table in shared memory (per
+// workgroup and 32-column chunk, t[pair][c0 + 16 c1] = x[k] P[c0] + x[k+1] P[c1], one
+// lookup per byte of codes) was 2.5-4x slower: llvmpipe's shared loads at lane-varying
+// addresses and its shared stores are loops over the lanes. Built once per forward it
+// needs its own dispatch and a view the lookups gather from (a uniform block of 64 KiB
+// holds 64 column pairs; texel views are R32G32B32A32: four gathers per lookup). The
+// codes through a texel view (four words per fetch; no clamp and tail tests for full
+// palettes): 0.98-1.02x, with 2-10x the SPIR-V. Reading the codebook's vec4 component
+// statically instead of by index: 0.93-1.03x (the dynamic component is no extra cost).
 // CB_UBO / X_UBO 0: the storage buffers (bindings 5 and 6 are still bound, to at most
 // 16 * CBU_VEC4 / 16 * XU_VEC4 bytes of the codebook and of x, and not read); the runtime
 // turns a block off on a device whose maxUniformBufferRange is smaller.
