@@ -242,7 +242,7 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     """Fill the output with the pad value, then copy the input's kept region into it
     (negative pads crop). An integer tensor (quantized integers padded with their zero
     point by fuse-quant) is filled in i32 with the value, which must be an integer
-    of the element type."""
+    of the element type (0 or 1 for a bool tensor, which travels as i32 0/1)."""
     in_dims = shape_of(op.input)
     out_dims = shape_of(op.result)
     dtype = abi_dtype(op.result)
@@ -250,8 +250,9 @@ def lower_constant_pad(lw: Lowering, op: sh.ConstantPadNdOp) -> Sequence[Buf]:
     if dtype == "f32":
         bits = int(np.asarray(value, np.float32).view(np.uint32))
     else:
-        info = np.iinfo(dtype_of(op.result))
-        if value != int(value) or not info.min <= value <= info.max:
+        elem = np.dtype(dtype_of(op.result))
+        low, high = (0, 1) if elem == np.bool_ else (np.iinfo(elem).min, np.iinfo(elem).max)
+        if value != int(value) or not low <= value <= high:
             raise unsupported(
                 op,
                 f"pads an integer tensor with {value}, not an integer of its type",

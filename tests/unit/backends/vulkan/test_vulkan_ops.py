@@ -48,6 +48,16 @@ class Pad(torch.nn.Module):
         return torch.nn.functional.pad(x, (1, 2, -1, 3), value=0.5)
 
 
+class PadBool(torch.nn.Module):
+    """A bool tensor padded (unfold's zero padding of a mask, too): it travels as i32
+    0/1, so the pad value is 0 or 1 (once a raw ValueError from the lowering)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = torch.nn.functional.pad(x > 0, (1, 2, 0, 1), value=True)
+        cols = torch.nn.functional.unfold(x[None] > 0.5, kernel_size=2, padding=1)
+        return mask.float().sum() + cols.float().sum(-1, keepdim=True)
+
+
 class Stack(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.stack([x, x * 2, x + 1], dim=1)
@@ -102,6 +112,7 @@ CASES = {
     "cumsum": (Cumsum, [(2, 6, 5)]),
     "conv2d_unbatched": (UnbatchedConv, [(3, 5, 4)]),
     "constant_pad_nd": (Pad, [(2, 3, 5, 4)]),
+    "constant_pad_nd_bool": (PadBool, [(2, 5, 4)]),
     "stack": (Stack, [(2, 5)]),
     "index_select": (IndexSelect, [(3, 2, 4), "index"]),
     "logical": (Logic, [(4, 6)]),
