@@ -6,9 +6,11 @@ shapes, and a size not compiled is a QoptError listing the sizes that were."""
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import re
 import tempfile
+from typing import Any
 
 import numpy as np
 import pytest
@@ -320,29 +322,16 @@ def _hf_export(wrapper: torch.nn.Module, length: int, dynamic: bool):
         )
 
 
-@pytest.mark.parametrize("target", ["interpreter", "coreml", "vulkan"])
-def test_transformers_static_cache_prefill_with_a_dim(target: str, tmp_path) -> None:
-    """Issue 22 item 6: a transformers static-cache decoder (Qwen2 shape) whose
-    prefill is exported with `Dim("seq", 1..16)` as users write it, and its decode.
-    The interpreter refused length 1 (an expand to the `?` length, which is 1) and
-    both targets failed to import the size variants (`cumulative_length.add_(seq_len)`
-    with the length a number); now prefill logits at lengths 1, 5 and 16 (the
-    bounds included) and prefill + decode generation equal torch eager's."""
+@functools.cache
+def _qwen2_exported() -> tuple[dict[str, Any], list[tuple[int, list[int], np.ndarray, list[int]]]]:
+    """`_qwen2_static_cache()`'s two methods exported, and torch eager's references:
+    (length, prompt, prefill logits, 6 greedy tokens) for lengths 1, 5 and 16. Made
+    once per process for the three targets (they read the programs, never change them)."""
     fresh = _qwen2_static_cache()
     wrapper = fresh()  # both methods from one wrapper, as its buffers are shared
     prefill = _hf_export(wrapper, 4, dynamic=True)
     decode = _hf_export(wrapper, 1, dynamic=False)
-    methods = {"prefill": prefill, "decode": decode}
-    if target == "interpreter":
-        session = qopt.session(qopt.import_program(methods))
-    else:
-        if target == "vulkan":
-            _vulkan_or_skip()
-        exact = "fp32" if target == "coreml" else None  # torch's values and tokens
-        artifact = qopt.compile(methods, target, dynamic_sizes=[1, 5, 16], compute_precision=exact)
-        if target == "coreml":
-            artifact = qopt.load(artifact.save(str(tmp_path / "m.mlpackage")))
-        session = artifact.session()
+    references = []
     for length in (1, 5, 16):
         prompt = [(7 * i + length) % 64 for i in range(length)]
         eager = fresh()
@@ -354,8 +343,32 @@ def test_transformers_static_cache_prefill_with_a_dim(target: str, tmp_path) -> 
                     input_ids=torch.tensor([[tokens[-1]]]), cache_position=torch.tensor([pos])
                 )
                 tokens.append(int(step[0, -1].argmax()))
+        references.append((length, prompt, want.numpy(), tokens))
+    return {"prefill": prefill, "decode": decode}, references
+
+
+@pytest.mark.parametrize("target", ["interpreter", "coreml", "vulkan"])
+def test_transformers_static_cache_prefill_with_a_dim(target: str, tmp_path) -> None:
+    """Issue 22 item 6: a transformers static-cache decoder (Qwen2 shape) whose
+    prefill is exported with `Dim("seq", 1..16)` as users write it, and its decode.
+    The interpreter refused length 1 (an expand to the `?` length, which is 1) and
+    both targets failed to import the size variants (`cumulative_length.add_(seq_len)`
+    with the length a number); now prefill logits at lengths 1, 5 and 16 (the
+    bounds included) and prefill + decode generation equal torch eager's."""
+    methods, references = _qwen2_exported()
+    if target == "interpreter":
+        session = qopt.session(qopt.import_program(methods))
+    else:
+        if target == "vulkan":
+            _vulkan_or_skip()
+        exact = "fp32" if target == "coreml" else None  # torch's values and tokens
+        artifact = qopt.compile(methods, target, dynamic_sizes=[1, 5, 16], compute_precision=exact)
+        if target == "coreml":
+            artifact = qopt.load(artifact.save(str(tmp_path / "m.mlpackage")))
+        session = artifact.session()
+    for length, prompt, want, tokens in references:
         session.reset()
         (got,) = session.run(np.array([prompt]), np.arange(length), method="prefill")
-        np.testing.assert_allclose(got, want.numpy(), atol=2e-4, rtol=0, err_msg=str(length))
+        np.testing.assert_allclose(got, want, atol=2e-4, rtol=0, err_msg=str(length))
         session.reset()
         assert qopt.generate(session, prompt, 6) == tokens, length

@@ -17,7 +17,6 @@ Device tests skip with the reason when there is no Vulkan device.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,13 +43,10 @@ def _pairs() -> list[tuple[str, str]]:
     return [(m, s) for m in MODELS for s in SCHEMES if supported(m, s) is None]
 
 
-@functools.cache
 def program(model: str, scheme: str) -> Any:
-    from shared_exports import exported
+    from shared_exports import vulkan_program
 
-    import qopt
-
-    return qopt.compile(exported(model, scheme), target="vulkan").program
+    return vulkan_program(model, scheme)
 
 
 def buffer_words(prog: Any, buffer_id: int) -> int:

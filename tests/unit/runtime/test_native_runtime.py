@@ -8,7 +8,6 @@ there is no Vulkan device or the runtime is not built (scripts/setup.sh builds i
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import subprocess
 import sys
@@ -18,14 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from shared_exports import exported
+from shared_exports import kv_decoder, kv_decoder_bytes, vulkan_bytes
 
 import qopt
 from qopt.backends.vulkan.native import ROOT, NativeBundle, native_library
 from qopt.examples import (
     MODELS,
     SCHEMES,
-    apply_scheme,
     build_kv_llama,
     random_inputs,
 )
@@ -61,11 +59,6 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@functools.cache
-def compiled(model: str, scheme: str) -> bytes:
-    return qopt.compile(exported(model, scheme), target="vulkan").to_bytes()
-
-
 @pytest.mark.parametrize(("model", "scheme"), [(m, s) for m in MODELS for s in SCHEMES])
 def test_builtin_bit_identical(model: str, scheme: str, builtin_reference: Any) -> None:
     ref = builtin_reference(model, scheme)  # conftest.py: compiled and run by Python once
@@ -82,7 +75,7 @@ def test_builtin_bit_identical(model: str, scheme: str, builtin_reference: Any) 
 def test_qvk_run_writes_the_outputs(tmp_path: Path) -> None:
     """The command line of the contract: .npy in, DIR/output_i.npy out, bit-identical."""
     path = tmp_path / "llama.qvk"
-    path.write_bytes(compiled("llama", "w4g32"))
+    path.write_bytes(vulkan_bytes("llama", "w4g32"))
     inputs = [t.numpy() for t in random_inputs("llama", 5)]
     files = []
     for i, x in enumerate(inputs):
@@ -134,17 +127,9 @@ def _torch_tokens(model: torch.nn.Module, prompt: list[int], new: int) -> list[i
 def test_kv_decoder_bit_identical_and_tokens(scheme: str, tmp_path: Path) -> None:
     """Prefill + decode steps: logits and caches bit-identical to the Python runtime's;
     `qvk-run --generate` prints torch's tokens, as `qopt-run --generate` does."""
-    example = (torch.tensor([PROMPT]), torch.arange(len(PROMPT)))
-    model = apply_scheme(build_kv_llama(update="index_put", **CONFIG), scheme, example)
-    with torch.no_grad():
-        methods = {
-            "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
-            "decode": torch.export.export(
-                copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
-            ),
-        }
+    model = kv_decoder(CONFIG, PROMPT, scheme)[0]  # shared with test_native_sanitized.py
     path = tmp_path / "kv.qvk"
-    qopt.compile(methods, target="vulkan").save(str(path))
+    path.write_bytes(kv_decoder_bytes(CONFIG, PROMPT, scheme))
     python = qopt.load(str(path)).session()
     with NativeBundle.open(path) as bundle, bundle.session() as native:
         assert native.methods == python.methods
@@ -216,7 +201,7 @@ def test_index_status_word_names_the_op(tmp_path: Path) -> None:
     """A token id past the vocabulary sets the embedding's status word: the same
     one-line error as the Python runtime's."""
     path = tmp_path / "llama.qvk"
-    path.write_bytes(compiled("llama", "float"))
+    path.write_bytes(vulkan_bytes("llama", "float"))
     (tokens,) = [t.numpy() for t in random_inputs("llama", 0)]
     bad = tokens.copy()
     bad.flat[0] = 10_000
@@ -261,18 +246,18 @@ def test_kernels_checked_against_the_runtime_catalogue() -> None:
 
     from qopt.version import qopt_version
 
-    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    manifest, blobs, version = fuzz_worker.qvk_parse(vulkan_bytes("mlp", "float"))
     manifest["qopt_version"] = "9.9.9"
     manifest["kernels"][0]["kernel"] = "linear_q2"
     with pytest.raises(qopt.QoptError, match=rf"linear_q2.*qopt {qopt_version()}.*qopt 9\.9\.9"):
         NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, blobs, version))
-    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    manifest, blobs, version = fuzz_worker.qvk_parse(vulkan_bytes("mlp", "float"))
     record = manifest["kernels"][0]["spirv"]
     at = record["offset"] + record["size"] - 4
     edited = blobs[:at] + bytes(b ^ 1 for b in blobs[at : at + 4]) + blobs[at + 4 :]
     with pytest.raises(qopt.QoptError, match=r"SPIR-V is not this runtime's compilation"):
         NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, edited, version))
-    manifest, blobs, version = fuzz_worker.qvk_parse(compiled("mlp", "float"))
+    manifest, blobs, version = fuzz_worker.qvk_parse(vulkan_bytes("mlp", "float"))
     manifest["kernels"] = []
     with pytest.raises(qopt.QoptError, match=r"dispatch 0's kernel must be at most -1"):
         NativeBundle.from_bytes(fuzz_worker.qvk_build(manifest, blobs, version))
@@ -282,7 +267,7 @@ def test_qvk_run_device_choice(tmp_path: Path) -> None:
     """--device takes an index or a name substring, as QOPT_VULKAN_DEVICE; an unknown one
     is one line naming the devices, exit 1."""
     path = tmp_path / "mlp.qvk"
-    path.write_bytes(compiled("mlp", "float"))
+    path.write_bytes(vulkan_bytes("mlp", "float"))
     np.save(tmp_path / "x.npy", random_inputs("mlp", 2)[0].numpy())
     base = [qvk_run(), str(path), "--input", str(tmp_path / "x.npy")]
     with NativeBundle.open(path) as bundle, bundle.session() as session:

@@ -11,7 +11,6 @@ build."""
 from __future__ import annotations
 
 import copy
-import functools
 import glob
 import json
 import os
@@ -26,10 +25,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from shared_exports import kv_decoder as shared_kv_decoder
+from shared_exports import kv_decoder_bytes
 
 import qopt
 from qopt.backends.vulkan.native import ROOT
-from qopt.examples import MODELS, SCHEMES, apply_scheme, build_kv_llama
+from qopt.examples import MODELS, SCHEMES
 
 ASAN = ROOT / "build" / "runtime-asan"
 RELEASE = ROOT / "build" / "runtime"
@@ -98,19 +99,10 @@ KV_CALLS: list[tuple[str, np.ndarray, np.ndarray]] = [
 ]
 
 
-@functools.cache
 def kv_decoder(scheme: str) -> tuple[bytes, torch.nn.Module]:
-    """A two-method KV-cache decoder (prefill of 8 tokens, decode), its bundle and model."""
-    example = (torch.tensor([PROMPT]), torch.arange(len(PROMPT)))
-    model = apply_scheme(build_kv_llama(update="index_put", **CONFIG), scheme, example)
-    with torch.no_grad():
-        methods = {
-            "prefill": torch.export.export(copy.deepcopy(model), example, strict=False),
-            "decode": torch.export.export(
-                copy.deepcopy(model), (torch.tensor([[1]]), torch.tensor([0])), strict=False
-            ),
-        }
-    return qopt.compile(methods, target="vulkan").to_bytes(), model
+    """A two-method KV-cache decoder (prefill of 8 tokens, decode), its bundle and model
+    (shared with test_native_runtime.py: one export and compile per process)."""
+    return kv_decoder_bytes(CONFIG, PROMPT, scheme), shared_kv_decoder(CONFIG, PROMPT, scheme)[0]
 
 
 def test_sanitized_equivalence_suite(builtin_reference: Any, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from shared_exports import exported
+from shared_exports import exported, vulkan_program
 
 import qopt
 from qopt.context import make_context, parse_module
@@ -121,8 +121,8 @@ def test_dispatches_match_references(vulkan_device: None, model: str, scheme: st
     within float32 round-off (accumulation order, builtins) for the others."""
     from qopt.backends.vulkan.bisect import check_dispatches
 
-    artifact = qopt.compile(exported(model, scheme), target="vulkan")
-    reports = check_dispatches(artifact.program, random_inputs(model, 5))
+    program = vulkan_program(model, scheme)  # shared: compiled once per process
+    reports = check_dispatches(program, random_inputs(model, 5))
     assert not [str(r) for r in reports if r.exact]
     assert all(r.max_rel <= 1e-5 for r in reports), [str(r) for r in reports]
 
