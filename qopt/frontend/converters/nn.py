@@ -77,10 +77,35 @@ def _batched(imp: Importer, node: Node, value: SSAValue, shape: Sequence[int]) -
     return view.result
 
 
-def _conv(imp: Importer, node: Node, args: dict[str, Any], padding: Any) -> Operation:
+def _pad_end(imp: Importer, node: Node, x: SSAValue, extra: Sequence[int]) -> SSAValue:
+    """`x` zero-padded by `extra[i]` at the end of its i-th trailing spatial dim (torch's
+    asymmetric 'same' padding: the odd element of a padding total goes after), or `x`."""
+    if not any(extra):
+        return x
+    shape = list(shape_of(x))
+    pads: list[int] = []
+    for i, amount in enumerate(reversed(extra)):  # constant_pad_nd lists the last dim first
+        pads += [0, amount]
+        shape[len(shape) - 1 - i] += amount
+    return _emit(
+        imp, node, sh.ConstantPadNdOp, x, shape, pad=array(pads), value=FloatAttr(0.0, 64)
+    )
+
+
+def _same_padding(kernel: Sequence[int], dilation: Sequence[int]) -> tuple[list[int], list[int]]:
+    """'same' padding as torch computes it: per spatial dim, dilation * (kernel - 1) in
+    all, half of it (rounded down) on both sides and the odd one after."""
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
+    return [t // 2 for t in totals], [t % 2 for t in totals]
+
+
+def _conv(
+    imp: Importer, node: Node, args: dict[str, Any], padding: Any, extra: Sequence[int] = (0, 0)
+) -> Operation:
     """aten.conv2d; an unbatched `[C, H, W]` input (torch's 3-D conv2d) is a view to
-    `[1, C, H, W]`, a batched conv2d and a view of its result back."""
-    x = imp.value(args["input"])
+    `[1, C, H, W]`, a batched conv2d and a view of its result back. `extra`: zeros padded
+    after the input's (H, W) first (asymmetric 'same' padding)."""
+    x = _pad_end(imp, node, imp.value(args["input"]), extra)
     w = imp.value(args["weight"])
     result_type = imp.result_type()
     unbatched = len(shape_of(x)) == 3 and len(shape_of(w)) == 4
@@ -111,17 +136,14 @@ def _conv(imp: Importer, node: Node, args: dict[str, Any], padding: Any) -> Oper
 @CONVERTERS("aten.conv2d.default", "aten.conv2d.padding")
 def convert_conv2d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     padding = args.get("padding", 0)
+    extra = [0, 0]
     if isinstance(padding, str):
         if padding == "valid":
             padding = [0, 0]
         else:
-            weight_shape = shape_of(imp.value(args["weight"]))
-            dilation = _pair(args.get("dilation", 1))
-            totals = [dilation[i] * (weight_shape[2 + i] - 1) for i in range(2)]
-            if any(t % 2 for t in totals):
-                raise imp.error("asymmetric 'same' padding is not supported")
-            padding = [t // 2 for t in totals]
-    return _conv(imp, node, args, _pair(padding))
+            kernel = shape_of(imp.value(args["weight"]))[2:]
+            padding, extra = _same_padding(kernel, _pair(args.get("dilation", 1)))
+    return _conv(imp, node, args, _pair(padding), extra)
 
 
 def _single(value: Any) -> int:
@@ -144,12 +166,15 @@ def _view(imp: Importer, node: Node, value: SSAValue, shape: Sequence[int]) -> S
     return _insert(imp, node, view)
 
 
-def _conv1d(imp: Importer, node: Node, args: dict[str, Any], padding: int) -> Operation:
+def _conv1d(
+    imp: Importer, node: Node, args: dict[str, Any], padding: int, extra: int = 0
+) -> Operation:
     """A 1-D convolution is the 2-D one on a unit height: the input `[N, C, L]` (or
     unbatched `[C, L]`) viewed as `[N, C, 1, L]`, the weight `[O, I, K]` as `[O, I, 1,
     K]`, stride / padding / dilation `(1, s)`, `(0, p)`, `(1, d)`, and the `[N, O, 1,
-    L']` result viewed back to the node's shape."""
-    x = imp.value(args["input"])
+    L']` result viewed back to the node's shape. `extra`: zeros padded after the input's
+    L first (asymmetric 'same' padding)."""
+    x = _pad_end(imp, node, imp.value(args["input"]), [extra])
     w = imp.value(args["weight"])
     x_shape, w_shape = list(shape_of(x)), list(shape_of(w))
     if len(x_shape) not in (2, 3) or len(w_shape) != 3:
@@ -183,16 +208,14 @@ def _conv1d(imp: Importer, node: Node, args: dict[str, Any], padding: int) -> Op
 @CONVERTERS("aten.conv1d.default", "aten.conv1d.padding")
 def convert_conv1d(imp: Importer, node: Node, args: dict[str, Any]) -> Operation:
     padding = args.get("padding", 0)
+    extra = 0
     if isinstance(padding, str):
         if padding == "valid":
             padding = 0
         else:
-            kernel = shape_of(imp.value(args["weight"]))[-1]
-            total = _single(args.get("dilation", 1)) * (kernel - 1)
-            if total % 2:
-                raise imp.error("asymmetric 'same' padding is not supported")
-            padding = total // 2
-    return _conv1d(imp, node, args, _single(padding))
+            kernel = shape_of(imp.value(args["weight"]))[-1:]
+            (padding,), (extra,) = _same_padding(kernel, [_single(args.get("dilation", 1))])
+    return _conv1d(imp, node, args, _single(padding), extra)
 
 
 def _emit(

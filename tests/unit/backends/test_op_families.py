@@ -368,6 +368,28 @@ def test_conv1d_imports_as_conv2d_on_a_unit_height() -> None:
     ]  # fmt: skip
 
 
+class SamePadding(torch.nn.Module):
+    """padding="same" whose total is odd (an even kernel, or dilation x (kernel - 1)
+    odd): torch puts the odd element after; once refused at import."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.even1d = torch.nn.Conv1d(4, 6, 4, padding="same")
+        self.even2d = torch.nn.Conv2d(3, 5, (2, 3), padding="same")
+        self.dilated = torch.nn.Conv2d(5, 2, 2, padding="same", dilation=(3, 1), bias=False)
+
+    def forward(self, s: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y = self.even2d(x)
+        return self.even1d(s), y, self.dilated(torch.relu(y)), self.even2d(x[0])
+
+
+def test_conv_same_padding_with_an_odd_total(tmp_path: Path) -> None:
+    g = torch.Generator().manual_seed(4)
+    torch.manual_seed(4)
+    inputs = (torch.randn(2, 4, 9, generator=g), torch.randn(2, 3, 6, 7, generator=g))
+    check(SamePadding(), inputs, tmp_path, 1e-6)
+
+
 # ----- group_norm ----------------------------------------------------------------------
 
 
