@@ -87,9 +87,7 @@ def _pad_end(imp: Importer, node: Node, x: SSAValue, extra: Sequence[int]) -> SS
     for i, amount in enumerate(reversed(extra)):  # constant_pad_nd lists the last dim first
         pads += [0, amount]
         shape[len(shape) - 1 - i] += amount
-    return _emit(
-        imp, node, sh.ConstantPadNdOp, x, shape, pad=array(pads), value=FloatAttr(0.0, 64)
-    )
+    return _emit(imp, node, sh.ConstantPadNdOp, x, shape, pad=array(pads), value=FloatAttr(0.0, 64))
 
 
 def _same_padding(kernel: Sequence[int], dilation: Sequence[int]) -> tuple[list[int], list[int]]:
