@@ -41,3 +41,38 @@ def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     aligned = group % vpc == 0 or ngroups == 1
     nfast = k // vpc if aligned and k % 4 == 0 else 0
     return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
+
+
+def _gemm_tile_path(push: PushValues, spec: SpecValues) -> bool:
+    """Whether linear_qw runs this dispatch through its gemm_tile: WBITS 4 or 8, MT > 1
+    or NPW > 4, every 128-bit chunk of a weight row inside one group and inside K."""
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    bits = int(spec["WBITS"])
+    if bits not in (4, 8) or (int(spec["MT"]) <= 1 and int(spec["NPW"]) <= 4):
+        return False
+    vpc = 128 // bits
+    aligned = int(spec["GROUP_SIZE"]) % vpc == 0 or ngroups == 1
+    nfast = k // vpc if aligned and k % 4 == 0 else 0
+    return m >= 1 and n >= 1 and ngroups >= 1 and nfast == row_words // 4
+
+
+QW_SMEM_TILE = 32
+"""Rows of x and weight rows per workgroup of linear_qw_smem.glsl (its BM and BN)."""
+QW_SMEM_BYTES = 2 * QW_SMEM_TILE * 33 * 4
+"""Its shared memory: x and decoded weights, 32 rows of 33 floats each."""
+
+
+def qw_smem_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    return (
+        group_count(int(push["N"]), QW_SMEM_TILE),
+        group_count(int(push["M"]), QW_SMEM_TILE),
+        1,
+    )
+
+
+def qw_smem_applies(push: PushValues, spec: SpecValues) -> int:
+    """1 for a prefill dispatch (M > 1) that linear_qw runs through its gemm_tile (WBITS 4
+    or 8, every 128-bit chunk in one group and inside K: the only path of
+    linear_qw_smem.glsl)."""
+    m = int(push["M"])
+    return 1 if m > 1 and _gemm_tile_path(push, spec) else 0
