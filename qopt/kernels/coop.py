@@ -47,6 +47,7 @@ def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
 
 
+<<<<<<< HEAD
 # ----- linear_dq8ca (8da4w and the dynamic int8 schemes): include/dq8ca_coop.glsl ------
 # A workgroup of 64 per 64 output rows; each subgroup R = min(S, 32) rows at a time, lane l
 # the chunks l, l + S, ... of each (coalesced), the exact int32 chunk sums folded in the
@@ -85,3 +86,38 @@ def dq8ca_f16_applies(push: PushValues, spec: SpecValues) -> int:
     int32 variant's bits."""
     symmetric_int4 = int(spec["WBITS"]) == 4 and int(spec["HAS_ZERO_POINT"]) == 0
     return dq8ca_coop_applies(push, spec) if symmetric_int4 else 0
+=======
+def _gemm_tile_path(push: PushValues, spec: SpecValues) -> bool:
+    """Whether linear_qw runs this dispatch through its gemm_tile: WBITS 4 or 8, MT > 1
+    or NPW > 4, every 128-bit chunk of a weight row inside one group and inside K."""
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    bits = int(spec["WBITS"])
+    if bits not in (4, 8) or (int(spec["MT"]) <= 1 and int(spec["NPW"]) <= 4):
+        return False
+    vpc = 128 // bits
+    aligned = int(spec["GROUP_SIZE"]) % vpc == 0 or ngroups == 1
+    nfast = k // vpc if aligned and k % 4 == 0 else 0
+    return m >= 1 and n >= 1 and ngroups >= 1 and nfast == row_words // 4
+
+
+QW_SMEM_TILE = 32
+"""Rows of x and weight rows per workgroup of linear_qw_smem.glsl (its BM and BN)."""
+QW_SMEM_BYTES = 2 * QW_SMEM_TILE * 33 * 4
+"""Its shared memory: x and decoded weights, 32 rows of 33 floats each."""
+
+
+def qw_smem_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, int]:
+    return (
+        group_count(int(push["N"]), QW_SMEM_TILE),
+        group_count(int(push["M"]), QW_SMEM_TILE),
+        1,
+    )
+
+
+def qw_smem_applies(push: PushValues, spec: SpecValues) -> int:
+    """1 for a prefill dispatch (M > 1) that linear_qw runs through its gemm_tile (WBITS 4
+    or 8, every 128-bit chunk in one group and inside K: the only path of
+    linear_qw_smem.glsl)."""
+    m = int(push["M"])
+    return 1 if m > 1 and _gemm_tile_path(push, spec) else 0
+>>>>>>> tiled

@@ -273,6 +273,19 @@ _QW_COOP = tuple(
         doc="decode GEMV: a subgroup per 2 rows, K split over its lanes, subgroupAdd",
     )
     for base in ("linear_q4gsw", "linear_q8csw")
+) + tuple(
+    KernelVariant(
+        name="smem_gemm",
+        base=base,
+        glsl="linear_qw_smem.glsl",
+        needs=Needs(shared_bytes=coop.QW_SMEM_BYTES),
+        prefer=GPU_TYPES,
+        workgroups=coop.qw_smem_workgroups,
+        applies=coop.qw_smem_applies,
+        local_size=(64, 1, 1),
+        doc="prefill GEMM: x and decoded weights staged in shared memory, 4x4 register tiles",
+    )
+    for base in ("linear_q4gsw", "linear_q8csw")
 )
 """Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
 benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048

@@ -40,6 +40,7 @@ F32 = np.float32
 GPU = DeviceProps(DEVICE_DISCRETE_GPU, 32, STAGE_COMPUTE, 0xFF, 49152, True, True)
 LAVAPIPE = DeviceProps(DEVICE_CPU, 8, 0x30, 0xBF, 32768, True, True)
 DECODE = {"M": 1, "N": 2048, "K": 2048, "row_words": 256, "ngroups": 64}
+PREFILL = {**DECODE, "M": 64}
 Q4 = {"WBITS": 4, "GROUP_SIZE": 32, "HAS_ZERO_POINT": 0, "HAS_BIAS": 0}
 
 
@@ -83,15 +84,23 @@ def test_every_variant_matches_its_base_interface() -> None:
             DECODE,
             "coop_gemv",
         ),
-        # the dispatch: prefill (M > 1), a K tail, groups inside a chunk: the base
-        (GPU, "auto", {**DECODE, "M": 2}, None),
+        # prefill (M > 1): the shared-memory GEMM on GPUs (not preferred on lavapipe), not
+        # with too little shared memory
+        (GPU, "auto", {**DECODE, "M": 2}, "smem_gemm"),
+        (LAVAPIPE, "auto", {**DECODE, "M": 64}, None),
+        (LAVAPIPE, "all", {**DECODE, "M": 64}, "smem_gemm"),
+        (DeviceProps(DEVICE_DISCRETE_GPU, 32, STAGE_COMPUTE, 0xFF, 4096), "auto", PREFILL, None),
+        # a K tail, groups inside a chunk: the base
+        (GPU, "auto", {**PREFILL, "K": 2046}, None),
+        (GPU, "auto", {**PREFILL, "ngroups": 512}, None),
         (GPU, "auto", {**DECODE, "K": 2046}, None),
         (GPU, "auto", {**DECODE, "ngroups": 512}, None),
         (GPU, "auto", {**DECODE, "N": 0}, None),
     ],
 )
 def test_choose(props, mode, push, want) -> None:
-    spec = _spec("linear_q4gsw", GROUP_SIZE=4 if push["ngroups"] == 512 else 32)
+    given = {"GROUP_SIZE": 4 if push["ngroups"] == 512 else 32, **linear_tile(push["M"])}
+    spec = _spec("linear_q4gsw", **given)
     got = choose("linear_q4gsw", props, push, spec, mode)
     assert (got.name if got else None) == want
     assert choose("linear_lut", props, {}, {}, mode) is None  # no variant
@@ -326,3 +335,47 @@ def test_dq8ca_serial_rows_on_device() -> None:
                 if dev.variant_dispatches.get((name, vname)):
                     assert got.tobytes() == _reference(name, inputs, push, spec, n).tobytes()
             assert dev.variant_dispatches.get((name, vname), 0) >= 2
+
+
+@pytest.mark.parametrize(
+    "name,bits,k,group,asym,bias,m,n",
+    [
+        ("linear_q4gsw", 4, 256, 32, False, True, 64, 70),  # tiles cut at N
+        ("linear_q4gsw", 4, 512, 64, True, False, 37, 32),  # tiles cut at M
+        ("linear_q4gsw", 4, 96, 96, False, False, 2, 5),  # one group per row
+        ("linear_q8csw", 8, 160, 160, False, True, 33, 40),
+        ("linear_q8csw", 8, 256, 16, True, False, 8, 17),  # int8 per-group, asymmetric
+    ],
+)
+def test_smem_gemm_on_device(devices, name, bits, k, group, asym, bias, m, n) -> None:
+    """The shared-memory prefill GEMM on the local device: chosen (mode all), the base
+    gemm_tile's bits exactly (each output the same fma chain in the same k order), within
+    the kernel's tolerance of the reference."""
+    var, base = devices
+    qmin, qmax = (-8, 7) if bits == 4 else (-128, 127)
+    data = RNG.integers(qmin, qmax + 1, (n, k))
+    s = (RNG.random((n, k // group)) * 0.1 + 0.01).astype(F32)
+    zp = RNG.integers(-3, 4, (n, k // group)) if asym else None
+    p = pack_affine(data, s, zp, qmin, qmax, group)
+    x = RNG.standard_normal((m, k)).astype(F32)
+    inputs = {"x": x, "w": p.weight, "scales": p.scales, "bias": RNG.standard_normal(n).astype(F32)}
+    if asym:
+        inputs["zeros"] = p.zeros
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "ngroups": p.ngroups}
+    spec = {"WBITS": bits, "GROUP_SIZE": group, "HAS_ZERO_POINT": int(asym), "HAS_BIAS": int(bias)}
+    # a small gemm_tile for the base (its bits do not depend on the tile; linear_tile's
+    # NPW 16 takes lavapipe seconds to compile), x and w through the texel views
+    spec |= {"NPW": 2, "MT": 2, "WG": 64, "X_TEXEL": 1, **w_texel()}
+    want = _run(base, name, inputs, m * n, push, spec)
+    before = var.variant_dispatches.get((name, "smem_gemm"), 0)
+    got = _run(var, name, inputs, m * n, push, spec)
+    assert var.variant_dispatches[(name, "smem_gemm")] == before + 1
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    kspec = kernels()[name]
+    host = {key: np.ascontiguousarray(v).reshape(-1) for key, v in inputs.items()}
+    host.setdefault("zeros", np.zeros(4, np.int32))
+    host.setdefault("bias", np.zeros(4, F32))
+    host["out"] = np.zeros(m * n, F32)
+    kspec.reference(host, push, kspec.spec_values(spec))
+    ref = np.asarray(host["out"], np.float64).reshape(-1)
+    assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-5
