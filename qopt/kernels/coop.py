@@ -47,7 +47,6 @@ def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
 
 
-<<<<<<< HEAD
 # ----- linear_dq8ca (8da4w and the dynamic int8 schemes): include/dq8ca_coop.glsl ------
 # A workgroup of 64 per 64 output rows; each subgroup R = min(S, 32) rows at a time, lane l
 # the chunks l, l + S, ... of each (coalesced), the exact int32 chunk sums folded in the
@@ -86,7 +85,8 @@ def dq8ca_f16_applies(push: PushValues, spec: SpecValues) -> int:
     int32 variant's bits."""
     symmetric_int4 = int(spec["WBITS"]) == 4 and int(spec["HAS_ZERO_POINT"]) == 0
     return dq8ca_coop_applies(push, spec) if symmetric_int4 else 0
-=======
+
+
 def _gemm_tile_path(push: PushValues, spec: SpecValues) -> bool:
     """Whether linear_qw runs this dispatch through its gemm_tile: WBITS 4 or 8, MT > 1
     or NPW > 4, every 128-bit chunk of a weight row inside one group and inside K."""
@@ -120,4 +120,3 @@ def qw_smem_applies(push: PushValues, spec: SpecValues) -> int:
     linear_qw_smem.glsl)."""
     m = int(push["M"])
     return 1 if m > 1 and _gemm_tile_path(push, spec) else 0
->>>>>>> tiled
