@@ -346,6 +346,23 @@ def mobilevit() -> ZooModel:
     return _finish(tf.MobileViTForImageClassification(config), _images(_IMAGE))
 
 
+def levit() -> ZooModel:
+    """LeViT: convolutional patch embedding, attention with subsampling stages; its
+    export holds `reshape_as` (the op it once failed on at import). 64x64 images: the
+    embedding divides by 16 and the two subsampling stages by 2 each."""
+    tf = _transformers()
+    config = tf.LevitConfig(
+        image_size=64,
+        patch_size=16,
+        hidden_sizes=[32, 48, 64],
+        num_attention_heads=[1, 2, 2],
+        depths=[1, 1, 1],
+        key_dim=[8, 8, 8],
+        num_labels=10,
+    )
+    return _finish(tf.LevitForImageClassification(config), _images((1, 3, 64, 64)))
+
+
 def wav2vec2() -> ZooModel:
     tf = _transformers()
     config = tf.Wav2Vec2Config(
@@ -692,6 +709,7 @@ ARCHITECTURES: dict[str, Callable[[], ZooModel]] = {
     "detr": detr,
     "wavlm": wavlm,
     "hubert": hubert,
+    "levit": levit,
 }
 
 FAMILIES: dict[str, str] = {
@@ -704,7 +722,7 @@ FAMILIES: dict[str, str] = {
     **{n: "encoder" for n in ("deberta_v2", "albert", "mobilebert", "electra")},
     **{n: "seq2seq" for n in ("t5", "bart")},
     **{n: "vision" for n in ("efficientnet", "regnet", "convnext_v2", "deit", "segformer")},
-    **{n: "vision" for n in ("detr",)},
+    **{n: "vision" for n in ("detr", "levit")},
     **{n: "audio" for n in ("wavlm", "hubert")},
 }
 
