@@ -35,16 +35,20 @@ def qw_coop_workgroups(push: PushValues, spec: SpecValues) -> tuple[int, int, in
     return (group_count(int(push["N"]), QW_COOP_ROWS), 1, 1)
 
 
+def _qw_all_chunks_fast(push: PushValues, spec: SpecValues) -> bool:
+    """Whether every 128-bit chunk of a linear_qw weight row lies in one group and inside
+    K (its fast path), for a dispatch of at least one row and one output."""
+    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
+    vpc = 128 // int(spec["WBITS"])
+    aligned = int(spec["GROUP_SIZE"]) % vpc == 0 or ngroups == 1
+    nfast = k // vpc if aligned and k % 4 == 0 else 0
+    return m >= 1 and n >= 1 and ngroups >= 1 and nfast == row_words // 4
+
+
 def qw_coop_applies(push: PushValues, spec: SpecValues) -> int:
     """1 for a dispatch with one row of x (decode) whose every 128-bit weight chunk lies in
     one group and inside K (linear_qw's fast path: the only one the variant has)."""
-    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
-    vpc = 128 // int(spec["WBITS"])
-    group = int(spec["GROUP_SIZE"])
-    cpr = row_words // 4
-    aligned = group % vpc == 0 or ngroups == 1
-    nfast = k // vpc if aligned and k % 4 == 0 else 0
-    return 1 if m == 1 and n >= 1 and ngroups >= 1 and nfast == cpr else 0
+    return 1 if int(push["M"]) == 1 and _qw_all_chunks_fast(push, spec) else 0
 
 
 # ----- linear_dq8ca (8da4w and the dynamic int8 schemes): include/dq8ca_coop.glsl ------
@@ -90,14 +94,9 @@ def dq8ca_f16_applies(push: PushValues, spec: SpecValues) -> int:
 def _gemm_tile_path(push: PushValues, spec: SpecValues) -> bool:
     """Whether linear_qw runs this dispatch through its gemm_tile: WBITS 4 or 8, MT > 1
     or NPW > 4, every 128-bit chunk of a weight row inside one group and inside K."""
-    m, n, k, row_words, ngroups = ints(push, "M", "N", "K", "row_words", "ngroups")
-    bits = int(spec["WBITS"])
-    if bits not in (4, 8) or (int(spec["MT"]) <= 1 and int(spec["NPW"]) <= 4):
+    if int(spec["WBITS"]) not in (4, 8) or (int(spec["MT"]) <= 1 and int(spec["NPW"]) <= 4):
         return False
-    vpc = 128 // bits
-    aligned = int(spec["GROUP_SIZE"]) % vpc == 0 or ngroups == 1
-    nfast = k // vpc if aligned and k % 4 == 0 else 0
-    return m >= 1 and n >= 1 and ngroups >= 1 and nfast == row_words // 4
+    return _qw_all_chunks_fast(push, spec)
 
 
 QW_SMEM_TILE = 32

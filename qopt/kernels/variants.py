@@ -273,7 +273,15 @@ _QW_COOP = tuple(
         doc="decode GEMV: a subgroup per 2 rows, K split over its lanes, subgroupAdd",
     )
     for base in ("linear_q4gsw", "linear_q8csw")
-) + tuple(
+)
+"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
+benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
+(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
+0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
+Slower at the shapes that matter there, so preferred on GPU device types only (not
+measured on a GPU: none was available)."""
+
+_QW_SMEM = tuple(
     KernelVariant(
         name="smem_gemm",
         base=base,
@@ -287,12 +295,8 @@ _QW_COOP = tuple(
     )
     for base in ("linear_q4gsw", "linear_q8csw")
 )
-"""Measured on lavapipe (llvmpipe, 8-lane subgroups, 2-core AMD EPYC under load;
-benchmarks/variants.py, decode of the Llama-shaped decoder, interleaved medians): dim 2048
-(336M) 1.06x the base's time for w4g32 and 1.25x for w8c; dim 256 (--quick) 0.67x and
-0.95x (0.34x / 0.75x in a second run). Four rows at a time per subgroup was no better.
-Slower at the shapes that matter there, so preferred on GPU device types only (not
-measured on a GPU: none was available)."""
+"""Preferred on GPU device types only: on lavapipe 22.3 every shared-memory load in a
+loop is a per-lane scalar loop (10-17x the base's CPU time at M = 64)."""
 
 _DQ8CA_F16 = KernelVariant(
     name="coop_gemv_f16",
@@ -322,7 +326,7 @@ _DQ8CA_COOP = tuple(
     for base in ("linear_dq8ca_q4gsw", "linear_dq8ca_q8csw")
 )
 
-VARIANTS = (*_QW_COOP, _DQ8CA_F16, *_DQ8CA_COOP)
+VARIANTS = (*_QW_COOP, *_QW_SMEM, _DQ8CA_F16, *_DQ8CA_COOP)
 """Every variant, in the order `choose` tries them (a kernel's f16 variant before its
 int32 one: where both apply and the device has shaderFloat16, the f16 one).
 
