@@ -83,7 +83,7 @@ def w_texel() -> dict[str, int]:
     slower with it (its four rows per lane are no gather win), so `linear_tile` no longer
     picks that path. A device without such texel buffers, or with fewer
     maxTexelBufferElements than the weight's 16-byte texels, gets the storage reads
-    (`runtime._fit_texels`, when the dispatch is recorded)."""
+    (`views.fit_texels`, when the dispatch is recorded)."""
     return {"W_TEXEL": 1}
 
 
@@ -92,7 +92,7 @@ X_UNIFORM_BYTES = MAX_UNIFORM_BYTES
 (`x_uniform`): 65536, lavapipe's (and most desktop GPUs') maxUniformBufferRange. Vulkan
 guarantees only 16384, which would leave out the K = 5632 down projection of a
 Llama-shaped decoder; on a device with a smaller limit the runtime turns the uniform read
-off when it records the dispatch (`runtime._fit_uniforms`: the storage path, bit-identical),
+off when it records the dispatch (`views.fit_uniforms`: the storage path, bit-identical),
 so it never reads past the range."""
 
 
@@ -120,7 +120,7 @@ def x_texel(m: int, k: int) -> dict[str, int]:
     kernels with the most GPU time: benchmarks/shapes.py); GPUs read it through the
     texture cache. When x fits the uniform block (`x_uniform`, which the kernels prefer) or K % 4
     != 0 (no fast path), nothing. A device without such texel buffers, or with fewer
-    maxTexelBufferElements than x's 16-byte texels, reads storage (`runtime._fit_texels`)."""
+    maxTexelBufferElements than x's 16-byte texels, reads storage (`views.fit_texels`)."""
     if k % 4 or x_uniform(m, k) or m * k == 0:
         return {}
     return {"X_TEXEL": 1}
@@ -164,7 +164,7 @@ def lut_vec4(field_bits: int, block_cols: int, cols: int) -> bool:
 LUT_UNIFORM_BYTES = MAX_UNIFORM_BYTES
 """The largest codebook (padded to whole vec4s) convert-to-vkc reads through linear_lut's
 uniform block (`lut_uniform`); a device with a smaller maxUniformBufferRange reads it
-through the storage buffer (`runtime._fit_uniforms`, bit-identical)."""
+through the storage buffer (`views.fit_uniforms`, bit-identical)."""
 
 
 def lut_uniform(entries: int) -> dict[str, int]:

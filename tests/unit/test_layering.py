@@ -248,6 +248,8 @@ def _within(name: str, *prefixes: str) -> bool:
                 "qopt.backends.vulkan.program",
                 "qopt.backends.vulkan.checks",
                 "qopt.backends.vulkan.qvk",
+                "qopt.backends.vulkan.pool",
+                "qopt.backends.vulkan.views",
             ),
             None,
             ("qopt.interpreters", "qopt.numerics", "qopt.lowering", "qopt.frontend"),

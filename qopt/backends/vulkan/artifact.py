@@ -1,8 +1,9 @@
 """The Vulkan artifact: a vkc program bound to a Vulkan device, callable.
 
 `VulkanArtifact(program)` opens the device (runtime.VulkanDevice: an explicit
-`device`, else `$QOPT_VULKAN_DEVICE`, else the first compute-capable one) on
-first use, creates the pipelines and uploads the constant buffers once, and
+`device`, else `$QOPT_VULKAN_DEVICE`, else the first compute-capable one; leased
+from pool.py, which reuses a device another artifact of this process closed, with
+its pipelines) on first use, creates the pipelines and uploads the constant buffers once, and
 allocates the memory slots, input uploads and index status words every session
 shares (calls run one at a time: a lock orders them).
 
@@ -18,8 +19,9 @@ inputs, zeroes the method's index status words, submits that command buffer,
 waits, raises QoptError naming the op if a kernel found an index out of range
 (the first such dispatch), and reads the outputs back. Calling the artifact
 itself, `artifact(*inputs, method=None)`, runs one call on a fresh state (its own
-session, reset before each call). `close()` frees every Vulkan object (also on
-`with` exit); the sessions of a closed artifact cannot run any more.
+session, reset before each call). `close()` frees every buffer and command buffer
+(also on `with` exit) and gives the device back to the pool; the sessions of a closed
+artifact cannot run any more.
 
 Host segments (`vkc.host_call`, the host fallback for ops without a kernel) split a
 method's dispatches into several command buffers: a call submits the dispatches
@@ -42,6 +44,7 @@ import numpy as np
 
 from qopt import arguments
 from qopt.backends import format_bytes, format_method, format_tensor
+from qopt.backends.vulkan import pool
 from qopt.backends.vulkan.program import (
     BundleProgram,
     FallbackOp,
@@ -51,7 +54,7 @@ from qopt.backends.vulkan.program import (
     abi_numpy,
 )
 from qopt.backends.vulkan.qvk import bundle_bytes, fill_spirv, read_bundle, write_bundle
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+from qopt.backends.vulkan.runtime import Dispatch
 from qopt.errors import QoptError
 from qopt.inputs import check_inputs, input_shapes
 from qopt.kernels import kernel_spec
@@ -175,7 +178,7 @@ class VulkanArtifact:
 
     def _open(self) -> None:
         program = self.program
-        dev = VulkanDevice(self._device_choice, validation=self._validation)
+        dev = pool.lease(self._device_choice, self._validation)
         try:
             self._install_spirv(dev)
             shared: list[Any] = []
@@ -231,7 +234,7 @@ class VulkanArtifact:
                 session.close()
             self._fresh = None
             if self._device is not None:
-                self._device.close()
+                pool.give_back(self._device)  # its buffers freed, its pipelines kept
                 self._device = None
             self._shared = []
 

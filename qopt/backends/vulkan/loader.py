@@ -7,6 +7,7 @@ The device itself, its buffers and programs are `qopt.backends.vulkan.runtime`'s
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ class MessageSink(Protocol):
 
     validation_errors: list[str]
     validation_warnings: list[str]
+    sink_id: int
 
 
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
@@ -45,11 +47,13 @@ def load_vulkan() -> Any:
 
 
 # ----- validation messages ----------------------------------------------------------
-# The cffi package has one global callback slot per callback type: route it to
-# every live device that asked for validation.
+# The cffi package has one global callback slot per callback type: a message goes to
+# the live device whose messenger it came through (its `sink_id`, the messenger's user
+# data).
 
 MESSAGE_SINKS: weakref.WeakSet[MessageSink] = weakref.WeakSet()
 SINK_LOCK = threading.Lock()
+SINK_IDS = itertools.count(1)
 
 
 def debug_callback(severity: int, types: int, data: Any, user: Any) -> int:
@@ -59,8 +63,14 @@ def debug_callback(severity: int, types: int, data: Any, user: Any) -> int:
     except Exception:
         message = "<unreadable validation message>"
     is_error = bool(severity & vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)
+    try:
+        sink_id = int(vk.ffi.cast("uintptr_t", user))
+    except Exception:
+        sink_id = 0
     with SINK_LOCK:
-        for dev in list(MESSAGE_SINKS):
+        # the device whose messenger it came through; every device when none says so
+        sinks = [d for d in MESSAGE_SINKS if d.sink_id == sink_id] or list(MESSAGE_SINKS)
+        for dev in sinks:
             (dev.validation_errors if is_error else dev.validation_warnings).append(message)
     return 0
 

@@ -22,6 +22,7 @@ devices (`list_devices`) and routing validation messages are `loader.py`'s.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ import numpy as np
 
 from qopt.backends.vulkan.loader import (
     MESSAGE_SINKS,
+    SINK_IDS,
     SINK_LOCK,
     VALIDATION_LAYER,
     VulkanError,
@@ -42,8 +44,14 @@ from qopt.backends.vulkan.loader import (
     select_device,
 )
 from qopt.backends.vulkan.spirv import compile_kernel
+from qopt.backends.vulkan.views import (
+    fit_texels,
+    fit_uniforms,
+    spec_key,
+    texel_views,
+    uniform_ranges,
+)
 from qopt.kernels import KernelSpec, PushValues, SpecValues, kernel_spec
-from qopt.kernels.spec import MAX_UNIFORM_BYTES
 from qopt.kernels.variants import choose, report, variant_mode
 
 # ----- buffers, dispatches -------------------------------------------------------------
@@ -157,102 +165,6 @@ class _Pipeline:
     push_size: int
 
 
-def _spec_key(spec: KernelSpec, values: SpecValues) -> tuple[int, ...]:
-    unknown = set(values) - {name for name, _ in spec.spec}
-    if unknown:
-        raise VulkanError(f"kernel {spec.name} has no specialization constant {sorted(unknown)}")
-    return tuple(int(values.get(name, default)) for name, default in spec.spec)
-
-
-def _fit_uniforms(dev: VulkanDevice, spec: KernelSpec, values: SpecValues) -> SpecValues:
-    """`values` with every uniform view (`UniformView`) whose block exceeds this device's
-    maxUniformBufferRange turned off (flag 0, one vec4): the kernel then reads that
-    binding through its storage buffer, the same values in the same order (the two paths
-    are bit-identical), so a program compiled for 64 KiB blocks runs unchanged on a device
-    with the Vulkan minimum of 16 KiB."""
-    out = dict(values)
-    full = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
-    for view in spec.uniforms:
-        if int(full[view.flag]) == 1 and view.bytes(full) > dev.max_uniform_range:
-            out[view.flag] = 0
-            out[view.vec4s] = 1
-    return out
-
-
-def _uniform_ranges(
-    dev: VulkanDevice,
-    spec: KernelSpec,
-    values: SpecValues,
-    names: Sequence[str],
-    bufs: Sequence[Buffer],
-) -> list[tuple[Buffer, int]]:
-    """(buffer, bytes) of each of `spec`'s uniform views (`UniformView`) for a dispatch
-    with these (complete) specialization values: the first min(block bytes, buffer bytes,
-    maxUniformBufferRange) of the viewed binding's buffer. A block the kernel reads (flag
-    1) must lie inside the buffer (its extents say so; checked again here) and within the
-    device's maxUniformBufferRange (`_fit_uniforms` turned larger ones off); VulkanError
-    (a QoptError) otherwise."""
-    out = []
-    for view in spec.uniforms:
-        buf = bufs[names.index(view.binding)]
-        nbytes = view.bytes(values)
-        if int(values[view.flag]) == 1:
-            if nbytes > dev.max_uniform_range:
-                raise VulkanError(
-                    f"dispatch of {spec.name}: reads {view.binding} ({nbytes} bytes) through a "
-                    f"uniform buffer, over this device's maxUniformBufferRange "
-                    f"({dev.max_uniform_range} bytes); qopt compiles such reads for a "
-                    f"{MAX_UNIFORM_BYTES}-byte limit: run the program on a device with it"
-                )
-            if nbytes > buf.size:
-                raise VulkanError(
-                    f"dispatch of {spec.name}: a {nbytes}-byte uniform view of {view.binding} "
-                    f"over a {buf.size}-byte buffer"
-                )
-        out.append((buf, min(nbytes, buf.size, dev.max_uniform_range)))
-    return out
-
-
-def _fit_texels(
-    dev: VulkanDevice,
-    spec: KernelSpec,
-    values: SpecValues,
-    names: Sequence[str],
-    bufs: Sequence[Buffer],
-) -> SpecValues:
-    """`values` with every texel view (`TexelView`) this device cannot give turned off
-    (flag 0): no uniform texel buffers of `TEXEL_FORMAT`, or fewer maxTexelBufferElements
-    than the viewed buffer's texels. The kernel then reads those words through its storage
-    buffer (the same words into the same arithmetic: the same bits)."""
-    out = dict(values)
-    for view in spec.texels:
-        if int(out.get(view.flag, dict(spec.spec)[view.flag])) != 1:
-            continue
-        buf = bufs[names.index(view.binding)]
-        if not dev.texel_format or buf.size // 16 > dev.max_texel_elements:
-            out[view.flag] = 0
-    return out
-
-
-def _texel_views(
-    dev: VulkanDevice, spec: KernelSpec, names: Sequence[str], bufs: Sequence[Buffer]
-) -> list[Any]:
-    """The VkBufferView of each of `spec`'s texel views for a dispatch: the viewed
-    buffer's first min(its texels, maxTexelBufferElements) texels of `TEXEL_FORMAT`, or,
-    on a device without that format (`_fit_texels` turned the view off: it is bound, not
-    read), of R32_UINT (a format every device offers for uniform texel buffers)."""
-    vk = dev.vk
-    out = []
-    for view in spec.texels:
-        buf = bufs[names.index(view.binding)]
-        if dev.texel_format:
-            fmt, texels = vk.VK_FORMAT_R32G32B32A32_UINT, buf.size // 16
-        else:
-            fmt, texels = vk.VK_FORMAT_R32_UINT, buf.size // 4
-        out.append(buf.texel_view(fmt, max(1, min(texels, dev.max_texel_elements))))
-    return out
-
-
 class Program:
     """Dispatches recorded once into one command buffer; `submit()` runs them
     (compute->compute barriers between dispatches) and waits."""
@@ -279,7 +191,7 @@ class Program:
         n_descriptors = n_uniforms = n_texels = 0
         for d in dispatches:
             spec = kernel_spec(d.kernel) if isinstance(d.kernel, str) else d.kernel
-            values = _fit_uniforms(dev, spec, d.spec) if spec.uniforms else d.spec
+            values = fit_uniforms(dev, spec, d.spec) if spec.uniforms else d.spec
             names = [b.name for b in spec.bindings]
             if isinstance(d.buffers, Mapping):
                 missing = [n for n in names if n not in d.buffers]
@@ -293,8 +205,8 @@ class Program:
                         f"dispatch of {spec.name}: {len(bufs)} buffers for bindings {names}"
                     )
             if spec.texels:
-                values = _fit_texels(dev, spec, values, names, bufs)
-            spec_values = dict(zip([n for n, _ in spec.spec], _spec_key(spec, values), strict=True))
+                values = fit_texels(dev, spec, values, names, bufs)
+            spec_values = dict(zip([n for n, _ in spec.spec], spec_key(spec, values), strict=True))
             groups = d.groups if d.groups is not None else spec.workgroups(d.push, spec_values)
             # the device's variant of the kernel (qopt.kernels.variants), picked now, never
             # stored in the program: the same interface, its own shader and workgroup rule
@@ -312,8 +224,8 @@ class Program:
             if any(g > lim for g, lim in zip(groups, limit, strict=True)):
                 raise VulkanError(f"dispatch of {spec.name}: {groups} workgroups exceed {limit}")
             push = spec.push_bytes(d.push) if spec.push else b""
-            uniforms = _uniform_ranges(dev, spec, spec_values, names, bufs)
-            texels = _texel_views(dev, spec, names, bufs)
+            uniforms = uniform_ranges(dev, spec, spec_values, names, bufs)
+            texels = texel_views(dev, spec, names, bufs)
             resolved.append((pipe, bufs, push, groups, uniforms, texels))
             n_descriptors += len(bufs)
             n_uniforms += len(uniforms)
@@ -532,9 +444,17 @@ class VulkanDevice:
         self._variants = variants
         self._closed = False
         self.instance = self.device = self.command_pool = self.messenger = None
-        self._pipelines: dict[tuple[str, tuple[int, ...]], _Pipeline] = {}
-        self._modules: dict[str, Any] = {}
+        self._pipelines: dict[tuple[str, tuple[int, ...], bytes], _Pipeline] = {}
+        self._modules: dict[bytes, Any] = {}  # by the SPIR-V's digest
+        self._module_of: dict[str, bytes] = {}  # kernel source -> the digest it runs now
         self._buffers: set[Buffer] = set()
+        self.pool_key: tuple[str, bool, str] | None = None
+        """The choice pool.lease opened this device for (None: not the pool's)."""
+        self.idle = False
+        self.sink_id = next(SINK_IDS)
+        """Which device the validation layer's messages are for (`debug_callback`)."""
+        """Kept idle by pool.py: a finalizer run in the same garbage cycle as the artifact
+        that gave it back (which resurrected it) must not close it."""
         self._programs: set[Program] = set()
         self.validation_errors: list[str] = []
         self.validation_warnings: list[str] = []
@@ -600,6 +520,7 @@ class VulkanDevice:
                 | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
                 | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
                 pfnUserCallback=debug_callback,
+                pUserData=vk.ffi.cast("void *", self.sink_id),  # its messages are this device's
             )
             self.messenger = create(self.instance, minfo, None)
         pd, name, family = select_device(enumerate_devices(vk, self.instance), choice)
@@ -709,19 +630,27 @@ class VulkanDevice:
     # -- pipelines --------------------------------------------------------------------
 
     def shader_module(self, glsl: str, spirv: bytes | None = None) -> Any:
-        """The shader module of kernel source `glsl` (a file under kernels/), created
-        once per device: from `spirv` when given (a bundle's own, checked code), else
-        compiled now (cached by content hash). Pipelines created later use it."""
+        """The shader module of kernel source `glsl` (a file under kernels/): from
+        `spirv` when given (a bundle's own, checked code), else the one given last, else
+        compiled now (cached by content hash). Modules are kept by the code's digest, so
+        a device reused by another program never runs one program's code for another's;
+        pipelines created later use the module given last."""
         self._check_open()
-        module = self._modules.get(glsl)
+        if spirv is None:
+            digest = self._module_of.get(glsl)
+            if digest is not None:
+                return self._modules[digest]
+            spirv = compile_kernel(glsl)
+        digest = hashlib.sha256(spirv).digest()
+        module = self._modules.get(digest)
         if module is None:
             vk = self.vk
-            code = compile_kernel(glsl) if spirv is None else spirv
             module = vk.vkCreateShaderModule(
-                self.device, vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None
+                self.device, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None
             )
-            self._modules[glsl] = module
+            self._modules[digest] = module
             self._check_validation(f"creating the shader module of {glsl}")
+        self._module_of[glsl] = digest
         return module
 
     def pipeline(self, spec: KernelSpec | str, values: SpecValues | None = None) -> _Pipeline:
@@ -730,10 +659,10 @@ class VulkanDevice:
         vk = self.vk
         if isinstance(spec, str):
             spec = kernel_spec(spec)
-        key = (spec.name, _spec_key(spec, values or {}))
+        module = self.shader_module(spec.glsl)
+        key = (spec.name, spec_key(spec, values or {}), self._module_of[spec.glsl])
         if key in self._pipelines:
             return self._pipelines[key]
-        module = self.shader_module(spec.glsl)
         kinds = [vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER] * len(spec.bindings)
         kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER] * len(spec.uniforms)
         kinds += [vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER] * len(spec.texels)
@@ -828,6 +757,26 @@ class VulkanDevice:
         if self._closed:
             raise VulkanError("the Vulkan device is closed")
 
+    def recycle(self) -> bool:
+        """Free what the device's last user allocated (programs, buffers), forget its
+        code choices and keep the shader modules and pipelines for the next (pool.py).
+        False, changing nothing, when it cannot be reused: closed, validation errors
+        pending, or the device does not go idle."""
+        if self._closed or self.device is None or self.validation_errors:
+            return False
+        try:
+            self.vk.vkDeviceWaitIdle(self.device)
+        except Exception:
+            return False
+        for prog in list(self._programs):
+            prog.close()
+        for buf in list(self._buffers):
+            buf.free()
+        self._module_of.clear()
+        self.variant_dispatches.clear()
+        self.validation_warnings.clear()
+        return True
+
     def close(self) -> None:
         """Destroy every Vulkan object this device created (idempotent)."""
         if self._closed:
@@ -848,6 +797,7 @@ class VulkanDevice:
             for module in self._modules.values():
                 vk.vkDestroyShaderModule(self.device, module, None)
             self._modules.clear()
+            self._module_of.clear()
             if self.command_pool is not None:
                 vk.vkDestroyCommandPool(self.device, self.command_pool, None)
                 self.command_pool = None
@@ -869,6 +819,8 @@ class VulkanDevice:
         self.close()
 
     def __del__(self) -> None:
+        if self.idle:
+            return
         try:
             self.close()
         except Exception:

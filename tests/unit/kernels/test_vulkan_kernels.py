@@ -1796,10 +1796,10 @@ def test_texel_view_choice_and_range() -> None:
 def test_texel_view_off_where_the_device_cannot(dev: VulkanDevice, monkeypatch) -> None:
     """On a device without uniform texel buffers of R32G32B32A32_UINT, or whose
     maxTexelBufferElements is below the weight buffer's 16-byte texels, the runtime turns
-    W_TEXEL off when it records the dispatch (`_fit_texels`; the view is still bound, in
+    W_TEXEL off when it records the dispatch (`fit_texels`; the view is still bound, in
     R32_UINT where the format is missing): the kernel reads the storage buffer and writes
     the bits the texel path writes. At exactly the limit the texel path stays on."""
-    from qopt.backends.vulkan.runtime import _fit_texels
+    from qopt.backends.vulkan.views import fit_texels
 
     name, n, k, m = "linear_q4gsw", 11, 128, 3
     inputs, push, spec = _texel_case(name, 4, n, k, 32, False, m)
@@ -1820,7 +1820,7 @@ def test_texel_view_off_where_the_device_cannot(dev: VulkanDevice, monkeypatch) 
             w = dev.upload(inputs["w"])
             try:
                 bufs = [w] * len(names)  # only the viewed binding's size matters
-                assert _fit_texels(dev, kspec, spec, names, bufs)["W_TEXEL"] == flag, attr
+                assert fit_texels(dev, kspec, spec, names, bufs)["W_TEXEL"] == flag, attr
             finally:
                 w.free()
             got, _ = run_kernel(dev, name, inputs, {"out": (F32, m * n)}, push, spec)
