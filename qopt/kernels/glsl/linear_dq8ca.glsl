@@ -284,6 +284,16 @@ void main() {
   uint cpr = p.row_words / 4u;
   // fast when every chunk lies inside one group and the rows hold exactly K fields
   bool fast = (uint(GROUP_SIZE) % VPC) == 0u && p.row_words % 4u == 0u && cpr * VPC == p.K;
+  // gemm_tile once per invocation, outside any loop, when the grid covers M x N (it does
+  // unless group_count capped it at MAX_WORKGROUPS; then the grid-stride loops below): as
+  // in linear_qw.glsl (lavapipe runs a loop's body under the loop's execution mask). Rows
+  // and columns past M / N are clamped (reads) and skipped (stores) in the tile.
+  bool covers = gl_NumWorkGroups.x * uint(WG * NPW) >= p.N && gl_NumWorkGroups.y * uint(MT) >= p.M;
+  if (fast && (MT > 1 || NPW > 4) && covers) {
+    uint n0 = gl_WorkGroupID.x * uint(WG * NPW) + gl_LocalInvocationID.x * uint(NPW);
+    gemm_tile(gl_WorkGroupID.y * uint(MT), n0, cpr);
+    return;
+  }
   for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
     for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
          nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
