@@ -135,7 +135,7 @@ def child_export(config: str, scheme: str) -> dict[str, float]:
     }
 
 
-def child_floor(scheme: str) -> dict[str, float]:
+def child_floor(scheme: str, coreml: str = "") -> dict[str, float]:
     import torch
 
     if scheme != "none":
@@ -144,6 +144,13 @@ def child_floor(scheme: str) -> dict[str, float]:
 
     import qopt.frontend.load
     import qopt.tools.qopt_opt  # noqa: F401
+
+    if coreml:  # and coremltools, as qopt-opt imports it (qopt.backends.coreml.deps)
+        from qopt.backends.coreml.deps import ensure_coremltools
+        from qopt.logs import claim_process
+
+        claim_process()
+        ensure_coremltools()
 
     gc.freeze()  # exits as qopt-opt does (no cyclic collection over torch's objects)
     return {}
@@ -255,6 +262,9 @@ def main() -> None:
     )
     cold_export = fresh("export", json.dumps(config), args.scheme)
     floor = fresh("floor", args.scheme)
+    # the floor with coremltools imported too (the .mlpackage writer's import, a fixed
+    # cost of ~30 MiB whatever the model: not weights)
+    floor_coreml = fresh("floor", args.scheme, "1") if "mlpackage" in args.targets else floor
     print(
         f"torch.export.export: warm {warm:.2f} s, first in a process {first:.2f} s, "
         f"fresh process {cold_export['export']:.2f} s (+ {cold_export['imports + build']:.2f} s "
@@ -294,6 +304,15 @@ def main() -> None:
             f"above the import floor {above / 2**20:.0f} MiB = {above / weights:.2f}x "
             "(goal <= 1.3x)"
         )
+        if target == "mlpackage":
+            coreml, above = (
+                floor_coreml["peak_rss"] - floor["peak_rss"],
+                peak - floor_coreml["peak_rss"],
+            )
+            print(
+                f"  coremltools' import {coreml / 2**20:.0f} MiB of it: above the floor with "
+                f"coremltools {above / 2**20:.0f} MiB = {above / weights:.2f}x"
+            )
         phases = report.get("phases", [])
         spanned = max((q["start_s"] + q["seconds"] for q in phases), default=0.0)
         print(
