@@ -33,7 +33,7 @@ def _per_tensor(lw: Lowering, op: Operation, scale_v: SSAValue, zp_v: SSAValue |
 def _digest(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
     """`array` identified by its dtype, shape and the SHA-256 of its bytes."""
     data = np.ascontiguousarray(array)
-    return data.dtype.str, data.shape, hashlib.sha256(data.reshape(-1).view(np.uint8)).digest()
+    return data.dtype.str, data.shape, hashlib.sha256(data.reshape(-1).view(np.uint8).data).digest()
 
 
 def _is_dynamic(op: Operation) -> bool:
