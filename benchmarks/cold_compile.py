@@ -49,28 +49,32 @@ skips the exit's cyclic collection over torch's objects (~1 CPU s). The .qvk byt
 the .mlpackage trees and the imported IR of the 24 built-in examples are byte-identical
 before and after.
 
-Then the .mlpackage path's peak, fresh qopt-opt processes on the same `.pt2`, old and
-new tree interleaved, one run each (load average 2-3; peak above the import floor /
-the weight bytes; in brackets above the floor with coremltools' import, ~31 MiB):
+Then the .mlpackage path's peak, fresh qopt-opt processes on the same `.pt2` (before:
+the old tree, interleaved with a version of the change that also wrote weight.bin with
+a writer of qopt's own, not kept; after: this tree's `--targets mlpackage --scheme S`,
+load average 3-5; peak above the import floor / the weight bytes; in brackets above
+the floor with coremltools' import, ~33 MiB):
 
-    scheme     weights   before         after          compile CPU s
-    w4g32      186 MiB   1.41x (1.24x)  1.14x (0.98x)  5.67 -> 4.80
-    8da4w      186 MiB   1.41x (1.25x)  1.16x (1.00x)  5.76 -> 5.52
-    codebook4  161 MiB   1.54x (1.34x)  1.26x (1.07x)  5.21 -> 5.10
-    w8c        161 MiB   1.44x (1.25x)  1.25x (1.07x)  4.98 -> 4.60
-    none       642 MiB   1.53x (1.47x)  1.13x (1.06x)  7.55 -> 6.68
+    scheme     weights   before         after
+    w4g32      186 MiB   1.41x (1.24x)  1.23x (1.06x)
+    8da4w      186 MiB   1.41x (1.25x)  1.25x (1.07x)
+    codebook4  161 MiB   1.54x (1.34x)  1.35x (1.15x)
+    w8c        161 MiB   1.44x (1.25x)  1.27x (1.06x)
+    none       642 MiB   1.53x (1.47x)  1.13x (1.06x)
 
 What changed: coremltools' MIL-to-protobuf backend wrote each weight after a copy of
-it (an fp16 one after two) and packed a sub-byte weight whole into a buffer of its
-own; weight.bin is now written by qopt (qopt/backends/coreml/weight_file.py, the same
-bytes) from the arrays themselves, packing 64K values at a time; fuse-quant and
-convert-to-coreml copied every scale already in fp32 (astype) and kept a bytes copy of
-each as a dictionary key; coreml-fp16 held every float weight in fp32 and fp16 until
-its end, and now drops each fp32 blob as its last user is replaced. What is left above
-the weights (w4g32): coremltools' import (~31 MiB: 593 modules, coremltools.optimize.torch
-and scipy among them, whatever the model) and ~10 MiB of program objects (the IR, the
-MIL Program). The 50 packages of benchmarks/mlpackage_digests.py are identical before
-and after.
+it (an fp16 one after two); it is now handed the array itself (the same BlobWriter
+calls, so the same bytes); fuse-quant and convert-to-coreml copied every scale already
+in fp32 (astype) and kept a bytes copy of each as a dictionary key; coreml-fp16 held
+every float weight in fp32 and fp16 until its end, and now drops each fp32 blob as its
+last user is replaced. What is left above the weights: coremltools' import (~33 MiB:
+593 modules, coremltools.optimize.torch and scipy among them, whatever the model),
+~10 MiB of program objects (the IR, the MIL Program), and coremltools' BlobWriter
+packing each sub-byte (int4/uint4) weight whole into a buffer of its own (16 MiB for
+a 16000x2048 embedding: codebook4's 1.35x). A writer of qopt's own that packed in
+chunks measured 1.14-1.26x on every scheme; it was not kept, since it would replace
+coremltools' writer with a second implementation of its format. The 50 packages of
+benchmarks/mlpackage_digests.py are identical before and after.
 
 The load stays torch's: loading proper (graph 0.05 s, weights read once ~0.3 s,
 torch's rebuild with fake tensors ~0.25 s, quiet machine) is ~0.6 s; the rest of the
