@@ -49,6 +49,33 @@ skips the exit's cyclic collection over torch's objects (~1 CPU s). The .qvk byt
 the .mlpackage trees and the imported IR of the 24 built-in examples are byte-identical
 before and after.
 
+Then the .mlpackage path's peak, fresh qopt-opt processes on the same `.pt2` (before:
+the old tree, interleaved with a version of the change that also wrote weight.bin with
+a writer of qopt's own, not kept; after: this tree's `--targets mlpackage --scheme S`,
+load average 3-5; peak above the import floor / the weight bytes; in brackets above
+the floor with coremltools' import, ~33 MiB):
+
+    scheme     weights   before         after
+    w4g32      186 MiB   1.41x (1.24x)  1.23x (1.06x)
+    8da4w      186 MiB   1.41x (1.25x)  1.25x (1.07x)
+    codebook4  161 MiB   1.54x (1.34x)  1.35x (1.15x)
+    w8c        161 MiB   1.44x (1.25x)  1.27x (1.06x)
+    none       642 MiB   1.53x (1.47x)  1.13x (1.06x)
+
+What changed: coremltools' MIL-to-protobuf backend wrote each weight after a copy of
+it (an fp16 one after two); it is now handed the array itself (the same BlobWriter
+calls, so the same bytes); fuse-quant and convert-to-coreml copied every scale already
+in fp32 (astype) and kept a bytes copy of each as a dictionary key; coreml-fp16 held
+every float weight in fp32 and fp16 until its end, and now drops each fp32 blob as its
+last user is replaced. What is left above the weights: coremltools' import (~33 MiB:
+593 modules, coremltools.optimize.torch and scipy among them, whatever the model),
+~10 MiB of program objects (the IR, the MIL Program), and coremltools' BlobWriter
+packing each sub-byte (int4/uint4) weight whole into a buffer of its own (16 MiB for
+a 16000x2048 embedding: codebook4's 1.35x). A writer of qopt's own that packed in
+chunks measured 1.14-1.26x on every scheme; it was not kept, since it would replace
+coremltools' writer with a second implementation of its format. The 50 packages of
+benchmarks/mlpackage_digests.py are identical before and after.
+
 The load stays torch's: loading proper (graph 0.05 s, weights read once ~0.3 s,
 torch's rebuild with fake tensors ~0.25 s, quiet machine) is ~0.6 s; the rest of the
 load is imports (torch's deserializer 2.5-4.2 s, which imports torch._dynamo through
@@ -135,7 +162,7 @@ def child_export(config: str, scheme: str) -> dict[str, float]:
     }
 
 
-def child_floor(scheme: str) -> dict[str, float]:
+def child_floor(scheme: str, coreml: str = "") -> dict[str, float]:
     import torch
 
     if scheme != "none":
@@ -144,6 +171,13 @@ def child_floor(scheme: str) -> dict[str, float]:
 
     import qopt.frontend.load
     import qopt.tools.qopt_opt  # noqa: F401
+
+    if coreml:  # and coremltools, as qopt-opt imports it (qopt.backends.coreml.deps)
+        from qopt.backends.coreml.deps import ensure_coremltools
+        from qopt.logs import claim_process
+
+        claim_process()
+        ensure_coremltools()
 
     gc.freeze()  # exits as qopt-opt does (no cyclic collection over torch's objects)
     return {}
@@ -255,6 +289,9 @@ def main() -> None:
     )
     cold_export = fresh("export", json.dumps(config), args.scheme)
     floor = fresh("floor", args.scheme)
+    # the floor with coremltools imported too (the .mlpackage writer's import, a fixed
+    # cost of ~30 MiB whatever the model: not weights)
+    floor_coreml = fresh("floor", args.scheme, "1") if "mlpackage" in args.targets else floor
     print(
         f"torch.export.export: warm {warm:.2f} s, first in a process {first:.2f} s, "
         f"fresh process {cold_export['export']:.2f} s (+ {cold_export['imports + build']:.2f} s "
@@ -294,6 +331,15 @@ def main() -> None:
             f"above the import floor {above / 2**20:.0f} MiB = {above / weights:.2f}x "
             "(goal <= 1.3x)"
         )
+        if target == "mlpackage":
+            coreml, above = (
+                floor_coreml["peak_rss"] - floor["peak_rss"],
+                peak - floor_coreml["peak_rss"],
+            )
+            print(
+                f"  coremltools' import {coreml / 2**20:.0f} MiB of it: above the floor with "
+                f"coremltools {above / 2**20:.0f} MiB = {above / weights:.2f}x"
+            )
         phases = report.get("phases", [])
         spanned = max((q["start_s"] + q["seconds"] for q in phases), default=0.0)
         print(

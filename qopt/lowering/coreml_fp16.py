@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DenseResourceAttr,
     Float16Type,
     Float32Type,
     LocationAttr,
@@ -46,7 +47,7 @@ from qopt.dialects import coreml
 from qopt.dialects.coreml.queries import const_array
 from qopt.dialects.tensors import elem_of, shape_of
 from qopt.errors import QoptError, where
-from qopt.resources import make_resource, weights_of
+from qopt.resources import WeightStore, make_resource, resource_references, weights_of
 
 _WEIGHTS = (coreml.ConstOp, coreml.ConstexprOp)
 _QDQ = (coreml.QuantizeOp, coreml.DequantizeOp)
@@ -206,8 +207,12 @@ def _new_const(array: np.ndarray, near: Operation, hint: str) -> coreml.ConstOp:
     return const
 
 
-def function_to_fp16(func: FuncOp) -> None:
-    """Rewrite one coreml function to compute in fp16 (see the module docstring)."""
+def function_to_fp16(func: FuncOp, references: dict[str, int] | None = None) -> None:
+    """Rewrite one coreml function to compute in fp16 (see the module docstring).
+    With `references` (`resource_references` of the module, counted before the pass),
+    the blob of each fp32 weight is dropped as soon as its fp16 copy has replaced the
+    last op naming it, so the pass holds one weight in both widths at a time, not the
+    whole program (the counts are kept up to date)."""
     block = func.body.block
     for op in block.ops:
         if not isinstance(op, coreml.CoremlOp | ReturnOp):
@@ -239,6 +244,7 @@ def function_to_fp16(func: FuncOp) -> None:
             )
             new.location = op.location
             Rewriter.replace_op(op, new)
+            _release(op, weights_of(new), references)
             continue
         if isinstance(op, coreml.QuantizeOp):
             if not isinstance(elem_of(op.operands[0]), Float32Type):
@@ -291,6 +297,22 @@ def function_to_fp16(func: FuncOp) -> None:
     func.update_function_type()
 
 
+def _release(old: coreml.ConstOp, store: WeightStore, references: dict[str, int] | None) -> None:
+    """Count `old` (a constant just replaced) out of `references`: its blob is dropped
+    from the module's weights once no op names it (a key counted before the pass only:
+    one made during it may have uncounted names; `release_unreferenced` drops those
+    after the pass)."""
+    value = old.value
+    if references is None or not isinstance(value, DenseResourceAttr):
+        return
+    key = value.resource_handle.data
+    if key not in references:
+        return
+    references[key] -= 1
+    if references[key] == 0:
+        store.release(key)
+
+
 @dataclass(frozen=True)
 class CoremlFp16Pass(ModulePass):
     """Make every function of a coreml-level module compute in fp16 (in place)."""
@@ -298,9 +320,10 @@ class CoremlFp16Pass(ModulePass):
     name = "coreml-fp16"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        references = resource_references(op) if weights_of(op).releasable else None
         for func in list(op.ops):
             if isinstance(func, FuncOp):
-                function_to_fp16(func)
+                function_to_fp16(func, references)
 
 
 __all__ = ["CoremlFp16Pass", "fold_batch_norms", "function_to_fp16", "integer_regions"]

@@ -49,7 +49,7 @@ import shutil
 import tempfile
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -651,7 +651,7 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
             for pipeline in (frontend_pipeline, main_pipeline, backend_pipeline):
                 _apply_pipeline(program, pipeline)
             program._check_early_error_out_for_invalid_program()
-        with phase("MIL to protobuf"):
+        with phase("MIL to protobuf"), _weights_written_in_place():
             try:
                 spec = ConverterRegistry.backends["mlprogram"]()(program, **options)
             finally:
@@ -676,6 +676,62 @@ def write_mlprogram(program: Any, path: str, target: Any, metadata: dict[str, st
                 f.write(spec.SerializeToString(deterministic=True))
     finally:
         shutil.rmtree(weights_dir, ignore_errors=True)
+
+
+#: coremltools' BlobWriter method for each sub-byte MIL type (their values sit one per
+#: byte in the array; the writer packs them) and, by numpy kind and item size, for the
+#: others: `helper._get_offset_by_writing_data`'s table.
+_SUB_BYTE_WRITERS = ("int4", "uint1", "uint2", "uint3", "uint4", "uint6")
+_WRITERS = {
+    ("f", 4): "write_float_data", ("f", 2): "write_fp16_data", ("u", 1): "write_uint8_data",
+    ("i", 1): "write_int8_data", ("u", 2): "write_uint16_data", ("i", 2): "write_int16_data",
+    ("i", 4): "write_int32_data", ("u", 4): "write_uint32_data",
+}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _weights_written_in_place() -> Iterator[None]:
+    """coremltools' MIL-to-protobuf backend writes each weight into weight.bin through
+    `helper._get_offset_by_writing_data`, which copies the weight first (`flatten()`;
+    an fp16 weight twice, `flatten().tobytes()`): the copy of the largest weight was
+    most of the package write's memory peak. Inside this context the backend calls
+    `_write_weight` instead: the same BlobWriter method with the same values in the same
+    order, given the array itself (flat, a view where it is contiguous), so weight.bin
+    holds the same bytes."""
+    ensure_coremltools()
+    from coremltools.converters.mil.backend.mil import helper
+
+    original = helper._get_offset_by_writing_data
+
+    def write(var: Any, blob_writer: Any) -> int:
+        return _write_weight(var, blob_writer, original)
+
+    helper._get_offset_by_writing_data = write
+    try:
+        yield
+    finally:
+        helper._get_offset_by_writing_data = original
+
+
+def _write_weight(var: Any, blob_writer: Any, original: Any) -> int:
+    """The offset of `var`'s value written by `blob_writer`, without a copy of it (what
+    `original`, coremltools' function, writes; it runs for a value it has no writer for,
+    and raises its error)."""
+    from coremltools.converters.mil.mil import types
+
+    value = var.val
+    if not isinstance(value, np.ndarray):
+        return original(var, blob_writer)
+    flat = np.ascontiguousarray(value).reshape(-1)
+    sub_byte = next((n for n in _SUB_BYTE_WRITERS if var.dtype == getattr(types, n)), None)
+    if sub_byte is not None:
+        return getattr(blob_writer, f"write_{sub_byte}_data")(flat)
+    method = _WRITERS.get((flat.dtype.kind, flat.dtype.itemsize))
+    if method is None:
+        return original(var, blob_writer)
+    if method == "write_fp16_data":
+        flat = flat.view(np.uint16)  # coremltools hands the fp16 bits as uint16
+    return getattr(blob_writer, method)(flat)
 
 
 def _spec_path(path: str) -> str:

@@ -284,11 +284,15 @@ class Lowering:
             data_v = self.const(
                 data.astype(storage_dtype(storage), copy=False), storage, "weight_data"
             )
-            scale_v = self.const(scale.astype(np.float32).reshape(grid), f32, "weight_scale")
+            scale_v = self.const(
+                scale.astype(np.float32, copy=False).reshape(grid), f32, "weight_scale"
+            )
             offset = None
             if zero_point is not None and np.any(zero_point):
                 offset = self.const(
-                    zero_point.reshape(grid).astype(storage_dtype(storage)), storage, "weight_zp"
+                    zero_point.reshape(grid).astype(storage_dtype(storage), copy=False),
+                    storage,
+                    "weight_zp",
                 )
             return self.build(coreml.ConstexprBlockwiseShiftScaleOp, [data_v, scale_v, offset], out)
         if bits <= 4:
@@ -302,8 +306,11 @@ class Lowering:
         storage = i8 if signed else ui8
         zp = np.zeros(grid, storage_dtype(storage)) if zero_point is None else zero_point
         data_v = self.const(data.astype(storage_dtype(storage), copy=False), storage, "weight_data")
-        zp_v = self.const(zp.reshape(flat).astype(storage_dtype(storage)), storage, "weight_zp")
-        scale_v = self.const(scale.reshape(flat).astype(np.float32), f32, "weight_scale")
+        zp = zp.reshape(flat).astype(storage_dtype(storage), copy=False)
+        zp_v = self.const(zp, storage, "weight_zp")
+        scale_v = self.const(
+            scale.reshape(flat).astype(np.float32, copy=False), f32, "weight_scale"
+        )
         return self.build(
             coreml.ConstexprAffineDequantizeOp, [data_v, zp_v, scale_v], out, axis=int_attr(axis)
         )
@@ -313,7 +320,7 @@ class Lowering:
     ) -> SSAValue:
         nbits = scheme.nbits.data
         out = TensorType(f32, codes.shape)
-        lut = book.astype(np.float32)
+        lut = book.astype(np.float32, copy=False)
         if self.opset >= 18:
             storage = IntegerType(nbits, Signedness.UNSIGNED)
             idx = self.const(codes.astype(np.uint8, copy=False), storage, "lut_indices")

@@ -4,6 +4,7 @@ per-tensor activation quantize / dequantize, constant weights kept compressed
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,12 @@ def _per_tensor(lw: Lowering, op: Operation, scale_v: SSAValue, zp_v: SSAValue |
             "lowers to Core ML quantize/dequantize"
         )
     return float(scale.reshape(())), int(zp.reshape(()))
+
+
+def _digest(array: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    """`array` identified by its dtype, shape and the SHA-256 of its bytes."""
+    data = np.ascontiguousarray(array)
+    return data.dtype.str, data.shape, hashlib.sha256(data.reshape(-1).view(np.uint8).data).digest()
 
 
 def _is_dynamic(op: Operation) -> bool:
@@ -78,10 +85,11 @@ def _dequantize(lw: Lowering, op: quant.DequantizeOp) -> Sequence[SSAValue]:
     if op.zero_point is not None:
         zp = lw.const_of(op.zero_point, op, "the weight zero point").reshape(grid)
         zp = None if not np.any(zp) else zp
-    key = (
+    scale = scale.astype(np.float32, copy=False)
+    key = (  # the parameters by digest: no copy of them is kept for the pass
         op.input,
-        scale.astype(np.float32).tobytes(),
-        None if zp is None else zp.tobytes(),
+        _digest(scale),
+        None if zp is None else _digest(zp),
         op.qmin.value.data,
         op.qmax.value.data,
         tuple(block),
@@ -89,7 +97,7 @@ def _dequantize(lw: Lowering, op: quant.DequantizeOp) -> Sequence[SSAValue]:
     if key in lw.weights:
         return [lw.weights[key]]
     scheme = qfused.AffineWeightAttr.get(op.qmin.value.data, op.qmax.value.data, block)
-    lw.weights[key] = lw.weight(op, scheme, data, scale.astype(np.float32), zp)
+    lw.weights[key] = lw.weight(op, scheme, data, scale, zp)
     return [lw.weights[key]]
 
 

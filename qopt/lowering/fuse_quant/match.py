@@ -122,9 +122,9 @@ def _match_affine_weight(dq: quant.DequantizeOp, rank: int) -> WeightMatch | Rej
         elif zp.dtype.kind == "f" and not np.all(zp == np.round(zp)):
             return Reject("weight zero point is not an integer", dq)
         else:
-            zp = zp.astype(numpy_dtype(elem_of(data)))
+            zp = zp.astype(numpy_dtype(elem_of(data)), copy=False)
     scheme = qfused.AffineWeightAttr.get(dq.qmin.value.data, dq.qmax.value.data, block)
-    return WeightMatch(scheme, data, scale.astype(np.float32), zp, dq)
+    return WeightMatch(scheme, data, scale.astype(np.float32, copy=False), zp, dq)
 
 
 def _match_codebook_weight(dq: quant.DequantizeCodebookOp, rank: int) -> WeightMatch | Reject:
@@ -140,7 +140,9 @@ def _match_codebook_weight(dq: quant.DequantizeCodebookOp, rank: int) -> WeightM
     if book is None:
         return Reject("the codebook is not a constant", dq)
     scheme = qfused.LutWeightAttr.get(dq.nbits.value.data, dq.block_size.get_values())
-    return WeightMatch(scheme, codes, book.astype(numpy_dtype(elem_of(dq.output))), None, dq)
+    return WeightMatch(
+        scheme, codes, book.astype(numpy_dtype(elem_of(dq.output)), copy=False), None, dq
+    )
 
 
 # ----- activations -----------------------------------------------------------------

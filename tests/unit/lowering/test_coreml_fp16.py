@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from shared_exports import exported
-from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 
 import qopt
@@ -27,7 +27,7 @@ from qopt.examples import random_inputs
 from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 from qopt.lowering.coreml_fp16 import CoremlFp16Pass, integer_regions
 from qopt.lowering.pipelines import QoptCoremlPipeline
-from qopt.resources import clone_module
+from qopt.resources import clone_module, resource_references, weights_of
 
 TOLERANCE = 1e-2
 
@@ -204,3 +204,42 @@ def test_conv_batch_norm_folds_into_the_conv() -> None:
     names = [op.name for op in entry_function(fp16).body.block.ops]
     assert names.count("coreml.batch_norm") == 1  # the one after relu
     assert names.count("coreml.conv") == 1
+
+
+def test_fp32_weights_are_dropped_as_they_are_replaced() -> None:
+    """The pass drops each fp32 weight's blob once the last op naming it is replaced by
+    its fp16 copy (not all at the pass's end): a blob named by two functions (a
+    multifunction package's shared weight) only after both; never one an op still names.
+    The program computes the same (against the fp32 program, which keeps its blobs)."""
+    reference = lowered(PROGRAMS["float"])
+    module = lowered(PROGRAMS["float"])
+    twin = entry_function(module).clone()
+    twin.sym_name = StringAttr("twin")
+    module.body.block.add_op(twin)
+    store = weights_of(module)
+    assert store.releasable
+    fp32 = {
+        key
+        for key in resource_references(module)
+        if isinstance(store.get(key), np.ndarray) and store.get(key).dtype == np.float32
+    }
+    assert fp32  # the linear's weight at least
+    released: list[str] = []
+    release = store.release
+
+    def spy(key: str) -> bool:
+        assert key not in resource_references(module), f"{key} dropped while still named"
+        released.append(key)
+        return release(key)
+
+    store.release = spy  # pyright: ignore[reportAttributeAccessIssue]
+    CoremlFp16Pass().apply(make_context(), module)
+    module.verify()
+    assert sorted(released) == sorted(fp32)  # during the pass, each once
+    assert not any(key in store for key in fp32)
+    for seed in range(2):
+        inputs = random_arguments(reference, seed)
+        (want,) = qopt.interpret(reference, *inputs)
+        for function in ("forward", "twin"):
+            (got,) = qopt.interpret(module, *inputs, function=function)
+            assert rel_err(got, want) < TOLERANCE

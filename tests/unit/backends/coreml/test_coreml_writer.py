@@ -2,7 +2,9 @@
 `ct.convert`'s redundant steps (issue 14 item 5): the packages must be byte for byte the
 ones that `ct.convert(...).save()` followed by qopt's metadata, manifest and file-mode
 steps writes (the reference below, the emitter before the change), for a single-function
-program with int4 weights and a multifunction one with states."""
+program with int4 weights and a multifunction one with states. The weights go into
+weight.bin without coremltools' copy of each (`emitter._write_weight`): the same bytes as
+coremltools' own `_get_offset_by_writing_data`, for every dtype it writes."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ import io
 import os
 import shutil
 import tempfile
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+import pytest
 import torch
 
 import qopt
@@ -128,3 +133,54 @@ def test_multifunction_package_is_ct_converts(tmp_path: Any) -> None:
         {"prefill": prefill, "decode": decode}, target="coreml", compute_precision="fp32"
     )
     _check_same_package(artifact.module, tmp_path)
+
+
+def _weights() -> list[tuple[str, np.ndarray]]:
+    """(MIL type, value) for each kind of weight the writer writes, some of them
+    non-contiguous (a transposed or strided view) or of rank 3."""
+    rng = np.random.default_rng(0)
+    out: list[tuple[str, np.ndarray]] = [
+        ("fp32", rng.standard_normal((6, 7), np.float32).T),
+        ("fp16", rng.standard_normal((3, 4, 5)).astype(np.float16)),
+        ("fp16", rng.standard_normal((8, 10)).astype(np.float16)[:, ::2]),
+        ("int8", rng.integers(-128, 128, (5, 9), np.int8)),
+        ("uint8", rng.integers(0, 256, (4, 6), np.uint8).T),
+        ("int16", rng.integers(-(2**15), 2**15, (12,), np.int16)),
+        ("uint16", rng.integers(0, 2**16, (3, 5), np.uint16)),
+        ("int32", rng.integers(-(2**31), 2**31, (4, 4), np.int32)),
+        ("uint32", rng.integers(0, 2**32, (11,), np.uint32)),
+    ]
+    for name, low, high in [("int4", -8, 8), ("uint1", 0, 2), ("uint2", 0, 4),
+                            ("uint3", 0, 8), ("uint4", 0, 16), ("uint6", 0, 64)]:  # fmt: skip
+        out.append((name, rng.integers(low, high, (6, 8)).astype(np.int8 if low else np.uint8)))
+    out.append(("int4", rng.integers(-8, 8, (8, 6)).astype(np.int8).T))
+    return out
+
+
+def test_weights_written_in_place_are_coremltools_bytes(tmp_path: Any) -> None:
+    emitter.ensure_coremltools()
+    from coremltools.converters.mil.backend.mil import helper
+    from coremltools.converters.mil.mil import types
+    from coremltools.libmilstoragepython import _BlobStorageWriter as BlobWriter
+
+    weights = _weights()
+    files = {}
+    for which in ("coremltools", "qopt"):
+        path = str(tmp_path / f"{which}.bin")
+        writer = BlobWriter(path)
+        offsets = []
+        for name, array in weights:
+            var = SimpleNamespace(val=array, dtype=getattr(types, name))
+            original = helper._get_offset_by_writing_data  # pyright: ignore[reportPrivateUsage]
+            if which == "coremltools":
+                offsets.append(original(var, writer))
+            else:
+                offsets.append(emitter._write_weight(var, writer, original))  # pyright: ignore[reportPrivateUsage]
+        del writer  # flushed and closed
+        with open(path, "rb") as f:
+            files[which] = (offsets, f.read())
+    assert files["qopt"] == files["coremltools"]
+    # a value it has no writer for goes to coremltools' function (and its error)
+    var = SimpleNamespace(val=np.zeros(12, np.float64), dtype=types.fp64)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        emitter._write_weight(var, None, helper._get_offset_by_writing_data)  # pyright: ignore[reportPrivateUsage]
