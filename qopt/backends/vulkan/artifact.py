@@ -208,10 +208,10 @@ class VulkanArtifact:
         for entry in self.program.kernels:
             dev.shader_module(entry.glsl, entry.spirv)
 
-    def session(self) -> VulkanSession:
+    def session(self, _owned: bool = False) -> VulkanSession:
         """A new session: the program's state buffers on the device, at their initial
         values (see the module docstring)."""
-        session = VulkanSession(self)
+        session = VulkanSession(self, _owned)
         self._sessions.add(session)
         return session
 
@@ -219,7 +219,7 @@ class VulkanArtifact:
         """One call of `method` (the only one, or `forward`, by default) on a fresh state."""
         with self._lock:
             if self._fresh is None or self._fresh.closed:
-                self._fresh = self.session()
+                self._fresh = self.session(_owned=True)
             elif self.program.states:
                 self._fresh.reset()
             return self._fresh.run(*inputs, method=method)
@@ -256,8 +256,11 @@ class VulkanSession:
     module docstring): `run(*inputs, method=None)`, `reset()`, `read_state(name)`,
     `methods`, `state_names`, `close()`."""
 
-    def __init__(self, artifact: VulkanArtifact):
-        self._artifact = artifact
+    def __init__(self, artifact: VulkanArtifact, owned: bool = False):
+        # The artifact's own session (`artifact(...)`'s) refers to it weakly: no cycle
+        # keeps a dropped artifact, and the device it leased, alive until a collection.
+        self._strong: VulkanArtifact | None = None if owned else artifact
+        self._weak = weakref.ref(artifact)
         self._device = device = artifact.device
         program = artifact.program
         self.closed = False
@@ -267,6 +270,13 @@ class VulkanSession:
             self._buffers[entry.buffer] = buf
         self._recorded: dict[str, Any] = {}
         self._write_initial()
+
+    @property
+    def _artifact(self) -> VulkanArtifact:
+        artifact = self._strong if self._strong is not None else self._weak()
+        if artifact is None:
+            raise QoptError("this session's artifact is gone: keep the artifact to run it")
+        return artifact
 
     @property
     def methods(self) -> list[str]:

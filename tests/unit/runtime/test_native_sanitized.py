@@ -153,6 +153,9 @@ def test_sanitized_equivalence_suite(builtin_reference: Any, tmp_path: Path) -> 
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     env = {
         **os.environ,
+        # without the validation layer: its own allocations under ASan's interception
+        # cost ~40% of this run; test_native_runtime runs the same bundles under it
+        "QOPT_VULKAN_VALIDATION": "0",
         "LD_PRELOAD": runtime,
         # Python's own allocations at exit are not the runtime's: leaks are
         # test_session_cycles_leak_nothing's (a C program)

@@ -9,6 +9,7 @@ closes instead. Device tests skip with the reason when there is no Vulkan device
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import numpy as np
@@ -165,3 +166,20 @@ def test_validation_messages_reach_only_their_device() -> None:
         assert again.validation_errors == []
     finally:
         pool.give_back(again)
+
+
+def test_a_dropped_artifact_gives_its_device_back_at_once() -> None:
+    """No reference cycle holds an artifact called once and dropped: its device is idle
+    again before any garbage collection, for the next artifact."""
+    ep, x, want = program()
+    artifact = qopt.compile(ep, target="vulkan")
+    np.testing.assert_allclose(artifact(x.numpy())[0], want.numpy(), rtol=1e-5, atol=1e-5)
+    dev = artifact.device
+    gc.disable()
+    try:
+        del artifact
+        again = pool.lease()
+        assert again is dev
+        pool.give_back(again)
+    finally:
+        gc.enable()
