@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from qopt.backends.vulkan import pool
 from qopt.backends.vulkan.artifact import _to_abi
 from qopt.backends.vulkan.host import run_host_call
 from qopt.backends.vulkan.program import BundleProgram, Method
-from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
+from qopt.backends.vulkan.runtime import Dispatch
 from qopt.inputs import check_inputs
 from qopt.interpreters.kernels import kernel
 
@@ -138,7 +139,7 @@ def check_dispatches(
     """Every (step, written binding) of `method` (the default one: the only one, or
     `forward`) whose device result differs from the reference, on the initial state.
 
-    `device`: an open `runtime.VulkanDevice` (else one is opened and closed here).
+    `device`: an open `runtime.VulkanDevice` (else one is leased from pool.py here).
     Steps run one at a time (one submit each): slow, for diagnosis only.
     """
     entry_point = program.method(method)
@@ -147,7 +148,7 @@ def check_dispatches(
     memory = _host_buffers(program, arrays, entry_point)
     status_checks = {(c.step, c.buffer): c for c in program.status_checks(entry_point)}
     own = device is None
-    dev = VulkanDevice() if own else device
+    dev = pool.lease() if own else device  # (a device of the process's pool)
     reports: list[StepReport] = []
     calls = program.method_host_calls(entry_point)
 
@@ -223,7 +224,7 @@ def check_dispatches(
             host_calls_at(len(steps))
     finally:
         if own:
-            dev.close()
+            pool.give_back(dev)
     return reports
 
 
