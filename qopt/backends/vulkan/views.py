@@ -14,7 +14,7 @@ from qopt.kernels import KernelSpec, SpecValues
 from qopt.kernels.spec import MAX_UNIFORM_BYTES
 
 
-class VulkanDevice(Protocol):
+class DeviceLimits(Protocol):
     """What these functions read of runtime.VulkanDevice."""
 
     vk: Any
@@ -23,7 +23,7 @@ class VulkanDevice(Protocol):
     max_texel_elements: int
 
 
-class Buffer(Protocol):
+class ViewedBuffer(Protocol):
     """What these functions read of runtime.Buffer."""
 
     size: int
@@ -38,7 +38,7 @@ def spec_key(spec: KernelSpec, values: SpecValues) -> tuple[int, ...]:
     return tuple(int(values.get(name, default)) for name, default in spec.spec)
 
 
-def fit_uniforms(dev: VulkanDevice, spec: KernelSpec, values: SpecValues) -> SpecValues:
+def fit_uniforms(dev: DeviceLimits, spec: KernelSpec, values: SpecValues) -> SpecValues:
     """`values` with every uniform view (`UniformView`) whose block exceeds this device's
     maxUniformBufferRange turned off (flag 0, one vec4): the kernel then reads that
     binding through its storage buffer, the same values in the same order (the two paths
@@ -54,12 +54,12 @@ def fit_uniforms(dev: VulkanDevice, spec: KernelSpec, values: SpecValues) -> Spe
 
 
 def uniform_ranges(
-    dev: VulkanDevice,
+    dev: DeviceLimits,
     spec: KernelSpec,
     values: SpecValues,
     names: Sequence[str],
-    bufs: Sequence[Buffer],
-) -> list[tuple[Buffer, int]]:
+    bufs: Sequence[ViewedBuffer],
+) -> list[tuple[ViewedBuffer, int]]:
     """(buffer, bytes) of each of `spec`'s uniform views (`UniformView`) for a dispatch
     with these (complete) specialization values: the first min(block bytes, buffer bytes,
     maxUniformBufferRange) of the viewed binding's buffer. A block the kernel reads (flag
@@ -88,11 +88,11 @@ def uniform_ranges(
 
 
 def fit_texels(
-    dev: VulkanDevice,
+    dev: DeviceLimits,
     spec: KernelSpec,
     values: SpecValues,
     names: Sequence[str],
-    bufs: Sequence[Buffer],
+    bufs: Sequence[ViewedBuffer],
 ) -> SpecValues:
     """`values` with every texel view (`TexelView`) this device cannot give turned off
     (flag 0): no uniform texel buffers of `TEXEL_FORMAT`, or fewer maxTexelBufferElements
@@ -109,7 +109,7 @@ def fit_texels(
 
 
 def texel_views(
-    dev: VulkanDevice, spec: KernelSpec, names: Sequence[str], bufs: Sequence[Buffer]
+    dev: DeviceLimits, spec: KernelSpec, names: Sequence[str], bufs: Sequence[ViewedBuffer]
 ) -> list[Any]:
     """The VkBufferView of each of `spec`'s texel views for a dispatch: the viewed
     buffer's first min(its texels, maxTexelBufferElements) texels of `TEXEL_FORMAT`, or,
