@@ -285,7 +285,7 @@ void main() {
   // fast when every chunk lies inside one group and the rows hold exactly K fields
   bool fast = (uint(GROUP_SIZE) % VPC) == 0u && p.row_words % 4u == 0u && cpr * VPC == p.K;
   // gemm_tile once per invocation, outside any loop, when the grid covers M x N (it does
-  // unless group_count capped it at MAX_WORKGROUPS; then the grid-stride loops below): as
+  // unless group_count capped it at MAX_WORKGROUPS; then the per-element loops below): as
   // in linear_qw.glsl (lavapipe runs a loop's body under the loop's execution mask). Rows
   // and columns past M / N are clamped (reads) and skipped (stores) in the tile.
   bool covers = gl_NumWorkGroups.x * uint(WG * NPW) >= p.N && gl_NumWorkGroups.y * uint(MT) >= p.M;
@@ -302,10 +302,9 @@ void main() {
         gemv_fast(m0, n0, cpr);
         continue;
       }
-      if (fast) {  // MT > 1 or NPW > 4
-        gemm_tile(m0, n0, cpr);
-        continue;
-      }
+      // MT > 1 or NPW > 4 on a capped grid: the per-element loop below (exact arithmetic:
+      // the same bits as gemm_tile; a second inlined copy of the unrolled gemm_tile doubled
+      // the time every linear_dq8ca pipeline takes to create, whatever its path)
       for (int r = 0; r < NPW; ++r) {
         for (int mm = 0; mm < MT; ++mm) {
           if (n0 + uint(r) < p.N && m0 + uint(mm) < p.M) element(m0 + uint(mm), n0 + uint(r));

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // Weight-only quantized linear (linear_q4gsw / linear_q4gaw / linear_q8csw / ...):
 //   out[m, n] = sum_k x[m, k] * (f(w[n, k]) - z[n, k / G]) * s[n, k / G] (+ bias[n])
 // x f32 [M, K]; w u32 [N, row_words]: WBITS-bit unsigned fields, 32/WBITS per
@@ -282,15 +283,50 @@ void gemm_tile(uint m0, uint n0, uint cpr, bool whole_row) {
     // int4: the 4 words unrolled (no accumulators carried through a loop per word): on
     // lavapipe 0.80-0.93x the CPU time of the loop at M = 64 on five Llama shapes (512-2816
     // wide, interleaved medians); int8 (and linear_dq8ca) no faster: the loop, a smaller shader
-    if (WBITS == 4) {
-      WORD(0) WORD(1) WORD(2) WORD(3)
-    } else {
-      for (int j = 0; j < 4; ++j) WORD(j)
-    }
+    [[unroll]] for (int j = 0; j < 4; ++j) WORD(j)
   }
   STOREROW(0) STOREROW(1) STOREROW(2) STOREROW(3) STOREROW(4) STOREROW(5) STOREROW(6)
   STOREROW(7) STOREROW(8) STOREROW(9) STOREROW(10) STOREROW(11) STOREROW(12) STOREROW(13)
   STOREROW(14) STOREROW(15)
+}
+
+// gemm_tile's arithmetic with loops and an indexed accumulator array, for the grid-stride
+// loops of a grid capped at MAX_WORKGROUPS (M > 65535 * MT, or N > 65535 * WG * NPW): every
+// accumulator takes the same fma sequence as in gemm_tile (word j of chunk c, decoded with
+// its scale folded in, times the same x vec4s, in k order), so the bits are gemm_tile's
+// (tests/unit/kernels/test_linear_grid.py). Slow on lavapipe (the array lives in memory)
+// and rarely run, but small: a second inlined copy of the unrolled gemm_tile doubled the
+// time every linear_qw pipeline takes to create, whatever its path (0.7 -> 0.35 s on lavapipe).
+void gemm_tile_rolled(uint m0, uint n0, uint cpr, bool whole_row) {
+  uint kq = p.K / 4u;
+  float acc[NPW * MT];
+  for (int i = 0; i < NPW * MT; ++i) acc[i] = 0.0;
+  for (uint c = 0; c < cpr; ++c) {
+    uint g = whole_row ? 0u : (c * uint(VPC)) / uint(GROUP_SIZE);
+    uint xc = c * uint(VPC / 4);
+    for (int j = 0; j < 4; ++j) {
+      for (int r = 0; r < NPW; ++r) {
+        uint nr = min(n0 + uint(r), p.N - 1);
+        vec4 fa = vec4(0.0), fb = vec4(0.0);
+        decode_word(wq(nr * cpr + c)[j], scales[nr * p.ngroups + g],
+                    zero_of(nr * p.ngroups + g), fa, fb);
+        for (int mm = 0; mm < MT; ++mm) {
+          uint xr = min(m0 + uint(mm), p.M - 1) * kq;
+          vec4 xa, xb = vec4(0.0);
+          if (WBITS == 4) {
+            xa = xq(xr + xc + uint(2 * j));
+            xb = xq(xr + xc + uint(2 * j + 1));
+          } else {
+            xa = xq(xr + xc + uint(j));
+          }
+          acc[r * MT + mm] = word_fma(fa, fb, xa, xb, acc[r * MT + mm]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < NPW; ++r) {
+    for (int mm = 0; mm < MT; ++mm) store_out(m0 + uint(mm), n0 + uint(r), acc[r * MT + mm]);
+  }
 }
 
 void main() {
@@ -300,7 +336,8 @@ void main() {
   bool aligned = (GROUP_SIZE % VPC) == 0 || p.ngroups == 1;
   uint nfast = aligned && (p.K % 4u) == 0u ? p.K / uint(VPC) : 0u;
   // gemm_tile once per invocation, outside any loop, when the grid covers M x N (it does
-  // unless group_count capped it at MAX_WORKGROUPS; then the grid-stride loops below):
+  // unless group_count capped it at MAX_WORKGROUPS; then the grid-stride loops below run
+  // gemm_tile_rolled, the same bits):
   // lavapipe runs a loop's body under the loop's execution mask (every store a masked
   // per-lane loop), measured 0.71-0.75x the CPU time of the same tile inside the loops at
   // K = 512 and 0.89x at K = 2048 (M = 64). Rows and columns past M / N are clamped in the
@@ -316,7 +353,7 @@ void main() {
     for (uint nb = gl_WorkGroupID.x * WG * NPW; nb < p.N; nb += gl_NumWorkGroups.x * WG * NPW) {
       uint n0 = nb + gl_LocalInvocationID.x * NPW;
       if (SYM == 1 && (MT > 1 || NPW > 4) && nfast == cpr) {
-        if (m0 < p.M) gemm_tile(m0, n0, cpr, p.ngroups == 1);
+        gemm_tile_rolled(m0, n0, cpr, p.ngroups == 1);
         continue;
       }
       if (SYM == 1 && NPW <= 4 && MT == 1 && nfast == cpr) {
