@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,6 +95,36 @@ def test_two_live_sessions_never_share_a_device(builtin_reference: Any) -> None:
         finally:
             c.close()
             d.close()
+
+
+def test_sessions_from_several_threads(builtin_reference: Any) -> None:
+    """Threads creating, running and destroying sessions at once (ctypes lets go of the
+    GIL in the calls): every output the Python runtime's; the devices they gave back
+    leave one idle device of the choice."""
+    failures: list[str] = []
+    with bundle_of(builtin_reference, FIRST) as bundle:
+
+        def work() -> None:
+            try:
+                for _ in range(3):
+                    with bundle.session() as s:
+                        check_outputs(s, builtin_reference, FIRST)
+            except Exception as e:  # reported by the test's thread
+                failures.append(repr(e))
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == []
+        a, b = bundle.session(), bundle.session()
+        try:
+            assert a.reused
+            assert not b.reused
+        finally:
+            a.close()
+            b.close()
 
 
 def test_reuse_off_opens_a_fresh_device(
