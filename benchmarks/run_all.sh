@@ -19,7 +19,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "$(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, device: ${QOPT_VULKAN_DEVICE:-first compute device}"
   # every benchmark that has a --quick form (the zoo, conformance and breadth tables are
   # long runs of their own: see docs/)
-  for bench in vulkan_kernels decode decode_positions e2e shapes variants native_runtime \
+  for bench in vulkan_kernels decode decode_positions e2e shapes variants native_runtime native_reuse \
       llamacpp_anchor fusion compile_time compile_report compile_336m cold_compile; do
     echo
     echo "## $bench"

@@ -2,7 +2,8 @@
 
    A bundle is checked whole when it is opened (the same structural checks as qopt's
    Python loader, and every kernel's SPIR-V against the catalogue compiled into this
-   library); a session owns a Vulkan device, the bundle's constant buffers uploaded once,
+   library); a session leases a Vulkan device (kept for the next session: see
+   qvk_release_idle), owns the bundle's constant buffers uploaded once,
    its state buffers (a KV cache) and one recorded command buffer per method.
 
        qvk_error err;
@@ -164,8 +165,29 @@ typedef struct qvk_timings {
 } qvk_timings;
 QVK_API qvk_timings qvk_session_timings(const qvk_session *session);
 
-/* Free the session and every Vulkan object it made. NULL is fine. */
+/* Free the session and every Vulkan object it made (buffers, views, descriptor pools,
+   command buffers, fences, query pools); its device, with its shader modules and
+   pipelines, is kept idle for the next session of the same choice (below). NULL is fine. */
 QVK_API void qvk_session_destroy(qvk_session *session);
+
+/* Device reuse within a process. A session leases its device: an idle one left by a
+   destroyed session created with the same choice (the resolved device string: the
+   argument, else $QOPT_VULKAN_DEVICE; $QOPT_VULKAN_VALIDATION on or off; $QOPT_VK_VARIANTS),
+   else a new one. The idle device keeps its shader modules and compute pipelines (keyed
+   by catalogue kernel and specialization values), so the next session compiles only what
+   it lacks; the outputs are the same bits. Leases are exclusive: two live sessions never
+   share a device. At most one idle device per choice; none is kept that reported
+   validation errors, did not go idle or holds over 1024 pipelines. QOPT_VULKAN_REUSE=0
+   turns reuse off. Thread-safe (the idle table is behind a mutex). */
+/* 1 when the session got an idle device, 0 when it opened its own. */
+QVK_API int qvk_session_reused(const qvk_session *session);
+/* Pipelines the session compiled (the others it runs were on its device already). */
+QVK_API size_t qvk_session_pipelines_created(const qvk_session *session);
+/* Close every idle device now (the process's exit does too). */
+QVK_API void qvk_release_idle(void);
+/* The session's VkInstance and VkDevice (for interop and tests; valid while it lives). */
+QVK_API void *qvk_session_vulkan_instance(const qvk_session *session);
+QVK_API void *qvk_session_vulkan_device(const qvk_session *session);
 
 /* The rules this runtime checks every dispatch of kernel `kernel` with (qopt's
    `KernelSpec.workgroups` and `.extents`, translated into C from their Python source when

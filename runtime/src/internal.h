@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <vulkan/vulkan.h>
 
 #include "catalogue.h"
 #include "qvk.h"
@@ -118,5 +119,59 @@ qvk_status qvk_variant_mode(const char *value, int *mode, qvk_error *err);
 int qvk_choose_variant(const qvk_cat_kernel *k, const qvk_device_props *props, const int64_t *P,
                        const int64_t *S, int mode, const qvk_cat_variant **out,
                        qvk_rule_ctx *ctx);
+
+/* device.c: Vulkan devices, their shader modules and pipelines, leased by sessions and
+   reused within the process (the rules: device.c's comment, docs/native-runtime.md) */
+#define QVK_MAX_IDLE_PIPELINES 1024 /* a device holding more is closed, not parked */
+
+typedef struct {
+  const qvk_cat_kernel *cat;
+  int32_t *values; /* every specialization value, cat->n_spec */
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout layout;
+  VkPipeline pipeline;
+} qvk_pipe;
+
+typedef struct qvk_device {
+  char *choice;     /* the pool's key: the resolved device string, */
+  int validate;     /* the validation layer on or off */
+  int variant_mode; /* and QOPT_VK_VARIANTS */
+  VkInstance instance;
+  VkDebugUtilsMessengerEXT messenger;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
+  VkPhysicalDevice pd;
+  VkDevice device;
+  VkQueue queue;
+  uint32_t family;
+  VkCommandPool command_pool;
+  char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 1];
+  uint32_t max_groups[3];
+  uint32_t max_push, max_uniform, max_texel;
+  int texel_format;
+  double timestamp_period;
+  uint32_t timestamp_bits;
+  VkPhysicalDeviceMemoryProperties memory;
+  qvk_device_props props;  /* what the kernel variants' choice reads (variants.c) */
+  VkShaderModule *modules; /* per catalogue source */
+  qvk_pipe **pipes;        /* each allocated once: a session keeps pointers to them */
+  size_t n_pipes, cap_pipes;
+  size_t compiled;         /* pipelines created on this device so far */
+  int validation_errors;   /* since the last check (its messenger's pUserData is the device) */
+  int had_errors;          /* a check reported errors during this lease: not parked */
+  char validation_message[512];
+} qvk_device;
+
+/* A device for `choice` (NULL or "": $QOPT_VULKAN_DEVICE, else the first): an idle one of
+   the same choice, validation and variant mode (`*reused` 1), else a new one. */
+qvk_status qvk_device_lease(const char *choice, qvk_device **out, int *reused, qvk_error *err);
+/* End a lease (every object its session made on it freed; `idle_ok`: vkDeviceWaitIdle
+   succeeded): park it idle, or close it when it cannot or need not be kept. */
+void qvk_device_give_back(qvk_device *dev, int idle_ok);
+/* The pipeline of kernel `k` with specialization `values` (every one, k->n_spec), made
+   once per device. */
+qvk_status qvk_device_pipeline(qvk_device *dev, const qvk_cat_kernel *k, const int32_t *values,
+                               qvk_pipe **out, qvk_error *err);
+/* QVK_OK, or QVK_ERROR_DEVICE naming the validation errors reported since the last check. */
+qvk_status qvk_device_check(qvk_device *dev, const char *what, qvk_error *err);
 
 #endif

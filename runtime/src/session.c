@@ -1,10 +1,9 @@
-/* Sessions: a Vulkan device, the bundle's buffers, pipelines and one recorded command
-   buffer per method, run as qopt's Python runtime runs them
+/* Sessions: a leased Vulkan device (device.c: its pipelines are kept for the next
+   session), the bundle's buffers and one recorded command buffer per method, run as qopt's Python runtime runs them
    (qopt/backends/vulkan/runtime.py and artifact.py): the same buffer sizes, descriptor
    layouts and ranges, uniform and texel views (and their fitting to the device's
    limits), specialization and push constants, dispatch order and barriers, so the
    outputs are bit-identical on the same device. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,6 @@ typedef struct {
   uint8_t *map;
   VkDeviceSize size; /* max(16, nbytes rounded up to 16), as runtime.Buffer */
 } gbuf;
-
-typedef struct {
-  const qvk_cat_kernel *cat;
-  int32_t *values;
-  VkDescriptorSetLayout set_layout;
-  VkPipelineLayout layout;
-  VkPipeline pipeline;
-} pipe_t;
 
 typedef struct {
   gbuf *buf;
@@ -47,24 +38,9 @@ typedef struct {
 
 struct qvk_session {
   const qvk_bundle *b;
-  VkInstance instance;
-  VkDebugUtilsMessengerEXT messenger;
-  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
-  VkPhysicalDevice pd;
-  VkDevice device;
-  VkQueue queue;
-  uint32_t family;
-  VkCommandPool command_pool;
-  char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE + 1];
-  uint32_t max_groups[3];
-  uint32_t max_push, max_uniform, max_texel;
-  int texel_format;
-  double timestamp_period;
-  uint32_t timestamp_bits;
-  VkPhysicalDeviceMemoryProperties memory;
-  VkShaderModule *modules; /* per catalogue source */
-  pipe_t *pipes;
-  size_t n_pipes, cap_pipes;
+  qvk_device *dev;     /* leased (device.c): its modules and pipelines outlive the session */
+  int reused;          /* the device was idle, another session's */
+  size_t compiled_at;  /* dev->compiled when the lease began */
   texel_t *texels;
   size_t n_texels, cap_texels;
   gbuf *slots;
@@ -72,43 +48,22 @@ struct qvk_session {
   gbuf **bufs;  /* per bundle buffer: the device buffer it is */
   program_t *programs; /* per method */
   qvk_timings timings;
-  int validation_errors;
-  char validation_message[512];
-  qvk_device_props props; /* what the kernel variants' choice reads (variants.c) */
-  int variant_mode;       /* QOPT_VK_VARIANTS at creation */
   size_t variant_dispatches;
 };
 
 #define VKFAIL(what, r) \
   qvk_fail(err, QVK_ERROR_DEVICE, "the Vulkan driver failed: %s returned %d", what, (int)(r))
 
-const char *qvk_session_device_name(const qvk_session *s) { return s->name; }
+const char *qvk_session_device_name(const qvk_session *s) { return s->dev->name; }
+int qvk_session_reused(const qvk_session *s) { return s->reused; }
+size_t qvk_session_pipelines_created(const qvk_session *s) { return s->dev->compiled - s->compiled_at; }
+void *qvk_session_vulkan_instance(const qvk_session *s) { return (void *)s->dev->instance; }
+void *qvk_session_vulkan_device(const qvk_session *s) { return (void *)s->dev->device; }
 qvk_timings qvk_session_timings(const qvk_session *s) { return s->timings; }
-qvk_device_props qvk_session_device_props(const qvk_session *s) { return s->props; }
+qvk_device_props qvk_session_device_props(const qvk_session *s) { return s->dev->props; }
 size_t qvk_session_variant_dispatches(const qvk_session *s) { return s->variant_dispatches; }
 const char *qvk_session_variant_mode(const qvk_session *s) {
-  return s->variant_mode == QVK_VARIANTS_BASE ? "base" : s->variant_mode == QVK_VARIANTS_ALL ? "all" : "auto";
-}
-
-static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                 VkDebugUtilsMessageTypeFlagsEXT types,
-                                                 const VkDebugUtilsMessengerCallbackDataEXT *data,
-                                                 void *user) {
-  (void)types;
-  qvk_session *s = user;
-  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-    if (s->validation_errors++ == 0 && data != NULL && data->pMessage != NULL) {
-      snprintf(s->validation_message, sizeof s->validation_message, "%s", data->pMessage);
-    }
-  }
-  return VK_FALSE;
-}
-
-static qvk_status check_validation(qvk_session *s, const char *what, qvk_error *err) {
-  if (s->validation_errors == 0) return QVK_OK;
-  s->validation_errors = 0;
-  return qvk_fail(err, QVK_ERROR_DEVICE, "Vulkan validation errors while %s: %s", what,
-                  s->validation_message);
+  return s->dev->variant_mode == QVK_VARIANTS_BASE ? "base" : s->dev->variant_mode == QVK_VARIANTS_ALL ? "all" : "auto";
 }
 
 /* ----- buffers ------------------------------------------------------------------------ */
@@ -116,8 +71,8 @@ static qvk_status check_validation(qvk_session *s, const char *what, qvk_error *
 static qvk_status memory_type(qvk_session *s, uint32_t bits, uint32_t *out, qvk_error *err) {
   VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int best = -1;
-  for (uint32_t i = 0; i < s->memory.memoryTypeCount; i++) {
-    VkMemoryPropertyFlags flags = s->memory.memoryTypes[i].propertyFlags;
+  for (uint32_t i = 0; i < s->dev->memory.memoryTypeCount; i++) {
+    VkMemoryPropertyFlags flags = s->dev->memory.memoryTypes[i].propertyFlags;
     if (!(bits & (1u << i)) || (flags & want) != want) continue;
     if (flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
       *out = i;
@@ -126,7 +81,7 @@ static qvk_status memory_type(qvk_session *s, uint32_t bits, uint32_t *out, qvk_
     if (best < 0) best = (int)i;
   }
   if (best < 0) {
-    return qvk_fail(err, QVK_ERROR_DEVICE, "%s has no host-visible, host-coherent memory type", s->name);
+    return qvk_fail(err, QVK_ERROR_DEVICE, "%s has no host-visible, host-coherent memory type", s->dev->name);
   }
   *out = (uint32_t)best;
   return QVK_OK;
@@ -141,24 +96,24 @@ static qvk_status make_buffer(qvk_session *s, int64_t nbytes, gbuf *g, qvk_error
                VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkResult r = vkCreateBuffer(s->device, &info, NULL, &g->handle);
+  VkResult r = vkCreateBuffer(s->dev->device, &info, NULL, &g->handle);
   if (r != VK_SUCCESS) return VKFAIL("vkCreateBuffer", r);
   VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(s->device, g->handle, &req);
+  vkGetBufferMemoryRequirements(s->dev->device, g->handle, &req);
   VkMemoryAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   qvk_status st = memory_type(s, req.memoryTypeBits, &alloc.memoryTypeIndex, err);
   if (st) return st;
-  r = vkAllocateMemory(s->device, &alloc, NULL, &g->memory);
+  r = vkAllocateMemory(s->dev->device, &alloc, NULL, &g->memory);
   if (r != VK_SUCCESS) {
     return qvk_fail(err, QVK_ERROR_DEVICE,
                     "cannot allocate %llu bytes of Vulkan memory on %s (vkAllocateMemory: %d)",
-                    (unsigned long long)req.size, s->name, (int)r);
+                    (unsigned long long)req.size, s->dev->name, (int)r);
   }
-  r = vkBindBufferMemory(s->device, g->handle, g->memory, 0);
+  r = vkBindBufferMemory(s->dev->device, g->handle, g->memory, 0);
   if (r != VK_SUCCESS) return VKFAIL("vkBindBufferMemory", r);
   void *map;
-  r = vkMapMemory(s->device, g->memory, 0, size, 0, &map);
+  r = vkMapMemory(s->dev->device, g->memory, 0, size, 0, &map);
   if (r != VK_SUCCESS) return VKFAIL("vkMapMemory", r);
   g->map = map;
   memset(g->map, 0, size);
@@ -166,9 +121,9 @@ static qvk_status make_buffer(qvk_session *s, int64_t nbytes, gbuf *g, qvk_error
 }
 
 static void free_buffer(qvk_session *s, gbuf *g) {
-  if (g->map != NULL) vkUnmapMemory(s->device, g->memory);
-  if (g->handle != VK_NULL_HANDLE) vkDestroyBuffer(s->device, g->handle, NULL);
-  if (g->memory != VK_NULL_HANDLE) vkFreeMemory(s->device, g->memory, NULL);
+  if (g->map != NULL) vkUnmapMemory(s->dev->device, g->memory);
+  if (g->handle != VK_NULL_HANDLE) vkDestroyBuffer(s->dev->device, g->handle, NULL);
+  if (g->memory != VK_NULL_HANDLE) vkFreeMemory(s->dev->device, g->memory, NULL);
   memset(g, 0, sizeof *g);
 }
 
@@ -194,112 +149,17 @@ static qvk_status texel_view(qvk_session *s, gbuf *g, VkFormat format, uint32_t 
   info.offset = 0;
   info.range = (VkDeviceSize)texels * (format == VK_FORMAT_R32G32B32A32_UINT ? 16 : 4);
   VkBufferView view;
-  VkResult r = vkCreateBufferView(s->device, &info, NULL, &view);
+  VkResult r = vkCreateBufferView(s->dev->device, &info, NULL, &view);
   if (r != VK_SUCCESS) return VKFAIL("vkCreateBufferView", r);
   s->texels[s->n_texels++] = (texel_t){g, format, texels, view};
   *out = view;
   return QVK_OK;
 }
 
-/* ----- pipelines ---------------------------------------------------------------------- */
-
-static qvk_status shader_module(qvk_session *s, const qvk_cat_kernel *k, VkShaderModule *out,
-                                qvk_error *err) {
-  VkShaderModule *m = &s->modules[k->source];
-  if (*m == VK_NULL_HANDLE) {
-    const qvk_cat_source *src = &qvk_cat_sources[k->source];
-    VkShaderModuleCreateInfo info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    info.codeSize = src->nbytes;
-    info.pCode = src->words;
-    VkResult r = vkCreateShaderModule(s->device, &info, NULL, m);
-    if (r != VK_SUCCESS) return VKFAIL("vkCreateShaderModule", r);
-  }
-  *out = *m;
-  return check_validation(s, "creating a shader module", err);
-}
-
-static qvk_status pipeline(qvk_session *s, const qvk_cat_kernel *k, const int32_t *values,
-                           pipe_t **out, qvk_error *err) {
-  for (size_t i = 0; i < s->n_pipes; i++) {
-    pipe_t *p = &s->pipes[i];
-    if (p->cat == k && (k->n_spec == 0 || memcmp(p->values, values, k->n_spec * 4) == 0)) {
-      *out = p;
-      return QVK_OK;
-    }
-  }
-  if (s->n_pipes == s->cap_pipes) {
-    size_t cap = s->cap_pipes ? 2 * s->cap_pipes : 32;
-    pipe_t *grown = realloc(s->pipes, cap * sizeof *grown);
-    if (grown == NULL) return qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
-    s->pipes = grown;
-    s->cap_pipes = cap;
-  }
-  VkShaderModule module = VK_NULL_HANDLE;
-  qvk_status st = shader_module(s, k, &module, err);
-  if (st) return st;
-  pipe_t *p = &s->pipes[s->n_pipes];
-  memset(p, 0, sizeof *p);
-  p->cat = k;
-  p->values = malloc(k->n_spec ? k->n_spec * 4 : 4);
-  if (p->values == NULL) return qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
-  if (k->n_spec) memcpy(p->values, values, k->n_spec * 4);
-  s->n_pipes++; /* owned from here: freed by destroy */
-  size_t n = k->n_bindings + k->n_uniforms + k->n_texels;
-  VkDescriptorSetLayoutBinding bindings[64];
-  if (n > 64) return qvk_fail(err, QVK_ERROR_BUNDLE, "kernel %s has too many bindings", k->name);
-  for (size_t i = 0; i < n; i++) {
-    bindings[i] = (VkDescriptorSetLayoutBinding){0};
-    bindings[i].binding = (uint32_t)i;
-    bindings[i].descriptorType = i < k->n_bindings ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                                 : i < k->n_bindings + k->n_uniforms ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                                     : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
-    bindings[i].descriptorCount = 1;
-    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  VkDescriptorSetLayoutCreateInfo linfo = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  linfo.bindingCount = (uint32_t)n;
-  linfo.pBindings = bindings;
-  VkResult r = vkCreateDescriptorSetLayout(s->device, &linfo, NULL, &p->set_layout);
-  if (r != VK_SUCCESS) return VKFAIL("vkCreateDescriptorSetLayout", r);
-  uint32_t push_size = (uint32_t)(4 * k->n_push);
-  if (push_size > s->max_push) {
-    return qvk_fail(err, QVK_ERROR_DEVICE, "kernel %s: %u bytes of push constants, over %s's %u",
-                    k->name, push_size, s->name, s->max_push);
-  }
-  VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size};
-  VkPipelineLayoutCreateInfo pinfo = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pinfo.setLayoutCount = 1;
-  pinfo.pSetLayouts = &p->set_layout;
-  pinfo.pushConstantRangeCount = push_size ? 1 : 0;
-  pinfo.pPushConstantRanges = push_size ? &range : NULL;
-  r = vkCreatePipelineLayout(s->device, &pinfo, NULL, &p->layout);
-  if (r != VK_SUCCESS) return VKFAIL("vkCreatePipelineLayout", r);
-  VkSpecializationMapEntry *entries = calloc(k->n_spec ? k->n_spec : 1, sizeof *entries);
-  if (entries == NULL) return qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
-  for (size_t i = 0; i < k->n_spec; i++) {
-    entries[i] = (VkSpecializationMapEntry){(uint32_t)i, (uint32_t)(4 * i), 4};
-  }
-  VkSpecializationInfo spec = {(uint32_t)k->n_spec, entries, 4 * k->n_spec, p->values};
-  VkComputePipelineCreateInfo cinfo = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  cinfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  cinfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  cinfo.stage.module = module;
-  cinfo.stage.pName = "main";
-  cinfo.stage.pSpecializationInfo = k->n_spec ? &spec : NULL;
-  cinfo.layout = p->layout;
-  r = vkCreateComputePipelines(s->device, VK_NULL_HANDLE, 1, &cinfo, NULL, &p->pipeline);
-  free(entries);
-  if (r != VK_SUCCESS) return VKFAIL("vkCreateComputePipelines", r);
-  *out = p;
-  char what[200];
-  snprintf(what, sizeof what, "creating the pipeline of %s", k->name);
-  return check_validation(s, what, err);
-}
-
 /* ----- recording ---------------------------------------------------------------------- */
 
 typedef struct {
-  pipe_t *pipe;
+  qvk_pipe *pipe;
   const qvk_step_rec *step;
   gbuf *bufs[64];
   uint32_t groups[3]; /* the bundle's, or the variant's own (its workgroup rule) */
@@ -330,7 +190,7 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
      its storage buffer instead (flag 0, one vec4) */
   for (size_t u = 0; u < k->n_uniforms; u++) {
     const qvk_cat_uniform *view = &k->uniforms[u];
-    if (values[view->flag] == 1 && 16 * (int64_t)values[view->vec4s] > (int64_t)s->max_uniform) {
+    if (values[view->flag] == 1 && 16 * (int64_t)values[view->vec4s] > (int64_t)s->dev->max_uniform) {
       values[view->flag] = 0;
       values[view->vec4s] = 1;
     }
@@ -340,7 +200,7 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
     const qvk_cat_texel *view = &k->texels[t];
     if (values[view->flag] != 1) continue;
     gbuf *g = out->bufs[view->binding];
-    if (!s->texel_format || g->size / 16 > s->max_texel) values[view->flag] = 0;
+    if (!s->dev->texel_format || g->size / 16 > s->dev->max_texel) values[view->flag] = 0;
   }
   /* the device's variant of the kernel (variants.c; runtime.Program._record): picked now,
      never stored in the bundle; its own shader and workgroup rule, the base's interface */
@@ -351,7 +211,7 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
   for (size_t j = 0; j < k->n_spec; j++) S[j] = values[j];
   const qvk_cat_variant *variant = NULL;
   qvk_rule_ctx rule = {k->name, 0, ""};
-  if (qvk_choose_variant(k, &s->props, P, S, s->variant_mode, &variant, &rule) != 0) {
+  if (qvk_choose_variant(k, &s->dev->props, P, S, s->dev->variant_mode, &variant, &rule) != 0) {
     return qvk_fail(err, QVK_ERROR_BUNDLE, "%s", rule.msg);
   }
   memcpy(out->groups, step->groups, sizeof out->groups);
@@ -369,17 +229,17 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
       }
       out->groups[g] = (uint32_t)W[g];
     }
-    st = pipeline(s, &variant->kernel, values, &out->pipe, err);
+    st = qvk_device_pipeline(s->dev, &variant->kernel, values, &out->pipe, err);
     s->variant_dispatches++;
   } else {
-    st = pipeline(s, k, values, &out->pipe, err);
+    st = qvk_device_pipeline(s->dev, k, values, &out->pipe, err);
   }
   if (st) return st;
   for (int g = 0; g < 3; g++) {
-    if (out->groups[g] > s->max_groups[g]) {
+    if (out->groups[g] > s->dev->max_groups[g]) {
       return qvk_fail(err, QVK_ERROR_DEVICE, "dispatch of %s: (%u, %u, %u) workgroups exceed "
                       "this device's (%u, %u, %u)", k->name, out->groups[0], out->groups[1],
-                      out->groups[2], s->max_groups[0], s->max_groups[1], s->max_groups[2]);
+                      out->groups[2], s->dev->max_groups[0], s->dev->max_groups[1], s->dev->max_groups[2]);
     }
   }
   /* runtime._uniform_ranges */
@@ -388,12 +248,12 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
     gbuf *g = out->bufs[view->binding];
     int64_t nbytes = 16 * (int64_t)values[view->vec4s];
     if (values[view->flag] == 1) {
-      if (nbytes > (int64_t)s->max_uniform) {
+      if (nbytes > (int64_t)s->dev->max_uniform) {
         return qvk_fail(err, QVK_ERROR_DEVICE,
                         "dispatch of %s: reads %s (%" PRId64 " bytes) through a uniform buffer, "
                         "over this device's maxUniformBufferRange (%u bytes): run the program on "
                         "a device with a larger range",
-                        k->name, k->bindings[view->binding].name, nbytes, s->max_uniform);
+                        k->name, k->bindings[view->binding].name, nbytes, s->dev->max_uniform);
       }
       if ((VkDeviceSize)nbytes > g->size) {
         return qvk_fail(err, QVK_ERROR_BUNDLE,
@@ -405,15 +265,15 @@ static qvk_status resolve(qvk_session *s, const qvk_step_rec *step, resolved_t *
     }
     VkDeviceSize range = (VkDeviceSize)(nbytes < 0 ? 0 : nbytes);
     if (g->size < range) range = g->size;
-    if (s->max_uniform < range) range = s->max_uniform;
+    if (s->dev->max_uniform < range) range = s->dev->max_uniform;
     out->uniform_range[u] = range;
   }
   /* runtime._texel_views */
   for (size_t t = 0; t < k->n_texels; t++) {
     gbuf *g = out->bufs[k->texels[t].binding];
-    VkFormat fmt = s->texel_format ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_R32_UINT;
-    VkDeviceSize texels = s->texel_format ? g->size / 16 : g->size / 4;
-    if (texels > s->max_texel) texels = s->max_texel;
+    VkFormat fmt = s->dev->texel_format ? VK_FORMAT_R32G32B32A32_UINT : VK_FORMAT_R32_UINT;
+    VkDeviceSize texels = s->dev->texel_format ? g->size / 16 : g->size / 4;
+    if (texels > s->dev->max_texel) texels = s->dev->max_texel;
     if (texels < 1) texels = 1;
     st = texel_view(s, g, fmt, (uint32_t)texels, &out->texel_views[t], err);
     if (st) return st;
@@ -452,7 +312,7 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
   pool.maxSets = n ? (uint32_t)n : 1;
   pool.poolSizeCount = n_sizes;
   pool.pPoolSizes = sizes;
-  VkResult r = vkCreateDescriptorPool(s->device, &pool, NULL, &p->pool);
+  VkResult r = vkCreateDescriptorPool(s->dev->device, &pool, NULL, &p->pool);
   if (r != VK_SUCCESS) {
     st = VKFAIL("vkCreateDescriptorPool", r);
     goto done;
@@ -462,7 +322,7 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
     alloc.descriptorPool = p->pool;
     alloc.descriptorSetCount = (uint32_t)n;
     alloc.pSetLayouts = layouts;
-    r = vkAllocateDescriptorSets(s->device, &alloc, sets);
+    r = vkAllocateDescriptorSets(s->dev->device, &alloc, sets);
     if (r != VK_SUCCESS) {
       st = VKFAIL("vkAllocateDescriptorSets", r);
       goto done;
@@ -492,30 +352,30 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
         writes[w].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
         writes[w].pTexelBufferView = &res[i].texel_views[t];
       }
-      vkUpdateDescriptorSets(s->device, (uint32_t)w, writes, 0, NULL);
+      vkUpdateDescriptorSets(s->dev->device, (uint32_t)w, writes, 0, NULL);
     }
   }
-  if (s->timestamp_period > 0) {
+  if (s->dev->timestamp_period > 0) {
     VkQueryPoolCreateInfo q = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     q.queryType = VK_QUERY_TYPE_TIMESTAMP;
     q.queryCount = (uint32_t)n + 1;
-    r = vkCreateQueryPool(s->device, &q, NULL, &p->query);
+    r = vkCreateQueryPool(s->dev->device, &q, NULL, &p->query);
     if (r != VK_SUCCESS) {
       st = VKFAIL("vkCreateQueryPool", r);
       goto done;
     }
   }
   VkFenceCreateInfo finfo = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  r = vkCreateFence(s->device, &finfo, NULL, &p->fence);
+  r = vkCreateFence(s->dev->device, &finfo, NULL, &p->fence);
   if (r != VK_SUCCESS) {
     st = VKFAIL("vkCreateFence", r);
     goto done;
   }
   VkCommandBufferAllocateInfo cinfo = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cinfo.commandPool = s->command_pool;
+  cinfo.commandPool = s->dev->command_pool;
   cinfo.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cinfo.commandBufferCount = 1;
-  r = vkAllocateCommandBuffers(s->device, &cinfo, &p->cmd);
+  r = vkAllocateCommandBuffers(s->dev->device, &cinfo, &p->cmd);
   if (r != VK_SUCCESS) {
     st = VKFAIL("vkAllocateCommandBuffers", r);
     goto done;
@@ -534,7 +394,7 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
       barrier(p->cmd, compute, compute, VK_ACCESS_SHADER_WRITE_BIT,
               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
     }
-    pipe_t *pp = res[i].pipe;
+    qvk_pipe *pp = res[i].pipe;
     vkCmdBindPipeline(p->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pp->pipeline);
     vkCmdBindDescriptorSets(p->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pp->layout, 0, 1, &sets[i], 0, NULL);
     if (pp->cat->n_push) {
@@ -553,7 +413,7 @@ static qvk_status record(qvk_session *s, size_t m, qvk_error *err) {
     st = VKFAIL("vkEndCommandBuffer", r);
     goto done;
   }
-  if ((st = check_validation(s, "recording a command buffer", err))) goto done;
+  if ((st = qvk_device_check(s->dev, "recording a command buffer", err))) goto done;
   p->count = n;
   p->recorded = 1;
   p->record_seconds = qvk_now() - start;
@@ -565,236 +425,11 @@ done:
 }
 
 static void free_program(qvk_session *s, program_t *p) {
-  if (p->cmd != VK_NULL_HANDLE) vkFreeCommandBuffers(s->device, s->command_pool, 1, &p->cmd);
-  if (p->fence != VK_NULL_HANDLE) vkDestroyFence(s->device, p->fence, NULL);
-  if (p->query != VK_NULL_HANDLE) vkDestroyQueryPool(s->device, p->query, NULL);
-  if (p->pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(s->device, p->pool, NULL);
+  if (p->cmd != VK_NULL_HANDLE) vkFreeCommandBuffers(s->dev->device, s->dev->command_pool, 1, &p->cmd);
+  if (p->fence != VK_NULL_HANDLE) vkDestroyFence(s->dev->device, p->fence, NULL);
+  if (p->query != VK_NULL_HANDLE) vkDestroyQueryPool(s->dev->device, p->query, NULL);
+  if (p->pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(s->dev->device, p->pool, NULL);
   memset(p, 0, sizeof *p);
-}
-
-/* ----- the device --------------------------------------------------------------------- */
-
-static qvk_status select_device(qvk_session *s, const char *choice, qvk_error *err) {
-  uint32_t count = 0;
-  VkResult r = vkEnumeratePhysicalDevices(s->instance, &count, NULL);
-  if (r != VK_SUCCESS) return VKFAIL("vkEnumeratePhysicalDevices", r);
-  VkPhysicalDevice *all = calloc(count ? count : 1, sizeof *all);
-  VkPhysicalDevice found[32];
-  uint32_t families[32];
-  char names[32][VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
-  size_t n = 0;
-  if (all == NULL) return qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
-  vkEnumeratePhysicalDevices(s->instance, &count, all);
-  for (uint32_t i = 0; i < count && n < 32; i++) {
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(all[i], &props);
-    uint32_t nf = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(all[i], &nf, NULL);
-    VkQueueFamilyProperties fams[64];
-    if (nf > 64) nf = 64;
-    vkGetPhysicalDeviceQueueFamilyProperties(all[i], &nf, fams);
-    for (uint32_t f = 0; f < nf; f++) {
-      if ((fams[f].queueFlags & VK_QUEUE_COMPUTE_BIT) && fams[f].queueCount > 0) {
-        found[n] = all[i];
-        families[n] = f;
-        memcpy(names[n], props.deviceName, sizeof names[n]);
-        names[n][sizeof names[n] - 1] = '\0';
-        n++;
-        break;
-      }
-    }
-  }
-  free(all);
-  if (n == 0) {
-    return qvk_fail(err, QVK_ERROR_DEVICE,
-                    "no compute-capable Vulkan device was found (on a machine without a GPU, "
-                    "install Mesa's lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`)");
-  }
-  char list[800] = "";
-  for (size_t i = 0; i < n; i++) {
-    size_t used = strlen(list);
-    snprintf(list + used, sizeof list - used, "%s%zu: %.200s", i ? ", " : "", i, names[i]);
-  }
-  size_t pick = 0;
-  if (choice != NULL && choice[0] != '\0') {
-    const char *p = choice;
-    while (*p == ' ') p++;
-    int digits = *p != '\0';
-    for (const char *q = p; *q && *q != ' '; q++) digits &= isdigit((unsigned char)*q) != 0;
-    if (digits) {
-      unsigned long long index = strtoull(p, NULL, 10);
-      if (index >= n) {
-        return qvk_fail(err, QVK_ERROR_DEVICE, "Vulkan device index %llu out of range (devices: %s)",
-                        index, list);
-      }
-      pick = (size_t)index;
-    } else {
-      pick = n;
-      for (size_t i = 0; i < n && pick == n; i++) {
-        const char *hay = names[i];
-        size_t hl = strlen(hay), nl = strlen(choice);
-        for (size_t o = 0; nl <= hl && o + nl <= hl; o++) {
-          size_t j = 0;
-          while (j < nl && tolower((unsigned char)hay[o + j]) == tolower((unsigned char)choice[j])) j++;
-          if (j == nl) {
-            pick = i;
-            break;
-          }
-        }
-      }
-      if (pick == n) {
-        return qvk_fail(err, QVK_ERROR_DEVICE, "no Vulkan device name contains '%s' (devices: %s)",
-                        choice, list);
-      }
-    }
-  }
-  s->pd = found[pick];
-  s->family = families[pick];
-  memcpy(s->name, names[pick], sizeof names[pick]);
-  return QVK_OK;
-}
-
-static qvk_status open_device(qvk_session *s, const char *choice, qvk_error *err) {
-  const char *validation = qvk_getenv("QOPT_VULKAN_VALIDATION");
-  int validate = validation != NULL && validation[0] != '\0' && strcmp(validation, "0") != 0;
-  const char *layer = "VK_LAYER_KHRONOS_validation";
-  const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-  if (validate) {
-    uint32_t n = 0;
-    vkEnumerateInstanceLayerProperties(&n, NULL);
-    VkLayerProperties *props = calloc(n ? n : 1, sizeof *props);
-    int found = 0;
-    if (props != NULL) {
-      vkEnumerateInstanceLayerProperties(&n, props);
-      for (uint32_t i = 0; i < n; i++) found |= strcmp(props[i].layerName, layer) == 0;
-      free(props);
-    }
-    if (!found) {
-      return qvk_fail(err, QVK_ERROR_DEVICE, "%s is not installed (Debian/Ubuntu: `apt-get install "
-                      "vulkan-validationlayers`), and QOPT_VULKAN_VALIDATION asks for it", layer);
-    }
-  }
-  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.pApplicationName = "qopt";
-  app.applicationVersion = 1;
-  app.pEngineName = "qopt";
-  app.engineVersion = 1;
-  app.apiVersion = VK_MAKE_VERSION(1, 2, 0);
-  VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  info.pApplicationInfo = &app;
-  info.enabledLayerCount = validate ? 1 : 0;
-  info.ppEnabledLayerNames = validate ? &layer : NULL;
-  info.enabledExtensionCount = validate ? 1 : 0;
-  info.ppEnabledExtensionNames = validate ? &ext : NULL;
-  VkResult r = vkCreateInstance(&info, NULL, &s->instance);
-  if (r != VK_SUCCESS) {
-    s->instance = VK_NULL_HANDLE;
-    return qvk_fail(err, QVK_ERROR_DEVICE, "vkCreateInstance failed (%d): is a Vulkan driver "
-                    "installed? (lavapipe: `apt-get install mesa-vulkan-drivers libvulkan1`)", (int)r);
-  }
-  if (validate) {
-    PFN_vkCreateDebugUtilsMessengerEXT create =
-        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(s->instance, "vkCreateDebugUtilsMessengerEXT");
-    s->destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
-        s->instance, "vkDestroyDebugUtilsMessengerEXT");
-    if (create != NULL && s->destroy_messenger != NULL) {
-      VkDebugUtilsMessengerCreateInfoEXT minfo = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      minfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                              VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-      minfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                          VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                          VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-      minfo.pfnUserCallback = on_message;
-      minfo.pUserData = s;
-      create(s->instance, &minfo, NULL, &s->messenger);
-    }
-  }
-  if (choice == NULL || choice[0] == '\0') choice = qvk_getenv("QOPT_VULKAN_DEVICE");
-  qvk_status st = select_device(s, choice, err);
-  if (st) return st;
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(s->pd, &props);
-  if (VK_API_VERSION_MAJOR(props.apiVersion) == 1 && VK_API_VERSION_MINOR(props.apiVersion) < 2) {
-    return qvk_fail(err, QVK_ERROR_DEVICE, "%s supports Vulkan %u.%u; qopt's kernels are SPIR-V "
-                    "for Vulkan 1.2: update its driver or choose another device (--device)",
-                    s->name, VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion));
-  }
-  for (int i = 0; i < 3; i++) s->max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
-  s->max_push = props.limits.maxPushConstantsSize;
-  s->max_uniform = props.limits.maxUniformBufferRange;
-  s->max_texel = props.limits.maxTexelBufferElements;
-  s->timestamp_period = props.limits.timestampPeriod;
-  uint32_t nf = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(s->pd, &nf, NULL);
-  VkQueueFamilyProperties fams[64];
-  if (nf > 64) nf = 64;
-  vkGetPhysicalDeviceQueueFamilyProperties(s->pd, &nf, fams);
-  s->timestamp_bits = s->family < nf ? fams[s->family].timestampValidBits : 0;
-  if (s->timestamp_bits == 0) s->timestamp_period = 0;
-  VkFormatProperties fmt;
-  vkGetPhysicalDeviceFormatProperties(s->pd, VK_FORMAT_R32G32B32A32_UINT, &fmt);
-  s->texel_format = (fmt.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
-  vkGetPhysicalDeviceMemoryProperties(s->pd, &s->memory);
-  /* runtime.device_props: what the kernel variants' choice reads */
-  VkPhysicalDeviceSubgroupProperties sub = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props2.pNext = &sub;
-  vkGetPhysicalDeviceProperties2(s->pd, &props2);
-  VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  VkPhysicalDeviceFeatures2 features2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  features2.pNext = &f16;
-  vkGetPhysicalDeviceFeatures2(s->pd, &features2);
-  s->props.device_type = (uint32_t)props.deviceType;
-  s->props.subgroup_size = sub.subgroupSize;
-  s->props.subgroup_stages = sub.supportedStages;
-  s->props.subgroup_ops = sub.supportedOperations;
-  s->props.shared_bytes = props.limits.maxComputeSharedMemorySize;
-  s->props.float16 = f16.shaderFloat16 != 0;
-  s->props.int8 = f16.shaderInt8 != 0;
-  st = qvk_variant_mode(qvk_getenv("QOPT_VK_VARIANTS"), &s->variant_mode, err);
-  if (st) return st;
-  VkPhysicalDeviceFeatures features;
-  vkGetPhysicalDeviceFeatures(s->pd, &features);
-  if (!features.robustBufferAccess) {
-    return qvk_fail(err, QVK_ERROR_DEVICE,
-                    "%s lacks robustBufferAccess, which the native runtime requires (it bounds "
-                    "every buffer access of a dispatch to its buffer: the guarantee that a bundle "
-                    "cannot read or write outside its buffers): choose another device (--device)",
-                    s->name);
-  }
-  VkPhysicalDeviceFeatures enabled = {0};
-  enabled.robustBufferAccess = VK_TRUE;
-  float priority = 1.0f;
-  VkDeviceQueueCreateInfo qinfo = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qinfo.queueFamilyIndex = s->family;
-  qinfo.queueCount = 1;
-  qinfo.pQueuePriorities = &priority;
-  VkDeviceCreateInfo dinfo = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dinfo.queueCreateInfoCount = 1;
-  dinfo.pQueueCreateInfos = &qinfo;
-  dinfo.pEnabledFeatures = &enabled;
-  /* shaderFloat16 where the device has it: the f16 kernel variants use it (and are chosen
-     only there); the Python runtime enables the same */
-  VkPhysicalDeviceShaderFloat16Int8Features f16_on = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  f16_on.shaderFloat16 = VK_TRUE;
-  if (s->props.float16) dinfo.pNext = &f16_on;
-  r = vkCreateDevice(s->pd, &dinfo, NULL, &s->device);
-  if (r != VK_SUCCESS) {
-    s->device = VK_NULL_HANDLE;
-    return VKFAIL("vkCreateDevice", r);
-  }
-  vkGetDeviceQueue(s->device, s->family, 0, &s->queue);
-  VkCommandPoolCreateInfo pinfo = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pinfo.queueFamilyIndex = s->family;
-  pinfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  r = vkCreateCommandPool(s->device, &pinfo, NULL, &s->command_pool);
-  if (r != VK_SUCCESS) {
-    s->command_pool = VK_NULL_HANDLE;
-    return VKFAIL("vkCreateCommandPool", r);
-  }
-  return check_validation(s, "creating the device", err);
 }
 
 static void write_initial(qvk_session *s) {
@@ -812,41 +447,23 @@ static void write_initial(qvk_session *s) {
 
 void qvk_session_destroy(qvk_session *s) {
   if (s == NULL) return;
-  if (s->device != VK_NULL_HANDLE) {
-    vkDeviceWaitIdle(s->device);
+  qvk_device *d = s->dev;
+  int idle_ok = 0;
+  if (d != NULL) {
+    idle_ok = vkDeviceWaitIdle(d->device) == VK_SUCCESS;
     if (s->programs != NULL) {
       for (size_t m = 0; m < s->b->n_methods; m++) free_program(s, &s->programs[m]);
     }
-    for (size_t i = 0; i < s->n_texels; i++) vkDestroyBufferView(s->device, s->texels[i].view, NULL);
+    for (size_t i = 0; i < s->n_texels; i++) vkDestroyBufferView(d->device, s->texels[i].view, NULL);
     if (s->owned != NULL) {
       for (size_t i = 0; i < s->b->n_buffers; i++) free_buffer(s, &s->owned[i]);
     }
     if (s->slots != NULL) {
       for (size_t i = 0; i < s->b->n_slots; i++) free_buffer(s, &s->slots[i]);
     }
-    for (size_t i = 0; i < s->n_pipes; i++) {
-      if (s->pipes[i].pipeline != VK_NULL_HANDLE) vkDestroyPipeline(s->device, s->pipes[i].pipeline, NULL);
-      if (s->pipes[i].layout != VK_NULL_HANDLE) vkDestroyPipelineLayout(s->device, s->pipes[i].layout, NULL);
-      if (s->pipes[i].set_layout != VK_NULL_HANDLE) {
-        vkDestroyDescriptorSetLayout(s->device, s->pipes[i].set_layout, NULL);
-      }
-    }
-    if (s->modules != NULL) {
-      for (size_t i = 0; i < qvk_cat_source_count; i++) {
-        if (s->modules[i] != VK_NULL_HANDLE) vkDestroyShaderModule(s->device, s->modules[i], NULL);
-      }
-    }
-    if (s->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(s->device, s->command_pool, NULL);
-    vkDestroyDevice(s->device, NULL);
+    qvk_device_give_back(d, idle_ok); /* parked for the next session, or closed */
   }
-  if (s->instance != VK_NULL_HANDLE) {
-    if (s->messenger != VK_NULL_HANDLE) s->destroy_messenger(s->instance, s->messenger, NULL);
-    vkDestroyInstance(s->instance, NULL);
-  }
-  for (size_t i = 0; i < s->n_pipes; i++) free(s->pipes[i].values);
-  free(s->pipes);
   free(s->texels);
-  free(s->modules);
   free(s->owned);
   free(s->slots);
   free(s->bufs);
@@ -862,14 +479,14 @@ qvk_status qvk_session_create(const qvk_bundle *b, const char *device, qvk_sessi
   if (s == NULL) return qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
   s->b = b;
   s->timings.gpu_seconds = -1;
-  qvk_status st = open_device(s, device, err);
+  qvk_status st = qvk_device_lease(device, &s->dev, &s->reused, err);
   if (st == QVK_OK) {
-    s->modules = calloc(qvk_cat_source_count, sizeof *s->modules);
+    s->compiled_at = s->dev->compiled;
     s->slots = calloc(b->n_slots ? b->n_slots : 1, sizeof *s->slots);
     s->owned = calloc(b->n_buffers ? b->n_buffers : 1, sizeof *s->owned);
     s->bufs = calloc(b->n_buffers ? b->n_buffers : 1, sizeof *s->bufs);
     s->programs = calloc(b->n_methods ? b->n_methods : 1, sizeof *s->programs);
-    if (!s->modules || !s->slots || !s->owned || !s->bufs || !s->programs) {
+    if (!s->slots || !s->owned || !s->bufs || !s->programs) {
       st = qvk_fail(err, QVK_ERROR_MEMORY, "out of memory");
     }
   }
@@ -893,8 +510,8 @@ qvk_status qvk_session_create(const qvk_bundle *b, const char *device, qvk_sessi
   }
   /* every pipeline now, as the Python runtime does when it opens the device */
   for (size_t i = 0; st == QVK_OK && i < b->n_kernels; i++) {
-    pipe_t *p;
-    st = pipeline(s, b->kernels[i].cat, b->kernels[i].spec, &p, err);
+    qvk_pipe *p;
+    st = qvk_device_pipeline(s->dev, b->kernels[i].cat, b->kernels[i].spec, &p, err);
   }
   if (st != QVK_OK) {
     qvk_session_destroy(s);
@@ -1014,30 +631,30 @@ qvk_status qvk_session_run(qvk_session *s, size_t m, const qvk_tensor *inputs,
       if (b->buffers[step->buffers[j]].kind == KIND_STATUS) memset(s->bufs[step->buffers[j]]->map, 0, 4);
     }
   }
-  VkResult r = vkResetFences(s->device, 1, &p->fence);
+  VkResult r = vkResetFences(s->dev->device, 1, &p->fence);
   if (r != VK_SUCCESS) return VKFAIL("vkResetFences", r);
   VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &p->cmd;
   double t0 = qvk_now();
-  r = vkQueueSubmit(s->queue, 1, &submit, p->fence);
+  r = vkQueueSubmit(s->dev->queue, 1, &submit, p->fence);
   if (r != VK_SUCCESS) return VKFAIL("vkQueueSubmit", r);
-  r = vkWaitForFences(s->device, 1, &p->fence, VK_TRUE, UINT64_MAX);
+  r = vkWaitForFences(s->dev->device, 1, &p->fence, VK_TRUE, UINT64_MAX);
   if (r != VK_SUCCESS) return VKFAIL("vkWaitForFences", r);
   s->timings.submit_seconds = qvk_now() - t0;
-  qvk_status vst = check_validation(s, "running a command buffer", err);
+  qvk_status vst = qvk_device_check(s->dev, "running a command buffer", err);
   if (vst) return vst;
   s->timings.gpu_seconds = -1;
   if (p->query != VK_NULL_HANDLE) {
     size_t n = p->count + 1;
     uint64_t *ticks = calloc(n, sizeof *ticks);
     if (ticks != NULL &&
-        vkGetQueryPoolResults(s->device, p->query, 0, (uint32_t)n, n * 8, ticks, 8,
+        vkGetQueryPoolResults(s->dev->device, p->query, 0, (uint32_t)n, n * 8, ticks, 8,
                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
       double total = 0;
-      uint64_t mask = s->timestamp_bits >= 64 ? UINT64_MAX : ((uint64_t)1 << s->timestamp_bits) - 1;
+      uint64_t mask = s->dev->timestamp_bits >= 64 ? UINT64_MAX : ((uint64_t)1 << s->dev->timestamp_bits) - 1;
       for (size_t i = 1; i < n; i++) total += (double)((ticks[i] - ticks[i - 1]) & mask);
-      s->timings.gpu_seconds = total * s->timestamp_period * 1e-9;
+      s->timings.gpu_seconds = total * s->dev->timestamp_period * 1e-9;
     }
     free(ticks);
   }

@@ -4,7 +4,9 @@
      qvk-cycles MODEL.qvk N [--rss EVERY]
    Each cycle opens the bundle, creates a session on it, runs its first method on zero
    inputs, resets the session, destroys it and closes the bundle; the outputs of every
-   cycle must equal the first cycle's. Prints the resident set size (VmRSS of
+   cycle must equal the first cycle's. Each cycle's session leases the device the previous
+   one gave back (runtime/src/device.c; QOPT_VULKAN_REUSE=0: a fresh device every cycle),
+   and the idle one is closed at exit. Prints the resident set size (VmRSS of
    /proc/self/status where it exists, else the peak) after cycles 1, 10, every EVERY-th and
    the last, then one line:
      N cycles in S s (T ms a cycle); rss after cycle 10: A MiB, after cycle N: B MiB (+D) */

@@ -142,6 +142,11 @@ def _load() -> Any:
         "qvk_session_device_props": (_DeviceProps, [P]),
         "qvk_session_variant_mode": (ctypes.c_char_p, [P]),
         "qvk_session_variant_dispatches": (S, [P]),
+        "qvk_session_reused": (ctypes.c_int, [P]),
+        "qvk_session_pipelines_created": (S, [P]),
+        "qvk_session_vulkan_instance": (P, [P]),
+        "qvk_session_vulkan_device": (P, [P]),
+        "qvk_release_idle": (None, []),
         "qvk_kernel_variant": (
             ctypes.c_int,
             [
@@ -318,6 +323,25 @@ class NativeSession:
         """Dispatches recorded so far with a kernel variant."""
         return int(self._lib.qvk_session_variant_dispatches(self.handle))
 
+    @property
+    def reused(self) -> bool:
+        """The session leased an idle device another session had given back (its shader
+        modules and pipelines with it: `qvk_session_reused`)."""
+        return bool(self._lib.qvk_session_reused(self.handle))
+
+    @property
+    def pipelines_created(self) -> int:
+        """Pipelines this session compiled; the others it runs were on its device already."""
+        return int(self._lib.qvk_session_pipelines_created(self.handle))
+
+    @property
+    def vulkan_handles(self) -> tuple[int, int]:
+        """The session's VkInstance and VkDevice handles (interop, tests)."""
+        lib = self._lib
+        instance = lib.qvk_session_vulkan_instance(self.handle)
+        device = lib.qvk_session_vulkan_device(self.handle)
+        return int(instance or 0), int(device or 0)
+
     def timings(self) -> dict[str, float]:
         t = self._lib.qvk_session_timings(self.handle)
         names = ("wall_seconds", "submit_seconds", "gpu_seconds", "record_seconds", "dispatches")
@@ -390,6 +414,13 @@ class NativeSession:
             self.close()
         except Exception:
             pass
+
+
+def release_idle() -> None:
+    """Close the native runtime's idle devices (`qvk_release_idle`; the process's exit
+    closes them too): a destroyed session's device is kept, with its pipelines, for the
+    next session of the same choice (docs/native-runtime.md, "Device reuse")."""
+    _load().qvk_release_idle()
 
 
 def native_variant(
