@@ -14,8 +14,11 @@ every pair again (`vulkan_program`, `vulkan_bytes`: compiled once per process, r
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
+import shutil
+import tempfile
 
 import torch
 from torch.export import ExportedProgram
@@ -91,3 +94,12 @@ def _kv_decoder_bytes(
 ) -> bytes:
     methods = _kv_decoder(config, prompt, scheme)[1]
     return qopt.compile(methods, target="vulkan").to_bytes()
+
+
+def process_tempdir(prefix: str) -> str:
+    """A folder for what this test process caches on disk (packages written once and read
+    by several tests), removed when the process exits (a bare `tempfile.mkdtemp` at module
+    level left one behind per run and worker)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path

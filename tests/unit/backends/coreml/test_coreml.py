@@ -29,12 +29,11 @@ import io
 import os
 import subprocess
 import sys
-import tempfile
 from typing import Any
 
 import numpy as np
 import pytest
-from shared_exports import exported
+from shared_exports import exported, process_tempdir
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 import qopt
@@ -49,7 +48,7 @@ from qopt.interpreters.coreml import const_array
 
 DYNAMIC = {"pt2e_dynamic", "8da4w"}
 PAIRS = [(m, s) for m in MODELS for s in SCHEMES]
-_TMP = tempfile.mkdtemp(prefix="qopt-coreml-tests-")
+_TMP = process_tempdir("qopt-coreml-tests-")
 
 
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:

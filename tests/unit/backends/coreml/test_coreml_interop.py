@@ -21,7 +21,6 @@ import copy
 import functools
 import json
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from shared_exports import exported
+from shared_exports import exported, process_tempdir
 from xdsl.dialects.func import FuncOp
 
 import qopt
@@ -42,7 +41,7 @@ from qopt.examples import build_kv_llama, random_inputs
 from qopt.version import qopt_version
 
 ct = pytest.importorskip("coremltools")
-_TMP = tempfile.mkdtemp(prefix="qopt-coreml-interop-")
+_TMP = process_tempdir("qopt-coreml-interop-")
 KV: dict[str, Any] = {"vocab_size": 64, "dim": 32, "n_layers": 1, "n_heads": 4, "hidden_dim": 64,
       "max_seq_len": 16}  # fmt: skip
 

@@ -22,12 +22,12 @@ import functools
 import json
 import os
 import shutil
-import tempfile
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from shared_exports import process_tempdir
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
@@ -45,7 +45,7 @@ from qopt.lowering.convert_to_coreml import ConvertToCoremlPass
 CONFIG = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 64,
           "max_seq_len": 40}  # fmt: skip
 CACHES = [f"layers.{i}.attention.{c}" for i in range(2) for c in ("k_cache", "v_cache")]
-_TMP = tempfile.mkdtemp(prefix="qopt-coreml-state-")
+_TMP = process_tempdir("qopt-coreml-state-")
 
 
 def _export(model: torch.nn.Module, *inputs: torch.Tensor) -> torch.export.ExportedProgram:

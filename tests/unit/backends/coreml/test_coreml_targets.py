@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from shared_exports import exported
+from shared_exports import exported, process_tempdir
 from xdsl.dialects.builtin import ModuleOp
 
 import qopt
@@ -34,7 +33,7 @@ from qopt.driver import compile_coreml
 from qopt.examples import MODELS, SCHEMES, random_inputs
 
 TARGETS = ("iOS16", "iOS17")
-_TMP = tempfile.mkdtemp(prefix="qopt-coreml-targets-")
+_TMP = process_tempdir("qopt-coreml-targets-")
 
 
 class Needs(NamedTuple):
