@@ -258,14 +258,25 @@ void main() {
   bool per_code = p.BK % uint(VPW) != 0u;
   bool palette = FBITS <= 4 && !per_code && p.K % p.BK == 0u;  // whole palette blocks
   bool vec4s = !per_code && p.K % 4u == 0u && (CB_UBO == 1 || !palette);
+  // the fast paths once per invocation, outside any loop, when the grid covers M x N (it
+  // does unless group_count capped it at MAX_WORKGROUPS; then the grid-stride loops below
+  // run `tile`, the same bits), as linear_qw's gemm_tile: lavapipe runs a loop's body
+  // under the loop's execution mask (each load and store a masked per-lane loop). Rows
+  // and columns past M / N are clamped in the tiles (reads) and skipped (stores), so a
+  // larger grid is safe too. One call site per tile function: lavapipe inlines each and
+  // a second copy doubles the pipeline's creation time.
+  bool covers = gl_NumWorkGroups.x * uint(WG * NPW) >= p.N && gl_NumWorkGroups.y * uint(MT) >= p.M;
+  if (covers && (vec4s || palette)) {
+    uint m0 = gl_WorkGroupID.y * uint(MT);
+    uint n0 = gl_WorkGroupID.x * uint(WG * NPW) + gl_LocalInvocationID.x * uint(NPW);
+    if (vec4s) tile_v4(m0, n0);
+    else tile_palette(m0, n0);
+    return;
+  }
   for (uint m0 = gl_WorkGroupID.y * uint(MT); m0 < p.M; m0 += gl_NumWorkGroups.y * uint(MT)) {
     for (uint nb = gl_WorkGroupID.x * uint(WG * NPW); nb < p.N;
          nb += gl_NumWorkGroups.x * uint(WG * NPW)) {
-      uint n0 = nb + gl_LocalInvocationID.x * uint(NPW);
-      if (vec4s) tile_v4(m0, n0);
-      else if (palette) tile_palette(m0, n0);
-      else if (per_code) tile(m0, n0, true);
-      else tile(m0, n0, false);
+      tile(m0, nb + gl_LocalInvocationID.x * uint(NPW), per_code);
     }
   }
 }

@@ -1,7 +1,8 @@
-"""linear_qw's and linear_dq8ca's gemm_tile on a grid that covers M x N (one tile per
-invocation, outside the grid-stride loops) and on a smaller grid (the loops: what a
-dispatch whose workgroup count was capped at MAX_WORKGROUPS runs): the same bits, and
-the kernel's reference (bit for bit for linear_dq8ca, within linear_qw's tolerance)."""
+"""linear_qw's and linear_dq8ca's gemm_tile and linear_lut's tiles on a grid that covers
+M x N (one tile per invocation, outside the grid-stride loops) and on a smaller grid (the
+loops: what a dispatch whose workgroup count was capped at MAX_WORKGROUPS runs): the same
+bits, and the kernel's reference (bit for bit for linear_dq8ca, within linear_qw's and
+linear_lut's tolerance)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from qopt.backends.vulkan.registry import kernels
 from qopt.backends.vulkan.runtime import Dispatch, VulkanDevice
 from qopt.interpreters import quant as iq
-from qopt.kernels.packing import pack_affine
+from qopt.kernels.packing import pack_affine, pack_lut
+from qopt.kernels.qlinear import lut_uniform, x_uniform
 
 F32 = np.float32
 RNG = np.random.default_rng(2026)
@@ -75,3 +77,48 @@ def test_gemm_tile_grid_covering_or_capped(dev, name, bits, group, m, tile) -> N
         np.testing.assert_array_equal(outs[0], ref["out"])
     else:
         np.testing.assert_allclose(outs[0], ref["out"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "path,m,k,tile",
+    [
+        ("vec4_uniform", 1, 64, (8, 1, 2)),  # tile_v4, codebook and x in uniform blocks
+        ("vec4_uniform", 11, 64, (4, 4, 2)),  # tile_v4, 3 row blocks, the last partial
+        ("vec4_texel", 11, 64, (4, 4, 2)),  # tile_v4, x through the texel view
+        ("palette", 11, 64, (8, 4, 2)),  # tile_palette (storage codebook)
+        ("tail", 5, 62, (4, 2, 2)),  # K % 4 != 0: tile, in the loops on every grid
+    ],
+)
+def test_lut_tile_grid_covering_or_capped(dev, path, m, k, tile) -> None:
+    """linear_lut: its fast paths once per invocation on a covering grid, `tile` in the
+    grid-stride loops on a capped one: the same bits, and the reference's values."""
+    n, block = 45, 16 if k % 16 == 0 else k
+    codes = RNG.integers(0, 16, (n, k))
+    book = RNG.standard_normal((1, k // block, 16, 1)).astype(F32)
+    p = pack_lut(codes, book, 4)
+    entries = np.concatenate([p.codebook.reshape(-1), np.zeros((-p.codebook.size) % 4, F32)])
+    x = RNG.standard_normal((m, k)).astype(F32)
+    spec = {"FBITS": 4, "HAS_BIAS": 1, "NPW": tile[0], "MT": tile[1], "WG": tile[2]}
+    if path.startswith("vec4"):
+        spec |= lut_uniform(p.codebook.size)
+        spec |= x_uniform(m, k) if path == "vec4_uniform" else {"X_TEXEL": 1}
+    push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "BN": p.block_rows,
+            "BK": p.block_cols, "GK": p.col_groups, "L": p.lut_size}  # fmt: skip
+    kspec = kernels()["linear_lut"]
+    host = {"x": x.reshape(-1), "codes": p.codes.reshape(-1), "codebook": entries,
+            "bias": RNG.standard_normal(n).astype(F32), "out": np.zeros(m * n, F32)}  # fmt: skip
+    full = kspec.workgroups(push, kspec.spec_values(spec))
+    assert full[0] * tile[0] * tile[2] >= n
+    assert full[1] * tile[1] >= m
+    outs = []
+    for groups in (None, (1, 1, 1), (2, 1, 1), (1, 2, 1)):
+        bufs = {key: dev.upload(v) for key, v in host.items()}
+        dev.run([Dispatch("linear_lut", bufs, push, spec, groups)])
+        outs.append(dev.download(bufs["out"], F32, (m * n,)))
+        for b in bufs.values():
+            b.free()
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    ref = {key: v.copy() for key, v in host.items()}
+    kspec.reference(ref, push, kspec.spec_values(spec))
+    np.testing.assert_allclose(outs[0], ref["out"], rtol=1e-5, atol=1e-5)
