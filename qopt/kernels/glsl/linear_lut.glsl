@@ -40,6 +40,11 @@
 // codes through a texel view (four words per fetch; no clamp and tail tests for full
 // palettes): 0.98-1.02x, with 2-10x the SPIR-V. Reading the codebook's vec4 component
 // statically instead of by index: 0.93-1.03x (the dynamic component is no extra cost).
+// A palette shared by the invocation's rows (torchao's [-1, 16]) loaded once per block
+// from the uniform block (16 gathers per 16 codes, not one per code and row) with each
+// code's entry picked by `pick`'s select tree: 1.3-1.5x slower at M = 1 (NPW 8 and 4) and
+// at M = 64 (NPW 4 and 8, MT 8, X_TEXEL) on 2048 x 2048, 2048 x 5632, 5632 x 2048: 15
+// blends per code and row cost more than one gather (2026-12-08, AMD EPYC AVX2).
 // CB_UBO / X_UBO 0: the storage buffers (bindings 5 and 6 are still bound, to at most
 // 16 * CBU_VEC4 / 16 * XU_VEC4 bytes of the codebook and of x, and not read); the runtime
 // turns a block off on a device whose maxUniformBufferRange is smaller.
