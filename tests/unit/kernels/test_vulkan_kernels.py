@@ -803,22 +803,25 @@ def test_sdpa(dev: VulkanDevice, mask: int, causal: int, group: int) -> None:
     tclose(ref["out"], expect)
 
 
-def test_sdpa_stride_maps(dev: VulkanDevice) -> None:
+@pytest.mark.parametrize("e,voff", [(8, 7), (8, 8), (6, 7), (132, 8)])
+def test_sdpa_stride_maps(dev: VulkanDevice, e: int, voff: int) -> None:
     """VMAP / OMAP: v read out of a [S, heads, EV] layout with an offset and the output
     written as [L, heads, EV] (the transposes vkc-fold-copies folds in): the device bit
     for bit the row-major sdpa on the transposed copies, the reference close to it; REG
-    (rows in registers) bit for bit the same, with and without the maps."""
-    h, lq, s, e = 3, 4, 5, 8
+    (rows in registers) bit for bit the same, with and without the maps: named vec4s
+    (e = 8; v through the mapped scalar loads at offset 7, as vec4s at offset 8) or the
+    register array (e = 6, e = 132 > 128)."""
+    h, lq, s = 3, 4, 5
     q = RNG.standard_normal((h, lq, e)).astype(F32)
     k = RNG.standard_normal((h, s, e)).astype(F32)
-    raw = RNG.standard_normal(7 + s * h * e).astype(F32)  # v at offset 7: [s, h, e]
-    v = raw[7:].reshape(s, h, e).transpose(1, 0, 2)
+    raw = RNG.standard_normal(voff + s * h * e).astype(F32)  # v at offset voff: [s, h, e]
+    v = raw[voff:].reshape(s, h, e).transpose(1, 0, 2)
     push = {"BH": h, "H": h, "L": lq, "S": s, "E": e, "EV": e, "G": 1, "scale": 0.5}
     push.update({"mb": 0, "mh": 0, "ml": 0, "ms": 0})
     plain, _ = run_kernel(
         dev, "sdpa", {"q": q, "k": k, "v": np.ascontiguousarray(v)}, {"out": (F32, q.size)}, push
     )
-    maps = {"VMAP": 1, "VOFF": 7, "VSH": e, "VSS": h * e, "VSE": 1}
+    maps = {"VMAP": 1, "VOFF": voff, "VSH": e, "VSS": h * e, "VSE": 1}
     maps.update({"OMAP": 1, "OOFF": 0, "OSH": e, "OSL": h * e, "OSE": 1})
     got, ref = run_kernel(
         dev, "sdpa", {"q": q, "k": k, "v": raw}, {"out": (F32, q.size)}, push, maps
