@@ -41,6 +41,36 @@ def _inputs(name: str, bits: int, m: int, n: int, k: int, group: int) -> dict[st
     return {"xq": xq, "x_scale": xs.reshape(-1), "x_zp": xz.reshape(-1), **common}
 
 
+def _covering_and_capped(
+    dev: VulkanDevice,
+    name: str,
+    host: dict[str, np.ndarray],
+    push: dict[str, int],
+    spec: dict[str, int],
+    tile: tuple[int, int, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Runs kernel `name` on the covering grid and on three capped ones, asserts they give
+    the same bits, and returns (the device's out, the reference's out)."""
+    kspec = kernels()[name]
+    m, n = push["M"], push["N"]
+    full = kspec.workgroups(push, kspec.spec_values(spec))
+    assert full[0] * tile[0] * tile[2] >= n
+    assert full[1] * tile[1] >= m
+    outs = []
+    for groups in (None, (1, 1, 1), (2, 1, 1), (1, 2, 1)):
+        bufs = {key: dev.upload(v) for key, v in host.items()}
+        dev.run([Dispatch(name, bufs, push, spec, groups)])
+        outs.append(dev.download(bufs["out"], F32, (m * n,)))
+        for b in bufs.values():
+            b.free()
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    ref = {key: v.copy() for key, v in host.items()}
+    assert kspec.reference is not None
+    kspec.reference(ref, push, kspec.spec_values(spec))
+    return outs[0], ref["out"]
+
+
 @pytest.mark.parametrize(
     "name,bits,group,m,tile",
     [
@@ -59,24 +89,11 @@ def test_gemm_tile_grid_covering_or_capped(dev, name, bits, group, m, tile) -> N
     host = {b.name: np.ascontiguousarray(inputs.get(b.name, np.zeros(4, F32))).reshape(-1)
             for b in kspec.bindings if b.name != "out"}  # fmt: skip
     host["out"] = np.zeros(m * n, F32)
-    full = kspec.workgroups(push, kspec.spec_values(spec))
-    assert full[0] * tile[0] * tile[2] >= n
-    assert full[1] * tile[1] >= m
-    outs = []
-    for groups in (None, (1, 1, 1), (2, 1, 1), (1, 2, 1)):
-        bufs = {key: dev.upload(v) for key, v in host.items()}
-        dev.run([Dispatch(name, bufs, push, spec, groups)])
-        outs.append(dev.download(bufs["out"], F32, (m * n,)))
-        for b in bufs.values():
-            b.free()
-    for got in outs[1:]:
-        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
-    ref = {key: v.copy() for key, v in host.items()}
-    kspec.reference(ref, push, kspec.spec_values(spec))
+    got, ref = _covering_and_capped(dev, name, host, push, spec, tile)
     if name.startswith("linear_dq8ca"):
-        np.testing.assert_array_equal(outs[0], ref["out"])
+        np.testing.assert_array_equal(got, ref)
     else:
-        np.testing.assert_allclose(outs[0], ref["out"], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -104,21 +121,7 @@ def test_lut_tile_grid_covering_or_capped(dev, path, m, k, tile) -> None:
         spec |= x_uniform(m, k) if path == "vec4_uniform" else {"X_TEXEL": 1}
     push = {"M": m, "N": n, "K": k, "row_words": p.row_words, "BN": p.block_rows,
             "BK": p.block_cols, "GK": p.col_groups, "L": p.lut_size}  # fmt: skip
-    kspec = kernels()["linear_lut"]
     host = {"x": x.reshape(-1), "codes": p.codes.reshape(-1), "codebook": entries,
             "bias": RNG.standard_normal(n).astype(F32), "out": np.zeros(m * n, F32)}  # fmt: skip
-    full = kspec.workgroups(push, kspec.spec_values(spec))
-    assert full[0] * tile[0] * tile[2] >= n
-    assert full[1] * tile[1] >= m
-    outs = []
-    for groups in (None, (1, 1, 1), (2, 1, 1), (1, 2, 1)):
-        bufs = {key: dev.upload(v) for key, v in host.items()}
-        dev.run([Dispatch("linear_lut", bufs, push, spec, groups)])
-        outs.append(dev.download(bufs["out"], F32, (m * n,)))
-        for b in bufs.values():
-            b.free()
-    for got in outs[1:]:
-        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
-    ref = {key: v.copy() for key, v in host.items()}
-    kspec.reference(ref, push, kspec.spec_values(spec))
-    np.testing.assert_allclose(outs[0], ref["out"], rtol=1e-5, atol=1e-5)
+    got, ref = _covering_and_capped(dev, "linear_lut", host, push, spec, tile)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
