@@ -14,7 +14,7 @@
 // and the output row in registers, the output written once at the end: the same f32
 // operations, without the per-key loads and stores of the output row (REG a multiple of
 // 4 up to 128: 32 named vec4s and vec4 loads, `row_reg4`; 0.9x the CPU time of the
-// register array at 64 and at 1 query rows, 16 heads of 128 on lavapipe). BOUNDED = 1: the
+// register array at 64 query rows, the same at 1, 16 heads of 128 on lavapipe). BOUNDED = 1: the
 // keys end at min(S, bound[0]), a count computed on the device (mask_bound.glsl: every
 // key at or past it is -inf in every mask row, skipped anyway), so a decode step over a
 // KV cache reads the cache rows in use, not all S; the same f32 operations.
